@@ -1,0 +1,243 @@
+"""Load and validate archiver's TOML configuration.
+
+One file configures every service. Each section is a frozen dataclass whose field defaults are the
+shipped defaults (``config/archiver.toml`` documents each one). Loading is strict: an unknown key, a
+value of the wrong type or out of range raises :class:`ConfigError` naming the file, the key and the
+problem, so a typo never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(Exception):
+    """A configuration file that cannot be used; the message names the file and key."""
+
+
+@dataclass(frozen=True)
+class ArchiveConfig:
+    root: Path = Path("archive")
+    operator: str = ""
+
+
+@dataclass(frozen=True)
+class CrawlConfig:
+    agent: str = "archiver"
+    user_agent: str = "archiver/0.1 (+https://example.org/archiver; archival crawler)"
+    processes: int = 1
+    sites_per_process: int = 64
+    # Rest between two fetches from one site: max(min_rest, Crawl-delay capped at max_rest,
+    # rest_factor x last response time capped at max_rest). Heritrix's defaults are 3 s / 30 s / x5.
+    min_rest: float = 3.0
+    max_rest: float = 30.0
+    rest_factor: float = 5.0
+    # 429/503 back-off: Retry-After honoured up to max_retry_after; without it the rest grows from
+    # backoff_start, doubling per answer up to max_backoff, and shrinks by backoff_recovery per good fetch.
+    max_retry_after: float = 600.0
+    backoff_start: float = 5.0
+    max_backoff: float = 600.0
+    backoff_recovery: float = 0.8
+    retries_per_url: int = 2
+    # A site whose robots.txt is unreachable or 5xx, or whose server fails max_failures times in a
+    # row, goes back to the queue after retry_delay (doubling per attempt); after site_retries
+    # attempts it is deferred for defer_delay and --until-idle stops waiting for it.
+    max_failures: int = 5
+    site_retries: int = 3
+    retry_delay: float = 60.0
+    defer_delay: float = 6 * 3600.0
+    # Per-site guards.
+    max_pages: int = 100_000
+    max_bytes: int = 10 * 2**30
+    max_depth: int = 100
+    max_url_length: int = 2048
+    max_repeated_segments: int = 3
+    # Per-fetch limits. A response is held in memory until written, so max_response_size bounds
+    # memory per active site; max_decoded_size caps decompression for link extraction (gzip bombs).
+    connect_timeout: float = 10.0
+    first_byte_timeout: float = 30.0
+    total_timeout: float = 120.0
+    max_response_size: int = 16 * 2**20
+    max_header_size: int = 64 * 1024
+    max_decoded_size: int = 16 * 2**20
+    verify_tls: bool = False
+    site_bitmap_bits: int = 262_144
+    site_bitmap_max_fp: float = 1e-3
+    status_interval: float = 5.0
+    poll_interval: float = 5.0
+
+
+@dataclass(frozen=True)
+class DnsConfig:
+    hosts_file: Path | None = Path("/etc/hosts")
+    nameservers: tuple[str, ...] = ()
+    timeout: float = 5.0
+
+
+@dataclass(frozen=True)
+class WarcConfig:
+    prefix: str = "ARCHIVER"
+    max_size: int = 2**30
+    gzip_level: int = 6
+    sync_interval: float = 2.0
+
+
+@dataclass(frozen=True)
+class OutlinksConfig:
+    max_lines: int = 100_000
+    max_age: float = 300.0
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    level: str = "info"
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path | None = None
+    archive: ArchiveConfig = field(default_factory=ArchiveConfig)
+    crawl: CrawlConfig = field(default_factory=CrawlConfig)
+    dns: DnsConfig = field(default_factory=DnsConfig)
+    warc: WarcConfig = field(default_factory=WarcConfig)
+    outlinks: OutlinksConfig = field(default_factory=OutlinksConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+
+    @property
+    def root(self) -> Path:
+        return self.archive.root
+
+
+_SECTIONS = {f.name: f.type for f in dataclasses.fields(Config) if f.name != "path"}
+_LEVELS = ("debug", "info", "warning", "error")
+_POSITIVE = {
+    ("crawl", "processes"), ("crawl", "sites_per_process"), ("crawl", "max_pages"),
+    ("crawl", "max_bytes"), ("crawl", "max_url_length"), ("crawl", "max_repeated_segments"),
+    ("crawl", "connect_timeout"), ("crawl", "first_byte_timeout"), ("crawl", "total_timeout"),
+    ("crawl", "max_response_size"), ("crawl", "max_header_size"), ("crawl", "max_decoded_size"),
+    ("crawl", "site_bitmap_bits"), ("crawl", "status_interval"), ("crawl", "poll_interval"),
+    ("crawl", "max_failures"), ("dns", "timeout"), ("warc", "max_size"),
+    ("outlinks", "max_lines"), ("outlinks", "max_age"),
+}
+
+
+def load(path: str | Path) -> Config:
+    """Read, validate and return the config at ``path``; relative paths resolve against its folder."""
+    path = Path(path)
+    try:
+        with path.open("rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    return from_dict(data, path)
+
+
+def from_dict(data: dict[str, Any], path: Path | None = None) -> Config:
+    """Validate a parsed TOML document (``path`` names it in errors and anchors relative paths)."""
+    where = str(path) if path else "<config>"
+    base = path.resolve().parent if path else Path.cwd()
+    sections: dict[str, Any] = {}
+    for name, value in data.items():
+        if name not in _SECTIONS:
+            raise ConfigError(f"{where}: unknown section [{name}] (known: {', '.join(_SECTIONS)})")
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: [{name}] must be a table")
+        sections[name] = _section(where, base, name, _section_class(name), value)
+    archive = sections.get("archive", ArchiveConfig())
+    if not archive.root.is_absolute():
+        sections["archive"] = dataclasses.replace(archive, root=base / archive.root)
+    return Config(path=path, **sections)
+
+
+def _section_class(name: str) -> type:
+    cls = _SECTIONS[name]
+    return globals()[cls] if isinstance(cls, str) else cls
+
+
+def _section(where: str, base: Path, name: str, cls: type, values: dict[str, Any]) -> Any:
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        label = f"{where}: {name}.{key}"
+        if key not in known:
+            raise ConfigError(f"{label}: unknown key (known in [{name}]: {', '.join(sorted(known))})")
+        out[key] = _convert(label, hints[key], value, base)
+        if (name, key) in _POSITIVE and out[key] <= 0:
+            raise ConfigError(f"{label}: must be greater than 0, got {value!r}")
+        if isinstance(out[key], (int, float)) and not isinstance(out[key], bool) and out[key] < 0:
+            raise ConfigError(f"{label}: must not be negative, got {value!r}")
+    section = cls(**out)
+    _check(where, name, section)
+    return section
+
+
+def _convert(label: str, hint: Any, value: Any, base: Path) -> Any:
+    """Check ``value`` against the field's type hint and convert it (paths, tuples)."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        if value == "" and len(options) < len(typing.get_args(hint)):
+            return None
+        return _convert(label, options[0], value, base)
+    if hint is Path:
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{label}: expected a path (a non-empty string), got {value!r}")
+        p = Path(value).expanduser()
+        return p if p.is_absolute() else base / p
+    if origin is tuple:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{label}: expected a list of strings, got {value!r}")
+        return tuple(value)
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{label}: expected true or false, got {value!r}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{label}: expected an integer, got {value!r}")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{label}: expected a number, got {value!r}")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{label}: expected a string, got {value!r}")
+        return value
+    raise ConfigError(f"{label}: unsupported type {hint!r}")  # pragma: no cover - schema bug
+
+
+def _check(where: str, name: str, section: Any) -> None:
+    """Cross-field rules that a type alone cannot express."""
+    if name == "crawl":
+        if section.max_rest < section.min_rest:
+            raise ConfigError(f"{where}: crawl.max_rest: must be >= crawl.min_rest")
+        if not 0 < section.backoff_recovery <= 1:
+            raise ConfigError(f"{where}: crawl.backoff_recovery: must be in (0, 1]")
+        if not 0 < section.site_bitmap_max_fp < 1:
+            raise ConfigError(f"{where}: crawl.site_bitmap_max_fp: must be in (0, 1)")
+        if not section.agent or any(c.isspace() or c == "/" for c in section.agent):
+            raise ConfigError(f"{where}: crawl.agent: must be a product token like 'archiver'")
+    elif name == "dns":
+        for ns in section.nameservers:
+            host, _, port = ns.rpartition(":") if ns.count(":") == 1 else (ns, "", "")
+            if not host or (port and not (port.isdigit() and 0 < int(port) < 65536)):
+                raise ConfigError(f"{where}: dns.nameservers: bad entry {ns!r} (want 'host' or 'host:port')")
+    elif name == "warc":
+        if not 0 <= section.gzip_level <= 9:
+            raise ConfigError(f"{where}: warc.gzip_level: must be 0..9")
+        if not section.prefix or "/" in section.prefix:
+            raise ConfigError(f"{where}: warc.prefix: must be a non-empty name without '/'")
+    elif name == "log" and section.level not in _LEVELS:
+        raise ConfigError(f"{where}: log.level: must be one of {', '.join(_LEVELS)}")

@@ -1,0 +1,368 @@
+"""One site's crawl queue on disk: an append-only log of URLs, a cursor, and an inbox.
+
+Files in a site's directory:
+
+``queue.log``
+    One ``depth<TAB>url\\n`` line per queued URL, in discovery order. The log alone is the truth:
+    the Bloom bitmap that deduplicates URLs is rebuilt from it on every open, so the bitmap is never
+    saved and can never disagree with the queue.
+``cursor``
+    How far the crawl got (the log offset just after the last finished entry) and the site's page
+    and byte totals. Two fixed-width slots, each with a sequence number and a CRC-32, written
+    alternately by one ``pwrite``: a crash mid-write tears at most the slot being written, and the
+    other still holds the previous record (as LMDB alternates its two meta pages). The slots sit
+    512 bytes apart, in different disk sectors.
+``inbox``
+    ``depth<TAB>url\\n`` lines appended by other processes (``append_external``). The frontier
+    merges them into the log through its bitmap when it opens and whenever the queue runs dry, so
+    the log has one writer and external URLs are deduplicated like discovered ones.
+
+Recovery: a log tail without its newline (a crash mid-append) and any unparsable lines at the end
+are truncated; an unparsable line inside the log is skipped. A cursor past the log's end (the
+cursor reached the disk, the log's tail did not) or between two lines falls back to the nearest
+line start before it. If neither cursor slot is valid the crawl restarts at the first entry with
+zero totals: fetching some pages twice is the safe direction for an archive, skipping is not.
+Entries handed out but not committed are handed out again after a restart (at-least-once).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import struct
+import zlib
+from collections.abc import Iterable
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+from urllib.parse import quote, unquote
+
+import mmh3
+
+from archiver.bloom import GrowingBloom
+
+LOG = "queue.log"
+CURSOR = "cursor"
+INBOX = "inbox"
+
+# Cursor slot: sequence, cursor, pages, bytes, then the CRC-32 of those 32 bytes.
+_SLOT = struct.Struct("<QQQQ")
+_SLOT_SIZE = _SLOT.size + 4
+_SLOT_OFFSETS = (0, 512)
+_READ_BUFFER = 65_536
+# Longest file name on Linux file systems (ext4, xfs, btrfs: NAME_MAX).
+_NAME_MAX = 255
+
+
+def site_dir(root: Path, origin: str) -> Path:
+    """``<root>/frontier/<2 hex digits of mmh3(origin)>/<scheme,host[,port]>``, percent-escaped.
+
+    The name is reversible (``site_origin``) and holds only ``[A-Za-z0-9_.~%,-]``; the hash prefix
+    spreads sites over 256 folders. ValueError for a malformed origin or one too long for a name.
+    """
+    scheme, sep, hostport = origin.partition("://")
+    if not sep or not scheme or not hostport or any(c in hostport for c in "/?#@"):
+        raise ValueError(f"not an origin: {origin!r}")
+    if hostport.startswith("["):
+        host, bracket, rest = hostport.partition("]")
+        host += bracket
+        port = rest.removeprefix(":") if rest.startswith(":") else None
+        if not bracket or (rest and port is None):
+            raise ValueError(f"not an origin: {origin!r}")
+    else:
+        host, colon, port = hostport.partition(":")
+        port = port if colon else None
+    parts = [scheme, host] if port is None else [scheme, host, port]
+    if not all(parts):
+        raise ValueError(f"not an origin: {origin!r}")
+    name = ",".join(quote(part, safe="") for part in parts)
+    if len(name) > _NAME_MAX:
+        raise ValueError(f"origin too long for a directory name: {origin[:80]!r}...")
+    bucket = f"{mmh3.hash(origin, signed=False) & 0xFF:02x}"
+    return root / "frontier" / bucket / name
+
+
+def site_origin(directory: Path) -> str:
+    """The origin whose ``site_dir`` is ``directory`` (its last path component)."""
+    parts = [unquote(part) for part in directory.name.split(",")]
+    if len(parts) not in (2, 3):
+        raise ValueError(f"not a frontier directory name: {directory.name!r}")
+    scheme, host = parts[0], parts[1]
+    return f"{scheme}://{host}" + (f":{parts[2]}" if len(parts) == 3 else "")
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    url: str
+    depth: int
+    end: int  # byte offset in the log just after this entry's line
+
+
+def _check(url: str, depth: int) -> None:
+    if depth < 0 or not url or "\n" in url:
+        raise ValueError(f"cannot queue {url!r} at depth {depth}")
+
+
+def _line(url: str, depth: int) -> bytes:
+    _check(url, depth)
+    return f"{depth}\t{url}\n".encode()
+
+
+def _parse(line: bytes) -> tuple[str, int] | None:
+    """(url, depth) from a complete log line, or None if it is not one."""
+    tab = line.find(b"\t")
+    digits = line[:tab]
+    if tab <= 0 or not digits.isdigit() or len(line) - tab <= 2:
+        return None
+    try:
+        return line[tab + 1 : -1].decode(), int(digits)
+    except UnicodeDecodeError:
+        return None
+
+
+def _read_cursor(fd: int) -> tuple[int, int, int, int]:
+    """(sequence, cursor, pages, bytes) from the newest valid slot; all zero if none is valid."""
+    best = (0, 0, 0, 0)
+    for offset in _SLOT_OFFSETS:
+        raw = os.pread(fd, _SLOT_SIZE, offset)
+        if len(raw) != _SLOT_SIZE:
+            continue
+        body, crc = raw[: _SLOT.size], int.from_bytes(raw[_SLOT.size :], "little")
+        if zlib.crc32(body) == crc:
+            record = _SLOT.unpack(body)
+            best = max(best, record)
+    return best
+
+
+class Frontier:
+    """One site's crawl queue. Not thread-safe; one open Frontier per directory (flock)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        bloom: GrowingBloom,
+        writer: BinaryIO,
+        reader: BinaryIO,
+        cursor_fd: int,
+    ) -> None:
+        self.directory = directory
+        self.cursor = 0
+        self.pages = 0
+        self.bytes = 0
+        self._bloom = bloom
+        self._writer = writer  # O_APPEND, holds the flock
+        self._reader = reader
+        self._cursor_fd = cursor_fd
+        self._seq = 0
+        self._count = 0  # parsable entries in the log
+        self._handed = 0  # of which handed out by next()
+        self._pos = 0  # log offset after the last entry handed out
+        self._dirty = False  # the writer holds lines not yet written to the log
+        self._new_dirs: list[Path] = []  # directories whose new entries sync() must make durable
+
+    @classmethod
+    def open(cls, directory: Path, *, bloom_bits: int = 262_144, max_fp: float = 1e-3) -> Frontier:
+        """Open (creating if absent) the queue in ``directory``; rebuild its bitmap from the log."""
+        bloom = GrowingBloom(initial_bits=bloom_bits, max_fp=max_fp)
+        new_dirs = _make_dirs(directory)
+        new_log = not (directory / LOG).exists()
+        with ExitStack() as stack:
+            fd = os.open(directory / LOG, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            writer = stack.enter_context(open(fd, "ab"))
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise RuntimeError(f"frontier {directory} is already open") from None
+            cursor_fd = os.open(directory / CURSOR, os.O_RDWR | os.O_CREAT, 0o644)
+            stack.callback(os.close, cursor_fd)
+            reader = stack.enter_context(open(directory / LOG, "rb", buffering=_READ_BUFFER))
+            self = cls(directory, bloom, writer, reader, cursor_fd)
+            self._seq, cursor, self.pages, self.bytes = _read_cursor(cursor_fd)
+            self._rebuild(cursor)
+            self._new_dirs = ([directory] if new_log else []) + new_dirs
+            self._merge_inbox()
+            stack.pop_all()
+        return self
+
+    def _rebuild(self, cursor: int) -> None:
+        """Fill the bitmap from every log line, repair the tail, put the reader at the cursor."""
+        reader, bloom = self._reader, self._bloom
+        offset = good_end = start = handed = 0
+        for line in reader:
+            if not line.endswith(b"\n"):
+                break
+            end = offset + len(line)
+            if end <= cursor:
+                start = end
+            entry = _parse(line)
+            if entry is not None:
+                bloom.add(entry[0])
+                self._count += 1
+                good_end = end
+                if end <= cursor:
+                    handed += 1
+            offset = end
+        if os.fstat(self._writer.fileno()).st_size > good_end:
+            os.ftruncate(self._writer.fileno(), good_end)
+        self._pos = self.cursor = min(start, good_end)
+        self._handed = handed
+        reader.seek(self._pos)
+
+    def add(self, url: str, depth: int) -> bool:
+        """Queue ``url`` unless the bitmap has seen it; True if it was appended to the log."""
+        _check(url, depth)
+        if not self._bloom.add(url):
+            return False
+        self._writer.write(f"{depth}\t{url}\n".encode())
+        self._dirty = True
+        self._count += 1
+        return True
+
+    def next(self) -> Entry | None:
+        """The next entry after those already handed out, or None when the queue is empty."""
+        reader = self._reader
+        while True:
+            line = reader.readline()
+            if not line.endswith(b"\n"):
+                if line:  # the writer's buffer split this line; reread it once flushed
+                    reader.seek(self._pos)
+                if self._dirty:
+                    self._flush()
+                    continue
+                if self._merge_inbox():
+                    continue
+                return None
+            self._pos += len(line)
+            entry = _parse(line)
+            if entry is not None:
+                self._handed += 1
+                return Entry(entry[0], entry[1], self._pos)
+
+    def commit(self, entry: Entry, *, pages: int, bytes_: int) -> None:
+        """Record that ``entry`` is done and the site's totals so far. Not fsynced: see ``sync``."""
+        # Write the queued links first: once the cursor has passed the page that found them,
+        # only the log still has them (a process crash keeps written data, loses Python buffers).
+        self._flush()
+        self._seq += 1
+        body = _SLOT.pack(self._seq, entry.end, pages, bytes_)
+        record = body + zlib.crc32(body).to_bytes(4, "little")
+        os.pwrite(self._cursor_fd, record, _SLOT_OFFSETS[self._seq % 2])
+        self.cursor, self.pages, self.bytes = entry.end, pages, bytes_
+
+    def sync(self) -> None:
+        """Make the log and then the cursor durable (the cursor never runs ahead of its log)."""
+        self._flush()
+        os.fsync(self._writer.fileno())
+        os.fsync(self._cursor_fd)
+        for directory in self._new_dirs:
+            _fsync_dir(directory)
+        self._new_dirs = []
+
+    def close(self) -> None:
+        """Write out the log and close; not fsynced (call ``sync`` first for that)."""
+        try:
+            self._flush()
+        finally:
+            self._reader.close()
+            self._writer.close()
+            os.close(self._cursor_fd)
+
+    def __enter__(self) -> Frontier:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def pending(self) -> int:
+        """Entries in the log not yet handed out by next()."""
+        return self._count - self._handed
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _flush(self) -> None:
+        if self._dirty:
+            self._writer.flush()
+            self._dirty = False
+
+    def _merge_inbox(self) -> bool:
+        """Move the inbox's lines into the log through the bitmap; True if any was new."""
+        path = self.directory / INBOX
+        try:
+            if path.stat().st_size == 0:
+                return False
+        except FileNotFoundError:
+            return False
+        with path.open("r+b") as inbox:
+            fcntl.flock(inbox, fcntl.LOCK_EX)
+            added = False
+            for line in inbox:
+                entry = _parse(line) if line.endswith(b"\n") else None
+                if entry is not None and self.add(*entry):
+                    added = True
+            if added:
+                # The lines must be durable in the log before they leave the inbox.
+                self.sync()
+            inbox.truncate(0)
+        return added
+
+    @staticmethod
+    def append_external(directory: Path, urls: Iterable[tuple[str, int]]) -> None:
+        """Queue (url, depth) pairs from another process; merged at the site's next open.
+
+        Whole lines go in one locked O_APPEND write and are fsynced, since the caller cannot.
+        """
+        data = b"".join(_line(url, depth) for url, depth in urls)
+        if not data:
+            return
+        new_dirs = _make_dirs(directory)
+        new_inbox = not (directory / INBOX).exists()
+        fd = os.open(directory / INBOX, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                # A writer that died mid-line left a fragment: cut it so it cannot join our line.
+                os.ftruncate(fd, _end_of_last_line(fd, size))
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        for changed in ([directory] if new_inbox else []) + new_dirs:
+            _fsync_dir(changed)
+
+
+def _end_of_last_line(fd: int, size: int) -> int:
+    """Offset just after the last newline in the file's first ``size`` bytes (0 if none)."""
+    end = size
+    while end > 0:
+        start = max(0, end - _READ_BUFFER)
+        newline = os.pread(fd, end - start, start).rfind(b"\n")
+        if newline >= 0:
+            return start + newline + 1
+        end = start
+    return 0
+
+
+def _make_dirs(directory: Path) -> list[Path]:
+    """``mkdir -p``; return the directories that gained an entry (to fsync once files exist)."""
+    changed = []
+    top = directory
+    while not top.exists():
+        top = top.parent
+        changed.append(top)
+    directory.mkdir(parents=True, exist_ok=True)
+    return changed
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make the entries of ``directory`` durable (a new file's name lives in its directory)."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,87 @@
+"""External-link spool files, written by crawlers for the external-link batch.
+
+A crawler answers "seen it?" only for its own sites; every link that leaves a site is appended here,
+one line each: ``URL <TAB> linking origin <TAB> 14-digit UTC time``. A spool file is named
+``<process>-<yyyymmddhhmmss>-<serial>.tsv`` and carries an ``.open`` suffix while it is written, so the
+batch never reads a file still growing. Files rotate by line count and age.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import IO
+
+
+def timestamp14(t: float) -> str:
+    return time.strftime("%Y%m%d%H%M%S", time.gmtime(t))
+
+
+class SpoolWriter:
+    """Appends external links to the current spool file of one crawler process."""
+
+    def __init__(self, directory: Path, process: int, *, max_lines: int, max_age: float) -> None:
+        self.directory = directory
+        self.process = process
+        self.max_lines = max_lines
+        self.max_age = max_age
+        self.lines_written = 0
+        self._file: IO[str] | None = None
+        self._path: Path | None = None
+        self._lines = 0
+        self._opened = 0.0
+        self._serial = 0
+        directory.mkdir(parents=True, exist_ok=True)
+        self._close_leftovers()
+
+    def _close_leftovers(self) -> None:
+        """Close ``.open`` files a crash left: drop a torn last line, then publish them."""
+        for path in self.directory.glob(f"{self.process}-*.tsv.open"):
+            data = path.read_bytes()
+            keep = data.rfind(b"\n") + 1
+            if keep < len(data):
+                with path.open("r+b") as f:
+                    f.truncate(keep)
+            os.replace(path, path.with_suffix(""))
+
+    def add(self, url: str, source: str, when: float) -> None:
+        if self._file is None:
+            self._open(when)
+        assert self._file is not None
+        self._file.write(f"{url}\t{source}\t{timestamp14(when)}\n")
+        self._lines += 1
+        self.lines_written += 1
+        if self._lines >= self.max_lines:
+            self.close()
+
+    def tick(self, now: float) -> None:
+        """Rotate the current file once it is older than ``max_age``."""
+        if self._file is not None and now - self._opened >= self.max_age:
+            self.close()
+
+    def flush(self) -> None:
+        if self._file is not None:
+            self._file.flush()
+
+    def close(self) -> None:
+        """Flush, fsync and publish the current file (drop its ``.open`` suffix)."""
+        if self._file is None or self._path is None:
+            return
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        os.replace(self._path, self._path.with_suffix(""))
+        self._file = self._path = None
+
+    def _open(self, now: float) -> None:
+        while True:
+            self._serial += 1
+            name = f"{self.process}-{timestamp14(now)}-{self._serial:05d}.tsv"
+            final = self.directory / name
+            if not final.exists():
+                break
+        self._path = final.with_name(name + ".open")
+        self._file = self._path.open("x", encoding="utf-8", newline="\n")
+        self._lines = 0
+        self._opened = now

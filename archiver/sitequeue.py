@@ -1,0 +1,124 @@
+"""The queue of sites one crawler process works through (``<root>/sites/<process>.sqlite``).
+
+A site is an origin (``scheme://host[:port]``). Each crawler process reads only its own queue, and a
+site belongs to exactly one queue, so no two processes ever crawl the same site. SQLite gives
+transactions (a crash never leaves a half-updated queue) and lets the external-link batch add sites
+while the crawler runs (WAL mode, busy timeout).
+
+States: ``waiting`` (ready once ``due``), ``active`` (in a slot now), ``retry`` (failed, back
+after ``due``), ``deferred`` (failed too often; revisited by a daemon when due, not waited for by
+``--until-idle``), ``done``. A site left ``active`` by a crash is ``waiting`` again on open.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import mmh3
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sites (
+    origin   TEXT PRIMARY KEY,
+    state    TEXT NOT NULL DEFAULT 'waiting',
+    due      REAL NOT NULL DEFAULT 0,
+    inlinks  INTEGER NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    added    REAL NOT NULL,
+    visits   INTEGER NOT NULL DEFAULT 0,
+    note     TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS sites_ready ON sites (state, inlinks DESC, due);
+"""
+
+STATES = ("waiting", "active", "retry", "deferred", "done")
+
+
+def queue_path(root: Path, process: int) -> Path:
+    return root / "sites" / f"{process}.sqlite"
+
+
+def process_for(origin: str, processes: int) -> int:
+    """The crawler process that owns ``origin``: a stable hash of the site key over ``processes``."""
+    return mmh3.hash(origin, 0, signed=False) % processes
+
+
+class SiteQueue:
+    """One process's site queue."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(path, timeout=30, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self._db.execute("UPDATE sites SET state='waiting' WHERE state='active'")
+
+    def close(self) -> None:
+        self._db.close()
+
+    def add(self, origin: str, *, inlinks: int = 0, now: float | None = None) -> bool:
+        """Queue ``origin`` if it is not known yet; True if it was added."""
+        cur = self._db.execute(
+            "INSERT OR IGNORE INTO sites (origin, added, inlinks) VALUES (?, ?, ?)",
+            (origin, time.time() if now is None else now, inlinks))
+        return cur.rowcount == 1
+
+    def claim(self, *, include_deferred: bool, now: float | None = None) -> str | None:
+        """Take the most linked-to site that is due, mark it active, and return it."""
+        now = time.time() if now is None else now
+        states = ("waiting", "retry", "deferred") if include_deferred else ("waiting", "retry")
+        marks = ",".join("?" * len(states))
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            row = self._db.execute(
+                f"SELECT origin FROM sites WHERE state IN ({marks}) AND due <= ? "
+                "ORDER BY inlinks DESC, due LIMIT 1", (*states, now)).fetchone()
+            if row is None:
+                return None
+            self._db.execute("UPDATE sites SET state='active', visits=visits+1 WHERE origin=?", row)
+        return row[0]
+
+    def finish(self, origin: str, note: str = "") -> None:
+        """The visit ended normally (queue exhausted or a site limit reached)."""
+        self._db.execute("UPDATE sites SET state='done', attempts=0, note=? WHERE origin=?",
+                         (note, origin))
+
+    def release(self, origin: str) -> None:
+        """The visit was interrupted (shutdown): the site is ready again at once."""
+        self._db.execute("UPDATE sites SET state='waiting', due=0 WHERE origin=? AND state='active'",
+                         (origin,))
+
+    def retry(self, origin: str, *, delay: float, max_attempts: int, defer_delay: float,
+              note: str, now: float | None = None) -> str:
+        """The visit failed: back after ``delay`` doubled per attempt, or deferred; returns the state."""
+        now = time.time() if now is None else now
+        (attempts,) = self._db.execute("SELECT attempts FROM sites WHERE origin=?",
+                                       (origin,)).fetchone()
+        attempts += 1
+        if attempts >= max_attempts:
+            state, due, attempts = "deferred", now + defer_delay, 0
+        else:
+            state, due = "retry", now + delay * 2 ** (attempts - 1)
+        self._db.execute("UPDATE sites SET state=?, due=?, attempts=?, note=? WHERE origin=?",
+                         (state, due, attempts, note, origin))
+        return state
+
+    def next_due(self, *, include_deferred: bool) -> float | None:
+        """When the next waiting (or retrying, or deferred) site becomes due; None if there is none."""
+        states = ("waiting", "retry", "deferred") if include_deferred else ("waiting", "retry")
+        marks = ",".join("?" * len(states))
+        (due,) = self._db.execute(f"SELECT min(due) FROM sites WHERE state IN ({marks})",
+                                  states).fetchone()
+        return due
+
+    def counts(self) -> dict[str, int]:
+        out = dict.fromkeys(STATES, 0)
+        out.update(self._db.execute("SELECT state, count(*) FROM sites GROUP BY state").fetchall())
+        return out
+
+    def state(self, origin: str) -> str | None:
+        row = self._db.execute("SELECT state FROM sites WHERE origin=?", (origin,)).fetchone()
+        return row[0] if row else None

@@ -1,0 +1,94 @@
+"""Crawl progress: counters kept by a crawler process, its status file, and their text form.
+
+Each process rewrites ``<root>/state/crawl-<process>.json`` every few seconds (write, then rename, so
+a reader never sees half a file); ``archiver status`` and the log's progress line print the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class Stats:
+    """Counters of one crawler process."""
+
+    process: int = 0
+    started: float = field(default_factory=time.time)
+    pages: int = 0
+    bytes: int = 0
+    sites_done: int = 0
+    sites_retried: int = 0
+    robots_excluded: int = 0
+    links_local: int = 0
+    links_external: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
+    active: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _last_pages: int = 0
+    _last_time: float = field(default_factory=time.monotonic)
+
+    def snapshot(self, queue: dict[str, int]) -> dict[str, Any]:
+        """A JSON-able status, with the pages/s since the previous snapshot."""
+        now = time.monotonic()
+        rate = (self.pages - self._last_pages) / max(now - self._last_time, 1e-6)
+        self._last_pages, self._last_time = self.pages, now
+        return {
+            "process": self.process, "pid": os.getpid(), "time": time.time(),
+            "started": self.started, "pages": self.pages, "bytes": self.bytes,
+            "pages_per_s": round(rate, 1), "sites_done": self.sites_done,
+            "sites_retried": self.sites_retried, "robots_excluded": self.robots_excluded,
+            "links_local": self.links_local, "links_external": self.links_external,
+            "queued_urls": sum(a.get("queued", 0) for a in self.active.values()),
+            "errors": dict(self.errors), "skipped": dict(self.skipped),
+            "sites": queue,
+            "active": {site: dict(info) for site, info in sorted(self.active.items())},
+        }
+
+
+def status_path(root: Path, process: int) -> Path:
+    return root / "state" / f"crawl-{process}.json"
+
+
+def write_status(path: Path, status: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(status, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_statuses(root: Path) -> list[dict[str, Any]]:
+    out = []
+    for path in sorted((root / "state").glob("crawl-*.json")):
+        try:
+            out.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def summary_line(s: dict[str, Any]) -> str:
+    """The one-line progress summary used in the log and by ``archiver status``."""
+    errors = ",".join(f"{k}:{v}" for k, v in sorted(s["errors"].items())) or "0"
+    sites = s["sites"]
+    return (f"pages={s['pages']} bytes={s['bytes']} pages/s={s['pages_per_s']} "
+            f"active={len(s['active'])} done={s['sites_done']} "
+            f"waiting={sites.get('waiting', 0) + sites.get('retry', 0)} "
+            f"deferred={sites.get('deferred', 0)} queued_urls={s['queued_urls']} errors={errors}")
+
+
+def format_status(s: dict[str, Any], now: float | None = None) -> str:
+    """Multi-line text for ``archiver status``."""
+    now = time.time() if now is None else now
+    age = now - s["time"]
+    lines = [f"process {s['process']} (pid {s['pid']}), status written {age:.0f}s ago",
+             "  " + summary_line(s)]
+    for site, info in s["active"].items():
+        lines.append(f"  {site}  queued={info.get('queued', 0)}  {info.get('url', '')}")
+    return "\n".join(lines)

@@ -1,0 +1,152 @@
+import math
+import random
+
+import pytest
+
+from archiver.bloom import (
+    BloomBitmap,
+    GrowingBloom,
+    capacity,
+    false_positive_rate,
+    optimal_hashes,
+)
+
+
+def keys(prefix: str, n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [f"{prefix}/{rng.getrandbits(64):016x}" for _ in range(n)]
+
+
+def measured_fp(bloom: BloomBitmap | GrowingBloom, probes: list[str]) -> float:
+    return sum(key in bloom for key in probes) / len(probes)
+
+
+def test_sizing_math_known_values():
+    assert false_positive_rate(16_000, 1_000, 10) == pytest.approx(4.66e-4, rel=0.01)
+    assert false_positive_rate(16_000, 1_000, 11) == pytest.approx(4.59e-4, rel=0.01)
+    assert optimal_hashes(16) == 11
+    assert optimal_hashes(8) == 6
+    assert false_positive_rate(8_000, 1_000, optimal_hashes(8)) == pytest.approx(0.0216, rel=0.01)
+    assert optimal_hashes(0.1) == 1
+    assert false_positive_rate(1_000, 0, 5) == 0
+
+
+def test_capacity_is_the_last_count_within_the_bound():
+    for bits, hashes, max_fp in [(262_144, 11, 5e-4), (65_536, 7, 1e-2), (1_000, 3, 0.1)]:
+        n = capacity(bits, hashes, max_fp)
+        assert false_positive_rate(bits, n, hashes) <= max_fp
+        assert false_positive_rate(bits, n + 1, hashes) > max_fp
+    # The default first layer (256 Kbit at 5e-4, the first half of a 1e-3 budget): ~16.5 k URLs.
+    assert 16_000 < capacity(262_144, 11, 5e-4) < 17_000
+
+
+def test_add_is_test_and_set():
+    bloom = BloomBitmap(1_024, 4)
+    assert bloom.add("http://a/") is True
+    assert bloom.add("http://a/") is False
+    assert "http://a/" in bloom
+    assert "http://b/" not in bloom
+    assert bloom.count == 1
+    assert bloom.fp_rate() == false_positive_rate(1_024, 1, 4)
+
+
+def test_layer_at_design_capacity_meets_its_bound():
+    bits, hashes, max_fp = 65_536, 7, 0.01  # 7 = ceil(log2(1 / max_fp)), the best k here
+    n = capacity(bits, hashes, max_fp)
+    bloom = BloomBitmap(bits, hashes, seed=7)
+    added = keys("in", n, seed=1)
+    assert all(bloom.add(key) for key in added[:100])
+    for key in added[100:]:
+        bloom.add(key)
+    assert all(key in bloom for key in added)  # no false negatives
+    # count leaves out the few keys that were false positives when added.
+    assert n - 100 < bloom.count < n
+    assert bloom.fp_rate() == pytest.approx(max_fp, rel=0.02)
+    # 100 k probes: about 1 000 expected hits, one standard deviation ~3 %.
+    fp = measured_fp(bloom, keys("out", 100_000, seed=2))
+    assert 0.85 * max_fp < fp < 1.15 * max_fp
+
+
+def test_growing_bloom_stays_under_max_fp_across_growths():
+    max_fp = 0.01
+    bloom = GrowingBloom(initial_bits=4_096, max_fp=max_fp, seed=3)
+    added: list[str] = []
+    new = 0
+    source = iter(keys("in", 10_000, seed=4))
+    probes = keys("out", 100_000, seed=5)
+    for layers in (2, 3, 4):
+        while len(bloom.layers) < layers:
+            key = next(source)
+            added.append(key)
+            new += bloom.add(key)
+        # Just after a growth every older layer is full: the worst point of the compound rate.
+        estimate = bloom.fp_rate()
+        assert estimate < max_fp
+        fp = measured_fp(bloom, probes)
+        assert fp < max_fp
+        assert fp == pytest.approx(estimate, rel=0.15)
+    assert [layer.bits for layer in bloom.layers] == [4_096, 16_384, 65_536, 262_144]
+    assert [layer.hashes for layer in bloom.layers] == [8, 9, 10, 11]
+    assert bloom.bits == sum(layer.bits for layer in bloom.layers)
+    assert bloom.count == new
+    assert all(key in bloom for key in added)
+    assert not any(bloom.add(key) for key in added)
+
+
+def test_growing_bloom_layer_shares_sum_to_max_fp():
+    bloom = GrowingBloom(initial_bits=2_048, max_fp=1e-3)
+    i = 0
+    while len(bloom.layers) < 6:
+        bloom.add(f"k{i}")
+        i += 1
+    full = bloom.layers[:-1]
+    # Full layers sit at their shares 1e-3 * 0.5**(i+1): 5e-4, 2.5e-4, ... summing to < 1e-3.
+    for n, layer in enumerate(full):
+        assert layer.fp_rate() == pytest.approx(1e-3 * 0.5 ** (n + 1), rel=0.05)
+    assert bloom.fp_rate() < 1e-3
+    assert bloom.fp_rate() == pytest.approx(1 - math.prod(1 - x.fp_rate() for x in full), rel=0.01)
+
+
+def test_layer_round_trip():
+    bloom = BloomBitmap(1_001, 5, seed=99)  # not a whole number of bytes
+    for key in keys("k", 100, seed=6):
+        bloom.add(key)
+    copy = BloomBitmap.from_bytes(bloom.to_bytes())
+    assert (copy.bits, copy.hashes, copy.seed, copy.count) == (1_001, 5, 99, bloom.count)
+    assert copy.to_bytes() == bloom.to_bytes()
+    probes = keys("k", 100, seed=6) + keys("p", 1_000, seed=7)
+    assert [key in copy for key in probes] == [key in bloom for key in probes]
+
+
+def test_growing_round_trip_continues_identically():
+    bloom = GrowingBloom(initial_bits=1_024, max_fp=1e-2, growth=2, seed=5)
+    for key in keys("a", 500, seed=8):
+        bloom.add(key)
+    assert len(bloom.layers) > 2
+    copy = GrowingBloom.from_bytes(bloom.to_bytes())
+    assert copy.to_bytes() == bloom.to_bytes()
+    assert (copy.count, copy.bits, len(copy.layers)) == (bloom.count, bloom.bits, len(bloom.layers))
+    more = keys("b", 2_000, seed=9)
+    assert [copy.add(key) for key in more] == [bloom.add(key) for key in more]
+    assert len(copy.layers) == len(bloom.layers)
+    assert copy.to_bytes() == bloom.to_bytes()
+
+
+def test_from_bytes_rejects_damage():
+    layer = BloomBitmap(64, 3).to_bytes()
+    stack = GrowingBloom(initial_bits=64, max_fp=0.1).to_bytes()
+    for bad in (layer[:-1], layer + b"\0", b"XXXX" + layer[4:], layer[:10]):
+        with pytest.raises(ValueError):
+            BloomBitmap.from_bytes(bad)
+    for bad in (stack[:-1], stack + b"\0", b"XXXX" + stack[4:], stack[:10]):
+        with pytest.raises(ValueError):
+            GrowingBloom.from_bytes(bad)
+
+
+def test_bad_parameters():
+    for args in ((0, 3), (64, 0), (64, 256), (64, 3, -1)):
+        with pytest.raises(ValueError):
+            BloomBitmap(*args)
+    for kwargs in ({"max_fp": 0}, {"max_fp": 1}, {"growth": 0}):
+        with pytest.raises(ValueError):
+            GrowingBloom(**kwargs)

@@ -1,0 +1,82 @@
+"""Config loading: defaults, relative paths, and errors that name the file and key."""
+
+from pathlib import Path
+
+import pytest
+
+from archiver import config
+
+SHIPPED = Path(__file__).resolve().parent.parent / "config" / "archiver.toml"
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "archiver.toml"
+    path.write_text(text)
+    return path
+
+
+def test_shipped_config_lists_every_default():
+    cfg = config.load(SHIPPED)
+    defaults = config.Config()
+    for section in ("crawl", "warc", "outlinks", "log"):
+        assert getattr(cfg, section) == getattr(defaults, section), section
+    assert cfg.root == SHIPPED.parent / "archive"
+    assert cfg.dns.hosts_file == Path("/etc/hosts")
+
+
+def test_contract_keys_and_relative_paths(tmp_path):
+    cfg = config.load(write(tmp_path, """
+[archive]
+root = "arc"
+[crawl]
+agent = "mybot"
+sites_per_process = 8
+min_rest = 0
+max_rest = 2
+rest_factor = 0.5
+[dns]
+hosts_file = "hosts"
+nameservers = ["127.0.0.1:5353", "::1"]
+[warc]
+max_size = 1000000
+"""))
+    assert cfg.root == tmp_path / "arc"
+    assert cfg.crawl.agent == "mybot" and cfg.crawl.sites_per_process == 8
+    assert cfg.crawl.min_rest == 0.0 and isinstance(cfg.crawl.min_rest, float)
+    assert cfg.dns.hosts_file == tmp_path / "hosts"
+    assert cfg.dns.nameservers == ("127.0.0.1:5353", "::1")
+    assert cfg.warc.max_size == 1_000_000
+
+
+def test_empty_hosts_file_means_none(tmp_path):
+    assert config.load(write(tmp_path, '[dns]\nhosts_file = ""\n')).dns.hosts_file is None
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("[crawl]\nmin_rets = 1\n", "crawl.min_rets: unknown key"),
+    ("[crawl]\nmin_rest = 'fast'\n", "crawl.min_rest: expected a number"),
+    ("[crawl]\nsites_per_process = 1.5\n", "crawl.sites_per_process: expected an integer"),
+    ("[crawl]\nsites_per_process = 0\n", "crawl.sites_per_process: must be greater than 0"),
+    ("[crawl]\nmin_rest = -1\n", "crawl.min_rest: must not be negative"),
+    ("[crawl]\nmin_rest = 5\nmax_rest = 1\n", "crawl.max_rest: must be >= crawl.min_rest"),
+    ("[crawl]\nverify_tls = 1\n", "crawl.verify_tls: expected true or false"),
+    ("[crawl]\nagent = 'my bot'\n", "crawl.agent"),
+    ("[dns]\nnameservers = '127.0.0.1'\n", "dns.nameservers: expected a list of strings"),
+    ("[dns]\nnameservers = ['127.0.0.1:99999']\n", "dns.nameservers: bad entry"),
+    ("[warc]\ngzip_level = 12\n", "warc.gzip_level"),
+    ("[log]\nlevel = 'loud'\n", "log.level"),
+    ("[crawler]\nagent = 'x'\n", "unknown section [crawler]"),
+    ("crawl = 3\n", "[crawl] must be a table"),
+    ("[crawl\n", "not valid TOML"),
+])
+def test_errors_name_file_and_key(tmp_path, text, needle):
+    path = write(tmp_path, text)
+    with pytest.raises(config.ConfigError) as info:
+        config.load(path)
+    assert str(path) in str(info.value)
+    assert needle in str(info.value)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(config.ConfigError, match="no such file"):
+        config.load(tmp_path / "nope.toml")

@@ -1,0 +1,297 @@
+import os
+import string
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from archiver.frontier import CURSOR, INBOX, LOG, Entry, Frontier, site_dir, site_origin
+
+REPO = Path(__file__).resolve().parent.parent  # child processes import archiver from here
+
+
+def drain(frontier: Frontier) -> list[Entry]:
+    entries = []
+    while (entry := frontier.next()) is not None:
+        entries.append(entry)
+    return entries
+
+
+def test_add_dedups_and_appends_lines(tmp_path: Path):
+    with Frontier.open(tmp_path / "s") as f:
+        assert f.add("http://a/", 0)
+        assert f.add("http://a/x?q=1\tz", 1)  # a tab inside the URL survives
+        assert not f.add("http://a/", 3)
+        assert len(f) == 2
+        assert f.pending == 2
+        with pytest.raises(ValueError):
+            f.add("http://a/\nevil", 1)
+        with pytest.raises(ValueError):
+            f.add("http://a/neg", -1)
+        with pytest.raises(ValueError):
+            f.add("", 0)
+        assert len(f) == 2
+    assert (tmp_path / "s" / LOG).read_bytes() == b"0\thttp://a/\n1\thttp://a/x?q=1\tz\n"
+
+
+def test_next_and_commit(tmp_path: Path):
+    with Frontier.open(tmp_path) as f:
+        f.add("http://a/", 0)
+        first = f.next()
+        assert first == Entry("http://a/", 0, len(b"0\thttp://a/\n"))
+        assert f.next() is None
+        f.add("http://a/b", 1)  # found while fetching the first: handed out next
+        second = f.next()
+        assert second is not None
+        assert (second.url, second.depth) == ("http://a/b", 1)
+        assert f.pending == 0
+        f.commit(first, pages=1, bytes_=500)
+        assert (f.cursor, f.pages, f.bytes) == (first.end, 1, 500)
+        f.add("http://a/c", 2)
+        f.commit(second, pages=2, bytes_=900)
+        # Links found before a commit are in the log (not just a Python buffer) once it returns.
+        assert (tmp_path / LOG).read_bytes().endswith(b"2\thttp://a/c\n")
+        assert f.next() is not None
+        assert f.next() is None
+    log = (tmp_path / LOG).read_bytes()
+    assert log[: second.end].endswith(b"1\thttp://a/b\n")
+
+
+def test_reopen_resumes_at_cursor_and_rebuilds_bloom(tmp_path: Path):
+    urls = [f"http://a/{i}" for i in range(10)]
+    with Frontier.open(tmp_path) as f:
+        for i, url in enumerate(urls):
+            f.add(url, i)
+        handed = [f.next() for _ in range(5)]
+        assert handed[2] is not None
+        f.commit(handed[2], pages=3, bytes_=3000)  # entries 3 and 4 are handed out, not committed
+        assert f.pending == 5
+    with Frontier.open(tmp_path) as f:
+        assert (f.cursor, f.pages, f.bytes) == (handed[2].end, 3, 3000)
+        assert len(f) == 10
+        assert f.pending == 7
+        assert not any(f.add(url, 0) for url in urls)  # before and after the cursor
+        rest = drain(f)
+        assert [e.url for e in rest] == urls[3:]
+        assert [e.depth for e in rest] == list(range(3, 10))
+        assert rest[0] == handed[3]
+
+
+def test_torn_tail_is_truncated(tmp_path: Path):
+    with Frontier.open(tmp_path) as f:
+        f.add("http://a/1", 0)
+        f.add("http://a/2", 0)
+    good = (tmp_path / LOG).read_bytes()
+    for torn in (b"1\thttp://a/tor", b"garbage\n", b"x\tno-depth\n\xff\n", b"7\t\n"):
+        with (tmp_path / LOG).open("ab") as log:
+            log.write(torn)
+        with Frontier.open(tmp_path) as f:
+            assert (tmp_path / LOG).read_bytes() == good
+            assert len(f) == 2
+            assert f.add("http://a/tor", 1)  # the torn URL was never queued
+            assert [e.url for e in drain(f)] == ["http://a/1", "http://a/2", "http://a/tor"]
+        assert (tmp_path / LOG).read_bytes() == good + b"1\thttp://a/tor\n"
+        (tmp_path / LOG).write_bytes(good)
+
+
+def test_bad_line_inside_the_log_is_skipped(tmp_path: Path):
+    (tmp_path / LOG).write_bytes(b"0\thttp://a/1\nnot a line\n0\thttp://a/2\n")
+    with Frontier.open(tmp_path) as f:
+        assert len(f) == 2
+        assert [e.url for e in drain(f)] == ["http://a/1", "http://a/2"]
+        assert f.pending == 0
+
+
+def write_committed(directory: Path, commits: int) -> list[Entry]:
+    with Frontier.open(directory) as f:
+        for i in range(5):
+            f.add(f"http://a/{i}", 0)
+        entries = drain(f)
+        for n in range(commits):
+            f.commit(entries[n], pages=n + 1, bytes_=100 * (n + 1))
+    return entries
+
+
+def test_torn_cursor_slot_falls_back_to_the_other(tmp_path: Path):
+    entries = write_committed(tmp_path, 3)  # commit 3 wrote slot 1 (at 512), commit 2 slot 0
+    raw = bytearray((tmp_path / CURSOR).read_bytes())
+    raw[512 + 10] ^= 0xFF  # a torn write of the newest slot
+    (tmp_path / CURSOR).write_bytes(raw)
+    with Frontier.open(tmp_path) as f:
+        assert (f.cursor, f.pages, f.bytes) == (entries[1].end, 2, 200)
+        assert f.next() == entries[2]
+        f.commit(entries[2], pages=3, bytes_=300)  # overwrites the damaged slot, not the good one
+    with Frontier.open(tmp_path) as f:
+        assert (f.cursor, f.pages, f.bytes) == (entries[2].end, 3, 300)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "short", "empty"])
+def test_unreadable_cursor_restarts_from_the_first_entry(tmp_path: Path, damage: str):
+    entries = write_committed(tmp_path, 4)
+    cursor = tmp_path / CURSOR
+    if damage == "garbage":
+        cursor.write_bytes(os.urandom(1024))
+    elif damage == "short":
+        cursor.write_bytes(cursor.read_bytes()[:20])
+    else:
+        cursor.write_bytes(b"")
+    with Frontier.open(tmp_path) as f:
+        assert (f.cursor, f.pages, f.bytes) == (0, 0, 0)
+        assert f.pending == 5
+        assert drain(f) == entries
+
+
+def test_cursor_past_the_log_or_between_lines_rounds_down(tmp_path: Path):
+    entries = write_committed(tmp_path, 5)
+    log = (tmp_path / LOG).read_bytes()
+    (tmp_path / LOG).write_bytes(log[: entries[2].end])  # the log's tail never reached the disk
+    with Frontier.open(tmp_path) as f:
+        assert (f.cursor, f.pages) == (entries[2].end, 5)
+        assert f.pending == 0
+        assert f.next() is None
+        f.commit(Entry("http://a/1", 0, entries[1].end + 3), pages=5, bytes_=500)  # mid-line
+    with Frontier.open(tmp_path) as f:
+        assert f.cursor == entries[1].end
+        assert f.next() == entries[2]
+
+
+def test_pending_counts(tmp_path: Path):
+    with Frontier.open(tmp_path) as f:
+        assert (len(f), f.pending) == (0, 0)
+        for i in range(4):
+            f.add(f"http://a/{i}", 0)
+        f.next()
+        assert (len(f), f.pending) == (4, 3)
+        f.add("http://a/4", 1)
+        f.add("http://a/4", 1)
+        assert (len(f), f.pending) == (5, 4)
+        drain(f)
+        assert f.pending == 0
+
+
+def test_long_urls_across_the_write_buffer(tmp_path: Path):
+    urls = [f"http://a/{i}/" + "x" * 3000 for i in range(40)]
+    with Frontier.open(tmp_path) as f:
+        out = []
+        for url in urls:
+            f.add(url, 2)
+            if len(out) % 3 == 0:
+                out.append(f.next())
+        out += drain(f)
+        assert [e.url for e in out if e] == urls
+        assert all(e.depth == 2 for e in out if e)
+
+
+def test_second_open_of_a_site_is_refused(tmp_path: Path):
+    f = Frontier.open(tmp_path)
+    with pytest.raises(RuntimeError, match="already open"):
+        Frontier.open(tmp_path)
+    f.close()
+    Frontier.open(tmp_path).close()
+
+
+def test_site_dir_names():
+    root = Path("/archive")
+    d = site_dir(root, "http://site-001.demo:8080")
+    assert d.parent.parent == root / "frontier"
+    assert len(d.parent.name) == 2 and int(d.parent.name, 16) >= 0
+    assert d.name == "http,site-001.demo,8080"
+    assert site_dir(root, "https://example.org").name == "https,example.org"
+    odd = [
+        "http://[::1]:8080",
+        "http://[2001:db8::1]",
+        "https://xn--bcher-kva.example",
+        "http://bücher.example:81",
+        "http://a,b%2C.example",
+        "http://192.0.2.1:80",
+    ]
+    names = set()
+    safe = set(string.ascii_letters + string.digits + "_.~%,-")
+    for origin in [*odd, "http://site-001.demo:8080", "https://example.org"]:
+        path = site_dir(root, origin)
+        assert set(path.name) <= safe
+        assert site_origin(path) == origin
+        names.add(path.name)
+    assert len(names) == 8
+    assert site_dir(root, "http://[::1]:8080").name == "http,%5B%3A%3A1%5D,8080"
+    for bad in (
+        "example.org",
+        "http://",
+        "http://a/b",
+        "http://a:",
+        "http://[::1",
+        "http://[::1]x",
+        "http://" + "a" * 260,
+    ):
+        with pytest.raises(ValueError):
+            site_dir(root, bad)
+
+
+def test_append_external_creates_and_merges_on_open(tmp_path: Path):
+    d = tmp_path / "frontier" / "ab" / "http,a"
+    Frontier.append_external(d, [("http://a/x", 2), ("http://a/y", 3)])
+    Frontier.append_external(d, [])
+    assert (d / INBOX).read_bytes() == b"2\thttp://a/x\n3\thttp://a/y\n"
+    with Frontier.open(d) as f:
+        assert (d / INBOX).read_bytes() == b""
+        assert not f.add("http://a/x", 0)
+        assert [(e.url, e.depth) for e in drain(f)] == [("http://a/x", 2), ("http://a/y", 3)]
+    with pytest.raises(ValueError):
+        Frontier.append_external(d, [("http://a/ok", 0), ("http://a/\n", 0)])
+    assert (d / INBOX).read_bytes() == b""  # all or nothing
+
+
+def test_append_external_dedups_against_the_log_and_merges_when_dry(tmp_path: Path):
+    with Frontier.open(tmp_path) as f:
+        f.add("http://a/", 0)
+        assert f.next() is not None
+        Frontier.append_external(tmp_path, [("http://a/", 0), ("http://a/new", 1)])
+        entry = f.next()  # the queue ran dry: the inbox is merged through the bitmap
+        assert entry is not None and entry.url == "http://a/new"
+        assert f.next() is None
+        Frontier.append_external(tmp_path, [("http://a/", 0)])
+        assert f.next() is None
+        assert len(f) == 2
+    assert (tmp_path / LOG).read_bytes() == b"0\thttp://a/\n1\thttp://a/new\n"
+
+
+def test_append_external_cuts_a_torn_fragment(tmp_path: Path):
+    (tmp_path / INBOX).write_bytes(b"1\thttp://a/whole\n1\thttp://a/fra")
+    Frontier.append_external(tmp_path, [("http://a/next", 1)])
+    assert (tmp_path / INBOX).read_bytes() == b"1\thttp://a/whole\n1\thttp://a/next\n"
+
+
+def test_append_external_from_another_process_while_open(tmp_path: Path):
+    script = (
+        "import sys\nfrom pathlib import Path\nfrom archiver.frontier import Frontier\n"
+        "Frontier.append_external(Path(sys.argv[1]), [(f'http://a/p{i}', 1) for i in range(500)])\n"
+    )
+    with Frontier.open(tmp_path) as f:
+        f.add("http://a/p7", 1)
+        children = [
+            subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], cwd=REPO)
+            for _ in range(2)
+        ]
+        assert [child.wait() for child in children] == [0, 0]
+        urls = [e.url for e in drain(f)]
+    assert sorted(urls) == sorted(f"http://a/p{i}" for i in range(500))
+    assert urls[0] == "http://a/p7"
+
+
+def test_process_crash_after_commit_keeps_progress_and_links(tmp_path: Path):
+    script = (
+        "import os, sys\nfrom pathlib import Path\nfrom archiver.frontier import Frontier\n"
+        "f = Frontier.open(Path(sys.argv[1]))\n"
+        "f.add('http://a/', 0)\n"
+        "f.sync()\n"
+        "entry = f.next()\n"
+        "f.add('http://a/found', 1)\n"  # a link found on the page, still in a Python buffer
+        "f.commit(entry, pages=1, bytes_=123)\n"
+        "f.add('http://a/lost', 1)\n"  # found after the last commit: not promised
+        "os._exit(9)\n"  # no close, no flush
+    )
+    assert subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=REPO).returncode == 9
+    with Frontier.open(tmp_path) as f:
+        assert (f.pages, f.bytes) == (1, 123)
+        assert [e.url for e in drain(f)] == ["http://a/found"]
