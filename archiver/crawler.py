@@ -1,0 +1,211 @@
+"""A crawler process: N site slots (64 by default) in one trio nursery.
+
+Each slot takes the most linked-to due site from the process's site queue, visits it, and records
+the outcome; a slot that finds nothing to do sleeps until the next site is due (or, as a daemon,
+polls for sites added by the external-link batch). SIGINT and SIGTERM cancel the slots: fetches in
+flight are dropped, interrupted sites go back to the queue, and every file is flushed and closed.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import trio
+
+from archiver import __version__, urls
+from archiver.bundle import BundleWriter
+from archiver.config import Config
+from archiver.frontier import Frontier, site_dir
+from archiver.logs import event
+from archiver.outlinks import SpoolWriter
+from archiver.resolve import Resolver
+from archiver.site import Outcome, SiteVisit
+from archiver.sitequeue import SiteQueue, process_for, queue_path
+from archiver.status import Stats, status_path, summary_line, write_status
+
+log = logging.getLogger("archiver.crawler")
+
+
+class SeedError(Exception):
+    """A seeds file that cannot be used at all."""
+
+
+@dataclass
+class CrawlContext:
+    """What every site visit of one process shares."""
+
+    config: Config
+    bundle: BundleWriter
+    spool: SpoolWriter
+    resolver: Resolver
+    stats: Stats
+
+
+def read_seeds(path: Path) -> list[str]:
+    """Seed URLs from ``path``: one URL or host name a line; blank lines and ``#`` comments allowed.
+
+    A line that is not a usable URL is logged and skipped; a file with no usable line is an error.
+    """
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise SeedError(f"{path}: cannot read seeds: {e.strerror}") from None
+    seeds = []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        line = line.split()[0]  # "URL  # a trailing comment" keeps the URL
+        url = urls.site_of_seed(line)
+        if url is None:
+            event(log, logging.WARNING, "bad-seed", file=str(path), line=number, value=line)
+            continue
+        seeds.append(url)
+    if not seeds:
+        raise SeedError(f"{path}: no usable seed (want URLs or host names, one a line)")
+    return seeds
+
+
+def enqueue_seeds(config: Config, process: int, seeds: list[str]) -> int:
+    """Put each seed's site in the queue of the process that owns it; returns sites new to a queue.
+
+    The seed URL (and "/") go into the site's crawl queue, so a visit starts from both.
+    """
+    root, processes = config.root, config.crawl.processes
+    c = config.crawl
+    queues: dict[int, SiteQueue] = {}
+    added = 0
+    try:
+        for url in seeds:
+            origin = urls.origin(url)
+            owner = process_for(origin, processes)
+            if owner not in queues:
+                queues[owner] = SiteQueue(queue_path(root, owner))
+            frontier = Frontier.open(site_dir(root, origin), bloom_bits=c.site_bitmap_bits,
+                                     max_fp=c.site_bitmap_max_fp)
+            try:
+                frontier.add(origin + "/", 0)
+                frontier.add(url, 0)
+            finally:
+                frontier.close()
+            added += queues[owner].add(origin)
+    finally:
+        for queue in queues.values():
+            queue.close()
+    return added
+
+
+class Crawler:
+    """One crawler process."""
+
+    def __init__(self, config: Config, *, process: int = 0, until_idle: bool = False) -> None:
+        self.config = config
+        self.process = process
+        self.until_idle = until_idle
+        root = config.root
+        self.queue = SiteQueue(queue_path(root, process))
+        self.stats = Stats(process=process)
+        self.bundle = BundleWriter(
+            root / "warcs", prefix=config.warc.prefix, process=process,
+            max_size=config.warc.max_size, gzip_level=config.warc.gzip_level,
+            software=f"archiver/{__version__}", operator=config.archive.operator,
+            extra_info={"robots": "obey", "http-header-user-agent": config.crawl.user_agent})
+        self.spool = SpoolWriter(root / "outlinks", process, max_lines=config.outlinks.max_lines,
+                                 max_age=config.outlinks.max_age)
+        self.ctx = CrawlContext(
+            config=config, bundle=self.bundle, spool=self.spool, stats=self.stats,
+            resolver=Resolver(hosts_file=config.dns.hosts_file,
+                              nameservers=config.dns.nameservers, timeout=config.dns.timeout))
+
+    async def run(self) -> None:
+        """Crawl until idle (with ``until_idle``) or until SIGINT/SIGTERM."""
+        event(log, logging.INFO, "crawler-start", process=self.process,
+              slots=self.config.crawl.sites_per_process, root=str(self.config.root),
+              until_idle=self.until_idle)
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._watch_signals, nursery.cancel_scope)
+                nursery.start_soon(self._report)
+                nursery.start_soon(self._sync)
+                async with trio.open_nursery() as slots:
+                    for number in range(self.config.crawl.sites_per_process):
+                        slots.start_soon(self._slot, number)
+                nursery.cancel_scope.cancel()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self.bundle.close()
+        self.spool.close()
+        self._write_status()
+        self.queue.close()
+        event(log, logging.INFO, "crawler-stop", process=self.process,
+              **{"pages": self.stats.pages, "bytes": self.stats.bytes})
+
+    async def _watch_signals(self, scope: trio.CancelScope) -> None:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for signum in signals:
+                event(log, logging.INFO, "stopping", signal=signal.Signals(signum).name)
+                scope.cancel()
+                return
+
+    async def _slot(self, number: int) -> None:
+        c = self.config.crawl
+        include_deferred = not self.until_idle
+        while True:
+            origin = self.queue.claim(include_deferred=include_deferred)
+            if origin is None:
+                due = self.queue.next_due(include_deferred=include_deferred)
+                if due is None and self.until_idle:
+                    return
+                wait = c.poll_interval if due is None else due - time.time()
+                if not self.until_idle:
+                    wait = min(wait, c.poll_interval)
+                await trio.sleep(max(wait, 0.01))
+                continue
+            await self._visit(origin)
+
+    async def _visit(self, origin: str) -> None:
+        c = self.config.crawl
+        event(log, logging.INFO, "site-start", site=origin)
+        try:
+            outcome = await SiteVisit(origin, self.ctx).run()
+        except trio.Cancelled:
+            self.queue.release(origin)
+            raise
+        except Exception as e:  # one site's bug must not stop the other slots
+            log.exception("site-crashed", extra={"fields": {"site": origin}})
+            self.stats.errors["internal"] += 1
+            outcome = Outcome("retry", f"internal error: {type(e).__name__}")
+        if outcome.kind == "done":
+            self.queue.finish(origin, outcome.note)
+            self.stats.sites_done += 1
+            event(log, logging.INFO, "site-done", site=origin, note=outcome.note or None)
+        else:
+            state = self.queue.retry(origin, delay=c.retry_delay, max_attempts=c.site_retries,
+                                     defer_delay=c.defer_delay, note=outcome.note)
+            self.stats.sites_retried += 1
+            event(log, logging.WARNING, "site-" + state, site=origin, reason=outcome.note)
+
+    def _write_status(self) -> dict:
+        status = self.stats.snapshot(self.queue.counts())
+        write_status(status_path(self.config.root, self.process), status)
+        return status
+
+    async def _report(self) -> None:
+        while True:
+            await trio.sleep(self.config.crawl.status_interval)
+            self.spool.tick(time.time())
+            status = self._write_status()
+            log.info("progress", extra={"fields": {"summary": summary_line(status)}})
+
+    async def _sync(self) -> None:
+        """Push written WARC data to disk at a steady pace (what a power loss can cost)."""
+        while True:
+            await trio.sleep(self.config.warc.sync_interval)
+            self.bundle.sync()
+            self.spool.flush()

@@ -1,0 +1,401 @@
+"""Link extraction from HTML and CSS bodies: bytes in, raw link strings out (no I/O).
+
+Links come back as found (entities decoded, surrounding whitespace stripped, in document order,
+duplicates kept); resolving against the base and normalising is the job of `archiver.urls`.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import threading
+from collections.abc import Iterator
+from functools import lru_cache
+from typing import NamedTuple
+
+from selectolax.lexbor import LexborCSSSelector, LexborHTMLParser
+
+
+class Link(NamedTuple):
+    """One link: its raw value and where it came from ("a/href", "css/import"...)."""
+
+    url: str
+    kind: str
+
+
+class HtmlLinks(NamedTuple):
+    """The links of an HTML page and the raw value of its first `<base href>`."""
+
+    base: str | None
+    links: list[Link]
+
+
+# --- character encodings ---------------------------------------------------------------------
+
+# Decoders a browser would use (WHATWG Encoding Standard, "Names and labels"), keyed by Python's
+# canonical codec name. A label naming a subset decodes with the superset browsers use
+# ("iso-8859-1" and "us-ascii" are windows-1252); codecs browsers refuse (UTF-7, UTF-32, EBCDIC,
+# rot13...) are absent, so such a label is ignored like an unknown one.
+_BROWSER_CODECS = {
+    **{
+        name: name
+        for name in (
+            *("utf-8", "utf-16-le", "utf-16-be", "cp866", "koi8-r", "koi8-u", "mac-roman"),
+            *("mac-cyrillic", "cp874", "cp932", "cp949", "euc_jp", "iso2022_jp", "gb18030"),
+            "big5hkscs",
+        )
+    },
+    **{f"cp{n}": f"cp{n}" for n in range(1250, 1259)},
+    **{f"iso8859-{n}": f"iso8859-{n}" for n in (2, 3, 4, 5, 6, 7, 8, 10, 13, 14, 15, 16)},
+    "ascii": "cp1252",
+    "iso8859-1": "cp1252",
+    "iso8859-9": "cp1254",
+    "iso8859-11": "cp874",
+    "tis-620": "cp874",
+    "euc_kr": "cp949",
+    "shift_jis": "cp932",
+    "gb2312": "gb18030",
+    "gbk": "gb18030",
+    "big5": "big5hkscs",
+    "utf-16": "utf-16-le",
+}
+# WHATWG labels that Python's codec registry does not know.
+_EXTRA_LABELS = {
+    "windows-874": "cp874",
+    "x-mac-cyrillic": "mac-cyrillic",
+    "iso-8859-8-i": "iso8859-8",
+    "windows-31j": "cp932",
+    "x-sjis": "cp932",
+}
+_BOMS = (
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+# Browser codecs in which ASCII bytes do not stand for ASCII text.
+_ASCII_INCOMPATIBLE = frozenset(("utf-16-le", "utf-16-be", "iso2022_jp"))
+# HTML Standard 13.2.3.2: the <meta> prescan looks at the first 1024 bytes only.
+_PRESCAN_BYTES = 1024
+_HTML_COMMENT = re.compile(rb"<!--.*?(?:-->|\Z)", re.S)
+_META_CHARSET = re.compile(
+    rb"<meta[\t\n\f\r /][^>]*?charset[\t\n\f\r ]*=[\t\n\f\r ]*[\"']?[\t\n\f\r ]*"
+    rb"([^\t\n\f\r \"';>/]+)",
+    re.I,
+)
+# CSS Syntax 3.2: `@charset "label";` counts only as the very first bytes, written just so.
+_CSS_CHARSET = re.compile(rb'@charset "([^"]{0,1021})";')
+
+
+@lru_cache(maxsize=128)
+def _codec(label: str) -> str | None:
+    """Python codec for an encoding label as a browser reads it; None if unknown or refused."""
+    label = label.strip("\t\n\f\r \"'").lower()
+    if label in _EXTRA_LABELS:
+        return _EXTRA_LABELS[label]
+    try:
+        return _BROWSER_CODECS.get(codecs.lookup(label).name)
+    except (LookupError, ValueError):
+        return None
+
+
+def _declared_codec(label: bytes) -> str | None:
+    """Codec for a label declared inside the document itself (<meta> or @charset)."""
+    codec = _codec(label.decode("ascii", "replace"))
+    # A document that could declare its encoding in ASCII bytes is not UTF-16; the HTML and
+    # CSS specs both read such a declaration as UTF-8.
+    return "utf-8" if codec in ("utf-16-le", "utf-16-be") else codec
+
+
+def _sniff_bom(body: bytes) -> tuple[str, bytes] | None:
+    """A byte-order mark wins over any declaration (Encoding Standard, "decode")."""
+    for bom, codec in _BOMS:
+        if body.startswith(bom):
+            return codec, body[len(bom) :]
+    return None
+
+
+def _prescan(head: bytes) -> str | None:
+    """The codec a `<meta charset>` or `<meta content="...; charset=x">` declares, if any."""
+    if b"<!--" in head:
+        head = _HTML_COMMENT.sub(b"", head)
+    match = _META_CHARSET.search(head)
+    return _declared_codec(match.group(1)) if match else None
+
+
+def _is_utf8(body: bytes) -> bool:
+    """True if body is UTF-8, allowing a sequence cut short at the end (size-capped fetches)."""
+    if body.isascii():
+        return True
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(body, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _html_input(body: bytes, charset: str | None) -> bytes | str:
+    """What to feed the parser: UTF-8 bytes as they are, anything else decoded to str.
+
+    Follows the HTML Standard's order (13.2.3.2): byte-order mark, transport-layer charset,
+    <meta> prescan, then a fallback. The fallback is UTF-8 when the bytes are valid UTF-8 and
+    windows-1252 otherwise, the legacy default browsers use for most locales.
+    """
+    sniffed = _sniff_bom(body)
+    if sniffed is not None:
+        codec, body = sniffed
+    else:
+        codec = (_codec(charset) if charset else None) or _prescan(body[:_PRESCAN_BYTES])
+        if codec is None:
+            codec = "utf-8" if _is_utf8(body) else "cp1252"
+    if codec == "utf-8" or (codec not in _ASCII_INCOMPATIBLE and body.isascii()):
+        return body
+    return body.decode(codec, "replace")
+
+
+def decode_text(body: bytes, charset: str | None) -> str:
+    """Decode a stylesheet: byte-order mark, else charset, else `@charset`, else UTF-8."""
+    sniffed = _sniff_bom(body)
+    if sniffed is not None:
+        codec, body = sniffed
+    else:
+        codec = _codec(charset) if charset else None
+        if codec is None and (match := _CSS_CHARSET.match(body)):
+            codec = _declared_codec(match.group(1))
+    return body.decode(codec or "utf-8", "replace")
+
+
+# --- filtering -------------------------------------------------------------------------------
+
+# The URL parser strips leading and trailing C0 controls and spaces (WHATWG URL, basic parser).
+_C0_AND_SPACE = "".join(map(chr, range(0x21)))
+_NOT_FETCHABLE = re.compile(r"#|(?:mailto|javascript|data|tel|about):", re.I)
+_TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
+
+
+def _clean(value: str | None) -> str | None:
+    """The stripped value, or None if empty, fragment-only or a scheme never fetched."""
+    if not value:
+        return None
+    value = value.strip(_C0_AND_SPACE)
+    # The URL parser also drops tabs and newlines anywhere: "java\nscript:" is javascript:.
+    probe = (
+        value.translate(_TAB_NEWLINE) if "\t" in value or "\n" in value or "\r" in value else value
+    )
+    if not probe or _NOT_FETCHABLE.match(probe):
+        return None
+    return value
+
+
+# --- CSS -------------------------------------------------------------------------------------
+
+_CSS_WS = r"[\t\n\f\r ]"
+_DQ_BODY = r'(?:[^"\\\n\r\f]|\\(?:\r\n|[\s\S]))*+'
+_SQ_BODY = _DQ_BODY.replace('"', "'")
+# Possessive quantifiers keep a long run of escapes from backtracking exponentially.
+_UNQUOTED_BODY = (
+    r"(?:[^\\\"'()\t\n\f\r ]"
+    rf"|\\(?:[0-9a-fA-F]{{1,6}}+(?:\r\n|{_CSS_WS})?|[^\n\r\f0-9a-fA-F]))*+"
+)
+_URL_ARGS = rf"""\({_CSS_WS}*+(?:"({_DQ_BODY})"|'({_SQ_BODY})'|({_UNQUOTED_BODY})){_CSS_WS}*\)"""
+# Every token starts with one of the characters of the leading class: a pattern that opens with
+# a character class lets the regex engine skip to candidates in C, several times faster than an
+# alternation (which it must try at every position). Each branch then checks which character
+# it got with a lookbehind. Case is spelt out because re.I would turn that skipping off.
+_CSS_TOKENS = re.compile(
+    rf"""
+    [/"'uU@]
+    (?: (?<=/) \*[\s\S]*?(?:\*/|\Z)                       # a comment: skipped
+      | (?<=") {_DQ_BODY}"                                # a string: skipped
+      | (?<=') {_SQ_BODY}'
+      | (?<=[uU]) [rR][lL] {_URL_ARGS}                     # groups 1-3: url(...)
+      | (?<=@) [iI][mM][pP][oO][rR][tT] {_CSS_WS}*         # groups 4-8: @import
+        (?: [uU][rR][lL] {_URL_ARGS} | "({_DQ_BODY})" | '({_SQ_BODY})' )
+    )
+    """,
+    re.X,
+)
+_CSS_ESCAPE = re.compile(rf"\\(?:([0-9a-fA-F]{{1,6}})(?:\r\n|{_CSS_WS})?|(\r\n|[\n\r\f])|([\s\S]))")
+
+
+def _css_unescape_one(match: re.Match[str]) -> str:
+    """One CSS escape (CSS Syntax 4.3.7); an escaped newline is a string's line continuation."""
+    hex_digits, newline, char = match.groups()
+    if hex_digits:
+        code = int(hex_digits, 16)
+        return chr(code) if 0 < code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else "\ufffd"
+    return "" if newline else char
+
+
+def _css_urls(text: str) -> Iterator[tuple[str, bool]]:
+    """Raw URLs of `url()` and `@import` in a stylesheet, with True for imports."""
+    for match in _CSS_TOKENS.finditer(text):
+        group = match.lastindex
+        if group is None:
+            continue  # a comment, or a string that is not a URL
+        start = match.start()
+        if group <= 3 and start and (text[start - 1].isalnum() or text[start - 1] in "_-\\"):
+            continue  # "myurl(" is another function
+        value = match.group(group)
+        if "\\" in value:
+            value = _CSS_ESCAPE.sub(_css_unescape_one, value)
+        url = _clean(value)
+        if url:
+            yield url, group > 3
+
+
+def extract_css(text: str) -> list[Link]:
+    """Links of a stylesheet, kinds "css/url" and "css/import"."""
+    return [Link(url, "css/import" if imported else "css/url") for url, imported in _css_urls(text)]
+
+
+# --- HTML ------------------------------------------------------------------------------------
+
+_URL_ATTRS = {
+    "a": ("href",),
+    "area": ("href",),
+    "link": ("href",),
+    "img": ("src", "lowsrc"),
+    "script": ("src",),
+    "frame": ("src",),
+    "iframe": ("src",),
+    "embed": ("src",),
+    "input": ("src",),
+    "body": ("background",),
+    "table": ("background",),
+    "td": ("background",),
+    "object": ("data",),
+}
+_ATTR_KINDS = {tag: tuple((a, f"{tag}/{a}") for a in attrs) for tag, attrs in _URL_ATTRS.items()}
+_SRCSET_KINDS = {"img": "img/srcset", "source": "source/srcset"}
+# One selector query finds every element of interest in document order, so the tree is walked
+# once in C. An element matching two of these selectors is returned twice (skipped by mem_id).
+_QUERY = ", ".join(
+    [f"{tag}[{attr}]" for tag, attrs in _URL_ATTRS.items() for attr in attrs]
+    + [f"{tag}[srcset]" for tag in _SRCSET_KINDS]
+    + ["applet[code]", "meta[http-equiv]", "base[href]", "style", "[style*='url(' i]"]
+)
+# Creating a selector engine costs about as much as parsing a 20 KB page, and the parser makes
+# a new one per document: keep one per thread instead (it is not thread-safe).
+_local = threading.local()
+
+_HTML_WS = "\t\n\f\r "
+_SRCSET_URL = re.compile(r"[\t\n\f\r ,]*([^\t\n\f\r ]+)")
+# Descriptors run to the next comma outside parentheses ("in parens" state of the spec).
+_SRCSET_DESCRIPTORS = re.compile(r"(?:[^,(]|\([^)]*\)?)*+,?")
+_REFRESH_TIME = re.compile(r"[\t\n\f\r ]*[0-9.]+")
+_REFRESH_URL = re.compile(r"url[\t\n\f\r ]*=[\t\n\f\r ]*", re.I)
+
+
+def _selector() -> LexborCSSSelector:
+    selector = getattr(_local, "selector", None)
+    if selector is None:
+        selector = _local.selector = LexborCSSSelector()
+    return selector
+
+
+def _srcset_urls(srcset: str) -> Iterator[str]:
+    """Candidate URLs of a srcset (HTML Standard, "parse a srcset attribute").
+
+    A URL runs to the next whitespace and may hold commas; trailing commas end the candidate.
+    Descriptors are skipped, not validated: a candidate the spec would drop for a malformed
+    descriptor is still reported, as an archive would rather fetch too much than too little.
+    """
+    pos = 0
+    while match := _SRCSET_URL.match(srcset, pos):
+        url, pos = match.group(1), match.end()
+        if url.endswith(","):
+            url = url.rstrip(",")
+        else:
+            pos = _SRCSET_DESCRIPTORS.match(srcset, pos).end()
+        yield url
+
+
+def _refresh_url(content: str) -> str | None:
+    """The URL of a `<meta http-equiv=refresh>` content (HTML Standard, declarative refresh)."""
+    match = _REFRESH_TIME.match(content)
+    if match is None:
+        return None
+    rest = content[match.end() :]
+    if rest:
+        if rest[0] not in ";," + _HTML_WS:
+            return None
+        rest = rest.lstrip(_HTML_WS)
+        if rest[:1] in (";", ","):
+            rest = rest[1:].lstrip(_HTML_WS)
+    prefix = _REFRESH_URL.match(rest)
+    if prefix is not None:
+        rest = rest[prefix.end() :]
+    elif rest[:1] in ("u", "U"):
+        return rest  # "u..." that is not "url=": the spec takes the whole remainder
+    if rest[:1] in ("'", '"'):
+        rest = rest[1:].split(rest[0], 1)[0]
+    return rest
+
+
+def _applet_url(code: str, codebase: str | None) -> str:
+    """One raw URL for an applet class: the codebase joined with the class's file path.
+
+    Java reads `code` as a class name ("pkg.Main", "pkg.Main.class" or "pkg/Main.class" all mean
+    pkg/Main.class) and the codebase as a directory, adding a missing final "/" as the JDK's
+    applet viewer does; the result resolves against the document base like any link.
+    """
+    name = code[:-6] if code.lower().endswith(".class") else code
+    path = name.replace(".", "/") + ".class"
+    if not codebase:
+        return path
+    return (codebase if codebase.endswith("/") else codebase + "/") + path
+
+
+def extract_html(body: bytes, charset: str | None = None) -> HtmlLinks:
+    """Links of an HTML page in document order, and its base; `charset` is the HTTP header's.
+
+    CSS found in `<style>` blocks (imports included) is reported as "style/url" and in style
+    attributes as "style-attr/url".
+    """
+    tree = LexborHTMLParser(_html_input(body, charset))
+    root = tree.root
+    if root is None:
+        return HtmlLinks(None, [])
+    links: list[Link] = []
+    base: str | None = None
+    base_seen = False
+    seen: set[int] = set()
+    for node in _selector().find(_QUERY, root):
+        node_id = node.mem_id
+        if node_id in seen:
+            continue
+        seen.add(node_id)
+        tag = node.tag
+        attrs = node.attributes
+        for attr, kind in _ATTR_KINDS.get(tag, ()):
+            url = _clean(attrs.get(attr))
+            if url:
+                links.append(Link(url, kind))
+        if tag in _SRCSET_KINDS:
+            srcset = attrs.get("srcset")
+            if srcset:
+                kind = _SRCSET_KINDS[tag]
+                for candidate in _srcset_urls(srcset):
+                    url = _clean(candidate)
+                    if url:
+                        links.append(Link(url, kind))
+        elif tag == "meta":
+            if (attrs.get("http-equiv") or "").strip().lower() == "refresh":
+                url = _clean(_refresh_url(attrs.get("content") or ""))
+                if url:
+                    links.append(Link(url, "meta/refresh"))
+        elif tag == "applet":
+            code = _clean(attrs.get("code"))
+            if code:
+                links.append(Link(_applet_url(code, _clean(attrs.get("codebase"))), "applet/code"))
+        elif tag == "base":
+            # Only the first <base href> counts (HTML Standard, "frozen base URL").
+            if not base_seen:
+                base_seen = True
+                base = _clean(attrs.get("href"))
+        elif tag == "style":
+            links.extend(Link(url, "style/url") for url, _ in _css_urls(node.text()))
+        style = attrs.get("style")
+        if style:
+            links.extend(Link(url, "style-attr/url") for url, _ in _css_urls(style))
+    return HtmlLinks(base, links)

@@ -1,0 +1,287 @@
+"""One site's visit: robots.txt, the fetch loop with rests, and routing of the links found.
+
+A visit runs in one crawler slot. It resolves the host, opens the site's crawl queue (seeding "/" if
+the queue is new), fetches robots.txt once, then fetches queued URLs one at a time over one kept-alive
+connection, resting between fetches. Every response goes to the WARC bundle; links on the same
+origin go to the crawl queue through its Bloom bitmap, links to other sites to the spool.
+
+A redirect from http to https (or back) on the same host keeps the other scheme inside this visit
+(an *alias* origin, with its own robots.txt as RFC 9309 §2.3 scopes robots.txt to scheme, host and
+port); otherwise every other origin is external.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter, deque
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import trio
+
+from archiver import extract, robots, urls
+from archiver.bloom import GrowingBloom
+from archiver.fetch import FetchResult, HttpClient, decode_body
+from archiver.frontier import Entry, Frontier, site_dir
+from archiver.logs import event
+from archiver.politeness import Rest, RestPolicy, parse_retry_after
+
+if TYPE_CHECKING:
+    from archiver.crawler import CrawlContext
+
+log = logging.getLogger("archiver.site")
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+CSS_TYPES = frozenset({"text/css"})
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a visit ended: ``done`` (finished or stopped by a site limit) or ``retry`` (come back later)."""
+
+    kind: str
+    note: str = ""
+
+
+def media_type(value: str | None) -> tuple[str, str | None]:
+    """``text/html; charset=UTF-8`` -> (``text/html``, ``UTF-8``)."""
+    if not value:
+        return "", None
+    mime, _, params = value.partition(";")
+    charset = None
+    for param in params.split(";"):
+        key, _, val = param.partition("=")
+        if key.strip().lower() == "charset":
+            charset = val.strip().strip("\"'") or None
+    return mime.strip().lower(), charset
+
+
+def looks_like_trap(url: str, max_repeats: int) -> bool:
+    """A path that repeats one segment more than ``max_repeats`` times (``/a/b/a/b/a/b/...``)."""
+    segments = [s for s in urls.path_segments(url) if s]
+    if len(segments) <= max_repeats:
+        return False
+    return Counter(segments).most_common(1)[0][1] > max_repeats
+
+
+class SiteVisit:
+    """Crawls one origin until its queue is empty, a limit is reached, or it must be retried."""
+
+    def __init__(self, origin: str, ctx: CrawlContext) -> None:
+        self.origin = origin
+        self.ctx = ctx
+        self.scheme, self.host, self.port = urls.origin_parts(origin)
+        self.rules: dict[str, robots.RobotsRules] = {}
+        self.local = {origin}
+        self.addresses: dict[str, str] = {}
+        self.next_at = 0.0
+        self.failures = 0
+        self.retries: deque[tuple[Entry, int]] = deque()
+        self.external = GrowingBloom(initial_bits=65_536, max_fp=1e-3)
+        c = ctx.config.crawl
+        self.rest = Rest(RestPolicy(c.min_rest, c.max_rest, c.rest_factor, c.max_retry_after,
+                                    c.backoff_start, c.max_backoff, c.backoff_recovery))
+
+    async def run(self) -> Outcome:
+        ctx, c = self.ctx, self.ctx.config.crawl
+        resolution = await ctx.resolver.resolve(self.host)
+        if not resolution.addresses:
+            ctx.stats.errors["dns"] += 1
+            event(log, logging.WARNING, "dns-failed", site=self.origin, error=resolution.error)
+            return Outcome("retry", f"dns: {resolution.error}")
+        self.addresses[self.host] = resolution.addresses[0]
+        frontier = Frontier.open(site_dir(ctx.config.root, self.origin),
+                                 bloom_bits=c.site_bitmap_bits, max_fp=c.site_bitmap_max_fp)
+        self.frontier = frontier
+        self.pages, self.bytes = frontier.pages, frontier.bytes
+        client = HttpClient(user_agent=c.user_agent, connect_timeout=c.connect_timeout,
+                            first_byte_timeout=c.first_byte_timeout, total_timeout=c.total_timeout,
+                            max_size=c.max_response_size, max_header_size=c.max_header_size,
+                            verify_tls=c.verify_tls)
+        self.client = client
+        ctx.stats.active[self.origin] = {"url": "", "queued": frontier.pending}
+        try:
+            if len(frontier) == 0:
+                frontier.add(self.origin + "/", 0)
+            if await self._robots(self.origin) is None:
+                return Outcome("retry", "robots.txt unavailable")
+            return await self._crawl()
+        finally:
+            ctx.stats.active.pop(self.origin, None)
+            frontier.close()
+            with trio.CancelScope(shield=True), trio.move_on_after(1):
+                await client.aclose()
+
+    async def _crawl(self) -> Outcome:
+        c, stats, frontier = self.ctx.config.crawl, self.ctx.stats, self.frontier
+        while True:
+            if self.pages >= c.max_pages:
+                return Outcome("done", "max-pages")
+            if self.bytes >= c.max_bytes:
+                return Outcome("done", "max-bytes")
+            # URLs answered by 429/503 are tried again once the queue is through.
+            entry, attempts = frontier.next(), 0
+            if entry is None:
+                if not self.retries:
+                    return Outcome("done", "")
+                entry, attempts = self.retries.popleft()
+            origin, path = urls.split_origin(entry.url)
+            rules = self.rules.get(origin)
+            if rules is None:
+                rules = self.rules[origin] = await self._robots(origin) or robots.unreachable()
+            if not rules.allowed(path):
+                stats.robots_excluded += 1
+                event(log, logging.DEBUG, "robots-excluded", site=self.origin, url=entry.url)
+                self._commit(entry, attempts)
+                continue
+            result = await self._fetch(entry.url)
+            if result.status is None or (result.status >= 500 and result.status != 503):
+                self.failures += 1
+                if self.failures >= c.max_failures:
+                    # Leave this entry uncommitted: the next visit starts with it.
+                    return Outcome("retry", f"{self.failures} failures in a row "
+                                            f"({result.error or result.status})")
+            else:
+                self.failures = 0
+            if result.status in (429, 503) and attempts < c.retries_per_url:
+                self.retries.append((entry, attempts + 1))
+            elif result.status is not None:
+                self._route_links(entry, result)
+            self._commit(entry, attempts)
+            stats.active[self.origin]["queued"] = frontier.pending + len(self.retries)
+
+    def _commit(self, entry: Entry, attempts: int) -> None:
+        """Record progress; a retried entry is already behind the cursor."""
+        if attempts == 0:
+            self.frontier.commit(entry, pages=self.pages, bytes_=self.bytes)
+
+    async def _robots(self, origin: str) -> robots.RobotsRules | None:
+        """Fetch and parse ``origin``'s robots.txt (RFC 9309 §2.3); None when it is unavailable."""
+        agent = self.ctx.config.crawl.agent
+        url = origin + "/robots.txt"
+        for _ in range(robots.MAX_ROBOTS_REDIRECTS + 1):
+            result = await self._fetch(url)
+            if result.status is None:
+                return None
+            location = result.header("location")
+            if 300 <= result.status < 400 and location:
+                target = urls.normalize(location, url)
+                if target is None:
+                    break
+                url = target
+                continue
+            body = decode_body(result.body, result.header("content-encoding"),
+                               robots.MAX_ROBOTS_BYTES)
+            rules = robots.rules_for_status(result.status, body, agent)
+            if result.status >= 500 or result.status == 429:
+                event(log, logging.WARNING, "robots-unavailable", site=origin,
+                      status=result.status)
+                return None
+            self.rules[origin] = rules
+            if origin == self.origin and rules.crawl_delay:
+                # The rest after robots.txt itself must already honour its Crawl-delay.
+                self.rest.crawl_delay = rules.crawl_delay
+                delay = min(rules.crawl_delay, self.ctx.config.crawl.max_rest)
+                self.next_at = max(self.next_at, trio.current_time() + delay)
+            return rules
+        # RFC 9309 §2.3.1.2: past five redirects the file may be taken as unavailable (allow all).
+        self.rules[origin] = robots.RobotsRules.allow_all()
+        return self.rules[origin]
+
+    async def _address(self, host: str) -> str | None:
+        if host not in self.addresses:
+            resolution = await self.ctx.resolver.resolve(host)
+            if not resolution.addresses:
+                return None
+            self.addresses[host] = resolution.addresses[0]
+        return self.addresses[host]
+
+    async def _fetch(self, url: str) -> FetchResult:
+        """Rest, fetch ``url``, write the exchange to the WARC bundle, set the next rest."""
+        ctx, stats = self.ctx, self.ctx.stats
+        await trio.sleep_until(self.next_at)
+        stats.active[self.origin]["url"] = url
+        host = urls.origin_parts(urls.origin(url))[1]
+        ip = await self._address(host)
+        if ip is None:
+            result = FetchResult(url=url, ip="", started=time.time(), request=b"",
+                                 error="dns: no address")
+        else:
+            result = await self.client.fetch(url, ip)
+        now = trio.current_time()
+        retry_after = parse_retry_after(result.header("retry-after"), result.started
+                                        + result.elapsed)
+        self.next_at = now + self.rest.after(result.status, result.elapsed, retry_after)
+        if result.status is None:
+            kind = (result.error or "error").split(":", 1)[0]
+            stats.errors[kind] += 1
+            event(log, logging.INFO, "fetch-failed", site=self.origin, url=url, error=result.error)
+            return result
+        ctx.bundle.write_exchange(
+            url=url, ip=result.ip, date=datetime.fromtimestamp(result.started, UTC),
+            request=result.request, response_head=result.head, response_body=result.body,
+            truncated=result.truncated)
+        size = len(result.head) + len(result.body)
+        stats.pages += 1
+        stats.bytes += size
+        self.pages += 1
+        self.bytes += size
+        if result.truncated:
+            stats.errors[f"truncated-{result.truncated}"] += 1
+        if result.status >= 400:
+            stats.errors[f"http-{result.status // 100}xx"] += 1
+        event(log, logging.DEBUG, "fetched", site=self.origin, url=url, status=result.status,
+              bytes=size, ms=round(result.elapsed * 1000))
+        return result
+
+    def _route_links(self, entry: Entry, result: FetchResult) -> None:
+        status = result.status or 0
+        if 300 <= status < 400:
+            location = result.header("location")
+            if location:
+                self._route(urls.normalize(location, entry.url), entry.depth, redirect=True)
+            return
+        if not 200 <= status < 300:
+            return
+        mime, charset = media_type(result.header("content-type"))
+        if mime not in HTML_TYPES and mime not in CSS_TYPES:
+            return
+        body = decode_body(result.body, result.header("content-encoding"),
+                           self.ctx.config.crawl.max_decoded_size)
+        depth = entry.depth + 1
+        if mime in CSS_TYPES:
+            for link in extract.extract_css(extract.decode_text(body, charset)):
+                self._route(urls.normalize(link.url, entry.url), depth)
+            return
+        found = extract.extract_html(body, charset)
+        base = entry.url
+        if found.base:
+            base = urls.normalize(found.base, entry.url) or entry.url
+        for link in found.links:
+            self._route(urls.normalize(link.url, base), depth)
+
+    def _route(self, url: str | None, depth: int, *, redirect: bool = False) -> None:
+        """Queue a same-site link (after the guards) or spool an external one."""
+        if url is None:
+            return
+        c, stats = self.ctx.config.crawl, self.ctx.stats
+        if len(url) > c.max_url_length:
+            stats.skipped["url-too-long"] += 1
+            return
+        origin = urls.origin(url)
+        if origin not in self.local:
+            if redirect and urls.origin_parts(origin)[1] == self.host:
+                self.local.add(origin)  # an alias origin: its robots.txt is fetched on first use
+            else:
+                if self.external.add(url):
+                    stats.links_external += 1
+                    self.ctx.spool.add(url, self.origin, time.time())
+                return
+        if depth > c.max_depth:
+            stats.skipped["max-depth"] += 1
+        elif looks_like_trap(url, c.max_repeated_segments):
+            stats.skipped["trap"] += 1
+        elif self.frontier.add(url, depth):
+            stats.links_local += 1

@@ -1,0 +1,65 @@
+"""Helpers shared by the crawl tests: a config for a demo web, and readers of what a crawl wrote."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from warcio.archiveiterator import ArchiveIterator
+
+from archiver import config
+from tools.demoweb import DemoWeb
+
+FAST = {
+    "min_rest": 0.05, "max_rest": 2.0, "rest_factor": 0.0, "retry_delay": 0.2,
+    "site_retries": 2, "status_interval": 0.5, "poll_interval": 0.2,
+}
+
+
+def write_config(directory: Path, web: DemoWeb, **crawl: object) -> Path:
+    """A config for crawling ``web`` into ``directory/archive`` (hosts file, no real DNS)."""
+    (directory / "hosts").write_text(web.hosts_file())
+    values = {**FAST, **crawl}
+    lines = [f"{k} = {v!r}".replace("'", '"').replace("True", "true").replace("False", "false")
+             for k, v in values.items()]
+    path = directory / "archiver.toml"
+    path.write_text("\n".join([
+        '[archive]', 'root = "archive"', '[crawl]', *lines,
+        '[dns]', 'hosts_file = "hosts"', 'nameservers = ["127.0.0.1:9"]',
+        '[log]', 'level = "debug"', ""]))
+    return path
+
+
+def load(path: Path) -> config.Config:
+    return config.load(path)
+
+
+def warc_files(root: Path) -> list[Path]:
+    return sorted((root / "warcs").glob("*.warc.gz*"))
+
+
+def records(root: Path, rec_type: str = "response"):
+    """Every record of ``rec_type`` in the archive, with its payload read."""
+    for path in warc_files(root):
+        with path.open("rb") as f:
+            for record in ArchiveIterator(f):
+                if record.rec_type == rec_type:
+                    yield record, record.raw_stream.read()  # as stored: no decoding
+
+
+def captures(root: Path) -> Counter[str]:
+    return Counter(r.rec_headers.get_header("WARC-Target-URI") for r, _ in records(root))
+
+
+def warcio_check(paths: list[Path]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", "import sys; from warcio.cli import main; "
+                           "sys.exit(main())", "check", *map(str, paths)],
+                          capture_output=True, text=True, check=False)
+
+
+def sha1_b32(data: bytes) -> str:
+    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode()
