@@ -171,27 +171,34 @@ class DemoServer:
         reply, body = self._reply(host, target, _accepts_gzip(headers.get(b"accept-encoding", b"")))
         keep = reply.behaviour not in RAW_BEHAVIOURS
         if not keep:
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await _act_out(conn.stream, reply.behaviour)
-        else:
-            out = [("Date", self._http_date()), ("Server", "demoweb"), *reply.headers]
-            if reply.behaviour == "gzip":
-                out.append(("Vary", "Accept-Encoding"))
-                if body is not reply.body:
-                    out.append(("Content-Encoding", "gzip"))
-            if reply.behaviour != "chunked":
-                out.append(("Content-Length", str(len(body))))
-            data = conn.h11.send(h11.Response(status_code=reply.status, headers=out))
-            if method != "HEAD":
-                step = CHUNK if reply.behaviour == "chunked" else max(len(body), 1)
-                for at in range(0, len(body), step):
-                    data += conn.h11.send(h11.Data(data=body[at : at + step]))
-            data += conn.h11.send(h11.EndOfMessage())
-            # Taken before the send: a lower bound of when the client had the whole response, so
-            # a politeness check on (next start - end) can never pass by this task running late.
-            end = time.time()
+            try:
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    await _act_out(conn.stream, reply.behaviour)
+            finally:  # logged even when the server is cancelled mid-act
+                self._record(
+                    RequestLog(host, target, method, start, time.time(), reply.status, peer, conn_id)
+                )
+            return keep
+        out = [("Date", self._http_date()), ("Server", "demoweb"), *reply.headers]
+        if reply.behaviour == "gzip":
+            out.append(("Vary", "Accept-Encoding"))
+            if body is not reply.body:
+                out.append(("Content-Encoding", "gzip"))
+        if reply.behaviour != "chunked":
+            out.append(("Content-Length", str(len(body))))
+        data = conn.h11.send(h11.Response(status_code=reply.status, headers=out))
+        if method != "HEAD":
+            step = CHUNK if reply.behaviour == "chunked" else max(len(body), 1)
+            for at in range(0, len(body), step):
+                data += conn.h11.send(h11.Data(data=body[at : at + step]))
+        data += conn.h11.send(h11.EndOfMessage())
+        # Taken before the send: a lower bound of when the client had the whole response, so
+        # a politeness check on (next start - end) can never pass by this task running late.
+        end = time.time()
+        try:
             await conn.stream.send_all(data)
-        self._record(RequestLog(host, target, method, start, end, reply.status, peer, conn_id))
+        finally:  # logged even when the client hangs up mid-body (a size cap, say)
+            self._record(RequestLog(host, target, method, start, end, reply.status, peer, conn_id))
         return keep
 
     def _record(self, entry: RequestLog) -> None:

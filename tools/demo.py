@@ -1,0 +1,75 @@
+"""Crawl the embedded demo web: the README's first command.
+
+Starts the demo web server on 127.0.0.1 (a free port), writes a config, a hosts file and a seeds
+file under ``demo-archive/``, runs ``archiver crawl --until-idle`` as a real process, and prints
+where the WARC bundles are. Run from the repository root: ``python -m tools.demo``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+from tools.demoweb import WebSpec, run_demo_process
+
+CONFIG = """\
+# Written by tools/demo.py: the demo web lives on 127.0.0.1, so rests are short.
+[archive]
+root = "archive"
+operator = "archiver demo"
+
+[crawl]
+min_rest = 0.05
+max_rest = 2.0
+rest_factor = 1.0
+retry_delay = 1.0
+site_retries = 2
+status_interval = 2.0
+# Short timeouts: with --hostile the demo web has servers that drip, hang and never end.
+connect_timeout = 2.0
+first_byte_timeout = 3.0
+total_timeout = 5.0
+
+[dns]
+hosts_file = "hosts"
+# Every demo name is in the hosts file; an unused loopback port keeps DNS off the network.
+nameservers = ["127.0.0.1:9"]
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", default="demo-archive", help="working folder (default: %(default)s)")
+    parser.add_argument("--sites", type=int, default=12)
+    parser.add_argument("--pages", type=int, default=30)
+    parser.add_argument("--hostile", action="store_true", help="add a site of misbehaving servers")
+    args = parser.parse_args()
+    work = Path(args.dir).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    spec = WebSpec(sites=args.sites, pages_per_site=args.pages, port=0, hostile=args.hostile)
+    with run_demo_process(spec, log_path=work / "demoweb-requests.jsonl") as (web, port, _):
+        print(f"demo web: {len(web.hosts)} sites on 127.0.0.1:{port}", flush=True)
+        (work / "hosts").write_text(web.hosts_file())
+        (work / "archiver.toml").write_text(CONFIG)
+        (work / "seeds.txt").write_text("# one URL or host name a line\n"
+                                        + "".join(f"{o}/\n" for o in web.origins()))
+        crawl = subprocess.run([sys.executable, "-m", "archiver", "crawl",
+                                "--config", str(work / "archiver.toml"),
+                                "--seeds", str(work / "seeds.txt"), "--until-idle"], check=False)
+    if crawl.returncode != 0:
+        print(f"crawl failed with exit code {crawl.returncode}", file=sys.stderr)
+        return crawl.returncode
+    warcs = sorted((work / "archive" / "warcs").glob("*.warc.gz"))
+    size = sum(p.stat().st_size for p in warcs)
+    print(f"\n{len(warcs)} WARC file(s), {size / 2**20:.1f} MiB, in {work / 'archive' / 'warcs'}")
+    for path in warcs:
+        print(f"  {path.name}")
+    print(f"status: archiver status --config {work / 'archiver.toml'}")
+    print(f"external links spooled for the batch: {work / 'archive' / 'outlinks'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
