@@ -1,0 +1,124 @@
+"""The ``archiver`` command as operators run it: real processes, signals, exit codes."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from archiver.sitequeue import SiteQueue, queue_path
+from tests.crawlkit import captures, load, warc_files, warcio_check, write_config
+from tools.demoweb import WebSpec, run_demo_process
+
+ARCHIVER = [sys.executable, "-m", "archiver"]
+
+
+def archiver(*args: str, **kw) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*ARCHIVER, *args], capture_output=True, text=True, timeout=120, **kw)
+
+
+def write_seeds(path: Path, lines: list[str]) -> Path:
+    path.write_text("# seeds\n\n" + "\n".join(lines) + "\n")
+    return path
+
+
+def wait_for(condition, timeout: float = 30.0, what: str = "condition") -> None:
+    """Poll ``condition`` until it holds (the crawler is another process)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def pages_reported(root: Path) -> int:
+    try:
+        return json.loads((root / "state" / "crawl-0.json").read_text())["pages"]
+    except (OSError, ValueError):
+        return 0
+
+
+def test_crawl_until_idle_then_status(tmp_path):
+    spec = WebSpec(sites=3, pages_per_site=10, port=0, trap=False)
+    with run_demo_process(spec) as (web, _port, _proc):
+        cfg = write_config(tmp_path, web)
+        hosts = [o.split("://")[1] for o in web.origins()]
+        seeds = write_seeds(tmp_path / "seeds.txt", [*hosts[:1], *(o + "/" for o in web.origins())])
+        done = archiver("crawl", "--config", str(cfg), "--seeds", str(seeds), "--until-idle")
+    assert done.returncode == 0, done.stderr
+    root = load(cfg).root
+    assert "WARCs in" in done.stdout and str(root / "warcs") in done.stdout
+    assert set(captures(root)) >= web.expected("archiver") - {
+        u for u in web.expected("archiver") if "robots500" in u}
+    assert warcio_check(warc_files(root)).returncode == 0
+    assert "level=info event=progress" in done.stderr or "event=crawler-stop" in done.stderr
+    status = archiver("status", "--config", str(cfg))
+    assert status.returncode == 0 and f"pages={sum(captures(root).values())}" in status.stdout
+    as_json = json.loads(archiver("status", "--config", str(cfg), "--json").stdout)
+    assert as_json[0]["pages"] == sum(captures(root).values())
+
+
+def test_sigterm_stops_cleanly_and_a_restart_resumes(tmp_path):
+    spec = WebSpec(sites=4, pages_per_site=40, port=0, trap=False)
+    with run_demo_process(spec) as (web, _port, _proc):
+        cfg = write_config(tmp_path, web, min_rest=0.1)
+        root = load(cfg).root
+        seeds = write_seeds(tmp_path / "seeds.txt", [o + "/" for o in web.origins()])
+        daemon = subprocess.Popen([*ARCHIVER, "crawl", "--config", str(cfg), "--seeds", str(seeds)],
+                                  stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for(lambda: pages_reported(root) >= 20, what="20 pages in the status file")
+        except AssertionError:
+            daemon.kill()
+            raise
+        daemon.send_signal(signal.SIGTERM)
+        assert daemon.wait(timeout=30) == 0
+        log = daemon.stderr.read()
+        assert "event=stopping signal=SIGTERM" in log
+        assert not list((root / "warcs").glob("*.open"))
+        assert not list((root / "outlinks").glob("*.open"))
+        first = captures(root)
+        assert warcio_check(warc_files(root)).returncode == 0
+        queue = SiteQueue(queue_path(root, 0))
+        assert queue.counts()["active"] == 0 and queue.counts()["waiting"] >= 1
+        queue.close()
+
+        again = archiver("crawl", "--config", str(cfg), "--until-idle")
+    assert again.returncode == 0, again.stderr
+    caps = captures(root)
+    expected = web.expected("archiver") - {u for u in web.expected("archiver") if "robots500" in u}
+    assert set(caps) - {u for u in caps if "robots500" in u} == expected
+    # Only fetches in flight at the stop (one per site) may be fetched twice.
+    twice = [u for u, n in caps.items() if n > 1 and "robots500" not in u]
+    assert len(twice) <= len(web.origins()), twice
+    assert sum(first.values()) < sum(caps.values())
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("[crawl]\nsites_per_proces = 3\n", "crawl.sites_per_proces: unknown key"),
+    ("[warc]\nmax_size = 'big'\n", "warc.max_size: expected an integer"),
+])
+def test_bad_config_exits_2_naming_the_key(tmp_path, text, needle):
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(text)
+    seeds = write_seeds(tmp_path / "seeds.txt", ["http://a.demo/"])
+    result = archiver("crawl", "--config", str(cfg), "--seeds", str(seeds), "--until-idle")
+    assert result.returncode == 2
+    assert needle in result.stderr and str(cfg) in result.stderr
+    assert not (tmp_path / "archive").exists()
+
+
+def test_bad_seeds(tmp_path):
+    cfg = tmp_path / "ok.toml"
+    cfg.write_text('[archive]\nroot = "archive"\n[dns]\nhosts_file = ""\nnameservers = ["127.0.0.1:9"]\n')
+    empty = write_seeds(tmp_path / "seeds.txt", ["mailto:someone@example.org", "::::"])
+    result = archiver("crawl", "--config", str(cfg), "--seeds", str(empty), "--until-idle")
+    assert result.returncode == 2 and "no usable seed" in result.stderr
+    assert "event=bad-seed" in result.stderr and "line=3" in result.stderr
+    missing = archiver("crawl", "--config", str(cfg), "--seeds", str(tmp_path / "nope"))
+    assert missing.returncode == 2 and "cannot read seeds" in missing.stderr
