@@ -264,6 +264,11 @@ class BundleWriter:
             self.flush()
             os.fsync(self._fd)
 
+    def prepare_sync(self) -> int | None:
+        """Flush; the descriptor to fsync (None when no bundle is open)."""
+        self.flush()
+        return self._fd
+
     def close(self) -> None:
         """Flush, fsync and close the current bundle, dropping its ``.open`` suffix."""
         if self._fd is None or self.current_path is None:

@@ -9,9 +9,10 @@ flight are dropped, interrupted sites go back to the queue, and every file is fl
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import trio
@@ -43,6 +44,7 @@ class CrawlContext:
     spool: SpoolWriter
     resolver: Resolver
     stats: Stats
+    frontiers: set[Frontier] = field(default_factory=set)
 
 
 def read_seeds(path: Path) -> list[str]:
@@ -97,6 +99,17 @@ def enqueue_seeds(config: Config, process: int, seeds: list[str]) -> int:
         for queue in queues.values():
             queue.close()
     return added
+
+
+def fsync_all(fds: list[int]) -> None:
+    """fsync, then close, each descriptor in order (duplicates made for this, so their owners
+    may close the originals meanwhile)."""
+    try:
+        for fd in fds:
+            os.fsync(fd)
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 class Crawler:
@@ -207,5 +220,11 @@ class Crawler:
         """Push written WARC data to disk at a steady pace (what a power loss can cost)."""
         while True:
             await trio.sleep(self.config.warc.sync_interval)
-            self.bundle.sync()
+            # WARC data first, then the crawl queues whose cursors say it was fetched; the
+            # fsyncs run in a worker thread so the slots never wait on the disk.
+            warc = self.bundle.prepare_sync()
+            fds = [] if warc is None else [warc]
+            for frontier in self.ctx.frontiers:
+                fds.extend(frontier.prepare_sync())
             self.spool.flush()
+            await trio.to_thread.run_sync(fsync_all, [os.dup(fd) for fd in fds])

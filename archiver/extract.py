@@ -7,13 +7,16 @@ duplicates kept); resolving against the base and normalising is the job of `arch
 from __future__ import annotations
 
 import codecs
+import operator
 import re
 import threading
+from array import array
 from collections.abc import Iterator
 from functools import lru_cache
+from itertools import accumulate
 from typing import NamedTuple
 
-from selectolax.lexbor import LexborCSSSelector, LexborHTMLParser
+from selectolax.lexbor import LexborCSSSelector, LexborHTMLParser, LexborNode
 
 
 class Link(NamedTuple):
@@ -133,8 +136,8 @@ def _is_utf8(body: bytes) -> bool:
     return True
 
 
-def _html_input(body: bytes, charset: str | None) -> bytes | str:
-    """What to feed the parser: UTF-8 bytes as they are, anything else decoded to str.
+def _html_bytes(body: bytes, charset: str | None) -> bytes:
+    """The document as UTF-8 bytes, the parser's own encoding.
 
     Follows the HTML Standard's order (13.2.3.2): byte-order mark, transport-layer charset,
     <meta> prescan, then a fallback. The fallback is UTF-8 when the bytes are valid UTF-8 and
@@ -149,7 +152,7 @@ def _html_input(body: bytes, charset: str | None) -> bytes | str:
             codec = "utf-8" if _is_utf8(body) else "cp1252"
     if codec == "utf-8" or (codec not in _ASCII_INCOMPATIBLE and body.isascii()):
         return body
-    return body.decode(codec, "replace")
+    return body.decode(codec, "replace").encode("utf-8", "replace")
 
 
 def decode_text(body: bytes, charset: str | None) -> str:
@@ -169,6 +172,7 @@ def decode_text(body: bytes, charset: str | None) -> str:
 # The URL parser strips leading and trailing C0 controls and spaces (WHATWG URL, basic parser).
 _C0_AND_SPACE = "".join(map(chr, range(0x21)))
 _NOT_FETCHABLE = re.compile(r"#|(?:mailto|javascript|data|tel|about):", re.I)
+_NOT_FETCHABLE_FIRST = "#mjdtaMJDTA"
 _TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
 
 
@@ -177,12 +181,15 @@ def _clean(value: str | None) -> str | None:
     if not value:
         return None
     value = value.strip(_C0_AND_SPACE)
-    # The URL parser also drops tabs and newlines anywhere: "java\nscript:" is javascript:.
-    probe = (
-        value.translate(_TAB_NEWLINE) if "\t" in value or "\n" in value or "\r" in value else value
-    )
-    if not probe or _NOT_FETCHABLE.match(probe):
+    if not value:
         return None
+    if value[0] in _NOT_FETCHABLE_FIRST:
+        # The URL parser also drops tabs and newlines anywhere: "java\nscript:" is javascript:.
+        probe = value
+        if "\t" in value or "\n" in value or "\r" in value:
+            probe = value.translate(_TAB_NEWLINE)
+        if _NOT_FETCHABLE.match(probe):
+            return None
     return value
 
 
@@ -248,6 +255,55 @@ def extract_css(text: str) -> list[Link]:
     return [Link(url, "css/import" if imported else "css/url") for url, imported in _css_urls(text)]
 
 
+# --- nesting guard ---------------------------------------------------------------------------
+
+# lexbor's tree builder, like the HTML Standard's algorithm it follows, costs O(depth) for most
+# start tags (scope checks walk the stack of open elements) and rebuilds the list of active
+# formatting elements at every insertion (lexbor issue #340): 200,000 nested <div> take minutes,
+# 40 KB of crafted <b>/<i> take seconds. Blink and WebKit cap the parser's nesting at 512
+# (kMaximumHTMLParserDOMTreeDepth); past that estimate, only link-bearing tags are parsed.
+_MAX_DEPTH = 512
+# The depth estimate below costs about as much as the parse itself, so it is only made for
+# documents of more tags than this: up to here, deep nesting parses in at most 40 ms and the
+# worst known input (crafted <b>/<i>) in 1.4 s (0.25 s at 2048 tags, 0.05 s at 1024).
+_FEW_TAGS = 4096
+# Elements whose start tag adds no depth: void elements, and those the parser closes by itself
+# when a sibling starts (<p>, <li>, <td>...; a new <a> closes the previous one).
+_FLAT = (
+    b"a|area|base|br|col|dd|dt|embed|frame|hr|image|img|input|keygen|li|link|meta|option|optgroup"
+    b"|p|param|source|tbody|td|tfoot|th|thead|tr|track|wbr"
+)
+_NAME_END = rb"(?=[\t\n\f\r />])"
+# One byte per tag: its first letter for a start tag, "/" plus that letter for an end tag.
+_NESTING_TAG = re.compile(rb"<(/?(?!(?i:" + _FLAT + rb")" + _NAME_END + rb")[a-zA-Z])")
+# A letter counts +1 and "/" -2, so an end tag ("/" and a letter) counts -1.
+_TAG_STEPS = bytes(0xFE if byte == ord("/") else 1 for byte in range(256))
+# What the parser must still see: tags that carry links, raw-text elements whose content must
+# stay text, and the containers <td> and <frame> need.
+_KEEP = (
+    b"a|applet|area|base|body|embed|frame|frameset|iframe|image|img|input|link|meta|noembed"
+    b"|noframes|object|plaintext|script|source|style|table|td|textarea|title|wbr|xmp"
+)
+_OTHER_TAG = rb"(?!(?i:" + _KEEP + rb")" + _NAME_END + rb")[a-zA-Z]"
+# Another element whose tag holds "url(" (a style attribute) becomes a void <wbr>: kept, but
+# unable to nest. No scan goes past a "<", so a run of unclosed "<div<div<div" stays linear.
+_OTHER_STYLED_TAG = re.compile(rb"<" + _OTHER_TAG + rb"[^\t\n\f\r /<>]*+(?=[^<>]*?(?i:url\())")
+_OTHER_TAGS = re.compile(rb"</?" + _OTHER_TAG + rb"[^<>]*+>")
+
+
+def _nesting_depth(doc: bytes) -> int:
+    """Estimated deepest nesting of elements, counting tags without matching their names."""
+    steps = b"".join(_NESTING_TAG.findall(doc)).translate(_TAG_STEPS)
+    levels = list(accumulate(array("b", steps), initial=0))
+    # The parser ignores an end tag with nothing open: measure from the lowest level so far.
+    return max(map(operator.sub, levels, accumulate(levels, min)))
+
+
+def _link_tags_only(doc: bytes) -> bytes:
+    """The document without the tags link extraction does not need (its depth then stays flat)."""
+    return _OTHER_TAGS.sub(b"", _OTHER_STYLED_TAG.sub(b"<wbr ", doc))
+
+
 # --- HTML ------------------------------------------------------------------------------------
 
 _URL_ATTRS = {
@@ -267,21 +323,24 @@ _URL_ATTRS = {
 }
 _ATTR_KINDS = {tag: tuple((a, f"{tag}/{a}") for a in attrs) for tag, attrs in _URL_ATTRS.items()}
 _SRCSET_KINDS = {"img": "img/srcset", "source": "source/srcset"}
-# One selector query finds every element of interest in document order, so the tree is walked
-# once in C. An element matching two of these selectors is returned twice (skipped by mem_id).
-_QUERY = ", ".join(
-    [f"{tag}[{attr}]" for tag, attrs in _URL_ATTRS.items() for attr in attrs]
-    + [f"{tag}[srcset]" for tag in _SRCSET_KINDS]
-    + ["applet[code]", "meta[http-equiv]", "base[href]", "style", "[style*='url(' i]"]
+_SPECIAL_TAGS = frozenset(("img", "source", "meta", "applet", "style"))
+# lexbor walks the tree once per selector of a list, so one `:is()` of them all is several times
+# faster than the plain list; it also yields each element once, in document order.
+_QUERY = ":is({})".format(
+    ", ".join(
+        [f"{tag}[{attr}]" for tag, attrs in _URL_ATTRS.items() for attr in attrs]
+        + [f"{tag}[srcset]" for tag in _SRCSET_KINDS]
+        + ["applet[code]", "meta[http-equiv]", "base[href]", "style", "[style*='url(' i]"]
+    )
 )
 # Creating a selector engine costs about as much as parsing a 20 KB page, and the parser makes
 # a new one per document: keep one per thread instead (it is not thread-safe).
 _local = threading.local()
 
 _HTML_WS = "\t\n\f\r "
-_SRCSET_URL = re.compile(r"[\t\n\f\r ,]*([^\t\n\f\r ]+)")
-# Descriptors run to the next comma outside parentheses ("in parens" state of the spec).
-_SRCSET_DESCRIPTORS = re.compile(r"(?:[^,(]|\([^)]*\)?)*+,?")
+# A candidate's URL runs to the next whitespace and may hold commas; if it ends with commas they
+# end the candidate, else its descriptors run to the next comma outside parentheses.
+_SRCSET_CANDIDATE = re.compile(r"[\t\n\f\r ,]*+([^\t\n\f\r ]++)(?:(?<=,)|(?:[^,(]|\([^)]*\)?)*+,?)")
 _REFRESH_TIME = re.compile(r"[\t\n\f\r ]*[0-9.]+")
 _REFRESH_URL = re.compile(r"url[\t\n\f\r ]*=[\t\n\f\r ]*", re.I)
 
@@ -293,21 +352,13 @@ def _selector() -> LexborCSSSelector:
     return selector
 
 
-def _srcset_urls(srcset: str) -> Iterator[str]:
+def _srcset_urls(srcset: str) -> list[str]:
     """Candidate URLs of a srcset (HTML Standard, "parse a srcset attribute").
 
-    A URL runs to the next whitespace and may hold commas; trailing commas end the candidate.
     Descriptors are skipped, not validated: a candidate the spec would drop for a malformed
     descriptor is still reported, as an archive would rather fetch too much than too little.
     """
-    pos = 0
-    while match := _SRCSET_URL.match(srcset, pos):
-        url, pos = match.group(1), match.end()
-        if url.endswith(","):
-            url = url.rstrip(",")
-        else:
-            pos = _SRCSET_DESCRIPTORS.match(srcset, pos).end()
-        yield url
+    return [url.rstrip(",") for url in _SRCSET_CANDIDATE.findall(srcset)]
 
 
 def _refresh_url(content: str) -> str | None:
@@ -335,15 +386,37 @@ def _refresh_url(content: str) -> str | None:
 def _applet_url(code: str, codebase: str | None) -> str:
     """One raw URL for an applet class: the codebase joined with the class's file path.
 
-    Java reads `code` as a class name ("pkg.Main", "pkg.Main.class" or "pkg/Main.class" all mean
-    pkg/Main.class) and the codebase as a directory, adding a missing final "/" as the JDK's
-    applet viewer does; the result resolves against the document base like any link.
+    Java reads `code` as a class name ("pkg.Main" and "pkg.Main.class" both mean pkg/Main.class)
+    and the codebase as a directory, adding a missing final "/" as the JDK's applet viewer does;
+    the result resolves against the document base like any link.
     """
-    name = code[:-6] if code.lower().endswith(".class") else code
-    path = name.replace(".", "/") + ".class"
+    name = code.removesuffix(".class")
+    path = (name if "/" in name else name.replace(".", "/")) + ".class"
     if not codebase:
         return path
     return (codebase if codebase.endswith("/") else codebase + "/") + path
+
+
+def _special_links(node: LexborNode, tag: str, attrs: dict[str, str | None]) -> Iterator[Link]:
+    """Links of the elements that need more than reading an attribute."""
+    if tag in _SRCSET_KINDS:
+        kind = _SRCSET_KINDS[tag]
+        for candidate in _srcset_urls(attrs.get("srcset") or ""):
+            url = _clean(candidate)
+            if url:
+                yield Link(url, kind)
+    elif tag == "meta":
+        if (attrs.get("http-equiv") or "").strip().lower() == "refresh":
+            url = _clean(_refresh_url(attrs.get("content") or ""))
+            if url:
+                yield Link(url, "meta/refresh")
+    elif tag == "applet":
+        code = _clean(attrs.get("code"))
+        if code:
+            yield Link(_applet_url(code, _clean(attrs.get("codebase"))), "applet/code")
+    elif tag == "style":
+        for url, _ in _css_urls(node.text()):
+            yield Link(url, "style/url")
 
 
 def extract_html(body: bytes, charset: str | None = None) -> HtmlLinks:
@@ -352,49 +425,29 @@ def extract_html(body: bytes, charset: str | None = None) -> HtmlLinks:
     CSS found in `<style>` blocks (imports included) is reported as "style/url" and in style
     attributes as "style-attr/url".
     """
-    tree = LexborHTMLParser(_html_input(body, charset))
+    doc = _html_bytes(body, charset)
+    if doc.count(b"<") > _FEW_TAGS and _nesting_depth(doc) > _MAX_DEPTH:
+        doc = _link_tags_only(doc)
+    tree = LexborHTMLParser(doc)
     root = tree.root
     if root is None:
         return HtmlLinks(None, [])
     links: list[Link] = []
     base: str | None = None
     base_seen = False
-    seen: set[int] = set()
     for node in _selector().find(_QUERY, root):
-        node_id = node.mem_id
-        if node_id in seen:
-            continue
-        seen.add(node_id)
         tag = node.tag
         attrs = node.attributes
         for attr, kind in _ATTR_KINDS.get(tag, ()):
             url = _clean(attrs.get(attr))
             if url:
                 links.append(Link(url, kind))
-        if tag in _SRCSET_KINDS:
-            srcset = attrs.get("srcset")
-            if srcset:
-                kind = _SRCSET_KINDS[tag]
-                for candidate in _srcset_urls(srcset):
-                    url = _clean(candidate)
-                    if url:
-                        links.append(Link(url, kind))
-        elif tag == "meta":
-            if (attrs.get("http-equiv") or "").strip().lower() == "refresh":
-                url = _clean(_refresh_url(attrs.get("content") or ""))
-                if url:
-                    links.append(Link(url, "meta/refresh"))
-        elif tag == "applet":
-            code = _clean(attrs.get("code"))
-            if code:
-                links.append(Link(_applet_url(code, _clean(attrs.get("codebase"))), "applet/code"))
-        elif tag == "base":
+        if tag in _SPECIAL_TAGS:
+            links.extend(_special_links(node, tag, attrs))
+        elif tag == "base" and not base_seen:
             # Only the first <base href> counts (HTML Standard, "frozen base URL").
-            if not base_seen:
-                base_seen = True
-                base = _clean(attrs.get("href"))
-        elif tag == "style":
-            links.extend(Link(url, "style/url") for url, _ in _css_urls(node.text()))
+            base_seen = True
+            base = _clean(attrs.get("href"))
         style = attrs.get("style")
         if style:
             links.extend(Link(url, "style-attr/url") for url, _ in _css_urls(style))

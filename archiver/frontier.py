@@ -252,12 +252,19 @@ class Frontier:
 
     def sync(self) -> None:
         """Make the log and then the cursor durable (the cursor never runs ahead of its log)."""
+        for fd in self.prepare_sync():
+            os.fsync(fd)
+
+    def prepare_sync(self) -> tuple[int, int]:
+        """Hand buffered lines to the OS; the descriptors to fsync, in order (log, cursor).
+
+        The crawler fsyncs them in a worker thread so the event loop never waits on the disk.
+        """
         self._flush()
-        os.fsync(self._writer.fileno())
-        os.fsync(self._cursor_fd)
         for directory in self._new_dirs:
             _fsync_dir(directory)
         self._new_dirs = []
+        return self._writer.fileno(), self._cursor_fd
 
     def close(self) -> None:
         """Write out the log and close; not fsynced (call ``sync`` first for that)."""

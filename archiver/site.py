@@ -95,6 +95,7 @@ class SiteVisit:
         frontier = Frontier.open(site_dir(ctx.config.root, self.origin),
                                  bloom_bits=c.site_bitmap_bits, max_fp=c.site_bitmap_max_fp)
         self.frontier = frontier
+        ctx.frontiers.add(frontier)
         self.pages, self.bytes = frontier.pages, frontier.bytes
         client = HttpClient(user_agent=c.user_agent, connect_timeout=c.connect_timeout,
                             first_byte_timeout=c.first_byte_timeout, total_timeout=c.total_timeout,
@@ -110,6 +111,7 @@ class SiteVisit:
             return await self._crawl()
         finally:
             ctx.stats.active.pop(self.origin, None)
+            ctx.frontiers.discard(frontier)
             frontier.close()
             with trio.CancelScope(shield=True), trio.move_on_after(1):
                 await client.aclose()
