@@ -54,6 +54,8 @@ from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
+from archiver.durable import fsync_directory
+
 SUFFIX = ".warc.gz"
 OPEN = ".open"
 CORRUPT = ".corrupt"
@@ -277,7 +279,7 @@ class BundleWriter:
         os.close(self._fd)
         self._fd = None
         self.current_path.rename(self.directory / self._name)
-        _fsync_directory(self.directory)
+        fsync_directory(self.directory)
         self.current_path = None
         self.files_closed += 1
 
@@ -293,7 +295,7 @@ class BundleWriter:
         # O_APPEND: after flush() cuts a failed write back, the next one lands at the new end.
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
         self._fd = os.open(path, flags, 0o644)
-        _fsync_directory(self.directory)
+        fsync_directory(self.directory)
         self._serial += 1
         self._name, self.current_path = name, path
         self._size = self._on_disk = 0
@@ -367,7 +369,7 @@ def repair_open_bundle(path: Path) -> RepairReport:
     if final.exists():
         raise FileExistsError(f"{final} already exists")
     path.rename(final)
-    _fsync_directory(path.parent)
+    fsync_directory(path.parent)
     return RepairReport(path, records, size - end if records else size, final)
 
 
@@ -454,12 +456,3 @@ def _check_token(name: str, value: str) -> str:
     if not _TOKEN.fullmatch(value):
         raise ValueError(f"bad {name} value {value!r}")
     return value
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make a created or renamed entry in ``directory`` durable."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

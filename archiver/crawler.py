@@ -20,6 +20,7 @@ import trio
 from archiver import __version__, urls
 from archiver.bundle import BundleWriter
 from archiver.config import Config
+from archiver.durable import fsync_all
 from archiver.frontier import Frontier, site_dir
 from archiver.logs import event
 from archiver.outlinks import SpoolWriter
@@ -99,17 +100,6 @@ def enqueue_seeds(config: Config, process: int, seeds: list[str]) -> int:
         for queue in queues.values():
             queue.close()
     return added
-
-
-def fsync_all(fds: list[int]) -> None:
-    """fsync, then close, each descriptor in order (duplicates made for this, so their owners
-    may close the originals meanwhile)."""
-    try:
-        for fd in fds:
-            os.fsync(fd)
-    finally:
-        for fd in fds:
-            os.close(fd)
 
 
 class Crawler:

@@ -41,6 +41,7 @@ from urllib.parse import quote, unquote
 import mmh3
 
 from archiver.bloom import GrowingBloom
+from archiver.durable import fsync_directory
 
 LOG = "queue.log"
 CURSOR = "cursor"
@@ -262,7 +263,7 @@ class Frontier:
         """
         self._flush()
         for directory in self._new_dirs:
-            _fsync_dir(directory)
+            fsync_directory(directory)
         self._new_dirs = []
         return self._writer.fileno(), self._cursor_fd
 
@@ -340,7 +341,7 @@ class Frontier:
         finally:
             os.close(fd)
         for changed in ([directory] if new_inbox else []) + new_dirs:
-            _fsync_dir(changed)
+            fsync_directory(changed)
 
 
 def _end_of_last_line(fd: int, size: int) -> int:
@@ -364,12 +365,3 @@ def _make_dirs(directory: Path) -> list[Path]:
         changed.append(top)
     directory.mkdir(parents=True, exist_ok=True)
     return changed
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make the entries of ``directory`` durable (a new file's name lives in its directory)."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
