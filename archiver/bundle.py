@@ -359,7 +359,7 @@ def repair_open_bundle(path: Path) -> RepairReport:
     if not path.name.endswith(SUFFIX + OPEN):
         raise ValueError(f"{path} is not an open bundle (*{SUFFIX}{OPEN})")
     with path.open("r+b") as file:
-        end, records = _complete_prefix(file)
+        end, records = complete_prefix(file)
         size = file.seek(0, os.SEEK_END)
         if records:
             file.truncate(end)
@@ -373,7 +373,7 @@ def repair_open_bundle(path: Path) -> RepairReport:
     return RepairReport(path, records, size - end if records else size, final)
 
 
-def _complete_prefix(file: BinaryIO) -> tuple[int, int]:
+def complete_prefix(file: BinaryIO) -> tuple[int, int]:
     """Length and record count of the leading gzip members that each hold a whole record."""
     end = records = 0
     data = b""

@@ -12,9 +12,13 @@ from pathlib import Path
 
 import trio
 
-from archiver import __version__, config, logs
+from archiver import __version__, config, logs, urls
+from archiver.catalog import Capture, Catalog, CatalogError, surt_key
+from archiver.catalog_maintenance import Progress, export_cdxj, reindex, verify, warc_paths
 from archiver.crawler import Crawler, SeedError, enqueue_seeds, read_seeds
 from archiver.status import format_status, read_statuses
+from archiver.timestamps import parse_date
+from archiver.warcindex import WarcError, read_record
 
 
 def _config(args: argparse.Namespace) -> config.Config:
@@ -61,6 +65,154 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+class InputError(Exception):
+    """Bad input on the command line: reported with exit code 2."""
+
+
+def _date(text: str, *, upper: bool = False) -> str:
+    try:
+        return parse_date(text, upper=upper)
+    except ValueError as e:
+        raise InputError(str(e)) from None
+
+
+def _url(text: str) -> str:
+    """A URL to look up (``example.org/x`` means ``http://example.org/x``), normalised."""
+    url = urls.normalize(text if "://" in text else "http://" + text)
+    if url is None:
+        raise InputError(f"cannot parse URL {text!r} (want an http or https URL)")
+    try:
+        surt_key(url)
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    return url
+
+
+def _catalog(cfg: config.Config) -> Catalog:
+    try:
+        return Catalog(cfg.root / "catalog", cfg.catalog.shards, readonly=True)
+    except CatalogError as e:
+        raise InputError(str(e)) from None
+
+
+def _print_captures(captures: list[Capture], as_json: bool) -> None:
+    for c in captures:
+        if as_json:
+            print(json.dumps(c.to_json()))
+        else:
+            status = c.status if c.status is not None else "-"
+            print(f"{c.timestamp} {status} {c.mime} {c.url} {c.filename}:{c.offset}:{c.length}"
+                  + (f" -> {c.redirect}" if c.redirect else ""))
+
+
+def cmd_catalog(args: argparse.Namespace) -> int:
+    cfg = _config(args)
+    try:
+        return CATALOG_VERBS[args.catalog_verb](cfg, args)
+    except InputError as e:
+        return _fail(str(e))
+
+
+def catalog_closest(cfg: config.Config, args: argparse.Namespace) -> int:
+    url, at = _url(args.url), _date(args.at)
+    with _catalog(cfg) as catalog:
+        found = catalog.closest(url, at)
+    if found is None:
+        print(f"no capture of {url}", file=sys.stderr)
+        return 1
+    _print_captures([found], args.json)
+    return 0
+
+
+def catalog_captures(cfg: config.Config, args: argparse.Namespace) -> int:
+    url = _url(args.url)
+    start = _date(args.from_) if args.from_ else None
+    end = _date(args.to, upper=True) if args.to else None
+    with _catalog(cfg) as catalog:
+        found = catalog.captures(url, from_=start, to=end, limit=args.limit)
+    _print_captures(found, args.json)
+    return 0 if found else 1
+
+
+def catalog_list(cfg: config.Config, args: argparse.Namespace) -> int:
+    url = _url(args.url)
+    with _catalog(cfg) as catalog:
+        found = list(catalog.list(url, args.match, limit=args.limit))
+    _print_captures(found, args.json)
+    return 0 if found else 1
+
+
+def catalog_get(cfg: config.Config, args: argparse.Namespace) -> int:
+    url, at = _url(args.url), _date(args.at)
+    with _catalog(cfg) as catalog:
+        found = catalog.closest(url, at)
+    if found is None:
+        print(f"no capture of {url}", file=sys.stderr)
+        return 1
+    try:
+        stored = read_record(cfg.root / "warcs", found.filename, found.offset, found.length)
+    except WarcError as e:
+        return _fail(str(e))
+    data = (stored.http_head if args.headers else b"") + stored.payload
+    if args.output:
+        Path(args.output).write_bytes(data)
+        print(f"{found.timestamp} {found.url}: {len(data)} bytes written to {args.output}",
+              file=sys.stderr)
+    else:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    return 0
+
+
+def catalog_export(cfg: config.Config, args: argparse.Namespace) -> int:
+    with _catalog(cfg) as catalog:
+        if args.output:
+            with open(args.output, "w", encoding="utf-8") as out:
+                lines = export_cdxj(catalog, out)
+            print(f"{lines} CDXJ lines written to {args.output}", file=sys.stderr)
+        else:
+            export_cdxj(catalog, sys.stdout)
+    return 0
+
+
+def catalog_reindex(cfg: config.Config, args: argparse.Namespace) -> int:
+    paths = warc_paths(cfg.root, args.warcs)
+    if not paths:
+        raise InputError(f"no WARC files match {args.warcs or cfg.root / 'warcs' / '*.warc.gz'}")
+    progress = Progress(sum(p.stat().st_size for p in paths), "reindex")
+    try:
+        entries = reindex(cfg.root, cfg.catalog.shards, paths, progress.update)
+    except WarcError as e:
+        raise InputError(f"{e} (catalog left as it was)") from None
+    progress.update(progress.total, entries, force=True)
+    print(f"reindexed {len(paths)} WARC file(s): {entries} entries in {cfg.root / 'catalog'}")
+    return 0
+
+
+def catalog_verify(cfg: config.Config, args: argparse.Namespace) -> int:
+    paths = warc_paths(cfg.root, args.warcs, include_open=True)
+    with _catalog(cfg) as catalog:
+        result = verify(cfg.root, catalog, paths)
+    for line in result.bad_entries:
+        print(f"bad entry: {line}")
+    for line in result.unindexed:
+        print(f"not indexed: {line}")
+    for line in result.unreadable:
+        print(f"unreadable: {line}")
+    verdict = "OK" if result.ok else "DIFFERENCES FOUND"
+    print(f"{verdict}: {result.entries} entries, {result.records} response/revisit records in "
+          f"{len(paths)} file(s); {len(result.bad_entries)} bad entries, "
+          f"{len(result.unindexed)} records not indexed, {len(result.unreadable)} unreadable files")
+    return 0 if result.ok else 1
+
+
+CATALOG_VERBS = {
+    "closest": catalog_closest, "captures": catalog_captures, "list": catalog_list,
+    "get": catalog_get, "export-cdxj": catalog_export, "reindex": catalog_reindex,
+    "verify": catalog_verify,
+}
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="archiver", description="An archival web crawler.")
     p.add_argument("--version", action="version", version=f"archiver {__version__}")
@@ -78,6 +230,41 @@ def parser() -> argparse.ArgumentParser:
     status.add_argument("--config", required=True)
     status.add_argument("--json", action="store_true")
     status.set_defaults(func=cmd_status)
+
+    catalog = verbs.add_parser("catalog", help="query and maintain the card catalog")
+    catalog_verbs = catalog.add_subparsers(dest="catalog_verb", required=True)
+    date_help = "ISO 8601 (2026-11-22T03:15:00Z) or an archive timestamp of 4 to 14 digits"
+
+    def verb(name: str, help_: str, *, url: bool = True, json_: bool = True) -> argparse.ArgumentParser:
+        sub = catalog_verbs.add_parser(name, help=help_)
+        sub.add_argument("--config", required=True)
+        if url:
+            sub.add_argument("url")
+        if json_:
+            sub.add_argument("--json", action="store_true", help="one CDXJ-style JSON object a line")
+        sub.set_defaults(func=cmd_catalog)
+        return sub
+
+    closest = verb("closest", "the capture nearest to a date (ties go to the earlier)")
+    closest.add_argument("--at", required=True, help=date_help)
+    captures = verb("captures", "all captures of a URL, in time order")
+    captures.add_argument("--from", dest="from_", help=date_help)
+    captures.add_argument("--to", help=date_help)
+    captures.add_argument("--limit", type=int)
+    listing = verb("list", "captures under a URL prefix, a host, or a domain")
+    listing.add_argument("--match", choices=("exact", "prefix", "host", "domain"), default="prefix")
+    listing.add_argument("--limit", type=int)
+    get = verb("get", "the archived payload of the capture nearest to a date", json_=False)
+    get.add_argument("--at", required=True, help=date_help)
+    get.add_argument("-o", "--output", help="write to this file instead of standard output")
+    get.add_argument("--headers", action="store_true", help="the archived HTTP head first")
+    export = verb("export-cdxj", "one sorted CDXJ index of all shards", url=False, json_=False)
+    export.add_argument("-o", "--output")
+    reindex_ = verb("reindex", "rebuild the catalog from the WARC files alone", url=False,
+                    json_=False)
+    reindex_.add_argument("--warcs", help="glob of WARC files (default: <root>/warcs/*.warc.gz)")
+    verify_ = verb("verify", "check the catalog against the WARC files", url=False, json_=False)
+    verify_.add_argument("--warcs", help="glob of WARC files (default: every bundle)")
     return p
 
 

@@ -89,6 +89,12 @@ class WarcConfig:
 
 
 @dataclass(frozen=True)
+class CatalogConfig:
+    # About a thousand tables, as the 1997 Internet Archive catalog used; changing it is a reindex.
+    shards: int = 1000
+
+
+@dataclass(frozen=True)
 class OutlinksConfig:
     max_lines: int = 100_000
     max_age: float = 300.0
@@ -106,6 +112,7 @@ class Config:
     crawl: CrawlConfig = field(default_factory=CrawlConfig)
     dns: DnsConfig = field(default_factory=DnsConfig)
     warc: WarcConfig = field(default_factory=WarcConfig)
+    catalog: CatalogConfig = field(default_factory=CatalogConfig)
     outlinks: OutlinksConfig = field(default_factory=OutlinksConfig)
     log: LogConfig = field(default_factory=LogConfig)
 
@@ -123,7 +130,7 @@ _POSITIVE = {
     ("crawl", "max_response_size"), ("crawl", "max_header_size"), ("crawl", "max_decoded_size"),
     ("crawl", "site_bitmap_bits"), ("crawl", "status_interval"), ("crawl", "poll_interval"),
     ("crawl", "max_failures"), ("dns", "timeout"), ("warc", "max_size"),
-    ("outlinks", "max_lines"), ("outlinks", "max_age"),
+    ("outlinks", "max_lines"), ("outlinks", "max_age"), ("catalog", "shards"),
 }
 
 

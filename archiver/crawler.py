@@ -19,6 +19,7 @@ import trio
 
 from archiver import __version__, urls
 from archiver.bundle import BundleWriter
+from archiver.catalog import Capture, Catalog
 from archiver.config import Config
 from archiver.durable import fsync_all
 from archiver.frontier import Frontier, site_dir
@@ -46,6 +47,7 @@ class CrawlContext:
     resolver: Resolver
     stats: Stats
     frontiers: set[Frontier] = field(default_factory=set)
+    captures: list[Capture] = field(default_factory=list)  # written, not yet in the catalog
 
 
 def read_seeds(path: Path) -> list[str]:
@@ -117,6 +119,7 @@ class Crawler:
             max_size=config.warc.max_size, gzip_level=config.warc.gzip_level,
             software=f"archiver/{__version__}", operator=config.archive.operator,
             extra_info={"robots": "obey", "http-header-user-agent": config.crawl.user_agent})
+        self.catalog = Catalog(root / "catalog", config.catalog.shards)
         self.spool = SpoolWriter(root / "outlinks", process, max_lines=config.outlinks.max_lines,
                                  max_age=config.outlinks.max_age)
         self.ctx = CrawlContext(
@@ -143,6 +146,9 @@ class Crawler:
 
     def close(self) -> None:
         self.bundle.close()
+        self.catalog.add(self.ctx.captures)
+        self.ctx.captures = []
+        self.catalog.close()
         self.spool.close()
         self._write_status()
         self.queue.close()
@@ -212,9 +218,20 @@ class Crawler:
             await trio.sleep(self.config.warc.sync_interval)
             # WARC data first, then the crawl queues whose cursors say it was fetched; the
             # fsyncs run in a worker thread so the slots never wait on the disk.
+            # Catalog entries are committed only once their records are on disk.
+            captures, self.ctx.captures = self.ctx.captures, []
             warc = self.bundle.prepare_sync()
             fds = [] if warc is None else [warc]
             for frontier in self.ctx.frontiers:
                 fds.extend(frontier.prepare_sync())
             self.spool.flush()
-            await trio.to_thread.run_sync(fsync_all, [os.dup(fd) for fd in fds])
+            with trio.CancelScope(shield=True):  # a stop must not lose the entries taken
+                await trio.to_thread.run_sync(self._persist, [os.dup(fd) for fd in fds], captures)
+
+    def _persist(self, fds: list[int], captures: list[Capture]) -> None:
+        """In a worker thread: fsync, then commit the catalog entries of what was fsynced."""
+        fsync_all(fds)
+        started = time.monotonic()
+        self.catalog.add(captures)
+        took = time.monotonic() - started
+        self.stats.catalog_batch_max_ms = max(self.stats.catalog_batch_max_ms, took * 1000)

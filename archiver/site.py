@@ -27,6 +27,7 @@ from archiver.fetch import FetchResult, HttpClient, decode_body
 from archiver.frontier import Entry, Frontier, site_dir
 from archiver.logs import event
 from archiver.politeness import Rest, RestPolicy, parse_retry_after
+from archiver.warcindex import capture_fields
 
 if TYPE_CHECKING:
     from archiver.crawler import CrawlContext
@@ -221,10 +222,20 @@ class SiteVisit:
             stats.errors[kind] += 1
             event(log, logging.INFO, "fetch-failed", site=self.origin, url=url, error=result.error)
             return result
-        ctx.bundle.write_exchange(
-            url=url, ip=result.ip, date=datetime.fromtimestamp(result.started, UTC),
-            request=result.request, response_head=result.head, response_body=result.body,
-            truncated=result.truncated)
+        date = datetime.fromtimestamp(result.started, UTC)
+        written = ctx.bundle.write_exchange(
+            url=url, ip=result.ip, date=date, request=result.request, response_head=result.head,
+            response_body=result.body, truncated=result.truncated)
+        try:
+            ctx.captures.append(capture_fields(
+                url=url, date=date, status=result.status,
+                content_type=result.header("content-type"), location=result.header("location"),
+                digest=written.payload_digest, filename=written.response.filename,
+                offset=written.response.offset, length=written.response.length))
+        except ValueError as e:  # the record is written; `catalog verify` will list it
+            stats.errors["catalog"] += 1
+            event(log, logging.WARNING, "catalog-entry-failed", site=self.origin, url=url,
+                  error=str(e))
         size = len(result.head) + len(result.body)
         stats.pages += 1
         stats.bytes += size

@@ -28,6 +28,7 @@ class Stats:
     robots_excluded: int = 0
     links_local: int = 0
     links_external: int = 0
+    catalog_batch_max_ms: float = 0.0
     errors: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
     active: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -45,6 +46,7 @@ class Stats:
             "pages_per_s": round(rate, 1), "sites_done": self.sites_done,
             "sites_retried": self.sites_retried, "robots_excluded": self.robots_excluded,
             "links_local": self.links_local, "links_external": self.links_external,
+            "catalog_batch_max_ms": round(self.catalog_batch_max_ms, 1),
             "queued_urls": sum(a.get("queued", 0) for a in self.active.values()),
             "errors": dict(self.errors), "skipped": dict(self.skipped),
             "sites": queue,

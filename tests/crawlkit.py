@@ -6,13 +6,16 @@ import base64
 import hashlib
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
+import trio
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver import config
-from tools.demoweb import DemoWeb
+from archiver.crawler import Crawler, enqueue_seeds
+from tools.demoweb import DemoWeb, WebSpec, start_demo
 
 FAST = {
     "min_rest": 0.05, "max_rest": 2.0, "rest_factor": 0.0, "retry_delay": 0.2,
@@ -63,3 +66,23 @@ def warcio_check(paths: list[Path]) -> subprocess.CompletedProcess[str]:
 
 def sha1_b32(data: bytes) -> str:
     return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode()
+
+
+class Crawled:
+    """What one crawl left: the web, the server's request log, the config, the time it took."""
+
+    def __init__(self, tmp_path, spec: WebSpec, **crawl: object) -> None:
+        self.tmp_path = tmp_path
+        self.spec = spec
+        self.crawl = crawl
+
+    async def run(self) -> None:
+        async with trio.open_nursery() as nursery:
+            self.web, self.server = await start_demo(nursery, self.spec)
+            self.config = load(write_config(self.tmp_path, self.web, **self.crawl))
+            enqueue_seeds(self.config, 0, [o + "/" for o in self.web.origins()])
+            started = time.monotonic()
+            await Crawler(self.config, until_idle=True).run()
+            self.elapsed = time.monotonic() - started
+            nursery.cancel_scope.cancel()
+        self.root = self.config.root

@@ -3,40 +3,18 @@
 from __future__ import annotations
 
 import itertools
-import time
 from collections import defaultdict
 
 import pytest
 import trio
 
-from archiver.crawler import Crawler, enqueue_seeds
 from archiver.fetch import decode_body
-from tests.crawlkit import captures, load, records, sha1_b32, warc_files, warcio_check, write_config
-from tools.demoweb import WebSpec, start_demo
+from tests.crawlkit import Crawled, captures, records, sha1_b32, warc_files, warcio_check
+from tools.demoweb import WebSpec
 
 AGENT = "archiver"
 MIN_REST = 0.05
 MAX_DEPTH = 12
-
-
-class Crawled:
-    """What one crawl left: the web, the server's request log, the config, the time it took."""
-
-    def __init__(self, tmp_path, spec: WebSpec, **crawl: object) -> None:
-        self.tmp_path = tmp_path
-        self.spec = spec
-        self.crawl = crawl
-
-    async def run(self) -> None:
-        async with trio.open_nursery() as nursery:
-            self.web, self.server = await start_demo(nursery, self.spec)
-            self.config = load(write_config(self.tmp_path, self.web, **self.crawl))
-            enqueue_seeds(self.config, 0, [o + "/" for o in self.web.origins()])
-            started = time.monotonic()
-            await Crawler(self.config, until_idle=True).run()
-            self.elapsed = time.monotonic() - started
-            nursery.cancel_scope.cancel()
-        self.root = self.config.root
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,580 @@
+"""The card catalog: every capture in the WARC bundles, in SQLite shards chosen by a hash of the host.
+
+Like the Internet Archive's 1997 card catalog ("about a thousand smaller tables, numbered with a
+hashed value of the server name"), the catalog is ``<directory>/000.sqlite ... 999.sqlite``; a
+capture goes to shard ``mmh3(host part of its SURT key) % shards``. Keys are the IA SURT keys that
+pywb, cdxj-indexer and the Wayback CDX server use (``surt.surt``): they fold the scheme, ``www.``,
+case and query order, so every spelling of a URL lands on one key and so in one shard.
+
+Each shard holds one WITHOUT ROWID table clustered on its primary key ``(urlkey, ts, file, pos)``,
+so all captures of a URL sit together in time order: "closest to a date" is two seeks of that key
+and nothing else, and listings are range reads of it. File names are stored once per shard in a
+``files`` table (a WARC name is as long as a URL; the id costs a byte or two). Shards are made on
+first write in WAL mode with ``synchronous=NORMAL`` (a crash may lose the last commits but never
+corrupts; the catalog can always be rebuilt from the WARC files, which are the archive).
+``catalog.json`` beside the shards records their count and the shard function; opening with
+another count is refused, since it would look for every key in the wrong file.
+
+A Catalog is used from one thread at a time (it may be a different thread each time, e.g. through
+``trio.to_thread``). Several processes may share a catalog: SQLite's locks order the writers and
+WAL lets readers go on meanwhile.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import os
+import re
+import resource
+import sqlite3
+import uuid
+from collections import OrderedDict, defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import NamedTuple
+
+import mmh3
+import surt
+
+from .durable import fsync_directory
+from .timestamps import to_datetime
+
+# Recorded in catalog.json; bump it if shard_of ever changes, and reindex.
+SHARD_FUNCTION = "mmh3_32(surt host part, seed 0, unsigned) % shards, v1"
+_META = "catalog.json"
+_SHARD_NAME = re.compile(r"(\d{3,})\.sqlite")
+# What the host part of a SURT key may hold: reversed DNS labels (IDNA already applied by surt),
+# an optional port, or an IP address. Anything else (a "%20", no ")" at all) means surt met
+# something that was not a URL with a host: "" -> "-", "dns:x" -> "dns:x", "a b" -> "a%20b)/".
+_HOST = re.compile(r"[0-9a-z_\-.,:\[\]]+")
+_PORT = re.compile(r":\d+\Z")
+_REVISIT_MIME = "warc/revisit"
+# Writers wait this long for another process's write transaction on the same shard (SQLite's
+# busy timeout); each transaction is one batch for one shard, milliseconds long.
+_BUSY_TIMEOUT = 60.0
+# Captures grouped per call of add(): bounds memory when given a long iterator (a reindex).
+_CHUNK = 50_000
+# Rows fetched per query by listings: a cursor never stays open between two yields, so the
+# connection LRU may close a shard under a paused iterator; memory is shards * _PAGE rows at most.
+_PAGE = 100
+
+_SCHEMA = """
+CREATE TABLE files (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+CREATE TABLE captures (
+    urlkey TEXT NOT NULL,
+    ts TEXT NOT NULL,
+    file INTEGER NOT NULL,
+    pos INTEGER NOT NULL,
+    url TEXT NOT NULL,
+    status INTEGER,
+    mime TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    redirect TEXT,
+    length INTEGER NOT NULL,
+    revisit INTEGER NOT NULL,
+    PRIMARY KEY (urlkey, ts, file, pos)
+) WITHOUT ROWID;
+"""
+_INSERT = (
+    "INSERT OR IGNORE INTO captures (urlkey, ts, file, pos, url, status, mime, digest, redirect, length,"
+    " revisit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+# The key columns first (rows from several shards merge as plain tuples), then the rest. CROSS
+# JOIN pins captures as the outer loop: SQLite never reorders a CROSS JOIN.
+_SELECT = (
+    "SELECT c.urlkey, c.ts, c.file, c.pos, f.name, c.url, c.status, c.mime, c.digest, c.redirect,"
+    " c.length, c.revisit FROM captures c CROSS JOIN files f ON f.id = c.file"
+)
+_BEFORE = f"{_SELECT} WHERE c.urlkey = ? AND c.ts <= ? ORDER BY c.ts DESC, c.file DESC, c.pos DESC LIMIT 1"
+_AFTER = f"{_SELECT} WHERE c.urlkey = ? AND c.ts > ? ORDER BY c.ts, c.file, c.pos LIMIT 1"
+_SPAN = f"{_SELECT} WHERE c.urlkey = ? AND c.ts >= ? AND c.ts <= ? ORDER BY c.ts, c.file, c.pos LIMIT ?"
+_Row = tuple[str, str, int, int, str, str, int | None, str, str, str | None, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """One catalog entry: where one response (or revisit) record of a URL lies in the WARC files.
+
+    ``mime`` is the media type without parameters, ``"-"`` when the response had no Content-Type,
+    and ``"warc/revisit"`` for a revisit record, all as cdxj-indexer gives it (pywb tells revisits
+    by that mime). ``digest`` is the WARC-Payload-Digest as written (``sha1:BASE32``).
+    """
+
+    urlkey: str
+    timestamp: str
+    url: str
+    status: int | None
+    mime: str
+    digest: str
+    redirect: str | None
+    filename: str
+    offset: int
+    length: int
+    rectype: str = "response"
+
+    def to_json(self) -> dict[str, object]:
+        """For our own JSON output: CDXJ field names with native types (numbers as numbers).
+
+        ``status`` is always there (null when unknown), ``redirect`` only for a redirect, and
+        ``rectype`` always. Use to_cdxj for files that pywb and other CDXJ tools read.
+        """
+        out: dict[str, object] = {
+            "urlkey": self.urlkey,
+            "timestamp": self.timestamp,
+            "url": self.url,
+            "mime": self.mime,
+            "status": self.status,
+            "digest": self.digest,
+            "length": self.length,
+            "offset": self.offset,
+            "filename": self.filename,
+        }
+        if self.redirect is not None:
+            out["redirect"] = self.redirect
+        out["rectype"] = self.rectype
+        return out
+
+    def to_cdxj(self) -> str:
+        """``<urlkey> <timestamp> <json>`` as cdxj-indexer writes it: its field order, its string
+        values for status/length/offset, no mime when unknown, no status when None.
+
+        One addition: ``redirect`` (the CDX 11 field of that name) after the others when set.
+        pywb keeps unknown CDXJ fields and ignores them, and from_cdxj reads it back.
+        """
+        fields: dict[str, str] = {"url": self.url}
+        mime = _REVISIT_MIME if self.rectype == "revisit" else self.mime
+        if mime != "-":
+            fields["mime"] = mime
+        if self.status is not None:
+            fields["status"] = str(self.status)
+        fields["digest"] = self.digest
+        fields["length"] = str(self.length)
+        fields["offset"] = str(self.offset)
+        fields["filename"] = self.filename
+        if self.redirect is not None:
+            fields["redirect"] = self.redirect
+        return f"{self.urlkey} {self.timestamp} {json.dumps(fields)}"
+
+    @classmethod
+    def from_cdxj(cls, line: str) -> Capture:
+        """Parse one CDXJ line (ours or cdxj-indexer's); ValueError if it is not one."""
+        try:
+            urlkey, timestamp, text = line.rstrip("\r\n").split(" ", 2)
+            fields = json.loads(text)
+            status = fields.get("status", "")
+            mime = fields.get("mime", "-")
+            return cls(
+                urlkey=urlkey,
+                timestamp=timestamp,
+                url=fields["url"],
+                status=int(status) if status.isdigit() else None,
+                mime=mime,
+                digest=fields["digest"],
+                redirect=fields.get("redirect"),
+                filename=fields["filename"],
+                offset=int(fields["offset"]),
+                length=int(fields["length"]),
+                rectype="revisit" if mime == _REVISIT_MIME else "response",
+            )
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"not a CDXJ capture line ({exc!r}): {line[:200]!r}") from None
+
+
+class CatalogError(Exception):
+    """The catalog on disk cannot be used as asked (missing, other shard count, read-only)."""
+
+
+def surt_key(url: str) -> str:
+    """The SURT key of ``url`` as pywb and cdxj-indexer make it; ValueError if it names no host."""
+    try:
+        key = surt.surt(url)
+    except Exception as exc:
+        raise ValueError(f"not a usable URL for the catalog: {url!r} ({exc})") from None
+    host, sep, _ = key.partition(")")
+    if not sep or not _HOST.fullmatch(host):
+        raise ValueError(f"not a usable URL for the catalog: {url!r} (no host; its SURT key is {key!r})")
+    return key
+
+
+def shard_host(urlkey: str) -> str:
+    """The host part of a SURT key as it stands there ("org,example,www2:8080"): text before ")".
+
+    A key without ")" (not made from a URL with a host) is its own host part.
+    """
+    return urlkey.partition(")")[0]
+
+
+def shard_of(urlkey: str, shards: int) -> int:
+    """The shard holding ``urlkey``: unsigned 32-bit MurmurHash3 (seed 0) of its host part, mod shards.
+
+    A stable on-disk contract: every existing catalog was laid out with it, so changing this
+    function or the shard count means reindexing (catalog.json records both).
+    """
+    return mmh3.hash(urlkey.partition(")")[0], 0, False) % shards
+
+
+class _Range(NamedTuple):
+    """Keys ``lo <= k < hi`` (hi None: no end) whose character at 1-based ``cut`` is in ``allowed``
+    ("" past the end; ``allowed`` None: no such test)."""
+
+    lo: str
+    hi: str | None
+    cut: int = 0
+    allowed: tuple[str, ...] | None = None
+
+
+def _after(text: str) -> str:
+    """The smallest string greater than every string that starts with ``text``."""
+    return text[:-1] + chr(ord(text[-1]) + 1)
+
+
+def _key_range(url: str, match: str) -> tuple[str, _Range]:
+    """The urlkey and the key range of a listing (see Catalog.list)."""
+    key = surt_key(url)
+    host = shard_host(key)
+    if match == "exact":
+        return key, _Range(key, key + "\0")
+    if match == "prefix":
+        # SURT drops a path's trailing slash ("/dir/" -> ".../dir"): a bare key prefix would take
+        # "/dir2" along. When the URL asks for a folder, keep the folder itself and what lies
+        # under it or behind its "?". pywb appends "/" instead, which loses the folder page.
+        if url.split("#")[0].split("?")[0].endswith("/") and not key.endswith("/"):
+            return key, _Range(key, _after(key), len(key) + 1, ("", "/", "?"))
+        return key, _Range(key, _after(key))
+    if match == "host":
+        return key, _Range(host + ")", host + "*")
+    if match == "domain":
+        # The host itself (any port) and its subdomains: ")" ends the host, "," starts a deeper
+        # label, ":" a port. Like pywb's domain match, but by label so "org,examples" stays out.
+        domain = _PORT.sub("", host)
+        return key, _Range(domain + ")", domain + ";", len(domain) + 1, (")", ",", ":"))
+    raise ValueError(f"unknown match {match!r}: use exact, prefix, host or domain")
+
+
+def _capture(row: _Row) -> Capture:
+    urlkey, ts, _, pos, name, url, status, mime, digest, redirect, length, revisit = row
+    return Capture(
+        urlkey,
+        ts,
+        url,
+        status,
+        mime,
+        digest,
+        redirect,
+        name,
+        pos,
+        length,
+        "revisit" if revisit else "response",
+    )
+
+
+def _default_max_open(shards: int) -> int:
+    # A WAL connection holds 3 descriptors (database, -wal, -shm). Keep every shard open when
+    # that fits in 3/8 of the soft RLIMIT_NOFILE, leaving the rest to sockets and WARC files;
+    # under systemd's default soft limit of 1024 that is 128 connections.
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY:
+        return shards
+    return max(8, min(shards, soft // 8))
+
+
+class Catalog:
+    """The card catalog in ``directory``: ``shards`` SQLite files, made on first write.
+
+    At most ``max_open`` shard connections stay open (least recently used closed first).
+    """
+
+    def __init__(
+        self, directory: Path, shards: int = 1000, *, readonly: bool = False, max_open: int | None = None
+    ) -> None:
+        if shards < 1:
+            raise ValueError(f"shards must be at least 1, not {shards}")
+        self.directory = Path(directory)
+        self.shards = shards
+        self.readonly = readonly
+        self._width = max(3, len(str(shards - 1)))
+        self._max_open = max_open or _default_max_open(shards)
+        self._conns: OrderedDict[int, sqlite3.Connection] = OrderedDict()
+        # Per shard, WARC name -> id in its files table. Ids are never deleted, so they stay
+        # valid whatever other processes do.
+        self._file_ids: dict[int, dict[str, int]] = {}
+        self._check_meta()
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def add(self, captures: Iterable[Capture]) -> int:
+        """Store captures, one transaction per shard touched; return how many were new.
+
+        An entry already there (same urlkey, timestamp, filename and offset) is skipped, so a
+        batch re-added after a crash, or a reindexed file tail, adds nothing twice.
+        """
+        self._writable()
+        shards = self.shards
+        added = 0
+        it = iter(captures)
+        while chunk := list(islice(it, _CHUNK)):
+            groups: defaultdict[int, list[Capture]] = defaultdict(list)
+            for capture in chunk:
+                groups[mmh3.hash(capture.urlkey.partition(")")[0], 0, False) % shards].append(capture)
+            for shard, group in groups.items():
+                added += self._add_shard(shard, group)
+        return added
+
+    def closest(self, url: str, at: str) -> Capture | None:
+        """The capture of ``url`` nearest to the 14-digit timestamp ``at``; a tie goes to the earlier.
+
+        Two seeks of the (urlkey, ts, file, pos) key: the last capture at or before ``at`` and
+        the first after it, captures of one second being in (file id, offset) order there.
+        """
+        target = to_datetime(at)
+        key = surt_key(url)
+        conn = self._conn(shard_of(key, self.shards), create=False)
+        if conn is None:
+            return None
+        before = conn.execute(_BEFORE, (key, at)).fetchone()
+        after = conn.execute(_AFTER, (key, at)).fetchone()
+        if before is None or after is None:
+            row = before or after
+        else:
+            earlier_gap = target - to_datetime(before[1])
+            row = before if earlier_gap <= to_datetime(after[1]) - target else after
+        return None if row is None else _capture(row)
+
+    def captures(
+        self, url: str, *, from_: str | None = None, to: str | None = None, limit: int | None = None
+    ) -> list[Capture]:
+        """Captures of ``url`` in time order, within the inclusive 14-digit bounds if given."""
+        for bound in (from_, to):
+            if bound is not None:
+                to_datetime(bound)
+        key = surt_key(url)
+        conn = self._conn(shard_of(key, self.shards), create=False)
+        if conn is None:
+            return []
+        span = (key, from_ or "0" * 14, to or "9" * 14, -1 if limit is None else limit)
+        return [_capture(row) for row in conn.execute(_SPAN, span)]
+
+    def list(self, url: str, match: str, *, limit: int | None = None) -> Iterator[Capture]:
+        """Captures sorted by (urlkey, timestamp) whose key matches ``url`` as ``match`` says:
+
+        - ``exact``: the URL's own key;
+        - ``prefix``: keys starting with the URL's key; a URL ending in "/" is a folder: its key
+          exactly, or followed by "/" or "?" ("example.org/dir/" takes /dir/, /dir/a, /dir/?q=1,
+          not /dir2 — SURT erases the trailing slash);
+        - ``host``: every key of the URL's host as it stands in the key (so with its port, and with
+          ``www.`` folded as SURT folds it);
+        - ``domain``: that host on any port and all its subdomains. Those hash to many shards:
+          every existing shard is read with an indexed range query and the results merged.
+
+        The iterator reads lazily, a page at a time; a bad ``url`` or ``match`` raises at once.
+        """
+        key, rng = _key_range(url, match)
+        if match == "domain":
+            rows: Iterator[_Row] = heapq.merge(*(self._read(s, rng) for s in self._existing()))
+        else:
+            rows = self._read(shard_of(key, self.shards), rng)
+        if limit is not None:
+            rows = islice(rows, limit)
+        return map(_capture, rows)
+
+    def iter_all(self) -> Iterator[Capture]:
+        """Every entry, sorted by (urlkey, timestamp) across shards (a heap merge of shard scans)."""
+        everything = _Range("", None)
+        return map(_capture, heapq.merge(*(self._read(s, everything) for s in self._existing())))
+
+    def count(self) -> int:
+        """How many entries the catalog holds (counts every shard)."""
+        total = 0
+        for shard in self._existing():
+            conn = self._conn(shard, create=False)
+            if conn is not None:
+                total += conn.execute("SELECT count(*) FROM captures").fetchone()[0]
+        return total
+
+    def remove_file(self, filename: str) -> int:
+        """Drop every entry of one WARC file (before reindexing a repaired one); return how many.
+
+        There is no index on the file column (it would make the catalog a third larger and every
+        insert slower for a rare repair), so this reads every shard once.
+        """
+        self._writable()
+        removed = 0
+        for shard in self._existing():
+            conn = self._conn(shard, create=False)
+            if conn is None:
+                continue
+            found = conn.execute("SELECT id FROM files WHERE name = ?", (filename,)).fetchone()
+            if found is None:
+                continue
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                removed += conn.execute("DELETE FROM captures WHERE file = ?", found).rowcount
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return removed
+
+    def close(self) -> None:
+        """Close every open shard connection (the catalog reopens them if used again)."""
+        while self._conns:
+            self._conns.popitem()[1].close()
+
+    # -- internals
+
+    def _writable(self) -> None:
+        if self.readonly:
+            raise CatalogError(f"catalog {self.directory} is open read-only")
+
+    def _path(self, shard: int) -> Path:
+        return self.directory / f"{shard:0{self._width}d}.sqlite"
+
+    def _existing(self) -> list[int]:
+        """The shards that have a file, in order."""
+        found = []
+        for entry in os.scandir(self.directory):
+            m = _SHARD_NAME.fullmatch(entry.name)
+            if m and len(m[1]) == self._width and int(m[1]) < self.shards:
+                found.append(int(m[1]))
+        return sorted(found)
+
+    def _check_meta(self) -> None:
+        meta = {"format": 1, "shards": self.shards, "shard_function": SHARD_FUNCTION}
+        path = self.directory / _META
+        if not path.exists():
+            if self.readonly:
+                raise CatalogError(f"no catalog in {self.directory} (no {_META})")
+            self.directory.mkdir(parents=True, exist_ok=True)
+            if self._existing():
+                raise CatalogError(f"{self.directory} has shard files but no {_META}: reindex")
+            text = json.dumps(meta, indent=1) + "\n"
+            _create_exclusive(path, _write_synced(text))
+        try:
+            found = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise CatalogError(f"unreadable {path}: {exc}") from None
+        if found != meta:
+            raise CatalogError(
+                f"catalog {self.directory} was laid out with {found.get('shards')} shards by "
+                f"{found.get('shard_function')!r}; this process asks for {self.shards} shards by "
+                f"{SHARD_FUNCTION!r}: use the catalog's shard count, or reindex into a new directory"
+            )
+
+    def _conn(self, shard: int, *, create: bool) -> sqlite3.Connection | None:
+        """The shard's connection, opened if needed; None if the shard has no file and not ``create``."""
+        conn = self._conns.get(shard)
+        if conn is not None:
+            self._conns.move_to_end(shard)
+            return conn
+        path = self._path(shard)
+        if not path.exists():
+            if not create:
+                return None
+            _create_exclusive(path, _make_shard)
+        if self.readonly:
+            uri = f"{path.resolve().as_uri()}?mode=ro"
+            conn = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT, check_same_thread=False)
+        else:
+            conn = sqlite3.connect(path, timeout=_BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
+            # WAL (set at creation) persists in the file; synchronous is per connection. In WAL
+            # mode NORMAL syncs at checkpoints only: the SQLite docs' recommended pairing.
+            conn.execute("PRAGMA synchronous=NORMAL")
+        self._conns[shard] = conn
+        if len(self._conns) > self._max_open:
+            self._conns.popitem(last=False)[1].close()
+        return conn
+
+    def _add_shard(self, shard: int, group: list[Capture]) -> int:
+        conn = self._conn(shard, create=True)
+        assert conn is not None
+        ids = self._file_ids.setdefault(shard, {})
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for name in {c.filename for c in group}.difference(ids):
+                conn.execute("INSERT OR IGNORE INTO files (name) VALUES (?)", (name,))
+                ids[name] = conn.execute("SELECT id FROM files WHERE name = ?", (name,)).fetchone()[0]
+            rows = [
+                (
+                    c.urlkey,
+                    c.timestamp,
+                    ids[c.filename],
+                    c.offset,
+                    c.url,
+                    c.status,
+                    c.mime,
+                    c.digest,
+                    c.redirect,
+                    c.length,
+                    c.rectype == "revisit",
+                )
+                for c in group
+            ]
+            added = conn.executemany(_INSERT, rows).rowcount
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            self._file_ids.pop(shard, None)  # ids made in the rolled-back transaction are gone
+            raise
+        return added
+
+    def _read(self, shard: int, rng: _Range) -> Iterator[_Row]:
+        """Rows of one shard in ``rng``, in key order, fetched _PAGE at a time by keyset paging."""
+        sql = f"{_SELECT} WHERE (c.urlkey, c.ts, c.file, c.pos) > (?, ?, ?, ?)"
+        fixed: list[object] = []
+        if rng.hi is not None:
+            sql += " AND c.urlkey < ?"
+            fixed.append(rng.hi)
+        if rng.allowed is not None:
+            sql += f" AND substr(c.urlkey, ?, 1) IN ({', '.join('?' * len(rng.allowed))})"
+            fixed += [rng.cut, *rng.allowed]
+        sql += " ORDER BY c.urlkey, c.ts, c.file, c.pos LIMIT ?"
+        last: tuple[object, ...] = (rng.lo, "", -1, -1)
+        while True:
+            conn = self._conn(shard, create=False)
+            if conn is None:
+                return
+            rows = conn.execute(sql, (*last, *fixed, _PAGE)).fetchall()
+            yield from rows
+            if len(rows) < _PAGE:
+                return
+            last = rows[-1][:4]
+
+
+def _make_shard(path: Path) -> None:
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.executescript(_SCHEMA)
+    finally:
+        conn.close()
+
+
+def _write_synced(text: str) -> Callable[[Path], None]:
+    def write(path: Path) -> None:
+        with open(path, "x", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+
+    return write
+
+
+def _create_exclusive(path: Path, make: Callable[[Path], None]) -> None:
+    """Make ``path`` whole or not at all: build it under a temporary name, then hard-link it into
+    place, which fails if another process got there first (theirs is as good as ours)."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        make(tmp)
+        os.link(tmp, path)
+        fsync_directory(path.parent)
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -1,0 +1,151 @@
+"""Catalog maintenance: rebuild from the WARC files, verify against them, export as CDXJ.
+
+``reindex`` builds the new catalog beside the live one and swaps it in only when every file was
+read, so a truncated or foreign file stops it with nothing written. Run it with the crawlers
+stopped: they feed the live catalog.
+"""
+
+from __future__ import annotations
+
+import glob
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from archiver.catalog import Capture, Catalog
+from archiver.warcindex import WarcError, index_warc, read_record
+
+BATCH = 10_000
+
+
+def warc_paths(root: Path, pattern: str | None = None, *, include_open: bool = False) -> list[Path]:
+    """The bundles to read: ``pattern`` (a glob) or every closed bundle under ``<root>/warcs``."""
+    if pattern:
+        paths = [Path(p) for p in glob.glob(pattern)]
+    else:
+        paths = list((root / "warcs").glob("*.warc.gz"))
+        if include_open:
+            paths += (root / "warcs").glob("*.warc.gz.open")
+    return sorted(p for p in paths if p.is_file())
+
+
+class Progress:
+    """A progress line on stderr: a bar on a terminal, a line every few seconds otherwise."""
+
+    def __init__(self, total: int, what: str, out: TextIO = sys.stderr, every: float = 5.0) -> None:
+        self.total, self.what, self.out, self.every = max(total, 1), what, out, every
+        self.started = self.last = time.monotonic()
+        self.tty = out.isatty()
+
+    def update(self, done: int, entries: int, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self.last < (0.2 if self.tty else self.every):
+            return
+        self.last = now
+        share = min(done / self.total, 1.0)
+        rate = entries / max(now - self.started, 1e-6)
+        text = f"{self.what}: {share:6.1%} {done / 2**20:.1f}/{self.total / 2**20:.1f} MiB, " \
+               f"{entries} entries, {rate:.0f} entries/s"
+        if self.tty:
+            bar = "#" * int(share * 30)
+            self.out.write(f"\r[{bar:<30}] {text}")
+            if force:
+                self.out.write("\n")
+        else:
+            self.out.write(text + "\n")
+        self.out.flush()
+
+
+def reindex(root: Path, shards: int, paths: list[Path],
+            progress: Callable[[int, int], None] | None = None) -> int:
+    """Rebuild ``<root>/catalog`` from ``paths`` alone; returns the number of entries.
+
+    Raises :class:`WarcError` (and leaves the live catalog untouched) when a file cannot be read.
+    """
+    building = root / "catalog.reindex"
+    shutil.rmtree(building, ignore_errors=True)
+    catalog = Catalog(building, shards)
+    entries = done = 0
+    try:
+        for path in paths:
+            batch: list[Capture] = []
+            for capture in index_warc(path):
+                batch.append(capture)
+                if len(batch) >= BATCH:
+                    entries += catalog.add(batch)
+                    batch = []
+            entries += catalog.add(batch)
+            done += path.stat().st_size
+            if progress:
+                progress(done, entries)
+    except BaseException:
+        catalog.close()
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    catalog.close()
+    live, old = root / "catalog", root / "catalog.old"
+    shutil.rmtree(old, ignore_errors=True)
+    if live.exists():
+        live.rename(old)
+    building.rename(live)
+    shutil.rmtree(old, ignore_errors=True)
+    return entries
+
+
+@dataclass
+class Verification:
+    """What ``verify`` found: entries that point at no good record, records not indexed."""
+
+    entries: int = 0
+    records: int = 0
+    bad_entries: list[str] = field(default_factory=list)
+    unindexed: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.bad_entries or self.unindexed or self.unreadable)
+
+
+def verify(root: Path, catalog: Catalog, paths: Iterable[Path]) -> Verification:
+    """Check every entry against its record, and every response/revisit record against the catalog."""
+    result = Verification()
+    warcs = root / "warcs"
+    indexed: set[tuple[str, int]] = set()
+    for entry in catalog.iter_all():
+        result.entries += 1
+        indexed.add((entry.filename, entry.offset))
+        where = f"{entry.filename}:{entry.offset}"
+        try:
+            stored = read_record(warcs, entry.filename, entry.offset, entry.length)
+        except WarcError as e:
+            result.bad_entries.append(f"{entry.timestamp} {entry.url}: {e}")
+            continue
+        if stored.url != entry.url or stored.rectype != entry.rectype:
+            result.bad_entries.append(f"{entry.timestamp} {entry.url}: {where} holds a "
+                                      f"{stored.rectype} record of {stored.url}")
+    for path in paths:
+        try:
+            for capture in index_warc(path):
+                result.records += 1
+                if (capture.filename, capture.offset) not in indexed:
+                    result.unindexed.append(f"{capture.filename}:{capture.offset} "
+                                            f"{capture.timestamp} {capture.url}")
+        except WarcError as e:
+            result.unreadable.append(str(e))
+    return result
+
+
+def export_cdxj(catalog: Catalog, out: TextIO) -> int:
+    """Write every entry as one sorted CDXJ index; returns the number of lines."""
+    lines = 0
+    for capture in catalog.iter_all():
+        out.write(capture.to_cdxj())
+        out.write("\n")
+        lines += 1
+    return lines
+

@@ -1,0 +1,146 @@
+"""Reading WARC bundles back: catalog entries from records, and one record's payload by location.
+
+The crawler's live feed and ``archiver catalog reindex`` build their entries with the same
+functions (:func:`capture_fields`), so a catalog rebuilt from the WARC files alone equals the one
+fed live.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+from warcio.recordloader import ArcWarcRecord
+from warcio.timeutils import iso_date_to_datetime
+
+from archiver import urls
+from archiver.bundle import complete_prefix
+from archiver.catalog import Capture, surt_key
+from archiver.timestamps import from_datetime
+
+INDEXED = ("response", "revisit")
+_SPLIT = re.compile(r"[;\s]")
+
+
+class WarcError(Exception):
+    """A file that is not a WARC, or a WARC that is truncated or damaged."""
+
+
+def mime_of(content_type: str | None) -> str:
+    """The media type as CDX indexes record it: the Content-Type up to ``;``, as written."""
+    if not content_type:
+        return "-"
+    return _SPLIT.split(content_type.strip(), 1)[0] or "-"
+
+
+def redirect_of(status: int | None, location: str | None, url: str) -> str | None:
+    """The absolute, normalised target of a redirect; None when the record is not one."""
+    if status is None or not 300 <= status < 400 or not location:
+        return None
+    return urls.normalize(location, url)
+
+
+def capture_fields(*, url: str, date: datetime, status: int | None, content_type: str | None,
+                   location: str | None, digest: str, filename: str, offset: int, length: int,
+                   rectype: str = "response") -> Capture:
+    """One catalog entry; ``date`` is the record's WARC-Date as an aware datetime."""
+    return Capture(urlkey=surt_key(url), timestamp=from_datetime(date), url=url, status=status,
+                   mime="warc/revisit" if rectype == "revisit" else mime_of(content_type),
+                   digest=digest, redirect=redirect_of(status, location, url), filename=filename,
+                   offset=offset, length=length, rectype=rectype)
+
+
+def _capture(record: ArcWarcRecord, filename: str, offset: int, length: int) -> Capture:
+    headers = record.rec_headers
+    url = headers.get_header("WARC-Target-URI")
+    http = record.http_headers
+    status = None
+    if http is not None and http.get_statuscode() and http.get_statuscode().isdigit():
+        status = int(http.get_statuscode())
+    date = iso_date_to_datetime(headers.get_header("WARC-Date"))
+    return capture_fields(
+        url=url, date=date.replace(tzinfo=UTC), status=status,
+        content_type=http.get_header("Content-Type") if http is not None else None,
+        location=http.get_header("Location") if http is not None else None,
+        digest=headers.get_header("WARC-Payload-Digest") or "-", filename=filename,
+        offset=offset, length=length, rectype=record.rec_type)
+
+
+def index_warc(path: Path, filename: str | None = None) -> Iterator[Capture]:
+    """Entries for every response and revisit record of one WARC file, in file order.
+
+    Raises :class:`WarcError` for a file that is not a WARC or ends in a torn record.
+    """
+    name = filename or final_name(path)
+    try:
+        with path.open("rb") as f:
+            if path.name.endswith((".gz", ".gz.open")):
+                # warcio reads a torn last member without complaint: check the framing first.
+                end, records = complete_prefix(f)
+                size = f.seek(0, 2)
+                if end != size or not records:
+                    raise WarcError(f"{path}: not a complete WARC file: {records} complete "
+                                    f"records end at byte {end} of {size}")
+                f.seek(0)
+            it = ArchiveIterator(f, check_digests=False)
+            for record in it:
+                if record.rec_type not in INDEXED:
+                    it.read_to_end(record)
+                    continue
+                it.read_to_end(record)
+                yield _capture(record, name, it.get_record_offset(), it.get_record_length())
+    except (ArchiveLoadFailed, EOFError, OSError, ValueError, UnicodeDecodeError) as e:
+        raise WarcError(f"{path}: not a complete WARC file: {e}") from None
+
+
+def final_name(path: Path) -> str:
+    """The bundle's name once closed (without ``.open``)."""
+    return path.name.removesuffix(".open")
+
+
+@dataclass(frozen=True)
+class Stored:
+    """One record read back: its WARC headers, HTTP head and payload (as received)."""
+
+    url: str
+    rectype: str
+    warc_headers: list[tuple[str, str]]
+    http_head: bytes
+    payload: bytes
+
+
+def locate(warcs: Path, filename: str) -> Path:
+    """The file holding bundle ``filename`` (closed, or still ``.open``), inside ``warcs``."""
+    if "/" in filename or filename.startswith("."):
+        raise WarcError(f"bad WARC file name {filename!r}")
+    for candidate in (warcs / filename, warcs / (filename + ".open")):
+        if candidate.is_file():
+            return candidate
+    raise WarcError(f"{warcs / filename}: no such WARC file")
+
+
+def read_record(warcs: Path, filename: str, offset: int, length: int) -> Stored:
+    """Read the record at ``offset`` (``length`` bytes, one gzip member) of a bundle."""
+    path = locate(warcs, filename)
+    with path.open("rb") as f:
+        f.seek(offset)
+        data = f.read(length)
+    if len(data) != length:
+        raise WarcError(f"{path}: record at {offset} is cut short ({len(data)} of {length} bytes)")
+    try:
+        it = ArchiveIterator(io.BytesIO(data), check_digests=False)
+        record = next(iter(it))
+        head = record.http_headers.to_bytes() if record.http_headers is not None else b""
+        payload = record.raw_stream.read()
+        it.read_to_end(record)
+    except (ArchiveLoadFailed, StopIteration, EOFError, ValueError) as e:
+        raise WarcError(f"{path}: no complete record at offset {offset}: {e}") from None
+    return Stored(url=record.rec_headers.get_header("WARC-Target-URI"), rectype=record.rec_type,
+                  warc_headers=list(record.rec_headers.headers), http_head=head, payload=payload)
+
