@@ -33,6 +33,8 @@ class CrawlConfig:
     user_agent: str = "archiver/0.1 (+https://example.org/archiver; archival crawler)"
     processes: int = 1
     sites_per_process: int = 64
+    # Connections to one IP address at once across the process, whatever names lead there.
+    connections_per_address: int = 1
     # Rest between two fetches from one site: max(min_rest, Crawl-delay capped at max_rest,
     # rest_factor x last response time capped at max_rest). Heritrix's defaults are 3 s / 30 s / x5.
     min_rest: float = 3.0
@@ -124,7 +126,8 @@ class Config:
 _SECTIONS = {f.name: f.type for f in dataclasses.fields(Config) if f.name != "path"}
 _LEVELS = ("debug", "info", "warning", "error")
 _POSITIVE = {
-    ("crawl", "processes"), ("crawl", "sites_per_process"), ("crawl", "max_pages"),
+    ("crawl", "processes"), ("crawl", "sites_per_process"), ("crawl", "connections_per_address"),
+    ("crawl", "max_pages"),
     ("crawl", "max_bytes"), ("crawl", "max_url_length"), ("crawl", "max_repeated_segments"),
     ("crawl", "connect_timeout"), ("crawl", "first_byte_timeout"), ("crawl", "total_timeout"),
     ("crawl", "max_response_size"), ("crawl", "max_header_size"), ("crawl", "max_decoded_size"),

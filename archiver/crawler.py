@@ -18,6 +18,7 @@ from pathlib import Path
 import trio
 
 from archiver import __version__, urls
+from archiver.addresses import AddressSlots
 from archiver.bundle import BundleWriter
 from archiver.catalog import Capture, Catalog
 from archiver.config import Config
@@ -46,6 +47,7 @@ class CrawlContext:
     spool: SpoolWriter
     resolver: Resolver
     stats: Stats
+    slots: AddressSlots
     frontiers: set[Frontier] = field(default_factory=set)
     captures: list[Capture] = field(default_factory=list)  # written, not yet in the catalog
 
@@ -124,6 +126,7 @@ class Crawler:
                                  max_age=config.outlinks.max_age)
         self.ctx = CrawlContext(
             config=config, bundle=self.bundle, spool=self.spool, stats=self.stats,
+            slots=AddressSlots(config.crawl.connections_per_address),
             resolver=Resolver(hosts_file=config.dns.hosts_file,
                               nameservers=config.dns.nameservers, timeout=config.dns.timeout))
 

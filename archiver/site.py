@@ -78,6 +78,7 @@ class SiteVisit:
         self.local = {origin}
         self.addresses: dict[str, str] = {}
         self.next_at = 0.0
+        self.held: str | None = None  # the address whose connection slot this visit holds
         self.failures = 0
         self.retries: deque[tuple[Entry, int]] = deque()
         self.external = GrowingBloom(initial_bits=65_536, max_fp=1e-3)
@@ -115,6 +116,7 @@ class SiteVisit:
             ctx.frontiers.discard(frontier)
             frontier.close()
             with trio.CancelScope(shield=True), trio.move_on_after(1):
+                await self._let_go()
                 await client.aclose()
 
     async def _crawl(self) -> Outcome:
@@ -193,6 +195,19 @@ class SiteVisit:
         self.rules[origin] = robots.RobotsRules.allow_all()
         return self.rules[origin]
 
+    async def _hold(self, ip: str) -> None:
+        """Hold a connection slot of ``ip`` (see archiver.addresses) before fetching from it."""
+        if self.held != ip:
+            await self._let_go()
+            await self.ctx.slots.acquire(ip)
+            self.held = ip
+
+    async def _let_go(self) -> None:
+        if self.held is not None:
+            await self.client.aclose()
+            self.ctx.slots.release(self.held)
+            self.held = None
+
     async def _address(self, host: str) -> str | None:
         if host not in self.addresses:
             resolution = await self.ctx.resolver.resolve(host)
@@ -212,7 +227,10 @@ class SiteVisit:
             result = FetchResult(url=url, ip="", started=time.time(), request=b"",
                                  error="dns: no address")
         else:
+            await self._hold(ip)
             result = await self.client.fetch(url, ip)
+            if ctx.slots.contended(ip):  # another site waits for this address: hand it over
+                await self._let_go()
         now = trio.current_time()
         retry_after = parse_retry_after(result.header("retry-after"), result.started
                                         + result.elapsed)

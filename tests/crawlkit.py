@@ -20,6 +20,8 @@ from tools.demoweb import DemoWeb, WebSpec, start_demo
 FAST = {
     "min_rest": 0.05, "max_rest": 2.0, "rest_factor": 0.0, "retry_delay": 0.2,
     "site_retries": 2, "status_interval": 0.5, "poll_interval": 0.2,
+    # Every demo site lives on 127.0.0.1: per-address politeness would crawl them one at a time.
+    "connections_per_address": 64,
 }
 
 

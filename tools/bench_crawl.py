@@ -26,6 +26,8 @@ CONFIG = """\
 [archive]
 root = "archive"
 [crawl]
+# Every demo site lives on 127.0.0.1: allow one connection per site, not per address.
+connections_per_address = 64
 sites_per_process = {slots}
 min_rest = 0.0
 max_rest = 0.0
