@@ -26,7 +26,10 @@ async def serve(stream, routes, log, scheme) -> None:
     while True:
         event = conn.next_event()
         if event is h11.NEED_DATA:
-            data = await stream.receive_some(65536)
+            try:
+                data = await stream.receive_some(65536)
+            except trio.BrokenResourceError:  # a client may drop TLS without close_notify
+                return
             if not data:
                 return
             conn.receive_data(data)
