@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import trio
@@ -16,12 +18,17 @@ from archiver import __version__, config, logs, urls
 from archiver.catalog import Capture, Catalog, CatalogError, surt_key
 from archiver.catalog_maintenance import Progress, export_cdxj, reindex, verify, warc_paths
 from archiver.crawler import Crawler, SeedError, enqueue_seeds, read_seeds
+from archiver.dnshistory import DnsHistory, DnsRow
+from archiver.dnsresolver import RefreshStats
+from archiver.dnsservice import read_names, refresh_pass, run_service
 from archiver.status import format_status, read_statuses
-from archiver.timestamps import parse_date
+from archiver.timestamps import parse_date, to_datetime
 from archiver.warcindex import WarcError, read_record
 
 
 def _config(args: argparse.Namespace) -> config.Config:
+    if not getattr(args, "config", None):
+        raise SystemExit(_fail("--config FILE is required"))
     try:
         return config.load(args.config)
     except config.ConfigError as e:
@@ -213,6 +220,90 @@ CATALOG_VERBS = {
 }
 
 
+def _when(text: str | None) -> float:
+    if text is None:
+        return time.time()
+    return to_datetime(_date(text)).timestamp()
+
+
+def _iso(t: float | None) -> str:
+    if t is None:
+        return "-"
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _row_json(row: DnsRow) -> dict[str, object]:
+    return {"id": row.id, "value": row.value, "type": row.type, "entered": _iso(row.entered),
+            "superseded": _iso(row.superseded) if row.superseded else None, "source": row.source}
+
+
+def _print_rows(rows: list[DnsRow]) -> None:
+    for r in rows:
+        print(f"{r.id:>6} {r.type:<9} {r.value:<40} {_iso(r.entered)}  {_iso(r.superseded)}  "
+              f"{r.source}")
+
+
+def cmd_dns(args: argparse.Namespace) -> int:
+    cfg = _config(args)
+    logs.setup(cfg.log.level)
+    try:
+        extra = read_names(Path(args.hosts)) if getattr(args, "hosts", None) else []
+    except OSError as e:
+        return _fail(f"{args.hosts}: cannot read host names: {e.strerror}")
+    if args.dns_verb in (None, "refresh"):
+        cfg.root.mkdir(parents=True, exist_ok=True)
+    if args.dns_verb is None:
+        trio.run(run_service, cfg, extra)
+        return 0
+    if args.dns_verb == "refresh":
+        if not args.once:
+            trio.run(run_service, cfg, extra)
+            return 0
+
+        async def once() -> RefreshStats:
+            with DnsHistory(cfg.root / "dns.sqlite") as history:
+                return await refresh_pass(cfg, history, extra, force=args.force)
+
+        stats = trio.run(once)
+        failed = ", ".join(f"{k} {v}" for k, v in sorted(stats.failed.items())) or "none"
+        print(f"dns refresh: {stats.asked} asked, {stats.ok} ok, {stats.changed} changed, "
+              f"failed: {failed} ({stats.elapsed:.2f}s)")
+        return 0
+    try:
+        when = _when(getattr(args, "at", None))
+    except InputError as e:
+        return _fail(str(e))
+    path = cfg.root / "dns.sqlite"
+    if not path.exists():
+        return _fail(f"no DNS history at {path} (run `archiver dns refresh --once` first)")
+    with DnsHistory(path, readonly=True) as history:
+        if args.dns_verb == "history":
+            rows = history.history(args.host)
+            if args.json:
+                print(json.dumps([_row_json(r) for r in rows], indent=1))
+            else:
+                _print_rows(rows)
+            return 0 if rows else 1
+        found = history.at(args.host, when)
+        state = history.state(args.host)
+    if args.json:
+        print(json.dumps({
+            "host": args.host, "at": _iso(when),
+            "canonical": found.canonical if found else None,
+            "addresses": list(found.addresses) if found else [],
+            "aliases": list(found.aliases) if found else [],
+            "rows": [_row_json(r) for r in found.rows] if found else [],
+            "last_outcome": state.outcome if state else None}, indent=1))
+    elif found is None:
+        outcome = f" (last answer: {state.outcome})" if state else ""
+        print(f"{args.host}: no record as of {_iso(when)}{outcome}")
+    else:
+        print(f"{args.host} as of {_iso(when)}: canonical {found.canonical}, "
+              f"address {', '.join(found.addresses) or '-'}")
+        _print_rows(list(found.rows))
+    return 0 if found else 1
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="archiver", description="An archival web crawler.")
     p.add_argument("--version", action="version", version=f"archiver {__version__}")
@@ -265,6 +356,31 @@ def parser() -> argparse.ArgumentParser:
     reindex_.add_argument("--warcs", help="glob of WARC files (default: <root>/warcs/*.warc.gz)")
     verify_ = verb("verify", "check the catalog against the WARC files", url=False, json_=False)
     verify_.add_argument("--warcs", help="glob of WARC files (default: every bundle)")
+
+    dns = verbs.add_parser("dns", help="the DNS history service and its queries "
+                           "(without a sub-verb: run the service)")
+    dns.add_argument("--config", help="the TOML config file")
+    dns.add_argument("--hosts", help="also keep these names fresh (one a line)")
+    dns.set_defaults(func=cmd_dns, dns_verb=None)
+    dns_verbs = dns.add_subparsers(dest="dns_verb")
+
+    def dns_verb(name: str, help_: str) -> argparse.ArgumentParser:
+        sub = dns_verbs.add_parser(name, help=help_)
+        sub.add_argument("--config", default=argparse.SUPPRESS, help="the TOML config file")
+        return sub
+
+    refresh_ = dns_verb("refresh", "resolve the queued sites' hosts that are due")
+    refresh_.add_argument("--once", action="store_true", help="one pass, then exit")
+    refresh_.add_argument("--hosts", default=argparse.SUPPRESS,
+                          help="also these names (one a line)")
+    refresh_.add_argument("--force", action="store_true", help="every name, due or not")
+    lookup = dns_verb("lookup", "a host's addresses, canonical name and aliases as of a date")
+    lookup.add_argument("host")
+    lookup.add_argument("--at", help="ISO 8601 or 4 to 14 digits (default: now)")
+    lookup.add_argument("--json", action="store_true")
+    history_ = dns_verb("history", "every row ever recorded for a host")
+    history_.add_argument("host")
+    history_.add_argument("--json", action="store_true")
     return p
 
 

@@ -80,6 +80,15 @@ class DnsConfig:
     hosts_file: Path | None = Path("/etc/hosts")
     nameservers: tuple[str, ...] = ()
     timeout: float = 5.0
+    # The history is refreshed per the answers' TTLs, clamped to [min_age, max_age]; failures are
+    # retried after retry_base, doubling up to retry_max. `archiver dns` runs a pass every
+    # refresh_interval with at most `concurrency` queries in flight.
+    min_age: float = 300.0
+    max_age: float = 86_400.0
+    retry_base: float = 60.0
+    retry_max: float = 6 * 3600.0
+    refresh_interval: float = 60.0
+    concurrency: int = 32
 
 
 @dataclass(frozen=True)
@@ -132,7 +141,8 @@ _POSITIVE = {
     ("crawl", "connect_timeout"), ("crawl", "first_byte_timeout"), ("crawl", "total_timeout"),
     ("crawl", "max_response_size"), ("crawl", "max_header_size"), ("crawl", "max_decoded_size"),
     ("crawl", "site_bitmap_bits"), ("crawl", "status_interval"), ("crawl", "poll_interval"),
-    ("crawl", "max_failures"), ("dns", "timeout"), ("warc", "max_size"),
+    ("crawl", "max_failures"), ("dns", "timeout"), ("dns", "refresh_interval"),
+    ("dns", "concurrency"), ("warc", "max_size"),
     ("outlinks", "max_lines"), ("outlinks", "max_age"), ("catalog", "shards"),
 }
 

@@ -22,6 +22,8 @@ from archiver.addresses import AddressSlots
 from archiver.bundle import BundleWriter
 from archiver.catalog import Capture, Catalog
 from archiver.config import Config
+from archiver.dnshistory import DnsHistory
+from archiver.dnsresolver import DnsResolver
 from archiver.durable import fsync_all
 from archiver.frontier import Frontier, site_dir
 from archiver.logs import event
@@ -122,13 +124,17 @@ class Crawler:
             software=f"archiver/{__version__}", operator=config.archive.operator,
             extra_info={"robots": "obey", "http-header-user-agent": config.crawl.user_agent})
         self.catalog = Catalog(root / "catalog", config.catalog.shards)
+        self.dns_history = DnsHistory(root / "dns.sqlite")
         self.spool = SpoolWriter(root / "outlinks", process, max_lines=config.outlinks.max_lines,
                                  max_age=config.outlinks.max_age)
         self.ctx = CrawlContext(
             config=config, bundle=self.bundle, spool=self.spool, stats=self.stats,
             slots=AddressSlots(config.crawl.connections_per_address),
-            resolver=Resolver(hosts_file=config.dns.hosts_file,
-                              nameservers=config.dns.nameservers, timeout=config.dns.timeout))
+            resolver=Resolver(hosts_file=config.dns.hosts_file, history=self.dns_history,
+                              dns=DnsResolver(nameservers=config.dns.nameservers,
+                                              timeout=config.dns.timeout),
+                              min_age=config.dns.min_age, max_age=config.dns.max_age,
+                              retry_base=config.dns.retry_base, retry_max=config.dns.retry_max))
 
     async def run(self) -> None:
         """Crawl until idle (with ``until_idle``) or until SIGINT/SIGTERM."""
@@ -152,6 +158,7 @@ class Crawler:
         self.catalog.add(self.ctx.captures)
         self.ctx.captures = []
         self.catalog.close()
+        self.dns_history.close()
         self.spool.close()
         self._write_status()
         self.queue.close()

@@ -1,27 +1,33 @@
-"""Name resolution for the crawler: a hosts file first, then DNS through dnspython.
+"""Name resolution for the crawler: the hosts file, then the DNS history, then (once) DNS.
 
 The hosts file is the operator's override (and how the demo web and the tests map their names to
-127.0.0.1); it is read once at start. Everything else goes to dnspython's async resolver on trio,
-with the nameservers from ``dns.nameservers`` or, when that list is empty, the system's.
+127.0.0.1); it is read once at start, and each name used from it is recorded in the DNS history
+with source ``hosts``. Other names come from the history that ``archiver dns`` keeps fresh ahead of
+the crawl, through a small in-memory cache; only a name the service has not resolved yet is
+resolved inline, once, and that answer is recorded too (source ``inline``).
+
+A name whose last answer failed is not asked again before its retry time. After a transient failure
+(SERVFAIL, timeout) the last known addresses stay in use, as resolvers serving stale data do
+(RFC 8767); an NXDOMAIN retires them in the history, so the site is retried later.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-import dns.asyncresolver
-import dns.exception
-import dns.nameserver
-import dns.resolver
+from archiver.dnshistory import DnsHistory, Observation
+from archiver.dnsresolver import DnsResolver, next_check
 
 
 @dataclass(frozen=True)
 class Resolution:
     host: str
     addresses: tuple[str, ...]      # empty when the name could not be resolved
-    source: str                     # "literal", "hosts" or "dns"
+    source: str                     # "literal", "hosts", "history" or "dns" (inline)
     error: str | None = None        # "nxdomain", "servfail", "timeout", "no-address", ...
 
 
@@ -41,34 +47,24 @@ def parse_hosts(text: str) -> dict[str, list[str]]:
     return table
 
 
-def parse_nameserver(entry: str) -> tuple[str, int]:
-    """``"host"`` or ``"host:port"`` (IPv6 as ``"[::1]:53"`` or bare) -> (host, port)."""
-    if entry.startswith("["):
-        host, _, rest = entry[1:].partition("]")
-        return host, int(rest[1:]) if rest.startswith(":") else 53
-    if entry.count(":") == 1:
-        host, port = entry.split(":")
-        return host, int(port)
-    return entry, 53
-
-
 class Resolver:
-    """Resolves site host names: literals, then the hosts file, then DNS (A, then AAAA)."""
+    """A site host's addresses: literal, hosts file, DNS history (cached), else DNS inline."""
 
-    def __init__(self, *, hosts_file: Path | None, nameservers: tuple[str, ...],
-                 timeout: float) -> None:
+    def __init__(self, *, hosts_file: Path | None, history: DnsHistory, dns: DnsResolver,
+                 min_age: float, max_age: float, retry_base: float, retry_max: float,
+                 cache_size: int = 4096) -> None:
         self.hosts: dict[str, list[str]] = {}
         if hosts_file is not None:
             try:
                 self.hosts = parse_hosts(hosts_file.read_text(encoding="utf-8", errors="replace"))
             except FileNotFoundError:
                 self.hosts = {}
-        self._dns = dns.asyncresolver.Resolver(configure=not nameservers)
-        if nameservers:
-            self._dns.nameservers = [dns.nameserver.Do53Nameserver(*parse_nameserver(ns))
-                                     for ns in nameservers]
-        self._dns.lifetime = timeout
-        self._dns.timeout = timeout
+        self.history = history
+        self.dns = dns
+        self.ages = {"min_age": min_age, "max_age": max_age, "retry_base": retry_base,
+                     "retry_max": retry_max}
+        self._cache: OrderedDict[str, tuple[Resolution, float]] = OrderedDict()
+        self._cache_size = cache_size
 
     async def resolve(self, host: str) -> Resolution:
         bare = host.strip("[]")
@@ -77,26 +73,41 @@ class Resolver:
             return Resolution(host, (bare,), "literal")
         except ValueError:
             pass
+        now = time.time()
+        cached = self._cache.get(host)
+        if cached is not None and cached[1] > now:
+            self._cache.move_to_end(host)
+            return cached[0]
+        resolution, until = await self._lookup(host, now)
+        self._cache[host] = (resolution, until)
+        self._cache.move_to_end(host)
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return resolution
+
+    async def _lookup(self, host: str, now: float) -> tuple[Resolution, float]:
+        """The resolution of ``host`` and until when it may be used without asking again."""
+        min_age = self.ages["min_age"]
         if host in self.hosts:
-            return Resolution(host, tuple(self.hosts[host]), "hosts")
-        addresses: list[str] = []
-        error = None
-        for rdtype in ("A", "AAAA"):
-            try:
-                answer = await self._dns.resolve(host, rdtype, search=False)
-                addresses.extend(r.to_text() for r in answer)
-            except dns.resolver.NXDOMAIN:
-                return Resolution(host, (), "dns", "nxdomain")
-            except dns.resolver.NoAnswer:
-                continue
-            except dns.resolver.NoNameservers:
-                error = "servfail"
-            except dns.exception.Timeout:
-                error = "timeout"
-            except dns.exception.DNSException as e:
-                error = type(e).__name__.lower()
-            if addresses:
-                break
-        if addresses:
-            return Resolution(host, tuple(addresses), "dns")
-        return Resolution(host, (), "dns", error or "no-address")
+            addresses = tuple(self.hosts[host])
+            self.history.record(Observation(host, host, (), addresses, min_age, source="hosts"),
+                                now, next_check=now + self.ages["max_age"])
+            return Resolution(host, addresses, "hosts"), now + min_age
+        state = self.history.state(host)
+        if state is not None:
+            if state.outcome != "ok" and state.next_check > now:
+                return Resolution(host, (), "history", state.outcome), state.next_check
+            current = self.history.current(host)
+            if current is not None and current.addresses:
+                return Resolution(host, current.addresses, "history"), now + min_age
+        answer = await self.dns.resolve(host)
+        failures = (state.failures if state else 0) + 1
+        check = next_check(answer, now, failures=failures, **self.ages)
+        if answer.observation is not None:
+            self.history.record(replace(answer.observation, source="inline"), now,
+                                next_check=check)
+        if answer.outcome != "ok" or answer.observation is None:
+            if answer.observation is None:
+                self.history.record_failure(host, answer.outcome, now, next_check=check)
+            return Resolution(host, (), "dns", answer.outcome), check
+        return Resolution(host, answer.observation.addresses, "dns"), now + min_age

@@ -47,14 +47,17 @@ def process_for(origin: str, processes: int) -> int:
 class SiteQueue:
     """One process's site queue."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, recover: bool = True) -> None:
+        """Open (creating) a queue; ``recover`` (the owning crawler) makes crash-left active sites
+        waiting again, which other readers must not do."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._db = sqlite3.connect(path, timeout=30, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
-        self._db.execute("UPDATE sites SET state='waiting' WHERE state='active'")
+        if recover:
+            self._db.execute("UPDATE sites SET state='waiting' WHERE state='active'")
 
     def close(self) -> None:
         self._db.close()
@@ -118,6 +121,13 @@ class SiteQueue:
         out = dict.fromkeys(STATES, 0)
         out.update(self._db.execute("SELECT state, count(*) FROM sites GROUP BY state").fetchall())
         return out
+
+    def origins(self, states: tuple[str, ...] = ("waiting", "active", "retry", "deferred")
+                ) -> list[str]:
+        """The origins in the given states (by default every site not done)."""
+        marks = ",".join("?" * len(states))
+        return [row[0] for row in self._db.execute(
+            f"SELECT origin FROM sites WHERE state IN ({marks})", states)]
 
     def state(self, origin: str) -> str | None:
         row = self._db.execute("SELECT state FROM sites WHERE origin=?", (origin,)).fetchone()

@@ -25,16 +25,25 @@ FAST = {
 }
 
 
-def write_config(directory: Path, web: DemoWeb, **crawl: object) -> Path:
-    """A config for crawling ``web`` into ``directory/archive`` (hosts file, no real DNS)."""
-    (directory / "hosts").write_text(web.hosts_file())
+def write_config(directory: Path, web: DemoWeb, *, dns_port: int | None = None,
+                 **crawl: object) -> Path:
+    """A config for crawling ``web`` into ``directory/archive``.
+
+    Names resolve from a hosts file, or, with ``dns_port``, from the test DNS server on that port
+    (no hosts file). An unused loopback port stands in for DNS otherwise, so nothing leaves the host.
+    """
     values = {**FAST, **crawl}
     lines = [f"{k} = {v!r}".replace("'", '"').replace("True", "true").replace("False", "false")
              for k, v in values.items()]
+    if dns_port is None:
+        (directory / "hosts").write_text(web.hosts_file())
+        dns = ['hosts_file = "hosts"', 'nameservers = ["127.0.0.1:9"]']
+    else:
+        dns = ['hosts_file = ""', f'nameservers = ["127.0.0.1:{dns_port}"]', "timeout = 0.5",
+               "retry_base = 0.2", "retry_max = 1.0"]
     path = directory / "archiver.toml"
     path.write_text("\n".join([
-        '[archive]', 'root = "archive"', '[crawl]', *lines,
-        '[dns]', 'hosts_file = "hosts"', 'nameservers = ["127.0.0.1:9"]',
+        '[archive]', 'root = "archive"', '[crawl]', *lines, '[dns]', *dns,
         '[log]', 'level = "debug"', ""]))
     return path
 

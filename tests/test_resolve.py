@@ -1,6 +1,8 @@
 """Hosts-file parsing and the resolver's hosts/literal paths (no DNS traffic)."""
 
-from archiver.resolve import Resolver, parse_hosts, parse_nameserver
+from archiver.dnshistory import DnsHistory
+from archiver.dnsresolver import DnsResolver, parse_nameserver
+from archiver.resolve import Resolver, parse_hosts
 
 
 def test_parse_hosts():
@@ -27,9 +29,14 @@ def test_parse_nameserver():
 async def test_resolver_uses_literals_and_hosts_file(tmp_path):
     hosts = tmp_path / "hosts"
     hosts.write_text("127.0.0.5 www.demo\n")
-    r = Resolver(hosts_file=hosts, nameservers=("127.0.0.1:9",), timeout=1)
+    history = DnsHistory(tmp_path / "dns.sqlite")
+    r = Resolver(hosts_file=hosts, history=history,
+                 dns=DnsResolver(nameservers=("127.0.0.1:9",), timeout=1),
+                 min_age=60, max_age=3600, retry_base=10, retry_max=100)
     got = await r.resolve("www.demo")
     assert got.addresses == ("127.0.0.5",) and got.source == "hosts"
+    [row] = [r for r in history.history("www.demo") if r.type == "address"]
+    assert (row.value, row.source) == ("127.0.0.5", "hosts")   # the override is recorded as such
     literal = await r.resolve("127.0.0.9")
     assert literal.addresses == ("127.0.0.9",) and literal.source == "literal"
     v6 = await r.resolve("[::1]")

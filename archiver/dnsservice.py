@@ -1,0 +1,92 @@
+"""``archiver dns``: keeps the DNS history fresh for the sites the crawlers will visit.
+
+Each pass collects the hosts of every site not yet done in every site queue (plus any names given),
+asks DNS for those that are due, and records the answers. Names in the hosts file are the operator's
+override: they are not asked (the crawler records them, as ``hosts``, when it uses them).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import trio
+
+from archiver import urls
+from archiver.config import Config
+from archiver.dnshistory import DnsHistory
+from archiver.dnsresolver import DnsResolver, RefreshStats, refresh
+from archiver.logs import event
+from archiver.resolve import parse_hosts
+from archiver.sitequeue import SiteQueue
+
+log = logging.getLogger("archiver.dns")
+
+
+def queued_hosts(root: Path) -> list[str]:
+    """Hosts of the sites waiting, active, retrying or deferred in any crawler's site queue."""
+    hosts: dict[str, None] = {}
+    for path in sorted((root / "sites").glob("*.sqlite")):
+        queue = SiteQueue(path, recover=False)
+        try:
+            for origin in queue.origins():
+                hosts[urls.origin_parts(origin)[1]] = None
+        finally:
+            queue.close()
+    return list(hosts)
+
+
+def read_names(path: Path) -> list[str]:
+    """Host names from a file, one a line (blank lines and ``#`` comments allowed)."""
+    names = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            names.append(line.split()[0])
+    return names
+
+
+async def refresh_pass(config: Config, history: DnsHistory, extra: Iterable[str] = (), *,
+                       force: bool = False) -> RefreshStats:
+    """One pass over the queued sites' hosts and ``extra``, with a progress line per few seconds."""
+    d = config.dns
+    overrides = set()
+    if d.hosts_file is not None and d.hosts_file.exists():
+        overrides = set(parse_hosts(d.hosts_file.read_text(encoding="utf-8", errors="replace")))
+    names = [n for n in [*queued_hosts(config.root), *extra] if n.lower() not in overrides]
+    last = [time.monotonic()]
+
+    def progress(stats: RefreshStats) -> None:
+        if time.monotonic() - last[0] >= 5:
+            last[0] = time.monotonic()
+            event(log, logging.INFO, "dns-progress", asked=stats.asked, ok=stats.ok,
+                  changed=stats.changed, failed=sum(stats.failed.values()))
+
+    stats = await refresh(history, DnsResolver(nameservers=d.nameservers, timeout=d.timeout),
+                          names, now=time.time, force=force, concurrency=d.concurrency,
+                          min_age=d.min_age, max_age=d.max_age, retry_base=d.retry_base,
+                          retry_max=d.retry_max, progress=progress)
+    event(log, logging.INFO, "dns-pass", names=len(names), asked=stats.asked, ok=stats.ok,
+          changed=stats.changed, failed=",".join(f"{k}:{v}" for k, v in stats.failed.items()) or 0,
+          seconds=round(stats.elapsed, 2))
+    return stats
+
+
+async def run_service(config: Config, extra: Iterable[str] = ()) -> None:
+    """Refresh every ``dns.refresh_interval`` until SIGINT/SIGTERM."""
+    extra = list(extra)
+    with DnsHistory(config.root / "dns.sqlite") as history, \
+            trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            async def stop() -> None:
+                async for signum in signals:
+                    event(log, logging.INFO, "stopping", signal=signal.Signals(signum).name)
+                    nursery.cancel_scope.cancel()
+
+            nursery.start_soon(stop)
+            while True:
+                await refresh_pass(config, history, extra)
+                await trio.sleep(config.dns.refresh_interval)
