@@ -46,10 +46,12 @@ from .timestamps import to_datetime
 SHARD_FUNCTION = "mmh3_32(surt host part, seed 0, unsigned) % shards, v1"
 _META = "catalog.json"
 _SHARD_NAME = re.compile(r"(\d{3,})\.sqlite")
-# What the host part of a SURT key may hold: reversed DNS labels (IDNA already applied by surt),
-# an optional port, or an IP address. Anything else (a "%20", no ")" at all) means surt met
+# What the host part of a SURT key may hold: reversed DNS labels (IDNA already applied by surt)
+# or an IP address, then an optional port. Anything else (a "%20", no ")" at all) means surt met
 # something that was not a URL with a host: "" -> "-", "dns:x" -> "dns:x", "a b" -> "a%20b)/".
-_HOST = re.compile(r"[0-9a-z_\-.,:\[\]]+")
+_HOST = re.compile(r"(?:[0-9a-z_\-.,]+|[0-9a-f:.\[\]]+)(?::\d+)?")
+# A scheme-less "host:port[/...]" as users type it.
+_HOST_PORT = re.compile(r"[^/:?#]+:\d+(?:[/?#]|\Z)")
 _PORT = re.compile(r":\d+\Z")
 _REVISIT_MIME = "warc/revisit"
 # Writers wait this long for another process's write transaction on the same shard (SQLite's
@@ -82,16 +84,12 @@ _INSERT = (
     "INSERT OR IGNORE INTO captures (urlkey, ts, file, pos, url, status, mime, digest, redirect, length,"
     " revisit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-# The key columns first (rows from several shards merge as plain tuples), then the rest. CROSS
-# JOIN pins captures as the outer loop: SQLite never reorders a CROSS JOIN.
-_SELECT = (
-    "SELECT c.urlkey, c.ts, c.file, c.pos, f.name, c.url, c.status, c.mime, c.digest, c.redirect,"
-    " c.length, c.revisit FROM captures c CROSS JOIN files f ON f.id = c.file"
-)
-_BEFORE = f"{_SELECT} WHERE c.urlkey = ? AND c.ts <= ? ORDER BY c.ts DESC, c.file DESC, c.pos DESC LIMIT 1"
-_AFTER = f"{_SELECT} WHERE c.urlkey = ? AND c.ts > ? ORDER BY c.ts, c.file, c.pos LIMIT 1"
-_SPAN = f"{_SELECT} WHERE c.urlkey = ? AND c.ts >= ? AND c.ts <= ? ORDER BY c.ts, c.file, c.pos LIMIT ?"
-_Row = tuple[str, str, int, int, str, str, int | None, str, str, str | None, int, int]
+# File names are resolved from a per-shard cache, not joined: each query reads captures only.
+_SELECT = "SELECT urlkey, ts, file, pos, url, status, mime, digest, redirect, length, revisit FROM captures"
+_BEFORE = f"{_SELECT} WHERE urlkey = ? AND ts <= ? ORDER BY ts DESC, file DESC, pos DESC LIMIT 1"
+_AFTER = f"{_SELECT} WHERE urlkey = ? AND ts > ? ORDER BY ts, file, pos LIMIT 1"
+_SPAN = f"{_SELECT} WHERE urlkey = ? AND ts >= ? AND ts <= ? ORDER BY ts, file, pos LIMIT ?"
+_Row = tuple[str, str, int, int, str, int | None, str, str, str | None, int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +187,8 @@ class CatalogError(Exception):
 
 def surt_key(url: str) -> str:
     """The SURT key of ``url`` as pywb and cdxj-indexer make it; ValueError if it names no host."""
+    if _HOST_PORT.match(url):
+        url = "http://" + url  # surt would read "example.org:8080" as scheme "example.org"
     try:
         key = surt.surt(url)
     except Exception as exc:
@@ -236,7 +236,7 @@ def _key_range(url: str, match: str) -> tuple[str, _Range]:
     key = surt_key(url)
     host = shard_host(key)
     if match == "exact":
-        return key, _Range(key, key + "\0")
+        return key, _Range(key, key + "\0")  # key + NUL: the least string above key
     if match == "prefix":
         # SURT drops a path's trailing slash ("/dir/" -> ".../dir"): a bare key prefix would take
         # "/dir2" along. When the URL asks for a folder, keep the folder itself and what lies
@@ -247,28 +247,15 @@ def _key_range(url: str, match: str) -> tuple[str, _Range]:
     if match == "host":
         return key, _Range(host + ")", host + "*")
     if match == "domain":
-        # The host itself (any port) and its subdomains: ")" ends the host, "," starts a deeper
-        # label, ":" a port. Like pywb's domain match, but by label so "org,examples" stays out.
+        # The host itself on any port and its subdomains: ")" ends the host, "," starts a deeper
+        # label, ":" a port. pywb's domain match is the same range less the other ports.
         domain = _PORT.sub("", host)
         return key, _Range(domain + ")", domain + ";", len(domain) + 1, (")", ",", ":"))
     raise ValueError(f"unknown match {match!r}: use exact, prefix, host or domain")
 
 
-def _capture(row: _Row) -> Capture:
-    urlkey, ts, _, pos, name, url, status, mime, digest, redirect, length, revisit = row
-    return Capture(
-        urlkey,
-        ts,
-        url,
-        status,
-        mime,
-        digest,
-        redirect,
-        name,
-        pos,
-        length,
-        "revisit" if revisit else "response",
-    )
+def _order(capture: Capture) -> tuple[str, str]:
+    return capture.urlkey, capture.timestamp
 
 
 def _default_max_open(shards: int) -> int:
@@ -298,9 +285,10 @@ class Catalog:
         self._width = max(3, len(str(shards - 1)))
         self._max_open = max_open or _default_max_open(shards)
         self._conns: OrderedDict[int, sqlite3.Connection] = OrderedDict()
-        # Per shard, WARC name -> id in its files table. Ids are never deleted, so they stay
-        # valid whatever other processes do.
+        # Per shard, its files table both ways (WARC name -> id, id -> name). Rows there are
+        # never deleted, so cached ids stay valid whatever other processes do.
         self._file_ids: dict[int, dict[str, int]] = {}
+        self._file_names: dict[int, dict[int, str]] = {}
         self._check_meta()
 
     def __enter__(self) -> Catalog:
@@ -335,7 +323,8 @@ class Catalog:
         """
         target = to_datetime(at)
         key = surt_key(url)
-        conn = self._conn(shard_of(key, self.shards), create=False)
+        shard = shard_of(key, self.shards)
+        conn = self._conn(shard, create=False)
         if conn is None:
             return None
         before = conn.execute(_BEFORE, (key, at)).fetchone()
@@ -345,7 +334,7 @@ class Catalog:
         else:
             earlier_gap = target - to_datetime(before[1])
             row = before if earlier_gap <= to_datetime(after[1]) - target else after
-        return None if row is None else _capture(row)
+        return None if row is None else self._capture(shard, conn, row)
 
     def captures(
         self, url: str, *, from_: str | None = None, to: str | None = None, limit: int | None = None
@@ -355,11 +344,12 @@ class Catalog:
             if bound is not None:
                 to_datetime(bound)
         key = surt_key(url)
-        conn = self._conn(shard_of(key, self.shards), create=False)
+        shard = shard_of(key, self.shards)
+        conn = self._conn(shard, create=False)
         if conn is None:
             return []
         span = (key, from_ or "0" * 14, to or "9" * 14, -1 if limit is None else limit)
-        return [_capture(row) for row in conn.execute(_SPAN, span)]
+        return [self._capture(shard, conn, row) for row in conn.execute(_SPAN, span).fetchall()]
 
     def list(self, url: str, match: str, *, limit: int | None = None) -> Iterator[Capture]:
         """Captures sorted by (urlkey, timestamp) whose key matches ``url`` as ``match`` says:
@@ -377,17 +367,15 @@ class Catalog:
         """
         key, rng = _key_range(url, match)
         if match == "domain":
-            rows: Iterator[_Row] = heapq.merge(*(self._read(s, rng) for s in self._existing()))
+            found = heapq.merge(*(self._read(s, rng) for s in self._existing()), key=_order)
         else:
-            rows = self._read(shard_of(key, self.shards), rng)
-        if limit is not None:
-            rows = islice(rows, limit)
-        return map(_capture, rows)
+            found = self._read(shard_of(key, self.shards), rng)
+        return found if limit is None else islice(found, limit)
 
     def iter_all(self) -> Iterator[Capture]:
         """Every entry, sorted by (urlkey, timestamp) across shards (a heap merge of shard scans)."""
         everything = _Range("", None)
-        return map(_capture, heapq.merge(*(self._read(s, everything) for s in self._existing())))
+        return heapq.merge(*(self._read(s, everything) for s in self._existing()), key=_order)
 
     def count(self) -> int:
         """How many entries the catalog holds (counts every shard)."""
@@ -500,6 +488,7 @@ class Catalog:
             for name in {c.filename for c in group}.difference(ids):
                 conn.execute("INSERT OR IGNORE INTO files (name) VALUES (?)", (name,))
                 ids[name] = conn.execute("SELECT id FROM files WHERE name = ?", (name,)).fetchone()[0]
+                self._file_names.setdefault(shard, {})[ids[name]] = name
             rows = [
                 (
                     c.urlkey,
@@ -520,40 +509,59 @@ class Catalog:
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
-            self._file_ids.pop(shard, None)  # ids made in the rolled-back transaction are gone
+            # Ids made in the rolled-back transaction are gone.
+            self._file_ids.pop(shard, None)
+            self._file_names.pop(shard, None)
             raise
         return added
 
-    def _read(self, shard: int, rng: _Range) -> Iterator[_Row]:
-        """Rows of one shard in ``rng``, in key order, fetched _PAGE at a time by keyset paging."""
-        sql = f"{_SELECT} WHERE (c.urlkey, c.ts, c.file, c.pos) > (?, ?, ?, ?)"
+    def _read(self, shard: int, rng: _Range) -> Iterator[Capture]:
+        """Captures of one shard in ``rng``, in key order, fetched _PAGE at a time by keyset paging."""
+        sql = f"{_SELECT} WHERE (urlkey, ts, file, pos) > (?, ?, ?, ?)"
         fixed: list[object] = []
         if rng.hi is not None:
-            sql += " AND c.urlkey < ?"
+            sql += " AND urlkey < ?"
             fixed.append(rng.hi)
         if rng.allowed is not None:
-            sql += f" AND substr(c.urlkey, ?, 1) IN ({', '.join('?' * len(rng.allowed))})"
+            sql += f" AND substr(urlkey, ?, 1) IN ({', '.join('?' * len(rng.allowed))})"
             fixed += [rng.cut, *rng.allowed]
-        sql += " ORDER BY c.urlkey, c.ts, c.file, c.pos LIMIT ?"
+        sql += " ORDER BY urlkey, ts, file, pos LIMIT ?"
         last: tuple[object, ...] = (rng.lo, "", -1, -1)
         while True:
             conn = self._conn(shard, create=False)
             if conn is None:
                 return
             rows = conn.execute(sql, (*last, *fixed, _PAGE)).fetchall()
-            yield from rows
+            for row in rows:
+                yield self._capture(shard, conn, row)
             if len(rows) < _PAGE:
                 return
             last = rows[-1][:4]
 
+    def _capture(self, shard: int, conn: sqlite3.Connection, row: _Row) -> Capture:
+        urlkey, ts, file, pos, url, status, mime, digest, redirect, length, revisit = row
+        names = self._file_names.setdefault(shard, {})
+        if file not in names:  # a file added since we last looked, maybe by another process
+            names.update(conn.execute("SELECT id, name FROM files"))
+        rectype = "revisit" if revisit else "response"
+        return Capture(urlkey, ts, url, status, mime, digest, redirect, names[file], pos, length, rectype)
+
 
 def _make_shard(path: Path) -> None:
+    # Built unsynced (nobody sees the temporary file), then synced once before it is linked in:
+    # one fsync instead of SQLite's ten for a journal switch and a schema.
     conn = sqlite3.connect(path, isolation_level=None)
     try:
+        conn.execute("PRAGMA synchronous=OFF")
         conn.execute("PRAGMA journal_mode=WAL")
         conn.executescript(_SCHEMA)
     finally:
         conn.close()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _write_synced(text: str) -> Callable[[Path], None]:

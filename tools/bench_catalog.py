@@ -1,15 +1,18 @@
 """Catalog benchmark: insert rate, closest-capture latency, size on disk.
 
-Fills a catalog with N synthetic captures over ~100,000 hosts (batches of 10,000, in random host
-order: the worst case, every batch touching every shard), then times closest() on 10,000 random
-URLs, half captured, half not (absent paths on captured hosts, so the shard is searched), with the
+Fills a catalog with N synthetic captures of 100,000 hosts in batches of 10,000, then times
+closest() on 10,000 random URLs, half captured, half not (absent paths on captured hosts, so the shard is searched), with the
 shards already open, then again with a one-connection LRU so nearly every lookup opens its shard
 (OS page cache warm). Targets on the project's 2-core machine at 10M entries: >= 100,000
 inserts/s and p99 closest < 1 ms.
 
-    python -m tools.bench_catalog [--entries 10000000] [--shards 1000] [--dir PATH]
+    python -m tools.bench_catalog [--entries 10000000] [--shards 1000] [--order crawl] [--dir PATH]
 
-Without --dir the catalog goes to a temporary directory, deleted at the end.
+--order crawl (default) writes them as crawlers do: each host visited once in each of three
+rounds, 64 sites at a time with their captures interleaved, so a batch holds ~100 hosts' captures
+(as a reindex of a WARC file reads them). --order random draws a random host for every entry, so
+every batch touches every shard: the worst case. Without --dir the catalog goes to a temporary
+directory, deleted at the end.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Iterator
+from itertools import islice
 from pathlib import Path
 
 from archiver.catalog import Capture, Catalog, surt_key
@@ -30,34 +35,57 @@ from archiver.catalog import Capture, Catalog, surt_key
 BATCH = 10_000
 HOSTS = 100_000
 FILES_EVERY = 50_000  # entries per synthetic WARC file (about 1 GB of pages)
+ROUNDS = 3  # crawls of every host over the 30 years
+SLOTS = 64  # sites crawled at once, their captures interleaved in the WARC files
+PATHS = 60  # pages per host
 LOOKUPS = 10_000
 
 
-def make_batch(start: int, size: int, rng: random.Random, hosts: list[str]) -> list[Capture]:
-    """``size`` synthetic captures numbered from ``start``: random host, path, date, digest."""
-    batch = []
-    for n in range(start, start + size):
-        host = rng.choice(hosts)
-        path = f"/section{rng.randrange(50)}/page{rng.randrange(2000)}.html"
-        urlkey = ",".join(reversed(host.split(".")[1:])) + ")" + path  # SURT folds "www0."
-        ts = f"{rng.randrange(1996, 2027)}{rng.randrange(1, 13):02d}{rng.randrange(1, 29):02d}"
-        ts += f"{rng.randrange(24):02d}{rng.randrange(60):02d}{rng.randrange(60):02d}"
-        digest = "sha1:" + base64.b32encode(rng.randbytes(20)).decode()
-        batch.append(
-            Capture(
-                urlkey=urlkey,
-                timestamp=ts,
-                url=f"https://{host}{path}",
-                status=200,
-                mime="text/html",
-                digest=digest,
-                redirect=None,
-                filename=f"ARCHIVER-20261122031500-0-{n // FILES_EVERY:05d}.warc.gz",
-                offset=(n % FILES_EVERY) * 20_000,
-                length=rng.randrange(500, 40_000),
-            )
-        )
-    return batch
+def _capture(n: int, host: str, path: str, ts: str, rng: random.Random) -> Capture:
+    return Capture(
+        urlkey=",".join(reversed(host.split(".")[1:])) + ")" + path,  # SURT folds "www0."
+        timestamp=ts,
+        url=f"https://{host}{path}",
+        status=200,
+        mime="text/html",
+        digest="sha1:" + base64.b32encode(rng.randbytes(20)).decode(),
+        redirect=None,
+        filename=f"ARCHIVER-20261122031500-0-{n // FILES_EVERY:05d}.warc.gz",
+        offset=(n % FILES_EVERY) * 20_000,
+        length=rng.randrange(500, 40_000),
+    )
+
+
+def _timestamp(n: int, entries: int) -> str:
+    """Entry n of the run, dated along 30 years from 1996 in write order."""
+    t = time.gmtime(820_454_400 + n * (30 * 365 * 86_400 // entries))
+    return time.strftime("%Y%m%d%H%M%S", t)
+
+
+def crawl_order(entries: int, rng: random.Random, hosts: list[str]) -> Iterator[Capture]:
+    """Captures as crawlers write them: every host once per round (ROUNDS rounds), SLOTS sites
+    at a time, their pages interleaved; a host has PATHS pages, each round takes a random part."""
+    per_visit = max(1, entries // (ROUNDS * len(hosts)))
+    n = 0
+    while True:
+        order = rng.sample(hosts, len(hosts))
+        for first in range(0, len(order), SLOTS):
+            slots = order[first : first + SLOTS]
+            visits = [(host, rng.sample(range(PATHS), min(PATHS, per_visit))) for host in slots]
+            for step in range(per_visit):
+                for host, paths in visits:
+                    if n == entries:
+                        return
+                    path = f"/section{paths[step] % 7}/page{paths[step]}.html"
+                    yield _capture(n, host, path, _timestamp(n, entries), rng)
+                    n += 1
+
+
+def random_order(entries: int, rng: random.Random, hosts: list[str]) -> Iterator[Capture]:
+    """Captures in random host order: each batch touches every shard (the worst case)."""
+    for n in range(entries):
+        path = f"/section{rng.randrange(7)}/page{rng.randrange(PATHS)}.html"
+        yield _capture(n, rng.choice(hosts), path, _timestamp(n, entries), rng)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -81,18 +109,18 @@ def time_lookups(catalog: Catalog, urls: list[str], ats: list[str]) -> dict[str,
     }
 
 
-def run(entries: int, shards: int, directory: Path) -> dict[str, object]:
+def run(entries: int, shards: int, directory: Path, order: str) -> dict[str, object]:
     rng = random.Random(1997)
     hosts = [f"www{rng.randrange(3)}.site{i}.example{i % 7}.org" for i in range(HOSTS)]
     catalog = Catalog(directory, shards)
     sample: list[str] = []
     insert_seconds = 0.0
     added = 0
-    for start in range(0, entries, BATCH):
-        batch = make_batch(start, min(BATCH, entries - start), rng, hosts)
-        if start == 0:
+    stream = (crawl_order if order == "crawl" else random_order)(entries, rng, hosts)
+    while batch := list(islice(stream, BATCH)):
+        if not sample:
             assert all(surt_key(c.url) == c.urlkey for c in batch[:100])
-        sample += [c.url for c in rng.sample(batch, min(len(batch), 3))]
+        sample += [c.url for c in rng.sample(batch, min(len(batch), 50))]
         t0 = time.perf_counter()
         added += catalog.add(batch)
         insert_seconds += time.perf_counter() - t0
@@ -102,7 +130,7 @@ def run(entries: int, shards: int, directory: Path) -> dict[str, object]:
     urls = rng.sample(sample, min(half, len(sample)))
     urls += [f"https://{rng.choice(hosts)}/absent/{i}.html" for i in range(LOOKUPS - len(urls))]
     rng.shuffle(urls)
-    ats = [f"{rng.randrange(1996, 2027)}0615120000" for _ in urls]
+    ats = [_timestamp(rng.randrange(entries), entries) for _ in urls]
     warm = time_lookups(catalog, urls, ats)
     catalog.close()
     size = sum(p.stat().st_size for p in directory.iterdir())
@@ -113,12 +141,13 @@ def run(entries: int, shards: int, directory: Path) -> dict[str, object]:
 
     writer = Catalog(directory, shards)
     t0 = time.perf_counter()
-    removed = writer.remove_file(make_batch(0, 1, rng, hosts)[0].filename)
+    removed = writer.remove_file(_capture(0, hosts[0], "/", "", rng).filename)
     remove_seconds = time.perf_counter() - t0
     writer.close()
     return {
         "entries": added,
         "shards": shards,
+        "order": order,
         "inserts_per_s": round(added / insert_seconds),
         "closest_open_shards": warm,
         "closest_cold_open": cold,
@@ -134,14 +163,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description="archiver catalog benchmark")
     parser.add_argument("--entries", type=int, default=10_000_000)
     parser.add_argument("--shards", type=int, default=1000)
+    parser.add_argument("--order", choices=("crawl", "random"), default="crawl")
     parser.add_argument("--dir", type=Path, help="catalog directory (default: a temporary one, deleted)")
     args = parser.parse_args()
     if args.dir is not None:
-        result = run(args.entries, args.shards, args.dir)
+        result = run(args.entries, args.shards, args.dir, args.order)
     else:
         tmp = Path(tempfile.mkdtemp(prefix="bench-catalog-"))
         try:
-            result = run(args.entries, args.shards, tmp / "catalog")
+            result = run(args.entries, args.shards, tmp / "catalog", args.order)
         finally:
             shutil.rmtree(tmp)
     print(json.dumps(result, indent=1))
