@@ -4,7 +4,17 @@ import sqlite3
 
 import pytest
 
-from archiver.dnshistory import _AT, _CURRENT, DnsHistory, DnsRow, NameState, Observation
+from archiver.dnshistory import (
+    _ADDRESS,
+    _AT,
+    _CURRENT,
+    _HOST_ADDRESSES,
+    DnsHistory,
+    DnsRow,
+    NameState,
+    Observation,
+    _is_address,
+)
 
 A, B, C, D = "192.0.2.1", "192.0.2.2", "2001:db8::c", "198.51.100.4"
 
@@ -310,6 +320,28 @@ def test_current_and_at_are_index_searches(tmp_path, analyze):
         assert len(tables) == 2, plan
         assert all(step.startswith("SEARCH") and " USING INDEX " in step for step in tables), plan
         assert not any("SCAN" in step for step in plan), plan
+    db.close()
+
+
+def test_a_host_shared_by_many_names_reads_only_its_addresses_when_recording(tmp_path):
+    path = tmp_path / "dns.sqlite"
+    with DnsHistory(path) as history:
+        for i in range(200):
+            history.record(cname(f"shop{i}.test", "shops.platform.test", A, C), 1000 + i, next_check=0)
+        history.record(cname("shop0.test", "shops.platform.test", C, B), 2000, next_check=0)
+        assert history.current("shop7.test").addresses == (C, B)
+        assert len(history.current("shop7.test").aliases) == 200
+    db = sqlite3.connect(path)
+    plan = [detail for *_, detail in db.execute(f"EXPLAIN QUERY PLAN {_HOST_ADDRESSES}", (1,))]
+    assert plan == ["SEARCH dns USING INDEX dns_address_now (id=?)"]
+    # The index's SQL test and _is_address agree on every kind of value stored.
+    values = ["example.org", "host1", "a1.b2", "1a.test", A, C, "::1", "::ffff:10.0.0.1", "10.0.0.1"]
+    db.executemany(
+        "INSERT INTO dns (id, value, type, entered, source) VALUES (9, ?, 'alias', 0, 'x')",
+        [(v,) for v in values],
+    )
+    stored = {v for (v,) in db.execute(f"SELECT value FROM dns WHERE id = 9 AND {_ADDRESS}")}
+    assert stored == {v for v in values if _is_address(v)} == {A, C, "::1", "::ffff:10.0.0.1", "10.0.0.1"}
     db.close()
 
 
