@@ -57,6 +57,9 @@ _REVISIT_MIME = "warc/revisit"
 # Writers wait this long for another process's write transaction on the same shard (SQLite's
 # busy timeout); each transaction is one batch for one shard, milliseconds long.
 _BUSY_TIMEOUT = 60.0
+# Page cache per shard connection. SQLite's default, 2 MiB, would let 1000 open shards take
+# 2 GiB per process; reads beyond it come from the OS page cache at a syscall per page.
+_CACHE_KIB = 1024
 # Captures grouped per call of add(): bounds memory when given a long iterator (a reindex).
 _CHUNK = 50_000
 # Rows fetched per query by listings: a cursor never stays open between two yields, so the
@@ -99,6 +102,7 @@ class Capture:
     ``mime`` is the media type without parameters, ``"-"`` when the response had no Content-Type,
     and ``"warc/revisit"`` for a revisit record, all as cdxj-indexer gives it (pywb tells revisits
     by that mime). ``digest`` is the WARC-Payload-Digest as written (``sha1:BASE32``).
+    ``rectype`` is "response" or "revisit"; the catalog stores whether it is a revisit.
     """
 
     urlkey: str
@@ -320,6 +324,7 @@ class Catalog:
 
         Two seeks of the (urlkey, ts, file, pos) key: the last capture at or before ``at`` and
         the first after it, captures of one second being in (file id, offset) order there.
+        ValueError if ``at`` is not a valid 14-digit timestamp or ``url`` has no host.
         """
         target = to_datetime(at)
         key = surt_key(url)
@@ -389,8 +394,8 @@ class Catalog:
     def remove_file(self, filename: str) -> int:
         """Drop every entry of one WARC file (before reindexing a repaired one); return how many.
 
-        There is no index on the file column (it would make the catalog a third larger and every
-        insert slower for a rare repair), so this reads every shard once.
+        There is no index on the file column (repeating the key, it would make the catalog about a
+        third larger and every insert slower, for a rare repair), so this reads every shard once.
         """
         self._writable()
         removed = 0
@@ -448,11 +453,14 @@ class Catalog:
             found = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
             raise CatalogError(f"unreadable {path}: {exc}") from None
+        if not isinstance(found, dict):
+            raise CatalogError(f"unreadable {path}: not a JSON object")
         if found != meta:
             raise CatalogError(
-                f"catalog {self.directory} was laid out with {found.get('shards')} shards by "
-                f"{found.get('shard_function')!r}; this process asks for {self.shards} shards by "
-                f"{SHARD_FUNCTION!r}: use the catalog's shard count, or reindex into a new directory"
+                f"catalog {self.directory} has {found.get('shards')} shards laid out by "
+                f"{found.get('shard_function')!r} (format {found.get('format')}); opened with "
+                f"{self.shards} shards by {SHARD_FUNCTION!r} (format 1): open it with its own "
+                "shard count, or reindex into a new directory"
             )
 
     def _conn(self, shard: int, *, create: bool) -> sqlite3.Connection | None:
@@ -474,6 +482,7 @@ class Catalog:
             # WAL (set at creation) persists in the file; synchronous is per connection. In WAL
             # mode NORMAL syncs at checkpoints only: the SQLite docs' recommended pairing.
             conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute(f"PRAGMA cache_size=-{_CACHE_KIB}")
         self._conns[shard] = conn
         if len(self._conns) > self._max_open:
             self._conns.popitem(last=False)[1].close()

@@ -1,18 +1,20 @@
 """Catalog benchmark: insert rate, closest-capture latency, size on disk.
 
-Fills a catalog with N synthetic captures of 100,000 hosts in batches of 10,000, then times
-closest() on 10,000 random URLs, half captured, half not (absent paths on captured hosts, so the shard is searched), with the
-shards already open, then again with a one-connection LRU so nearly every lookup opens its shard
-(OS page cache warm). Targets on the project's 2-core machine at 10M entries: >= 100,000
-inserts/s and p99 closest < 1 ms.
+Fills a catalog with N synthetic captures of 100,000 hosts, in add() calls of --batch captures,
+then times closest() on 10,000 random URLs, half captured, half not (absent paths on captured
+hosts, so their shard is searched): first with the shards already open, then through a
+one-connection LRU, so nearly every lookup opens its shard (OS page cache warm). Last, it times
+remove_file() of one 50,000-entry WARC file. Targets on the project's 2-core machine at 10M
+entries: >= 100,000 inserts/s and p99 closest < 1 ms.
 
-    python -m tools.bench_catalog [--entries 10000000] [--shards 1000] [--order crawl] [--dir PATH]
+--order crawl (default) writes captures as crawlers do: each host visited once in each of three
+rounds, 64 sites at a time with their captures interleaved, so a 10,000 batch holds ~300 hosts'
+captures (as a reindex of a WARC file reads them). --order random draws a random host for every
+entry, so every batch touches every shard: the worst case. Without --dir the catalog goes to a
+temporary directory, deleted at the end.
 
---order crawl (default) writes them as crawlers do: each host visited once in each of three
-rounds, 64 sites at a time with their captures interleaved, so a batch holds ~100 hosts' captures
-(as a reindex of a WARC file reads them). --order random draws a random host for every entry, so
-every batch touches every shard: the worst case. Without --dir the catalog goes to a temporary
-directory, deleted at the end.
+    python -m tools.bench_catalog [--entries 10000000] [--shards 1000] [--batch 10000]
+                                  [--order crawl|random] [--dir PATH]
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ from pathlib import Path
 
 from archiver.catalog import Capture, Catalog, surt_key
 
-BATCH = 10_000
 HOSTS = 100_000
 FILES_EVERY = 50_000  # entries per synthetic WARC file (about 1 GB of pages)
 ROUNDS = 3  # crawls of every host over the 30 years
@@ -109,7 +110,7 @@ def time_lookups(catalog: Catalog, urls: list[str], ats: list[str]) -> dict[str,
     }
 
 
-def run(entries: int, shards: int, directory: Path, order: str) -> dict[str, object]:
+def run(entries: int, shards: int, directory: Path, order: str, batch_size: int) -> dict[str, object]:
     rng = random.Random(1997)
     hosts = [f"www{rng.randrange(3)}.site{i}.example{i % 7}.org" for i in range(HOSTS)]
     catalog = Catalog(directory, shards)
@@ -117,7 +118,7 @@ def run(entries: int, shards: int, directory: Path, order: str) -> dict[str, obj
     insert_seconds = 0.0
     added = 0
     stream = (crawl_order if order == "crawl" else random_order)(entries, rng, hosts)
-    while batch := list(islice(stream, BATCH)):
+    while batch := list(islice(stream, batch_size)):
         if not sample:
             assert all(surt_key(c.url) == c.urlkey for c in batch[:100])
         sample += [c.url for c in rng.sample(batch, min(len(batch), 50))]
@@ -148,6 +149,7 @@ def run(entries: int, shards: int, directory: Path, order: str) -> dict[str, obj
         "entries": added,
         "shards": shards,
         "order": order,
+        "batch": batch_size,
         "inserts_per_s": round(added / insert_seconds),
         "closest_open_shards": warm,
         "closest_cold_open": cold,
@@ -163,15 +165,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description="archiver catalog benchmark")
     parser.add_argument("--entries", type=int, default=10_000_000)
     parser.add_argument("--shards", type=int, default=1000)
+    parser.add_argument("--batch", type=int, default=10_000, help="captures per add() call")
     parser.add_argument("--order", choices=("crawl", "random"), default="crawl")
     parser.add_argument("--dir", type=Path, help="catalog directory (default: a temporary one, deleted)")
     args = parser.parse_args()
     if args.dir is not None:
-        result = run(args.entries, args.shards, args.dir, args.order)
+        result = run(args.entries, args.shards, args.dir, args.order, args.batch)
     else:
         tmp = Path(tempfile.mkdtemp(prefix="bench-catalog-"))
         try:
-            result = run(args.entries, args.shards, tmp / "catalog", args.order)
+            result = run(args.entries, args.shards, tmp / "catalog", args.order, args.batch)
         finally:
             shutil.rmtree(tmp)
     print(json.dumps(result, indent=1))
