@@ -8,6 +8,7 @@ stopped: they feed the live catalog.
 from __future__ import annotations
 
 import glob
+import itertools
 import shutil
 import sys
 import time
@@ -141,11 +142,15 @@ def verify(root: Path, catalog: Catalog, paths: Iterable[Path]) -> Verification:
 
 
 def export_cdxj(catalog: Catalog, out: TextIO) -> int:
-    """Write every entry as one sorted CDXJ index; returns the number of lines."""
-    lines = 0
-    for capture in catalog.iter_all():
-        out.write(capture.to_cdxj())
-        out.write("\n")
-        lines += 1
-    return lines
+    """Write every entry as one CDXJ index sorted as text (as ``sort`` would), for pywb.
 
+    The catalog orders by (urlkey, timestamp); captures sharing both (a retry within one second)
+    are ordered by their whole line here.
+    """
+    lines = 0
+    for _, group in itertools.groupby(catalog.iter_all(), key=lambda c: (c.urlkey, c.timestamp)):
+        for line in sorted(c.to_cdxj() for c in group):
+            out.write(line)
+            out.write("\n")
+            lines += 1
+    return lines
