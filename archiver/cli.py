@@ -120,12 +120,19 @@ def cmd_catalog(args: argparse.Namespace) -> int:
         return _fail(str(e))
 
 
-def catalog_closest(cfg: config.Config, args: argparse.Namespace) -> int:
+def _closest(cfg: config.Config, args: argparse.Namespace) -> Capture | None:
+    """The capture of ``args.url`` nearest to ``args.at``; says so on stderr when there is none."""
     url, at = _url(args.url), _date(args.at)
     with _catalog(cfg) as catalog:
         found = catalog.closest(url, at)
     if found is None:
         print(f"no capture of {url}", file=sys.stderr)
+    return found
+
+
+def catalog_closest(cfg: config.Config, args: argparse.Namespace) -> int:
+    found = _closest(cfg, args)
+    if found is None:
         return 1
     _print_captures([found], args.json)
     return 0
@@ -150,11 +157,8 @@ def catalog_list(cfg: config.Config, args: argparse.Namespace) -> int:
 
 
 def catalog_get(cfg: config.Config, args: argparse.Namespace) -> int:
-    url, at = _url(args.url), _date(args.at)
-    with _catalog(cfg) as catalog:
-        found = catalog.closest(url, at)
+    found = _closest(cfg, args)
     if found is None:
-        print(f"no capture of {url}", file=sys.stderr)
         return 1
     try:
         stored = read_record(cfg.root / "warcs", found.filename, found.offset, found.length)
