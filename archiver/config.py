@@ -147,6 +147,23 @@ _POSITIVE = {
 }
 
 
+def parse_nameserver(entry: str) -> tuple[str, int]:
+    """``"host"`` or ``"host:port"`` (IPv6 as ``"[::1]:53"`` or bare) -> (host, port).
+
+    Raises ValueError for an empty host or a port outside 1..65535.
+    """
+    if entry.startswith("["):
+        host, _, rest = entry[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else "53"
+    elif entry.count(":") == 1:
+        host, port = entry.split(":")
+    else:
+        host, port = entry, "53"
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"bad nameserver {entry!r}")
+    return host, int(port)
+
+
 def load(path: str | Path) -> Config:
     """Read, validate and return the config at ``path``; relative paths resolve against its folder."""
     path = Path(path)
@@ -251,9 +268,11 @@ def _check(where: str, name: str, section: Any) -> None:
             raise ConfigError(f"{where}: crawl.agent: must be a product token like 'archiver'")
     elif name == "dns":
         for ns in section.nameservers:
-            host, _, port = ns.rpartition(":") if ns.count(":") == 1 else (ns, "", "")
-            if not host or (port and not (port.isdigit() and 0 < int(port) < 65536)):
-                raise ConfigError(f"{where}: dns.nameservers: bad entry {ns!r} (want 'host' or 'host:port')")
+            try:
+                parse_nameserver(ns)
+            except ValueError:
+                raise ConfigError(f"{where}: dns.nameservers: bad entry {ns!r} "
+                                  "(want 'host', 'host:port' or '[v6]:port')") from None
     elif name == "warc":
         if not 0 <= section.gzip_level <= 9:
             raise ConfigError(f"{where}: warc.gzip_level: must be 0..9")

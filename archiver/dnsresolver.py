@@ -18,6 +18,7 @@ import dns.nameserver
 import dns.resolver
 import trio
 
+from archiver.config import parse_nameserver
 from archiver.dnshistory import DnsHistory, Observation
 
 # When the A and AAAA queries fail differently, the most telling outcome wins (an authoritative
@@ -42,17 +43,6 @@ class RefreshStats:
     changed: int = 0  # answers that changed the history's rows
     failed: dict[str, int] = field(default_factory=dict)  # outcome -> count
     elapsed: float = 0.0
-
-
-def parse_nameserver(entry: str) -> tuple[str, int]:
-    """``"host"`` or ``"host:port"`` (IPv6 as ``"[::1]:53"`` or bare) -> (host, port)."""
-    if entry.startswith("["):
-        host, _, rest = entry[1:].partition("]")
-        return host, int(rest[1:]) if rest.startswith(":") else 53
-    if entry.count(":") == 1:
-        host, port = entry.split(":")
-        return host, int(port)
-    return entry, 53
 
 
 def _normalise(name: str) -> str:

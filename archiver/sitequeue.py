@@ -35,6 +35,12 @@ CREATE INDEX IF NOT EXISTS sites_ready ON sites (state, inlinks DESC, due);
 STATES = ("waiting", "active", "retry", "deferred", "done")
 
 
+def _ready(include_deferred: bool) -> tuple[tuple[str, ...], str]:
+    """The states a slot may take a site from, and their SQL placeholders."""
+    states = ("waiting", "retry", "deferred") if include_deferred else ("waiting", "retry")
+    return states, ",".join("?" * len(states))
+
+
 def queue_path(root: Path, process: int) -> Path:
     return root / "sites" / f"{process}.sqlite"
 
@@ -72,8 +78,7 @@ class SiteQueue:
     def claim(self, *, include_deferred: bool, now: float | None = None) -> str | None:
         """Take the most linked-to site that is due, mark it active, and return it."""
         now = time.time() if now is None else now
-        states = ("waiting", "retry", "deferred") if include_deferred else ("waiting", "retry")
-        marks = ",".join("?" * len(states))
+        states, marks = _ready(include_deferred)
         with self._db:
             self._db.execute("BEGIN IMMEDIATE")
             row = self._db.execute(
@@ -111,8 +116,7 @@ class SiteQueue:
 
     def next_due(self, *, include_deferred: bool) -> float | None:
         """When the next waiting (or retrying, or deferred) site becomes due; None if there is none."""
-        states = ("waiting", "retry", "deferred") if include_deferred else ("waiting", "retry")
-        marks = ",".join("?" * len(states))
+        states, marks = _ready(include_deferred)
         (due,) = self._db.execute(f"SELECT min(due) FROM sites WHERE state IN ({marks})",
                                   states).fetchone()
         return due

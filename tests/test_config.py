@@ -36,7 +36,7 @@ max_rest = 2
 rest_factor = 0.5
 [dns]
 hosts_file = "hosts"
-nameservers = ["127.0.0.1:5353", "::1"]
+nameservers = ["127.0.0.1:5353", "::1", "[::1]:5353"]
 [warc]
 max_size = 1000000
 """))
@@ -44,7 +44,7 @@ max_size = 1000000
     assert cfg.crawl.agent == "mybot" and cfg.crawl.sites_per_process == 8
     assert cfg.crawl.min_rest == 0.0 and isinstance(cfg.crawl.min_rest, float)
     assert cfg.dns.hosts_file == tmp_path / "hosts"
-    assert cfg.dns.nameservers == ("127.0.0.1:5353", "::1")
+    assert cfg.dns.nameservers == ("127.0.0.1:5353", "::1", "[::1]:5353")
     assert cfg.warc.max_size == 1_000_000
 
 
@@ -63,6 +63,7 @@ def test_empty_hosts_file_means_none(tmp_path):
     ("[crawl]\nagent = 'my bot'\n", "crawl.agent"),
     ("[dns]\nnameservers = '127.0.0.1'\n", "dns.nameservers: expected a list of strings"),
     ("[dns]\nnameservers = ['127.0.0.1:99999']\n", "dns.nameservers: bad entry"),
+    ("[dns]\nnameservers = ['[::1]:0']\n", "dns.nameservers: bad entry"),
     ("[warc]\ngzip_level = 12\n", "warc.gzip_level"),
     ("[log]\nlevel = 'loud'\n", "log.level"),
     ("[crawler]\nagent = 'x'\n", "unknown section [crawler]"),
