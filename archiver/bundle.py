@@ -39,6 +39,8 @@ boundary, so a file only ever holds complete records plus, after a crash, one to
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import io
 import os
 import re
@@ -78,6 +80,7 @@ _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 section 5.6.2
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _NOT_URI = re.compile(r"[\x00-\x20\x7f]")
 _DIGITS = re.compile(r"[0-9]+")
+REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,11 @@ class RepairReport:
     kept_records: int
     cut_bytes: int
     final_path: Path
+
+
+def payload_digest(payload: bytes) -> str:
+    """The WARC-Payload-Digest warcio writes for ``payload``: ``sha1:`` and base32 (WARC 1.1 §5.9)."""
+    return "sha1:" + base64.b32encode(hashlib.sha1(payload).digest()).decode("ascii")
 
 
 class _RawHead(StatusAndHeaders):
@@ -206,6 +214,17 @@ class BundleWriter:
         response = self._record(
             "response", response_id, common + extra, _RESPONSE, response_body, response_head
         )
+        return self._write_pair(response, response_id, common, request, None)
+
+    def _write_pair(
+        self,
+        response: ArcWarcRecord,
+        response_id: str,
+        common: list[tuple[str, str]],
+        request: bytes,
+        payload_digest: str | None,
+    ) -> Written:
+        """Append a response or revisit record, then the request record concurrent to it."""
         head, separator, body = request.partition(b"\r\n\r\n")
         if not separator:
             head, body = request, b""
@@ -224,8 +243,38 @@ class BundleWriter:
             request=request_at,
             response=response_at,
             record_id=response_id,
-            payload_digest=response.rec_headers.get_header("WARC-Payload-Digest"),
+            payload_digest=payload_digest or response.rec_headers.get_header("WARC-Payload-Digest"),
         )
+
+    def write_revisit(
+        self,
+        *,
+        url: str,
+        ip: str | None,
+        date: datetime,
+        request: bytes,
+        response_head: bytes,
+        payload_digest: str,
+        refers_to_url: str,
+        refers_to_date: datetime,
+    ) -> Written:
+        """Append a ``revisit`` record (identical-payload-digest profile) and its ``request`` record.
+
+        The payload equals that of the capture of ``refers_to_url`` at ``refers_to_date``: only the
+        response head is stored (WARC 1.1 section 6.7.2), the way Heritrix and wget deduplicate.
+        """
+        common = [("WARC-Date", _warc_date(date)), ("WARC-Target-URI", _check_uri(url))]
+        if ip:
+            common.append(("WARC-IP-Address", _check_field("ip", ip)))
+        revisit_id = StatusAndHeadersParser.make_warc_id()
+        refers = [
+            ("WARC-Profile", REVISIT_PROFILE),
+            ("WARC-Refers-To-Target-URI", _check_uri(refers_to_url)),
+            ("WARC-Refers-To-Date", _warc_date(refers_to_date)),
+            ("WARC-Payload-Digest", _check_field("digest", payload_digest)),
+        ]
+        revisit = self._record("revisit", revisit_id, common + refers, _RESPONSE, b"", response_head)
+        return self._write_pair(revisit, revisit_id, common, request, payload_digest)
 
     def write_metadata(
         self, *, url: str, date: datetime, fields: Mapping[str, str]

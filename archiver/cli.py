@@ -17,7 +17,7 @@ import trio
 from archiver import __version__, config, logs, urls
 from archiver.catalog import Capture, Catalog, CatalogError, surt_key
 from archiver.catalog_maintenance import Progress, export_cdxj, reindex, verify, warc_paths
-from archiver.crawler import Crawler, SeedError, enqueue_seeds, read_seeds
+from archiver.crawler import Crawler, ProcessBusy, SeedError, enqueue_seeds, read_seeds
 from archiver.dnshistory import DnsHistory, DnsRow
 from archiver.dnsresolver import RefreshStats
 from archiver.dnsservice import read_names, refresh_pass, run_service
@@ -51,8 +51,13 @@ def cmd_crawl(args: argparse.Namespace) -> int:
             seeds = read_seeds(Path(args.seeds))
         except SeedError as e:
             return _fail(str(e))
-        enqueue_seeds(cfg, args.process, seeds)
-    crawler = Crawler(cfg, process=args.process, until_idle=args.until_idle)
+        enqueue_seeds(cfg, args.process, seeds, recrawl=args.recrawl)
+    try:
+        crawler = Crawler(cfg, process=args.process, until_idle=args.until_idle)
+    except ProcessBusy as e:
+        return _fail(str(e))
+    if args.recrawl and not args.seeds:
+        print(f"recrawl: {crawler.queue.recrawl()} finished sites queued again")
     trio.run(crawler.run)
     warcs = cfg.root / "warcs"
     print(f"crawl stopped: {crawler.stats.pages} pages, {crawler.stats.bytes} bytes; "
@@ -319,6 +324,9 @@ def parser() -> argparse.ArgumentParser:
     crawl.add_argument("--process", type=int, default=0, help="process number (0-based)")
     crawl.add_argument("--until-idle", action="store_true",
                        help="exit once every queued site is finished or deferred")
+    crawl.add_argument("--recrawl", action="store_true",
+                       help="visit finished sites again (the seed sites, or every site of this "
+                            "process without --seeds); unchanged pages become revisit records")
     crawl.set_defaults(func=cmd_crawl)
 
     status = verbs.add_parser("status", help="print the crawler processes' progress")

@@ -8,6 +8,7 @@ flight are dropped, interrupted sites go back to the queue, and every file is fl
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import signal
@@ -25,7 +26,7 @@ from archiver.config import Config
 from archiver.dnshistory import DnsHistory
 from archiver.dnsresolver import DnsResolver
 from archiver.durable import fsync_all
-from archiver.frontier import Frontier, site_dir
+from archiver.frontier import Frontier, FrontierBusy, site_dir
 from archiver.logs import event
 from archiver.outlinks import SpoolWriter
 from archiver.resolve import Resolver
@@ -40,6 +41,24 @@ class SeedError(Exception):
     """A seeds file that cannot be used at all."""
 
 
+class ProcessBusy(Exception):
+    """Another crawler runs with the same process number on this archive."""
+
+
+def lock_process(root: Path, process: int) -> int:
+    """Hold ``<root>/sites/<process>.lock`` for the life of the process (released on exit or kill)."""
+    path = queue_path(root, process).with_suffix(".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise ProcessBusy(f"crawler process {process} is already running on {root} "
+                          f"(it holds {path})") from None
+    return fd
+
+
 @dataclass
 class CrawlContext:
     """What every site visit of one process shares."""
@@ -50,6 +69,7 @@ class CrawlContext:
     resolver: Resolver
     stats: Stats
     slots: AddressSlots
+    lookup: Catalog  # read-only, on the event loop: the earlier captures a recrawl compares with
     frontiers: set[Frontier] = field(default_factory=set)
     captures: list[Capture] = field(default_factory=list)  # written, not yet in the catalog
 
@@ -79,10 +99,13 @@ def read_seeds(path: Path) -> list[str]:
     return seeds
 
 
-def enqueue_seeds(config: Config, process: int, seeds: list[str]) -> int:
+def enqueue_seeds(config: Config, process: int, seeds: list[str], *, recrawl: bool = False) -> int:
     """Put each seed's site in the queue of the process that owns it; returns sites new to a queue.
 
-    The seed URL (and "/") go into the site's crawl queue, so a visit starts from both.
+    The seed URL (and "/") go into the site's crawl queue, so a visit starts from both; a site
+    another process is crawling right now gets them through its inbox. ``recrawl``: a seed site
+    already done is queued for a new visit. ``process`` is the caller's; seeds of other processes
+    are handed to their queues, which is how several processes share one seed list.
     """
     root, processes = config.root, config.crawl.processes
     c = config.crawl
@@ -93,18 +116,27 @@ def enqueue_seeds(config: Config, process: int, seeds: list[str]) -> int:
             origin = urls.origin(url)
             owner = process_for(origin, processes)
             if owner not in queues:
-                queues[owner] = SiteQueue(queue_path(root, owner))
-            frontier = Frontier.open(site_dir(root, origin), bloom_bits=c.site_bitmap_bits,
-                                     max_fp=c.site_bitmap_max_fp)
+                # Another process may be running on that queue: leave its active sites alone.
+                queues[owner] = SiteQueue(queue_path(root, owner), recover=False)
+            directory = site_dir(root, origin)
+            entries = [(origin + "/", 0), (url, 0)]
             try:
-                frontier.add(origin + "/", 0)
-                frontier.add(url, 0)
-            finally:
-                frontier.close()
+                frontier = Frontier.open(directory, bloom_bits=c.site_bitmap_bits,
+                                         max_fp=c.site_bitmap_max_fp)
+            except FrontierBusy:
+                Frontier.append_external(directory, entries)
+            else:
+                with frontier:
+                    for entry in entries:
+                        frontier.add(*entry)
             added += queues[owner].add(origin)
+            if recrawl:
+                queues[owner].recrawl(origin)
     finally:
         for queue in queues.values():
             queue.close()
+    event(log, logging.INFO, "seeds-queued", seeds=len(seeds), new_sites=added,
+          own=sum(process_for(urls.origin(u), processes) == process for u in seeds))
     return added
 
 
@@ -116,6 +148,7 @@ class Crawler:
         self.process = process
         self.until_idle = until_idle
         root = config.root
+        self._lock = lock_process(root, process)
         self.queue = SiteQueue(queue_path(root, process))
         self.stats = Stats(process=process)
         self.bundle = BundleWriter(
@@ -124,12 +157,13 @@ class Crawler:
             software=f"archiver/{__version__}", operator=config.archive.operator,
             extra_info={"robots": "obey", "http-header-user-agent": config.crawl.user_agent})
         self.catalog = Catalog(root / "catalog", config.catalog.shards)
+        self.lookup = Catalog(root / "catalog", config.catalog.shards, readonly=True)
         self.dns_history = DnsHistory(root / "dns.sqlite")
         self.spool = SpoolWriter(root / "outlinks", process, max_lines=config.outlinks.max_lines,
                                  max_age=config.outlinks.max_age)
         self.ctx = CrawlContext(
             config=config, bundle=self.bundle, spool=self.spool, stats=self.stats,
-            slots=AddressSlots(config.crawl.connections_per_address),
+            slots=AddressSlots(config.crawl.connections_per_address), lookup=self.lookup,
             resolver=Resolver(hosts_file=config.dns.hosts_file, history=self.dns_history,
                               dns=DnsResolver(nameservers=config.dns.nameservers,
                                               timeout=config.dns.timeout),
@@ -158,10 +192,12 @@ class Crawler:
         self.catalog.add(self.ctx.captures)
         self.ctx.captures = []
         self.catalog.close()
+        self.lookup.close()
         self.dns_history.close()
         self.spool.close()
         self._write_status()
         self.queue.close()
+        os.close(self._lock)
         event(log, logging.INFO, "crawler-stop", process=self.process,
               **{"pages": self.stats.pages, "bytes": self.stats.bytes})
 
@@ -192,7 +228,8 @@ class Crawler:
         c = self.config.crawl
         event(log, logging.INFO, "site-start", site=origin)
         try:
-            outcome = await SiteVisit(origin, self.ctx).run()
+            recrawl = self._start_over(origin) or self.queue.visits(origin) > 1
+            outcome = await SiteVisit(origin, self.ctx, recrawl=recrawl).run()
         except trio.Cancelled:
             self.queue.release(origin)
             raise
@@ -209,6 +246,18 @@ class Crawler:
                                      defer_delay=c.defer_delay, note=outcome.note)
             self.stats.sites_retried += 1
             event(log, logging.WARNING, "site-" + state, site=origin, reason=outcome.note)
+
+    def _start_over(self, origin: str) -> bool:
+        """Restart the crawl queue of a site queued for a recrawl; True if it was."""
+        if not self.queue.restart_pending(origin):
+            return False
+        c = self.config.crawl
+        with Frontier.open(site_dir(self.config.root, origin), bloom_bits=c.site_bitmap_bits,
+                           max_fp=c.site_bitmap_max_fp) as frontier:
+            frontier.restart()
+        self.queue.restarted(origin)
+        event(log, logging.INFO, "site-recrawl", site=origin)
+        return True
 
     def _write_status(self) -> dict:
         status = self.stats.snapshot(self.queue.counts())

@@ -136,6 +136,10 @@ def _read_cursor(fd: int) -> tuple[int, int, int, int]:
     return best
 
 
+class FrontierBusy(RuntimeError):
+    """The site's crawl queue is open in another process (or another visit)."""
+
+
 class Frontier:
     """One site's crawl queue. Not thread-safe; one open Frontier per directory (flock)."""
 
@@ -174,7 +178,7 @@ class Frontier:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise RuntimeError(f"frontier {directory} is already open") from None
+                raise FrontierBusy(f"frontier {directory} is already open") from None
             cursor_fd = os.open(directory / CURSOR, os.O_RDWR | os.O_CREAT, 0o644)
             stack.callback(os.close, cursor_fd)
             reader = stack.enter_context(open(directory / LOG, "rb", buffering=_READ_BUFFER))
@@ -246,10 +250,27 @@ class Frontier:
         # only the log still has them (a process crash keeps written data, loses Python buffers).
         self._flush()
         self._seq += 1
-        body = _SLOT.pack(self._seq, entry.end, pages, bytes_)
+        self._write_slot(entry.end, pages, bytes_)
+        self.cursor, self.pages, self.bytes = entry.end, pages, bytes_
+
+    def _write_slot(self, cursor: int, pages: int, bytes_: int) -> None:
+        body = _SLOT.pack(self._seq, cursor, pages, bytes_)
         record = body + zlib.crc32(body).to_bytes(4, "little")
         os.pwrite(self._cursor_fd, record, _SLOT_OFFSETS[self._seq % 2])
-        self.cursor, self.pages, self.bytes = entry.end, pages, bytes_
+
+    def restart(self) -> None:
+        """Start a new visit (a recrawl): the cursor goes back to the first entry, totals to zero.
+
+        The log keeps every URL the site ever queued, so the recrawl fetches all of them again, in
+        discovery order, and only links new since then are appended. Durable when this returns.
+        """
+        self._flush()
+        self._seq += 1
+        self._write_slot(0, 0, 0)
+        os.fsync(self._cursor_fd)
+        self._reader.seek(0)
+        self._pos = self._handed = 0
+        self.cursor = self.pages = self.bytes = 0
 
     def sync(self) -> None:
         """Make the log and then the cursor durable (the cursor never runs ahead of its log)."""

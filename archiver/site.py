@@ -13,6 +13,7 @@ port); otherwise every other origin is external.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import time
 from collections import Counter, deque
 from dataclasses import dataclass
@@ -23,10 +24,13 @@ import trio
 
 from archiver import extract, robots, urls
 from archiver.bloom import GrowingBloom
+from archiver.bundle import payload_digest
+from archiver.catalog import Capture, CatalogError
 from archiver.fetch import FetchResult, HttpClient, decode_body
 from archiver.frontier import Entry, Frontier, site_dir
 from archiver.logs import event
 from archiver.politeness import Rest, RestPolicy, parse_retry_after
+from archiver.timestamps import to_datetime
 from archiver.warcindex import capture_fields
 
 if TYPE_CHECKING:
@@ -70,9 +74,11 @@ def looks_like_trap(url: str, max_repeats: int) -> bool:
 class SiteVisit:
     """Crawls one origin until its queue is empty, a limit is reached, or it must be retried."""
 
-    def __init__(self, origin: str, ctx: CrawlContext) -> None:
+    def __init__(self, origin: str, ctx: CrawlContext, *, recrawl: bool = False) -> None:
+        """``recrawl``: the site was visited before, so unchanged payloads become revisit records."""
         self.origin = origin
         self.ctx = ctx
+        self.recrawl = recrawl
         self.scheme, self.host, self.port = urls.origin_parts(origin)
         self.rules: dict[str, robots.RobotsRules] = {}
         self.local = {origin}
@@ -241,15 +247,25 @@ class SiteVisit:
             event(log, logging.INFO, "fetch-failed", site=self.origin, url=url, error=result.error)
             return result
         date = datetime.fromtimestamp(result.started, UTC)
-        written = ctx.bundle.write_exchange(
-            url=url, ip=result.ip, date=date, request=result.request, response_head=result.head,
-            response_body=result.body, truncated=result.truncated)
+        original = self._same_payload(url, result)
+        if original is None:
+            rectype = "response"
+            written = ctx.bundle.write_exchange(
+                url=url, ip=result.ip, date=date, request=result.request,
+                response_head=result.head, response_body=result.body, truncated=result.truncated)
+        else:
+            rectype = "revisit"
+            stats.revisits += 1
+            written = ctx.bundle.write_revisit(
+                url=url, ip=result.ip, date=date, request=result.request,
+                response_head=result.head, payload_digest=original.digest,
+                refers_to_url=original.url, refers_to_date=to_datetime(original.timestamp))
         try:
             ctx.captures.append(capture_fields(
                 url=url, date=date, status=result.status,
                 content_type=result.header("content-type"), location=result.header("location"),
                 digest=written.payload_digest, filename=written.response.filename,
-                offset=written.response.offset, length=written.response.length))
+                offset=written.response.offset, length=written.response.length, rectype=rectype))
         except ValueError as e:  # the record is written; `catalog verify` will list it
             stats.errors["catalog"] += 1
             event(log, logging.WARNING, "catalog-entry-failed", site=self.origin, url=url,
@@ -266,6 +282,21 @@ class SiteVisit:
         event(log, logging.DEBUG, "fetched", site=self.origin, url=url, status=result.status,
               bytes=size, ms=round(result.elapsed * 1000))
         return result
+
+    def _same_payload(self, url: str, result: FetchResult) -> Capture | None:
+        """On a recrawl, the earlier response whose payload this one repeats, if the last capture
+        of ``url`` had the same payload digest (Heritrix's and wget's deduplication by digest)."""
+        if not self.recrawl or not result.body or result.truncated:
+            return None
+        try:
+            earlier = self.ctx.lookup.captures(url)
+        except (CatalogError, ValueError, sqlite3.Error):
+            return None
+        if not earlier or earlier[-1].digest != payload_digest(result.body):
+            return None
+        digest = earlier[-1].digest
+        return next((c for c in reversed(earlier)
+                     if c.rectype == "response" and c.digest == digest), None)
 
     def _route_links(self, entry: Entry, result: FetchResult) -> None:
         status = result.status or 0

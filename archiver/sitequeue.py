@@ -27,7 +27,8 @@ CREATE TABLE IF NOT EXISTS sites (
     attempts INTEGER NOT NULL DEFAULT 0,
     added    REAL NOT NULL,
     visits   INTEGER NOT NULL DEFAULT 0,
-    note     TEXT NOT NULL DEFAULT ''
+    note     TEXT NOT NULL DEFAULT '',
+    restart  INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS sites_ready ON sites (state, inlinks DESC, due);
 """
@@ -62,6 +63,9 @@ class SiteQueue:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(sites)")}
+        if "restart" not in columns:  # a queue made before recrawls existed
+            self._db.execute("ALTER TABLE sites ADD COLUMN restart INTEGER NOT NULL DEFAULT 0")
         if recover:
             self._db.execute("UPDATE sites SET state='waiting' WHERE state='active'")
 
@@ -93,6 +97,29 @@ class SiteQueue:
         """The visit ended normally (queue exhausted or a site limit reached)."""
         self._db.execute("UPDATE sites SET state='done', attempts=0, note=? WHERE origin=?",
                          (note, origin))
+
+    def recrawl(self, origin: str | None = None, *, now: float | None = None) -> int:
+        """Queue a new visit of ``origin`` (of every site when None) if it is ``done``; the visit
+        starts its crawl queue over (see :meth:`restart_pending`). Returns the sites requeued."""
+        sql = "UPDATE sites SET state='waiting', due=?, attempts=0, note='', restart=1 WHERE state='done'"
+        params: tuple[object, ...] = (time.time() if now is None else now,)
+        if origin is not None:
+            sql, params = sql + " AND origin=?", (*params, origin)
+        return self._db.execute(sql, params).rowcount
+
+    def restart_pending(self, origin: str) -> bool:
+        """Whether the next visit of ``origin`` must start its crawl queue over."""
+        row = self._db.execute("SELECT restart FROM sites WHERE origin=?", (origin,)).fetchone()
+        return bool(row and row[0])
+
+    def restarted(self, origin: str) -> None:
+        """The crawl queue of ``origin`` was started over (durably): clear the request."""
+        self._db.execute("UPDATE sites SET restart=0 WHERE origin=?", (origin,))
+
+    def visits(self, origin: str) -> int:
+        """How many times ``origin`` was claimed (the current visit included)."""
+        row = self._db.execute("SELECT visits FROM sites WHERE origin=?", (origin,)).fetchone()
+        return row[0] if row else 0
 
     def release(self, origin: str) -> None:
         """The visit was interrupted (shutdown): the site is ready again at once."""

@@ -23,6 +23,7 @@ class Stats:
     started: float = field(default_factory=time.time)
     pages: int = 0
     bytes: int = 0
+    revisits: int = 0
     sites_done: int = 0
     sites_retried: int = 0
     robots_excluded: int = 0
@@ -43,6 +44,7 @@ class Stats:
         return {
             "process": self.process, "pid": os.getpid(), "time": time.time(),
             "started": self.started, "pages": self.pages, "bytes": self.bytes,
+            "revisits": self.revisits,
             "pages_per_s": round(rate, 1), "sites_done": self.sites_done,
             "sites_retried": self.sites_retried, "robots_excluded": self.robots_excluded,
             "links_local": self.links_local, "links_external": self.links_external,

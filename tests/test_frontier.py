@@ -295,3 +295,19 @@ def test_process_crash_after_commit_keeps_progress_and_links(tmp_path: Path):
     with Frontier.open(tmp_path) as f:
         assert (f.pages, f.bytes) == (1, 123)
         assert [e.url for e in drain(f)] == ["http://a/found"]
+
+
+def test_restart_hands_every_entry_out_again_and_survives_reopen(tmp_path: Path):
+    with Frontier.open(tmp_path / "s") as f:
+        for n in range(3):
+            f.add(f"http://a.test/{n}", 0)
+        while (entry := f.next()) is not None:
+            f.commit(entry, pages=5, bytes_=50)
+        f.restart()
+        assert (f.cursor, f.pages, f.bytes, f.pending) == (0, 0, 0, 3)
+        first = f.next()
+        assert first is not None and first.url == "http://a.test/0"
+        assert not f.add("http://a.test/1", 0)           # still known: not queued twice
+    with Frontier.open(tmp_path / "s") as f:             # the restart was durable
+        assert f.pending == 3 and f.pages == 0
+        assert [f.next().url for _ in range(3)] == [f"http://a.test/{n}" for n in range(3)]

@@ -62,3 +62,41 @@ def test_process_for_is_stable_and_spreads():
     assert owners == [process_for(o, 4) for o in origins]
     assert all(200 < owners.count(p) < 300 for p in range(4))
     assert {process_for(o, 1) for o in origins} == {0}
+
+
+def test_recrawl_requeues_only_finished_sites_and_asks_for_a_restart(tmp_path):
+    q = SiteQueue(queue_path(tmp_path, 0))
+    for origin in ("http://a.test", "http://b.test", "http://c.test"):
+        q.add(origin, now=0)
+    assert q.claim(include_deferred=False, now=0) == "http://a.test"
+    q.finish("http://a.test")
+    assert q.claim(include_deferred=False, now=0) == "http://b.test"   # still active
+    assert q.recrawl("http://b.test", now=5) == 0
+    assert q.recrawl("http://c.test", now=5) == 0                      # waiting: nothing to redo
+    assert not q.restart_pending("http://c.test")
+    assert q.recrawl("http://a.test", now=5) == 1
+    assert q.state("http://a.test") == "waiting" and q.restart_pending("http://a.test")
+    assert q.claim(include_deferred=False, now=5) == "http://c.test"
+    assert q.claim(include_deferred=False, now=5) == "http://a.test"
+    assert q.visits("http://a.test") == 2
+    q.restarted("http://a.test")
+    assert not q.restart_pending("http://a.test")
+    q.finish("http://a.test")
+    q.finish("http://c.test")
+    assert q.recrawl(now=9) == 2                                      # every finished site
+
+
+def test_a_queue_made_before_recrawls_gains_the_column(tmp_path):
+    import sqlite3
+    path = queue_path(tmp_path, 0)
+    path.parent.mkdir(parents=True)
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE sites (origin TEXT PRIMARY KEY, state TEXT NOT NULL DEFAULT 'waiting', "
+               "due REAL NOT NULL DEFAULT 0, inlinks INTEGER NOT NULL DEFAULT 0, attempts INTEGER "
+               "NOT NULL DEFAULT 0, added REAL NOT NULL, visits INTEGER NOT NULL DEFAULT 0, "
+               "note TEXT NOT NULL DEFAULT '')")
+    db.execute("INSERT INTO sites (origin, state, added) VALUES ('http://a.test', 'done', 0)")
+    db.commit()
+    db.close()
+    q = SiteQueue(path)
+    assert q.recrawl("http://a.test") == 1 and q.restart_pending("http://a.test")

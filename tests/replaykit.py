@@ -1,0 +1,65 @@
+"""An archive of the demo web crawled at two dates, for the replay tests.
+
+The first crawl sees version 0 of the web, the second (a recrawl of every site, at least one
+second later) version 1, where a third of the pages changed and /news/v1.html appeared. Unchanged
+payloads of the second crawl are stored as revisit records.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import trio
+
+from archiver.catalog import Capture, Catalog
+from archiver.config import Config
+from archiver.crawler import Crawler, enqueue_seeds
+from tests.crawlkit import load, write_config
+from tools.demoweb import DemoWeb, WebSpec, start_demo
+
+SPEC = WebSpec(sites=3, pages_per_site=8, trap=False)
+
+
+@dataclass
+class TwoDates:
+    """The archive after both crawls, and what each crawl put in the catalog."""
+
+    root: Path
+    config: Config
+    web0: DemoWeb
+    web1: DemoWeb
+    first: list[Capture]
+    second: list[Capture]
+
+
+async def _crawl(config_dir: Path, spec: WebSpec, *, recrawl: bool) -> tuple[DemoWeb, Config]:
+    async with trio.open_nursery() as nursery:
+        web, _server = await start_demo(nursery, spec)
+        config = load(write_config(config_dir, web))
+        enqueue_seeds(config, 0, [o + "/" for o in web.origins()], recrawl=recrawl)
+        await Crawler(config, until_idle=True).run()
+        nursery.cancel_scope.cancel()
+    return web, config
+
+
+def _all(config: Config) -> list[Capture]:
+    with Catalog(config.root / "catalog", config.catalog.shards, readonly=True) as catalog:
+        return list(catalog.iter_all())
+
+
+async def two_date_archive(directory: Path, spec: WebSpec = SPEC) -> TwoDates:
+    """Crawl ``spec`` (version 0), then recrawl it as version 1 on the same port."""
+    web0, config = await _crawl(directory, spec, recrawl=False)
+    first = _all(config)
+    # The catalog's dates have whole seconds: start the second crawl in a later second.
+    await trio.sleep(math.floor(time.time()) + 1.01 - time.time())
+    spec1 = dataclasses.replace(spec, port=web0.spec.port, version=1)
+    web1, config = await _crawl(directory, spec1, recrawl=True)
+    seen = {(c.filename, c.offset) for c in first}
+    second = [c for c in _all(config) if (c.filename, c.offset) not in seen]
+    return TwoDates(root=config.root, config=config, web0=web0, web1=web1, first=first,
+                    second=second)

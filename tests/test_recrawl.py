@@ -1,0 +1,81 @@
+"""A recrawl: every site visited again, unchanged payloads stored as revisit records."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from urllib.parse import urlsplit
+
+import pytest
+import trio
+from warcio.archiveiterator import ArchiveIterator
+
+from archiver.bundle import REVISIT_PROFILE
+from archiver.catalog import Catalog
+from tests.crawlkit import warc_files, warcio_check
+from tests.replaykit import two_date_archive
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    return trio.run(two_date_archive, tmp_path_factory.mktemp("recrawl"))
+
+
+def served(web, url: str) -> bytes:
+    parts = urlsplit(url)
+    target = parts.path + (f"?{parts.query}" if parts.query else "")
+    return web.respond(parts.hostname, target).body
+
+
+def test_second_crawl_is_later_and_covers_the_first(archive):
+    assert max(c.timestamp for c in archive.first) < min(c.timestamp for c in archive.second)
+    # robots500.demo never finished (its robots.txt fails): it is retried, not recrawled.
+    first_urls = {c.url for c in archive.first if "//robots500." not in c.url}
+    second_urls = {c.url for c in archive.second}
+    assert first_urls <= second_urls                   # every URL of a finished site fetched again
+    assert any(u.endswith("/news/v1.html") for u in second_urls - first_urls)
+
+
+def test_unchanged_payloads_are_revisits_and_changed_ones_responses(archive):
+    first = {c.url: c for c in archive.first}
+    revisits = responses = 0
+    for capture in archive.second:
+        before = first.get(capture.url)
+        if before is None or capture.status != 200:
+            continue
+        same = served(archive.web0, capture.url) == served(archive.web1, capture.url)
+        assert capture.rectype == ("revisit" if same else "response"), capture.url
+        assert (capture.digest == before.digest) == same
+        revisits += same
+        responses += not same
+    assert revisits > 0 and responses > 0
+
+
+def test_revisit_records_point_at_their_original(archive):
+    originals = {(c.url, c.timestamp): c for c in archive.first if c.rectype == "response"}
+    found = 0
+    for path in warc_files(archive.root):
+        with path.open("rb") as f:
+            for record in ArchiveIterator(f):
+                if record.rec_type != "revisit":
+                    continue
+                h = record.rec_headers
+                assert h.get_header("WARC-Profile") == REVISIT_PROFILE
+                assert record.content_stream().read() == b""       # the head only
+                stamp = "".join(ch for ch in h.get_header("WARC-Refers-To-Date") if ch.isdigit())
+                original = originals[(h.get_header("WARC-Refers-To-Target-URI"), stamp)]
+                assert h.get_header("WARC-Payload-Digest") == original.digest
+                found += 1
+    assert found == sum(c.rectype == "revisit" for c in archive.second) > 0
+
+
+def test_warc_files_check_and_reindex_equals_live(archive, tmp_path):
+    assert warcio_check(warc_files(archive.root)).returncode == 0
+    with Catalog(archive.root / "catalog", archive.config.catalog.shards) as catalog:
+        live = [c.to_json() for c in catalog.iter_all()]
+    cfg = str(archive.config.path)
+    done = subprocess.run([sys.executable, "-m", "archiver", "catalog", "reindex", "--config", cfg],
+                          capture_output=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    with Catalog(archive.root / "catalog", archive.config.catalog.shards) as catalog:
+        assert [c.to_json() for c in catalog.iter_all()] == live
