@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import struct
+from typing import BinaryIO
 
 import mmh3
 from bitarray import bitarray
@@ -109,6 +110,34 @@ class BloomBitmap:
     def to_bytes(self) -> bytes:
         header = _LAYER.pack(_LAYER_MAGIC, self.bits, self.hashes, self.seed, self.count)
         return header + self._array.tobytes()
+
+    def write(self, f: BinaryIO) -> None:
+        """Write ``to_bytes()`` to ``f`` without a second copy of the bits in memory."""
+        f.write(_LAYER.pack(_LAYER_MAGIC, self.bits, self.hashes, self.seed, self.count))
+        self._array.tofile(f)
+
+    @classmethod
+    def read(cls, f: BinaryIO) -> BloomBitmap:
+        """Read what ``write`` wrote; ValueError if ``f`` holds anything else or is cut short."""
+        header = f.read(_LAYER.size)
+        if len(header) < _LAYER.size:
+            raise ValueError("Bloom layer: truncated header")
+        magic, bits, hashes, seed, count = _LAYER.unpack(header)
+        if magic != _LAYER_MAGIC:
+            raise ValueError(f"Bloom layer: bad magic {bytes(magic)!r}")
+        layer = cls.__new__(cls)
+        layer.bits, layer.hashes, layer.seed, layer.count = bits, hashes, seed, count
+        layer._range = range(hashes)
+        array = bitarray(endian="little")
+        try:
+            array.fromfile(f, (bits + 7) // 8)
+        except EOFError:
+            raise ValueError("Bloom layer: truncated bits") from None
+        if f.read(1):
+            raise ValueError("Bloom layer: bytes after the bits")
+        del array[bits:]
+        layer._array = array
+        return layer
 
     @classmethod
     def from_bytes(cls, data: bytes) -> BloomBitmap:

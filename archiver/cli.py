@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 import time
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ from archiver.crawler import Crawler, ProcessBusy, SeedError, enqueue_seeds, rea
 from archiver.dnshistory import DnsHistory, DnsRow
 from archiver.dnsresolver import RefreshStats
 from archiver.dnsservice import read_names, refresh_pass, run_service
+from archiver.links import run_batch
 from archiver.status import format_status, read_statuses
 from archiver.timestamps import parse_date, to_datetime
 from archiver.warcindex import WarcError, read_record
@@ -62,6 +64,19 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     warcs = cfg.root / "warcs"
     print(f"crawl stopped: {crawler.stats.pages} pages, {crawler.stats.bytes} bytes; "
           f"WARCs in {warcs}")
+    return 0
+
+
+def cmd_links(args: argparse.Namespace) -> int:
+    cfg = _config(args)
+    logs.setup(cfg.log.level)
+    try:
+        totals = run_batch(cfg, once=args.once)
+    except (RuntimeError, OSError, sqlite3.Error) as e:
+        print(f"archiver: links: {e}", file=sys.stderr)
+        return 1
+    print(f"links: {totals.line()}; {totals.new_pairs} new site-to-site links, "
+          f"{totals.checkpoints} checkpoints")
     return 0
 
 
@@ -328,6 +343,15 @@ def parser() -> argparse.ArgumentParser:
                        help="visit finished sites again (the seed sites, or every site of this "
                             "process without --seeds); unchanged pages become revisit records")
     crawl.set_defaults(func=cmd_crawl)
+
+    links = verbs.add_parser("links", help="the external-link batch (holds the global bitmap)")
+    links_verbs = links.add_subparsers(dest="links_verb", required=True)
+    links_run = links_verbs.add_parser(
+        "run", help="turn closed spool files into new URLs and sites in the crawl queues")
+    links_run.add_argument("--config", required=True, help="the TOML config file")
+    links_run.add_argument("--once", action="store_true",
+                           help="process the spool files there now, then exit")
+    links_run.set_defaults(func=cmd_links)
 
     status = verbs.add_parser("status", help="print the crawler processes' progress")
     status.add_argument("--config", required=True)

@@ -112,6 +112,18 @@ class OutlinksConfig:
 
 
 @dataclass(frozen=True)
+class LinksConfig:
+    # The global bitmap: 16 bits (2 bytes) per expected URL, as the 1997 Internet Archive crawler
+    # sized it; with 11 hash functions that is a 0.05 % false-positive rate at the design load.
+    expected_urls: int = 10_000_000
+    bits_per_url: int = 16
+    # New URLs held in memory before a checkpoint (bitmap saved, ledger committed).
+    checkpoint_urls: int = 1_000_000
+    # Seconds between looks for new spool files when running as a service (without --once).
+    poll_interval: float = 60.0
+
+
+@dataclass(frozen=True)
 class LogConfig:
     level: str = "info"
 
@@ -125,6 +137,7 @@ class Config:
     warc: WarcConfig = field(default_factory=WarcConfig)
     catalog: CatalogConfig = field(default_factory=CatalogConfig)
     outlinks: OutlinksConfig = field(default_factory=OutlinksConfig)
+    links: LinksConfig = field(default_factory=LinksConfig)
     log: LogConfig = field(default_factory=LogConfig)
 
     @property
@@ -144,6 +157,8 @@ _POSITIVE = {
     ("crawl", "max_failures"), ("dns", "timeout"), ("dns", "refresh_interval"),
     ("dns", "concurrency"), ("warc", "max_size"),
     ("outlinks", "max_lines"), ("outlinks", "max_age"), ("catalog", "shards"),
+    ("links", "expected_urls"), ("links", "bits_per_url"), ("links", "checkpoint_urls"),
+    ("links", "poll_interval"),
 }
 
 

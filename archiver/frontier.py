@@ -338,10 +338,12 @@ class Frontier:
         return added
 
     @staticmethod
-    def append_external(directory: Path, urls: Iterable[tuple[str, int]]) -> None:
+    def append_external(directory: Path, urls: Iterable[tuple[str, int]], *, sync: bool = True
+                        ) -> None:
         """Queue (url, depth) pairs from another process; merged at the site's next open.
 
-        Whole lines go in one locked O_APPEND write and are fsynced, since the caller cannot.
+        Whole lines go in one locked O_APPEND write, fsynced unless ``sync`` is False (a caller
+        writing to thousands of sites makes them durable at once with ``os.sync()``).
         """
         data = b"".join(_line(url, depth) for url, depth in urls)
         if not data:
@@ -358,11 +360,13 @@ class Frontier:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
-        for changed in ([directory] if new_inbox else []) + new_dirs:
-            fsync_directory(changed)
+        if sync:
+            for changed in ([directory] if new_inbox else []) + new_dirs:
+                fsync_directory(changed)
 
 
 def _end_of_last_line(fd: int, size: int) -> int:

@@ -14,6 +14,20 @@ from pathlib import Path
 from typing import IO
 
 
+def parse_line(line: str) -> tuple[str, str] | str:
+    """(URL, linking origin) of one spool line, or why the line is unusable. The URL is taken as
+    written; the batch normalises it."""
+    parts = line.rstrip("\n").split("\t")
+    if len(parts) != 3:
+        return f"expected 3 tab-separated fields, found {len(parts)}"
+    url, source, when = parts
+    if not source.startswith(("http://", "https://")) or "/" in source[8:]:
+        return f"linking site {source[:80]!r} is not an origin"
+    if len(when) != 14 or not when.isdigit():
+        return f"time {when[:20]!r} is not 14 digits"
+    return url, source
+
+
 def timestamp14(t: float) -> str:
     return time.strftime("%Y%m%d%H%M%S", time.gmtime(t))
 

@@ -114,6 +114,8 @@ class SiteVisit:
         try:
             if len(frontier) == 0:
                 frontier.add(self.origin + "/", 0)
+            if frontier.pending == 0:  # woken for links it already had: no robots.txt needed
+                return Outcome("done", "nothing new")
             if await self._robots(self.origin) is None:
                 return Outcome("retry", "robots.txt unavailable")
             return await self._crawl()

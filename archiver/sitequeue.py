@@ -72,12 +72,36 @@ class SiteQueue:
     def close(self) -> None:
         self._db.close()
 
+    def __enter__(self) -> SiteQueue:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def add(self, origin: str, *, inlinks: int = 0, now: float | None = None) -> bool:
         """Queue ``origin`` if it is not known yet; True if it was added."""
         cur = self._db.execute(
             "INSERT OR IGNORE INTO sites (origin, added, inlinks) VALUES (?, ?, ?)",
             (origin, time.time() if now is None else now, inlinks))
         return cur.rowcount == 1
+
+    def merge_links(self, sites: list[tuple[str, int, bool]], *, now: float | None = None) -> int:
+        """From the external-link batch: (origin, in-link count, has new URLs) per site. Unknown
+        sites are added; known ones get the count; a finished site with new URLs waits again
+        (its visit resumes at its cursor, where the new URLs are). Returns the sites added."""
+        now = time.time() if now is None else now
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            before = self._db.execute("SELECT count(*) FROM sites").fetchone()[0]
+            self._db.executemany(
+                "INSERT INTO sites (origin, added, inlinks) VALUES (?, ?, ?) "
+                "ON CONFLICT (origin) DO UPDATE SET inlinks=excluded.inlinks",
+                [(origin, now, inlinks) for origin, inlinks, _ in sites])
+            self._db.executemany(
+                "UPDATE sites SET state='waiting', due=? WHERE origin=? AND state='done'",
+                [(now, origin) for origin, _, woken in sites if woken])
+            after = self._db.execute("SELECT count(*) FROM sites").fetchone()[0]
+        return after - before
 
     def claim(self, *, include_deferred: bool, now: float | None = None) -> str | None:
         """Take the most linked-to site that is due, mark it active, and return it."""

@@ -1,0 +1,350 @@
+"""The external-link batch (``archiver links run``): the one holder of the global bitmap.
+
+Crawlers answer "seen it?" only for links inside the site they crawl; links that leave a site are
+spooled to ``<root>/outlinks/``. This batch reads every closed spool file, normalises each URL and
+tests-and-sets it in the global Bloom bitmap. A new URL goes to its site's crawl queue (the site's
+inbox, created if absent); a site's in-link count (distinct other sites linking to it) orders the
+site queues, and a site seen for the first time joins the queue of the one process that owns it.
+
+State in ``<root>/links/``:
+
+``state.sqlite``
+    The ledger of spool files done, the sites with their in-link counts, and the generation of
+    the bitmap that matches them.
+``bitmap-<generation>.bloom``
+    The global bitmap, saved when the batch stops (and at checkpoints): written to a temporary
+    name, fsynced, renamed. Not in memory when the batch is not running.
+
+A checkpoint is one atomic step: (1) new URLs are appended to the sites' inboxes and made durable,
+(2) the bitmap is saved as the next generation, (3) one SQLite transaction records the spool files
+done, adds the in-link counts and moves the generation forward, (4) the previous bitmap file is
+removed, then the counts are pushed to the site queues. A kill before (3) leaves the previous
+generation, its bitmap and ledger, intact: a rerun redoes those files, and the URLs it appends a
+second time are dropped by each site's own bitmap when its inbox is merged. A kill after (3) leaves
+the sites marked dirty, and the next run pushes them first. So a rerun never counts or queues
+anything twice. Spool files done are moved to ``outlinks/done/`` (the operator may prune it).
+
+Site pairs (source, target) share the bitmap with URLs under a prefix no URL can have, which keeps
+the in-link counts distinct without a table that would grow with the link graph.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sqlite3
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from archiver import urls
+from archiver.bloom import BloomBitmap, false_positive_rate, optimal_hashes
+from archiver.config import Config
+from archiver.durable import fsync_directory
+from archiver.frontier import Frontier, site_dir
+from archiver.logs import event
+from archiver.outlinks import parse_line
+from archiver.sitequeue import SiteQueue, process_for, queue_path
+
+log = logging.getLogger("archiver.links")
+
+STATE = "state.sqlite"
+DONE = "done"
+# Bad lines logged one by one per spool file; the rest are only counted.
+_REPORTED_BAD = 20
+_PAIR = "\x00"  # no normalised URL starts with a NUL
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS ledger (
+    name TEXT PRIMARY KEY, generation INTEGER NOT NULL, lines INTEGER NOT NULL,
+    new_urls INTEGER NOT NULL, bad INTEGER NOT NULL, done REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sites (
+    origin TEXT PRIMARY KEY, inlinks INTEGER NOT NULL DEFAULT 0,
+    dirty INTEGER NOT NULL DEFAULT 0   -- 1: count to push, 2: also new URLs (wake the site)
+);
+CREATE INDEX IF NOT EXISTS sites_dirty ON sites (dirty) WHERE dirty > 0;
+"""
+
+
+def bitmap_path(directory: Path, generation: int) -> Path:
+    return directory / f"bitmap-{generation}.bloom"
+
+
+def spool_order(path: Path) -> tuple[str, int, str]:
+    """Spool files ``<process>-<time>-<serial>.tsv`` in time order, then by process."""
+    process, _, rest = path.name.partition("-")
+    return rest[:14], int(process) if process.isdigit() else -1, path.name
+
+
+def closed_spool_files(outlinks: Path) -> list[Path]:
+    """Spool files the crawlers have closed (never one still ``.open``), oldest first."""
+    if not outlinks.is_dir():
+        return []
+    return sorted((p for p in outlinks.glob("*.tsv") if p.is_file()), key=spool_order)
+
+
+@dataclass
+class Totals:
+    """Counters of one run, for the progress line and the summary."""
+
+    files: int = 0
+    lines: int = 0
+    bad: int = 0
+    new_urls: int = 0
+    new_sites: int = 0
+    new_pairs: int = 0
+    checkpoints: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def line(self) -> str:
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        return (f"{self.files} files, {self.lines} URLs read, {self.new_urls} new URLs, "
+                f"{self.new_sites} new sites, {self.bad} bad lines, "
+                f"{self.lines / elapsed:,.0f} URLs/s")
+
+
+class LinkBatch:
+    """One run of the batch over an archive root; use as a context manager."""
+
+    def __init__(self, config: Config, *, progress_interval: float = 5.0) -> None:
+        self.config = config
+        self.root = config.root
+        self.directory = self.root / "links"
+        self.outlinks = self.root / "outlinks"
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.totals = Totals()
+        self.progress_interval = progress_interval
+        self.stop_requested = False
+        self._db = sqlite3.connect(self.directory / STATE, timeout=30, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.executescript(_SCHEMA)
+        row = self._db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
+        self.generation = row[0] if row else 0
+        self.bitmap = self._load_bitmap()
+        self._pending: dict[str, list[str]] = defaultdict(list)  # origin -> new URLs, in order
+        self._pending_count = 0
+        self._inlinks: dict[str, int] = defaultdict(int)  # origin -> new distinct linking sites
+        self._files: list[tuple[Path, int, int, int]] = []  # (path, lines, new URLs, bad)
+        self._last_progress = time.monotonic()
+        self._push_dirty()
+
+    def __enter__(self) -> LinkBatch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._db.close()
+
+    # -- the bitmap ------------------------------------------------------------------------
+
+    def _load_bitmap(self) -> BloomBitmap:
+        links = self.config.links
+        path = bitmap_path(self.directory, self.generation)
+        for stale in self.directory.glob("bitmap-*"):
+            if stale != path:  # a checkpoint that never committed, or one already superseded
+                stale.unlink()
+        if self.generation == 0 or not path.exists():
+            if self.generation:
+                raise RuntimeError(f"{path} is missing: the ledger says generation "
+                                   f"{self.generation}; restore it or start {self.directory} anew")
+            bits = links.expected_urls * links.bits_per_url
+            bitmap = BloomBitmap(bits, optimal_hashes(links.bits_per_url))
+        else:
+            with path.open("rb") as f:
+                try:
+                    bitmap = BloomBitmap.read(f)
+                except ValueError as e:
+                    raise RuntimeError(f"{path}: not a bitmap this batch wrote: {e}") from None
+        design = false_positive_rate(bitmap.bits, links.expected_urls, bitmap.hashes)
+        event(log, logging.INFO, "bitmap", path=str(path), bits=bitmap.bits, hashes=bitmap.hashes,
+              mib=round(bitmap.bits / 8 / 2**20, 1), expected_urls=links.expected_urls,
+              fp_at_design_load=f"{design:.2e}", keys=bitmap.count,
+              fp_now=f"{bitmap.fp_rate():.2e}", generation=self.generation)
+        return bitmap
+
+    def _save_bitmap(self, generation: int) -> None:
+        path = bitmap_path(self.directory, generation)
+        tmp = path.with_name(path.name + ".tmp")
+        with tmp.open("wb") as f:
+            self.bitmap.write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        fsync_directory(self.directory)
+
+    # -- reading spool files -----------------------------------------------------------------
+
+    def pending_files(self) -> list[Path]:
+        """Closed spool files not done yet; files the ledger has are moved to ``done/``
+        (a kill between a checkpoint's commit and its moves leaves some behind)."""
+        done = {row[0] for row in self._db.execute("SELECT name FROM ledger")}
+        waiting = {p.name for p, *_ in self._files}
+        out = []
+        for path in closed_spool_files(self.outlinks):
+            if path.name in done:
+                self._move_done(path)
+            elif path.name not in waiting:
+                out.append(path)
+        return out
+
+    def _move_done(self, path: Path) -> None:
+        (self.outlinks / DONE).mkdir(exist_ok=True)
+        path.replace(self.outlinks / DONE / path.name)
+
+    def process_file(self, path: Path) -> None:
+        """Test-and-set every URL of one spool file; new ones wait for the next checkpoint."""
+        add, pending, inlinks = self.bitmap.add, self._pending, self._inlinks
+        lines = new = bad = 0
+        with path.open("r", encoding="utf-8", errors="replace", newline="\n") as f:
+            for number, line in enumerate(f, 1):
+                lines += 1
+                parsed = parse_line(line)
+                url = None
+                if isinstance(parsed, tuple):
+                    url = urls.normalize(parsed[0])
+                    if url is None:
+                        parsed = f"not an http(s) URL: {parsed[0][:100]!r}"
+                if url is None:
+                    bad += 1
+                    if bad <= _REPORTED_BAD:
+                        event(log, logging.WARNING, "spool-bad-line", file=str(path), line=number,
+                              reason=parsed)
+                    continue
+                target = urls.origin(url)
+                if add(url):
+                    new += 1
+                    pending[target].append(url)
+                source = parsed[1]
+                if source != target and add(f"{_PAIR}{source}{_PAIR}{target}"):
+                    inlinks[target] += 1
+                    self.totals.new_pairs += 1
+                if self.stop_requested:
+                    return  # the file is not done: the next run reads it again
+                if number % 65536 == 0:
+                    self._progress()
+        if bad > _REPORTED_BAD:
+            event(log, logging.WARNING, "spool-bad-lines", file=str(path), bad=bad,
+                  reported=_REPORTED_BAD)
+        self._files.append((path, lines, new, bad))
+        self._pending_count += new
+        t = self.totals
+        t.files, t.lines, t.bad, t.new_urls = t.files + 1, t.lines + lines, t.bad + bad, t.new_urls + new
+        self._progress()
+
+    def _progress(self) -> None:
+        now = time.monotonic()
+        if now - self._last_progress >= self.progress_interval:
+            self._last_progress = now
+            event(log, logging.INFO, "links-progress", summary=self.totals.line())
+
+    # -- checkpoints ----------------------------------------------------------------------------
+
+    def checkpoint(self) -> None:
+        """Make the work since the last checkpoint durable and visible to the crawlers."""
+        if not self._files:
+            return
+        for origin, new_urls in self._pending.items():
+            Frontier.append_external(site_dir(self.root, origin), ((u, 0) for u in new_urls),
+                                     sync=False)
+        os.sync()  # every inbox at once: one call instead of an fsync per site
+        generation = self.generation + 1
+        self._save_bitmap(generation)
+        touched = set(self._pending) | set(self._inlinks)
+        now = time.time()
+        with self._transaction():
+            before = self._db.execute("SELECT count(*) FROM sites").fetchone()[0]
+            self._db.executemany(
+                "INSERT INTO sites (origin, inlinks, dirty) VALUES (?, ?, ?) ON CONFLICT (origin) "
+                "DO UPDATE SET inlinks = inlinks + excluded.inlinks, "
+                "dirty = max(dirty, excluded.dirty)",
+                [(o, self._inlinks.get(o, 0), 2 if o in self._pending else 1) for o in touched])
+            self.totals.new_sites += self._db.execute("SELECT count(*) FROM sites").fetchone()[0] - before
+            self._db.executemany(
+                "INSERT INTO ledger (name, generation, lines, new_urls, bad, done) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(p.name, generation, lines, new, bad, now) for p, lines, new, bad in self._files])
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)",
+                             (generation,))
+        bitmap_path(self.directory, self.generation).unlink(missing_ok=True)
+        self.generation = generation
+        for path, *_ in self._files:
+            self._move_done(path)
+        self._pending.clear()
+        self._inlinks.clear()
+        self._files.clear()
+        self._pending_count = 0
+        self.totals.checkpoints += 1
+        self._push_dirty()
+        event(log, logging.INFO, "links-checkpoint", generation=generation, sites=len(touched),
+              summary=self.totals.line())
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def _push_dirty(self) -> None:
+        """Hand the changed sites to the queues of the processes that own them."""
+        rows = self._db.execute("SELECT origin, inlinks, dirty FROM sites WHERE dirty > 0").fetchall()
+        if not rows:
+            return
+        processes = self.config.crawl.processes
+        by_owner: dict[int, list[tuple[str, int, bool]]] = defaultdict(list)
+        for origin, inlinks, dirty in rows:
+            by_owner[process_for(origin, processes)].append((origin, inlinks, dirty == 2))
+        for owner, sites in sorted(by_owner.items()):
+            queue = SiteQueue(queue_path(self.root, owner), recover=False)
+            try:
+                queue.merge_links(sites)
+            finally:
+                queue.close()
+        with self._transaction():
+            self._db.executemany("UPDATE sites SET dirty=0 WHERE origin=?", [(r[0],) for r in rows])
+
+    # -- runs -------------------------------------------------------------------------------------
+
+    def run(self, *, once: bool) -> Totals:
+        """Process closed spool files; with ``once`` stop when none is left, else wait for more."""
+        limit = self.config.links.checkpoint_urls
+        while not self.stop_requested:
+            files = self.pending_files()
+            for path in files:
+                self.process_file(path)
+                if self.stop_requested:
+                    break
+                if self._pending_count >= limit:
+                    self.checkpoint()
+            self.checkpoint()
+            if once or self.stop_requested:
+                break
+            deadline = time.monotonic() + self.config.links.poll_interval
+            while not self.stop_requested and time.monotonic() < deadline:
+                time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+        return self.totals
+
+
+def run_batch(config: Config, *, once: bool) -> Totals:
+    """``archiver links run``: SIGTERM/SIGINT finish the current checkpoint and stop."""
+    with LinkBatch(config) as batch:
+        def stop(signum: int, _frame: object) -> None:
+            event(log, logging.INFO, "stopping", signal=signal.Signals(signum).name)
+            batch.stop_requested = True
+
+        previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            totals = batch.run(once=once)
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+        event(log, logging.INFO, "links-done", summary=totals.line(),
+              bitmap_keys=batch.bitmap.count, fp_now=f"{batch.bitmap.fp_rate():.2e}")
+        return totals

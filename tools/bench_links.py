@@ -1,0 +1,91 @@
+"""Benchmark the external-link batch: URLs per second through ``archiver links run`` on one core.
+
+Generates spool files of external links (default 10 million over 100,000 sites, a third of them
+repeats, as pages link the same popular URLs), then runs the batch once over them and reports
+URLs/s (wall and CPU), where the time goes, the bitmap's size and the peak RSS.
+
+    python -m tools.bench_links [--urls 10000000] [--sites 100000] [--dir /tmp/bench-links]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import random
+import resource
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from archiver import config
+from archiver.links import LinkBatch
+
+LINES_PER_FILE = 100_000  # outlinks.max_lines
+
+
+def generate(root: Path, urls: int, sites: int, seed: int = 1) -> None:
+    rng = random.Random(seed)
+    spool = root / "outlinks"
+    spool.mkdir(parents=True)
+    distinct = max(1, urls * 2 // 3)
+    written = serial = 0
+    while written < urls:
+        n = min(LINES_PER_FILE, urls - written)
+        lines = []
+        for _ in range(n):
+            k = rng.randrange(distinct)
+            target, source = k % sites, rng.randrange(sites)
+            lines.append(f"http://www.site{target}.example/dir{k % 7}/page{k}.html"
+                         f"\thttp://www.site{source}.example\t20261122000000\n")
+        serial += 1
+        (spool / f"{serial % 4}-20261122{serial:06d}-{serial:05d}.tsv").write_text("".join(lines))
+        written += n
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--urls", type=int, default=10_000_000)
+    parser.add_argument("--sites", type=int, default=100_000)
+    parser.add_argument("--dir", type=Path, help="work directory (default: a temporary one)")
+    parser.add_argument("--profile", action="store_true", help="print the top functions by time")
+    args = parser.parse_args()
+    work = args.dir or Path(tempfile.mkdtemp(prefix="bench-links-"))
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    (work / "archiver.toml").write_text(
+        '[archive]\nroot = "archive"\n[crawl]\nprocesses = 4\n'
+        # URLs plus (source, target) site pairs share the bitmap.
+        f"[links]\nexpected_urls = {args.urls * 2}\ncheckpoint_urls = 2000000\n[log]\nlevel = \"warning\"\n")
+    cfg = config.load(work / "archiver.toml")
+    started = time.monotonic()
+    generate(cfg.root, args.urls, args.sites)
+    print(f"generated {args.urls:,} links over {args.sites:,} sites in {time.monotonic() - started:.1f} s")
+
+    profiler = cProfile.Profile() if args.profile else None
+    wall, cpu = time.monotonic(), time.process_time()
+    with LinkBatch(cfg, progress_interval=1e9) as batch:
+        if profiler:
+            profiler.enable()
+        totals = batch.run(once=True)
+        if profiler:
+            profiler.disable()
+        bitmap_mib = batch.bitmap.bits / 8 / 2**20
+        fp = batch.bitmap.fp_rate()
+    wall, cpu = time.monotonic() - wall, time.process_time() - cpu
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"{totals.lines:,} URLs read, {totals.new_urls:,} new, {totals.new_sites:,} new sites, "
+          f"{totals.checkpoints} checkpoints")
+    print(f"{totals.lines / wall:,.0f} URLs/s wall, {totals.lines / cpu:,.0f} URLs/s CPU "
+          f"({cpu / totals.lines * 1e6:.2f} µs CPU per URL)")
+    print(f"bitmap {bitmap_mib:.1f} MiB, fp now {fp:.2e}; peak RSS {rss:.0f} MiB")
+    if profiler:
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
+    if args.dir is None:
+        shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()
