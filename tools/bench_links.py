@@ -45,7 +45,8 @@ def generate(root: Path, urls: int, sites: int, seed: int = 1) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--urls", type=int, default=10_000_000)
     parser.add_argument("--sites", type=int, default=100_000)
     parser.add_argument("--dir", type=Path, help="work directory (default: a temporary one)")

@@ -14,6 +14,7 @@ from archiver.catalog import Capture, Catalog
 from archiver.config import Config
 from archiver.dnshistory import DnsHistory
 from archiver.status import read_statuses
+from archiver.timestamps import parse_date
 from archiver.warcindex import Stored, read_record
 
 
@@ -30,6 +31,29 @@ class ReplayArchive:
     def record(self, capture: Capture) -> Stored:
         """The WARC record a catalog entry points at (raises WarcError if it is not there)."""
         return read_record(self.warcs, capture.filename, capture.offset, capture.length)
+
+    def original(self, revisit: Capture, stored: Stored) -> tuple[Capture, Stored] | None:
+        """The response a revisit record stands for, with its record; None if it is not archived.
+
+        That is the capture of WARC-Refers-To-Target-URI at WARC-Refers-To-Date with the same
+        payload digest (WARC 1.1 section 6.7.2); for a revisit without those headers, the latest
+        earlier response of the same URL with that digest.
+        """
+        headers = {name.lower(): value for name, value in stored.warc_headers}
+        target = headers.get("warc-refers-to-target-uri")
+        date = headers.get("warc-refers-to-date")
+        found: list[Capture] = []
+        try:
+            if target and date:
+                at = parse_date(date)
+                found += self.catalog.captures(target, from_=at, to=at)
+            found += reversed(self.catalog.captures(revisit.url, to=revisit.timestamp))
+        except ValueError:
+            return None
+        for capture in found:
+            if capture.rectype == "response" and capture.digest == revisit.digest:
+                return capture, self.record(capture)
+        return None
 
     def dns(self) -> DnsHistory | None:
         """The DNS history, or None while no crawl or DNS service has made one."""
