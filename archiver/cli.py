@@ -80,6 +80,14 @@ def cmd_links(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    from archiver.replay import serve  # the web stack loads only for this verb
+
+    cfg = _config(args)
+    logs.setup(cfg.log.level)
+    return serve.run(cfg, args.listen)
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     cfg = _config(args)
     statuses = read_statuses(cfg.root)
@@ -352,6 +360,12 @@ def parser() -> argparse.ArgumentParser:
     links_run.add_argument("--once", action="store_true",
                            help="process the spool files there now, then exit")
     links_run.set_defaults(func=cmd_links)
+
+    replay = verbs.add_parser("replay", help="serve the archive as a website, by date")
+    replay.add_argument("--config", required=True, help="the TOML config file")
+    replay.add_argument("--listen", default="127.0.0.1:8080",
+                        help="ADDRESS:PORT to listen on (default 127.0.0.1:8080)")
+    replay.set_defaults(func=cmd_replay)
 
     status = verbs.add_parser("status", help="print the crawler processes' progress")
     status.add_argument("--config", required=True)

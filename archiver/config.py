@@ -73,6 +73,10 @@ class CrawlConfig:
     site_bitmap_max_fp: float = 1e-3
     status_interval: float = 5.0
     poll_interval: float = 5.0
+    # SIGTERM: stop taking sites, let fetches in flight finish for at most this long, then cancel
+    # what is left; either way the process flushes, fsyncs and exits 0 (systemd's
+    # TimeoutStopSec must be larger).
+    drain_timeout: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -154,7 +158,7 @@ _POSITIVE = {
     ("crawl", "connect_timeout"), ("crawl", "first_byte_timeout"), ("crawl", "total_timeout"),
     ("crawl", "max_response_size"), ("crawl", "max_header_size"), ("crawl", "max_decoded_size"),
     ("crawl", "site_bitmap_bits"), ("crawl", "status_interval"), ("crawl", "poll_interval"),
-    ("crawl", "max_failures"), ("dns", "timeout"), ("dns", "refresh_interval"),
+    ("crawl", "max_failures"), ("crawl", "drain_timeout"), ("dns", "timeout"), ("dns", "refresh_interval"),
     ("dns", "concurrency"), ("warc", "max_size"),
     ("outlinks", "max_lines"), ("outlinks", "max_age"), ("catalog", "shards"),
     ("links", "expected_urls"), ("links", "bits_per_url"), ("links", "checkpoint_urls"),
@@ -209,6 +213,28 @@ def from_dict(data: dict[str, Any], path: Path | None = None) -> Config:
     if not archive.root.is_absolute():
         sections["archive"] = dataclasses.replace(archive, root=base / archive.root)
     return Config(path=path, **sections)
+
+
+# What a running crawler takes from a new config on SIGHUP; everything else needs a restart.
+_FIXED_CRAWL_KEYS = ("processes", "sites_per_process")
+_FIXED_SECTIONS = ("archive", "warc", "catalog")
+
+
+def reloaded(old: Config, new: Config) -> tuple[Config, list[str]]:
+    """``new`` with the settings a running crawler cannot change kept from ``old``, and the names
+    of those that differed (for a warning): the archive root, the WARC and catalog layout, and the
+    number of processes and of site slots."""
+    kept = []
+    for name in _FIXED_SECTIONS:
+        if getattr(old, name) != getattr(new, name):
+            kept.append(f"[{name}]")
+            new = dataclasses.replace(new, **{name: getattr(old, name)})
+    crawl = new.crawl
+    for key in _FIXED_CRAWL_KEYS:
+        if getattr(old.crawl, key) != getattr(crawl, key):
+            kept.append(f"crawl.{key}")
+            crawl = dataclasses.replace(crawl, **{key: getattr(old.crawl, key)})
+    return dataclasses.replace(new, crawl=crawl), kept
 
 
 def _section_class(name: str) -> type:

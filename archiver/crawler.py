@@ -18,17 +18,19 @@ from pathlib import Path
 
 import trio
 
-from archiver import __version__, urls
+from archiver import __version__, logs, urls
 from archiver.addresses import AddressSlots
 from archiver.bundle import BundleWriter
 from archiver.catalog import Capture, Catalog
-from archiver.config import Config
+from archiver.config import Config, ConfigError, reloaded
+from archiver.config import load as load_config
 from archiver.dnshistory import DnsHistory
 from archiver.dnsresolver import DnsResolver
 from archiver.durable import fsync_all
 from archiver.frontier import Frontier, FrontierBusy, site_dir
 from archiver.logs import event
 from archiver.outlinks import SpoolWriter
+from archiver.recovery import recover_bundles
 from archiver.resolve import Resolver
 from archiver.site import Outcome, SiteVisit
 from archiver.sitequeue import SiteQueue, process_for, queue_path
@@ -72,6 +74,19 @@ class CrawlContext:
     lookup: Catalog  # read-only, on the event loop: the earlier captures a recrawl compares with
     frontiers: set[Frontier] = field(default_factory=set)
     captures: list[Capture] = field(default_factory=list)  # written, not yet in the catalog
+    draining: trio.Event = field(default_factory=trio.Event)  # set by SIGTERM: finish, take no more
+
+    def shared_fds(self) -> list[int]:
+        """Flush the WARC bundle and the spool; duplicates of their descriptors to fsync."""
+        return [os.dup(fd) for fd in (self.bundle.prepare_sync(), self.spool.prepare_sync())
+                if fd is not None]
+
+    async def settle(self, frontier: Frontier) -> None:
+        """End of a visit: fsync what it wrote (in a worker thread), then save its cursor."""
+        mark = frontier.mark()
+        fds = [*self.shared_fds(), os.dup(frontier.prepare_sync()[0])]
+        await trio.to_thread.run_sync(fsync_all, fds)
+        frontier.save(mark)
 
 
 def read_seeds(path: Path) -> list[str]:
@@ -151,12 +166,13 @@ class Crawler:
         self._lock = lock_process(root, process)
         self.queue = SiteQueue(queue_path(root, process))
         self.stats = Stats(process=process)
+        self.catalog = Catalog(root / "catalog", config.catalog.shards)
+        recover_bundles(root / "warcs", config.warc.prefix, process, self.catalog)
         self.bundle = BundleWriter(
             root / "warcs", prefix=config.warc.prefix, process=process,
             max_size=config.warc.max_size, gzip_level=config.warc.gzip_level,
             software=f"archiver/{__version__}", operator=config.archive.operator,
             extra_info={"robots": "obey", "http-header-user-agent": config.crawl.user_agent})
-        self.catalog = Catalog(root / "catalog", config.catalog.shards)
         self.lookup = Catalog(root / "catalog", config.catalog.shards, readonly=True)
         self.dns_history = DnsHistory(root / "dns.sqlite")
         self.spool = SpoolWriter(root / "outlinks", process, max_lines=config.outlinks.max_lines,
@@ -181,8 +197,12 @@ class Crawler:
                 nursery.start_soon(self._report)
                 nursery.start_soon(self._sync)
                 async with trio.open_nursery() as slots:
+                    self._slots_scope = slots.cancel_scope
                     for number in range(self.config.crawl.sites_per_process):
                         slots.start_soon(self._slot, number)
+                if self._slots_scope.cancelled_caught:
+                    event(log, logging.WARNING, "drain-timeout",
+                          seconds=self.config.crawl.drain_timeout)
                 nursery.cancel_scope.cancel()
         finally:
             self.close()
@@ -202,30 +222,57 @@ class Crawler:
               **{"pages": self.stats.pages, "bytes": self.stats.bytes})
 
     async def _watch_signals(self, scope: trio.CancelScope) -> None:
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        """SIGTERM/SIGINT drain (a second one, or ``drain_timeout``, cancels); SIGHUP reloads."""
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
             async for signum in signals:
-                event(log, logging.INFO, "stopping", signal=signal.Signals(signum).name)
-                scope.cancel()
-                return
+                name = signal.Signals(signum).name
+                if signum == signal.SIGHUP:
+                    self.reload()
+                elif self.ctx.draining.is_set():
+                    event(log, logging.WARNING, "stopping-now", signal=name)
+                    scope.cancel()
+                else:
+                    timeout = self.config.crawl.drain_timeout
+                    event(log, logging.INFO, "stopping", signal=name, drain_timeout=timeout,
+                          active=len(self.stats.active))
+                    self.ctx.draining.set()
+                    self._slots_scope.deadline = trio.current_time() + timeout
+
+    def reload(self) -> None:
+        """Re-read the config file; a file that fails validation is refused and the old one stays."""
+        path = self.config.path
+        if path is None:
+            return
+        try:
+            new = load_config(path)
+        except ConfigError as e:
+            event(log, logging.ERROR, "reload-refused", error=str(e))
+            return
+        new, kept = reloaded(self.config, new)
+        self.config = self.ctx.config = new
+        logs.set_level(new.log.level)
+        event(log, logging.INFO, "reloaded", config=str(path),
+              needs_restart=",".join(kept) or None)
 
     async def _slot(self, number: int) -> None:
-        c = self.config.crawl
         include_deferred = not self.until_idle
-        while True:
+        draining = self.ctx.draining
+        while not draining.is_set():
             origin = self.queue.claim(include_deferred=include_deferred)
             if origin is None:
                 due = self.queue.next_due(include_deferred=include_deferred)
                 if due is None and self.until_idle:
                     return
+                c = self.config.crawl
                 wait = c.poll_interval if due is None else due - time.time()
                 if not self.until_idle:
                     wait = min(wait, c.poll_interval)
-                await trio.sleep(max(wait, 0.01))
+                with trio.move_on_after(max(wait, 0.01)):
+                    await draining.wait()
                 continue
             await self._visit(origin)
 
     async def _visit(self, origin: str) -> None:
-        c = self.config.crawl
         event(log, logging.INFO, "site-start", site=origin)
         try:
             recrawl = self._start_over(origin) or self.queue.visits(origin) > 1
@@ -237,11 +284,16 @@ class Crawler:
             log.exception("site-crashed", extra={"fields": {"site": origin}})
             self.stats.errors["internal"] += 1
             outcome = Outcome("retry", f"internal error: {type(e).__name__}")
+        if outcome.kind == "stopped":
+            self.queue.release(origin)
+            event(log, logging.INFO, "site-stopped", site=origin, pages=self.stats.pages)
+            return
         if outcome.kind == "done":
             self.queue.finish(origin, outcome.note)
             self.stats.sites_done += 1
             event(log, logging.INFO, "site-done", site=origin, note=outcome.note or None)
         else:
+            c = self.config.crawl
             state = self.queue.retry(origin, delay=c.retry_delay, max_attempts=c.site_retries,
                                      defer_delay=c.defer_delay, note=outcome.note)
             self.stats.sites_retried += 1
@@ -278,14 +330,17 @@ class Crawler:
             # WARC data first, then the crawl queues whose cursors say it was fetched; the
             # fsyncs run in a worker thread so the slots never wait on the disk.
             # Catalog entries are committed only once their records are on disk.
+            # Marks first: every record of an entry committed by then is in the bundle's
+            # buffer, which the flush below hands to the OS before the fsync.
             captures, self.ctx.captures = self.ctx.captures, []
-            warc = self.bundle.prepare_sync()
-            fds = [] if warc is None else [warc]
-            for frontier in self.ctx.frontiers:
-                fds.extend(frontier.prepare_sync())
-            self.spool.flush()
+            marks = [(frontier, frontier.mark()) for frontier in self.ctx.frontiers]
+            fds = self.ctx.shared_fds()
+            fds += [os.dup(frontier.prepare_sync()[0]) for frontier, _ in marks]
             with trio.CancelScope(shield=True):  # a stop must not lose the entries taken
-                await trio.to_thread.run_sync(self._persist, [os.dup(fd) for fd in fds], captures)
+                await trio.to_thread.run_sync(self._persist, fds, captures)
+            for frontier, mark in marks:
+                if frontier in self.ctx.frontiers:  # still open (a visit that ended saved its own)
+                    frontier.save(mark)
 
     def _persist(self, fds: list[int], captures: list[Capture]) -> None:
         """In a worker thread: fsync, then commit the catalog entries of what was fsynced."""

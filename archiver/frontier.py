@@ -165,6 +165,7 @@ class Frontier:
         self._pos = 0  # log offset after the last entry handed out
         self._dirty = False  # the writer holds lines not yet written to the log
         self._new_dirs: list[Path] = []  # directories whose new entries sync() must make durable
+        self._saved = (0, 0, 0)  # the mark the cursor file holds
 
     @classmethod
     def open(cls, directory: Path, *, bloom_bits: int = 262_144, max_fp: float = 1e-3) -> Frontier:
@@ -185,6 +186,7 @@ class Frontier:
             self = cls(directory, bloom, writer, reader, cursor_fd)
             self._seq, cursor, self.pages, self.bytes = _read_cursor(cursor_fd)
             self._rebuild(cursor)
+            self._saved = (self.cursor, self.pages, self.bytes)
             self._new_dirs = ([directory] if new_log else []) + new_dirs
             self._merge_inbox()
             stack.pop_all()
@@ -245,13 +247,29 @@ class Frontier:
                 return Entry(entry[0], entry[1], self._pos)
 
     def commit(self, entry: Entry, *, pages: int, bytes_: int) -> None:
-        """Record that ``entry`` is done and the site's totals so far. Not fsynced: see ``sync``."""
+        """Record, in memory, that ``entry`` is done and the site's totals so far.
+
+        The cursor reaches the file only through ``save``, which the crawler calls once the WARC
+        records of the entries committed up to a ``mark`` are fsynced (a group commit): a crash
+        or power loss can then cost refetches, never a page the cursor says was archived.
+        """
         # Write the queued links first: once the cursor has passed the page that found them,
         # only the log still has them (a process crash keeps written data, loses Python buffers).
         self._flush()
-        self._seq += 1
-        self._write_slot(entry.end, pages, bytes_)
         self.cursor, self.pages, self.bytes = entry.end, pages, bytes_
+
+    def mark(self) -> tuple[int, int, int]:
+        """The committed position and totals now (cursor, pages, bytes), for a later ``save``."""
+        self._flush()
+        return self.cursor, self.pages, self.bytes
+
+    def save(self, mark: tuple[int, int, int]) -> None:
+        """Write a ``mark`` to the cursor file (one pwrite into the older slot; not fsynced)."""
+        if mark == self._saved:
+            return
+        self._seq += 1
+        self._write_slot(*mark)
+        self._saved = mark
 
     def _write_slot(self, cursor: int, pages: int, bytes_: int) -> None:
         body = _SLOT.pack(self._seq, cursor, pages, bytes_)
@@ -267,6 +285,7 @@ class Frontier:
         self._flush()
         self._seq += 1
         self._write_slot(0, 0, 0)
+        self._saved = (0, 0, 0)
         os.fsync(self._cursor_fd)
         self._reader.seek(0)
         self._pos = self._handed = 0

@@ -78,6 +78,11 @@ class SpoolWriter:
         if self._file is not None:
             self._file.flush()
 
+    def prepare_sync(self) -> int | None:
+        """Flush; the descriptor to fsync (None when no file is open)."""
+        self.flush()
+        return None if self._file is None else self._file.fileno()
+
     def close(self) -> None:
         """Flush, fsync and publish the current file (drop its ``.open`` suffix)."""
         if self._file is None or self._path is None:

@@ -34,6 +34,7 @@ from archiver.timestamps import to_datetime
 from archiver.warcindex import capture_fields
 
 if TYPE_CHECKING:
+    from archiver.config import Config
     from archiver.crawler import CrawlContext
 
 log = logging.getLogger("archiver.site")
@@ -46,7 +47,7 @@ CSS_TYPES = frozenset({"text/css"})
 class Outcome:
     """How a visit ended: ``done`` (finished or stopped by a site limit) or ``retry`` (come back later)."""
 
-    kind: str
+    kind: str  # "done", "retry", or "stopped" (the process is draining: back to the queue)
     note: str = ""
 
 
@@ -61,6 +62,16 @@ def media_type(value: str | None) -> tuple[str, str | None]:
         if key.strip().lower() == "charset":
             charset = val.strip().strip("\"'") or None
     return mime.strip().lower(), charset
+
+
+class _Draining(Exception):
+    """The process is draining (SIGTERM): the visit stops before its next fetch."""
+
+
+def rest_policy(config: Config) -> RestPolicy:
+    c = config.crawl
+    return RestPolicy(c.min_rest, c.max_rest, c.rest_factor, c.max_retry_after, c.backoff_start,
+                      c.max_backoff, c.backoff_recovery)
 
 
 def looks_like_trap(url: str, max_repeats: int) -> bool:
@@ -88,9 +99,8 @@ class SiteVisit:
         self.failures = 0
         self.retries: deque[tuple[Entry, int]] = deque()
         self.external = GrowingBloom(initial_bits=65_536, max_fp=1e-3)
-        c = ctx.config.crawl
-        self.rest = Rest(RestPolicy(c.min_rest, c.max_rest, c.rest_factor, c.max_retry_after,
-                                    c.backoff_start, c.max_backoff, c.backoff_recovery))
+        self.rest = Rest(rest_policy(ctx.config))
+        self._config = ctx.config  # the config the rest policy came from (SIGHUP replaces it)
 
     async def run(self) -> Outcome:
         ctx, c = self.ctx, self.ctx.config.crawl
@@ -119,17 +129,27 @@ class SiteVisit:
             if await self._robots(self.origin) is None:
                 return Outcome("retry", "robots.txt unavailable")
             return await self._crawl()
+        except _Draining:
+            return Outcome("stopped", "draining")
         finally:
             ctx.stats.active.pop(self.origin, None)
-            ctx.frontiers.discard(frontier)
-            frontier.close()
+            try:
+                with trio.CancelScope(shield=True):
+                    await ctx.settle(frontier)
+            finally:
+                ctx.frontiers.discard(frontier)
+                frontier.close()
             with trio.CancelScope(shield=True), trio.move_on_after(1):
                 await self._let_go()
                 await client.aclose()
 
     async def _crawl(self) -> Outcome:
-        c, stats, frontier = self.ctx.config.crawl, self.ctx.stats, self.frontier
+        stats, frontier = self.ctx.stats, self.frontier
         while True:
+            if self.ctx.config is not self._config:  # reloaded: new rests and limits apply now
+                self._config = self.ctx.config
+                self.rest.policy = rest_policy(self._config)
+            c = self._config.crawl
             if self.pages >= c.max_pages:
                 return Outcome("done", "max-pages")
             if self.bytes >= c.max_bytes:
@@ -164,6 +184,12 @@ class SiteVisit:
                 self._route_links(entry, result)
             self._commit(entry, attempts)
             stats.active[self.origin]["queued"] = frontier.pending + len(self.retries)
+
+    async def _rest(self) -> bool:
+        """Wait out the site's rest; True (at once) if the process is draining."""
+        with trio.move_on_at(self.next_at):
+            await self.ctx.draining.wait()
+        return self.ctx.draining.is_set()
 
     def _commit(self, entry: Entry, attempts: int) -> None:
         """Record progress; a retried entry is already behind the cursor."""
@@ -227,7 +253,8 @@ class SiteVisit:
     async def _fetch(self, url: str) -> FetchResult:
         """Rest, fetch ``url``, write the exchange to the WARC bundle, set the next rest."""
         ctx, stats = self.ctx, self.ctx.stats
-        await trio.sleep_until(self.next_at)
+        if await self._rest():
+            raise _Draining
         stats.active[self.origin]["url"] = url
         host = urls.origin_parts(urls.origin(url))[1]
         ip = await self._address(host)

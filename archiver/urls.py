@@ -263,6 +263,8 @@ def _ipv4(host: str) -> str | None:
             digits, radix = part[1:], 8
         else:
             digits, radix = part, 10
+        if not (digits.isascii() and digits.isalnum()):  # int() would take "-1", "+1", "1_0"
+            return None
         try:
             numbers.append(int(digits, radix))
         except ValueError:

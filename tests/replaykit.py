@@ -21,7 +21,7 @@ from archiver.crawler import Crawler, enqueue_seeds
 from tests.crawlkit import load, write_config
 from tools.demoweb import DemoWeb, WebSpec, start_demo
 
-SPEC = WebSpec(sites=3, pages_per_site=8, trap=False)
+SPEC = WebSpec(sites=3, pages_per_site=8, port=0, trap=False)
 
 
 @dataclass

@@ -47,9 +47,11 @@ def test_next_and_commit(tmp_path: Path):
         assert (second.url, second.depth) == ("http://a/b", 1)
         assert f.pending == 0
         f.commit(first, pages=1, bytes_=500)
+        f.save(f.mark())
         assert (f.cursor, f.pages, f.bytes) == (first.end, 1, 500)
         f.add("http://a/c", 2)
         f.commit(second, pages=2, bytes_=900)
+        f.save(f.mark())
         # Links found before a commit are in the log (not just a Python buffer) once it returns.
         assert (tmp_path / LOG).read_bytes().endswith(b"2\thttp://a/c\n")
         assert f.next() is not None
@@ -66,6 +68,7 @@ def test_reopen_resumes_at_cursor_and_rebuilds_bloom(tmp_path: Path):
         handed = [f.next() for _ in range(5)]
         assert handed[2] is not None
         f.commit(handed[2], pages=3, bytes_=3000)  # entries 3 and 4 are handed out, not committed
+        f.save(f.mark())
         assert f.pending == 5
     with Frontier.open(tmp_path) as f:
         assert (f.cursor, f.pages, f.bytes) == (handed[2].end, 3, 3000)
@@ -110,6 +113,7 @@ def write_committed(directory: Path, commits: int) -> list[Entry]:
         entries = drain(f)
         for n in range(commits):
             f.commit(entries[n], pages=n + 1, bytes_=100 * (n + 1))
+            f.save(f.mark())
     return entries
 
 
@@ -122,6 +126,7 @@ def test_torn_cursor_slot_falls_back_to_the_other(tmp_path: Path):
         assert (f.cursor, f.pages, f.bytes) == (entries[1].end, 2, 200)
         assert f.next() == entries[2]
         f.commit(entries[2], pages=3, bytes_=300)  # overwrites the damaged slot, not the good one
+        f.save(f.mark())
     with Frontier.open(tmp_path) as f:
         assert (f.cursor, f.pages, f.bytes) == (entries[2].end, 3, 300)
 
@@ -151,6 +156,7 @@ def test_cursor_past_the_log_or_between_lines_rounds_down(tmp_path: Path):
         assert f.pending == 0
         assert f.next() is None
         f.commit(Entry("http://a/1", 0, entries[1].end + 3), pages=5, bytes_=500)  # mid-line
+        f.save(f.mark())
     with Frontier.open(tmp_path) as f:
         assert f.cursor == entries[1].end
         assert f.next() == entries[2]
@@ -288,6 +294,7 @@ def test_process_crash_after_commit_keeps_progress_and_links(tmp_path: Path):
         "entry = f.next()\n"
         "f.add('http://a/found', 1)\n"  # a link found on the page, still in a Python buffer
         "f.commit(entry, pages=1, bytes_=123)\n"
+        "f.save(f.mark())\n"  # the crawler saves a mark once the page's WARC record is fsynced
         "f.add('http://a/lost', 1)\n"  # found after the last commit: not promised
         "os._exit(9)\n"  # no close, no flush
     )
@@ -297,12 +304,26 @@ def test_process_crash_after_commit_keeps_progress_and_links(tmp_path: Path):
         assert [e.url for e in drain(f)] == ["http://a/found"]
 
 
+def test_a_commit_not_saved_is_fetched_again_after_a_crash(tmp_path: Path):
+    with Frontier.open(tmp_path) as f:
+        for n in range(3):
+            f.add(f"http://a/{n}", 0)
+        first = f.next()
+        f.commit(first, pages=1, bytes_=10)
+        f.save(f.mark())                                  # page 0 is durable
+        f.commit(f.next(), pages=2, bytes_=20)            # page 1: its WARC record is not yet
+    with Frontier.open(tmp_path) as f:
+        assert (f.pages, f.bytes) == (1, 10)
+        assert [e.url for e in drain(f)] == ["http://a/1", "http://a/2"]
+
+
 def test_restart_hands_every_entry_out_again_and_survives_reopen(tmp_path: Path):
     with Frontier.open(tmp_path / "s") as f:
         for n in range(3):
             f.add(f"http://a.test/{n}", 0)
         while (entry := f.next()) is not None:
             f.commit(entry, pages=5, bytes_=50)
+            f.save(f.mark())
         f.restart()
         assert (f.cursor, f.pages, f.bytes, f.pending) == (0, 0, 0, 3)
         first = f.next()

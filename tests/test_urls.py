@@ -323,3 +323,9 @@ def test_site_of_seed(line, expected):
 )
 def test_path_segments(url, expected):
     assert path_segments(url) == expected
+
+
+@pytest.mark.parametrize("url", ["http://-1.2.3.4/", "http://+1.2.3.4/x", "http://1_0.1.1.1/"])
+def test_signed_or_underscored_ipv4_parts_never_raise(url):
+    result = normalize(url)
+    assert result is None or result.startswith("http://")

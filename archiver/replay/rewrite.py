@@ -1,0 +1,593 @@
+"""Server-side rewriting for replay (pure logic, no I/O): archive URLs, HTML, CSS, archived heads.
+
+Archive URLs have the Wayback form ``<prefix>/web/<14 digits><modifier>/<absolute url>``. The
+modifier says how the link is used, as in pywb and the Wayback Machine: none for pages (they
+get the banner), ``if_``/``fr_`` for iframes and frames (HTML without banner), ``im_`` images,
+``cs_`` stylesheets, ``js_`` scripts, ``oe_`` objects, embeds and media, ``id_`` the original
+bytes. The server uses it only to leave the banner out of everything but a top-level page.
+
+HTML is rewritten in place: a tokenizer written after the HTML Standard's (section 13.2.5) walks
+the original markup, skipping comments, doctypes and raw-text elements, and only the values of
+link-bearing attributes are replaced; every other byte stays as it was. Serialising a parsed tree
+(selectolax) would instead normalise the whole document (quotes, entities, implied tags, broken
+markup repaired), which is not what was archived. Attribute values are read with the HTML
+Standard's entity rules for attributes (``&copy=1`` in a query stays literal). The link kinds are
+those of :mod:`archiver.extract`, plus media (``video``/``audio``/``source``/``track``, poster),
+forms and SVG ``image``. Relative links resolve against the first ``<base href>`` as there.
+
+Documents come out in UTF-8, decoded as :mod:`archiver.extract` decodes them (BOM, HTTP charset,
+``<meta>`` prescan, UTF-8 or windows-1252); the server labels them ``charset=utf-8``, which wins
+over any ``<meta charset>`` inside (HTML Standard 13.2.3.1). Bytes that are not valid UTF-8 in a
+UTF-8 document pass through unchanged (``surrogateescape``).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from html.entities import html5
+
+from archiver import urls
+
+# Shared with link extraction so that rewriting sees exactly the links the crawler followed.
+from archiver.extract import _CSS_ESCAPE, _CSS_TOKENS, _SRCSET_CANDIDATE, _css_unescape_one, _html_bytes
+from archiver.extract import decode_text as css_text
+from archiver.timestamps import to_datetime
+
+PAGE, IDENTITY = "", "id_"
+IMAGE, STYLE, SCRIPT, IFRAME, FRAME, OBJECT = "im_", "cs_", "js_", "if_", "fr_", "oe_"
+# mp_ is pywb's name for a page shown inside its frame; taken here as a page.
+MODIFIERS = frozenset((PAGE, IDENTITY, "mp_", IMAGE, STYLE, SCRIPT, IFRAME, FRAME, OBJECT))
+BANNERED = frozenset((PAGE, "mp_"))
+# A short timestamp stands for the earliest instant it names, as in pywb and the Wayback Machine
+# ("2026" is 2026-01-01 00:00:00); a digit that starts the month or day picks the first month or
+# day it can begin ("20261" is October, "2026113" the 30th).
+_PAD = "10000101000000"
+_WEB_PATH = re.compile(r"(?:(\*)|(\d+)(\*|[a-z]{2}_)?)/(.*)", re.S)
+_HTTP = re.compile(r"(https?):/*", re.I)
+# A scheme other than http(s); "host:8080/..." is a host and port, not a scheme.
+_OTHER_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:(?!\d+(?:[/?#]|\Z))")
+# The URL parser strips leading and trailing C0 controls and spaces (WHATWG URL).
+_C0_AND_SPACE = "".join(map(chr, range(0x21)))
+
+
+@dataclass(frozen=True)
+class WebTarget:
+    """What a ``/web/`` path asks for.
+
+    ``kind`` is "memento" (``<ts><mod>/<url>``), "list" (``*/<url>``, or ``<digits>*/<url>`` for
+    the captures whose timestamp starts with ``within``), "prefix" (``*/<url>*``) or "timegate"
+    (``<url>`` alone). ``timestamp`` is the requested instant padded to 14 digits, ``exact``
+    whether all 14 were given.
+    """
+
+    kind: str
+    url: str
+    timestamp: str | None = None
+    exact: bool = False
+    modifier: str = PAGE
+    within: str = ""
+
+
+def archive_url(prefix: str, timestamp: str, modifier: str, url: str) -> str:
+    """The replay address of ``url`` at ``timestamp``, e.g. ``/web/20261122000000im_/http://x/a.png``."""
+    return f"{prefix}/web/{timestamp}{modifier}/{url}"
+
+
+def pad_timestamp(digits: str) -> str:
+    """1 to 14 digits -> a valid 14-digit timestamp, the earliest instant they name (ValueError)."""
+    if not (1 <= len(digits) <= 14 and digits.isascii() and digits.isdigit()):
+        raise ValueError(f"bad timestamp {digits!r}: give 1 to 14 digits YYYYMMDDhhmmss")
+    full = digits + _PAD[len(digits) :]
+    if len(digits) in (5, 7) and digits[-1] != "0":
+        full = full[: len(digits)] + "0" + full[len(digits) + 1 :]
+    try:
+        to_datetime(full)
+    except ValueError:
+        raise ValueError(f"bad timestamp {digits!r}: {full} is not a date and time") from None
+    return full
+
+
+def requested_url(text: str) -> str:
+    """The archived URL a request names, normalised; ValueError if it is not an http(s) URL.
+
+    Accepts what people and old links write: no scheme (``example.org/a``, taken as http) and
+    a scheme whose ``//`` a proxy or browser merged into one slash (``http:/example.org``).
+    """
+    text = text.strip(_C0_AND_SPACE)
+    if not text:
+        raise ValueError("no URL given: add one to the path, e.g. /web/2026/http://example.org/")
+    if match := _HTTP.match(text):
+        candidate = f"{match.group(1)}://{text[match.end() :]}"
+    else:
+        candidate = text if _OTHER_SCHEME.match(text) else "http://" + text
+    url = urls.normalize(candidate)
+    if url is None:
+        raise ValueError(f"not an http or https URL: {text[:200]!r}")
+    return url
+
+
+def parse_web_path(rest: str) -> WebTarget:
+    """Parse what follows ``/web/`` (the query string already appended); ValueError if malformed."""
+    match = _WEB_PATH.fullmatch(rest)
+    if match is None:
+        return WebTarget("timegate", requested_url(rest))
+    star, digits, mod, tail = match.groups()
+    if star:
+        if tail.endswith("*"):
+            return WebTarget("prefix", requested_url(tail[:-1]))
+        return WebTarget("list", requested_url(tail))
+    timestamp = pad_timestamp(digits)
+    if mod == "*":
+        return WebTarget("list", requested_url(tail), within=digits)
+    mod = mod or PAGE
+    if mod not in MODIFIERS:
+        raise ValueError(f"unknown modifier {mod!r}: use one of {', '.join(sorted(MODIFIERS - {''}))}")
+    return WebTarget("memento", requested_url(tail), timestamp, len(digits) == 14, mod)
+
+
+# --- links -----------------------------------------------------------------------------------
+
+
+class _Links:
+    """Turns raw link values of one document into archive URLs."""
+
+    def __init__(self, base: str, timestamp: str, prefix: str) -> None:
+        self.base = base
+        self.timestamp = timestamp
+        self.prefix = prefix
+
+    def rewrite(self, raw: str, modifier: str) -> str | None:
+        """The archive URL for ``raw``; None to leave it as it is (a fragment, mailto:, data:...)."""
+        value = raw.strip(_C0_AND_SPACE)
+        if not value or value[0] == "#":
+            return None
+        cut = value.find("#")
+        fragment = value[cut:] if cut >= 0 else ""
+        try:
+            target = urls.normalize(value[:cut] if cut >= 0 else value, self.base)
+        except ValueError:  # urls.normalize raises for a few odd hosts ("-1.2.3.4")
+            return None
+        if target is None:
+            return None
+        return archive_url(self.prefix, self.timestamp, modifier, target) + fragment
+
+
+# --- CSS -------------------------------------------------------------------------------------
+
+_CSS_QUOTED = re.compile(r'["\\\n\r\f]')
+_CSS_UNQUOTED = re.compile(r"[\"'()\\\s]")
+
+
+def _css_escape(value: str, unquoted: bool) -> str:
+    pattern = _CSS_UNQUOTED if unquoted else _CSS_QUOTED
+    return pattern.sub(lambda m: f"\\{ord(m[0]):x} " if m[0] in "\n\r\f\t " else "\\" + m[0], value)
+
+
+def _css(text: str, links: _Links) -> str:
+    """A stylesheet with every ``url()`` and ``@import`` pointing into the archive."""
+    out: list[str] = []
+    last = 0
+    for match in _CSS_TOKENS.finditer(text):
+        group = match.lastindex
+        if group is None:
+            continue
+        start = match.start()
+        if group <= 3 and start and (text[start - 1].isalnum() or text[start - 1] in "_-\\"):
+            continue  # "myurl(" is another function
+        value = match.group(group)
+        if "\\" in value:
+            value = _CSS_ESCAPE.sub(_css_unescape_one, value)
+        new = links.rewrite(value, IMAGE if group <= 3 else STYLE)
+        if new is None:
+            continue
+        # Groups 3 and 6 are unquoted url( ) values; the others sit inside quotes.
+        out += [text[last : match.start(group)], _css_escape(new, group in (3, 6))]
+        last = match.end(group)
+    out.append(text[last:])
+    return "".join(out)
+
+
+def rewrite_css(body: bytes, *, url: str, timestamp: str, prefix: str, charset: str | None = None) -> bytes:
+    """A stylesheet (as stored, encoding undone) rewritten, in UTF-8."""
+    return _css(css_text(body, charset), _Links(url, timestamp, prefix)).encode("utf-8", "surrogateescape")
+
+
+# --- HTML tokenizer --------------------------------------------------------------------------
+
+_WS = "\t\n\f\r "
+_ATTR = re.compile(
+    r"""[\t\n\f\r /]*+([^\t\n\f\r />][^\t\n\f\r />=]*+)
+        (?:[\t\n\f\r ]*+=[\t\n\f\r ]*+("[^"]*"|'[^']*'|[^\t\n\f\r >"'][^\t\n\f\r >]*+))?""",
+    re.X,
+)
+_TAG = re.compile(
+    r"""<(/?)([a-zA-Z][^\t\n\f\r />]*+)
+        ((?:[\t\n\f\r /]*+(?>[^\t\n\f\r />][^\t\n\f\r />=]*+
+          (?:[\t\n\f\r ]*+=[\t\n\f\r ]*+(?:"[^"]*"|'[^']*'|[^\t\n\f\r >"'][^\t\n\f\r >]*+))?))*+)
+        [\t\n\f\r /]*+>""",
+    re.X,
+)
+_COMMENT = re.compile(r"<!--(?:>|->|[\s\S]*?(?:--!?>|\Z))")
+# Elements whose content is text, not markup (HTML Standard 13.1.2.1 raw text and escapable raw
+# text, plus noscript: scripting is on in replay); plaintext never ends.
+_RAW_TEXT = frozenset(
+    ("script", "style", "xmp", "iframe", "noembed", "noframes", "noscript", "textarea", "title")
+)
+# Start tags that do not open the body when they come first (HTML Standard 13.2.6.4.4-6).
+_HEAD_TAGS = frozenset(
+    ("html", "head", "title", "meta", "link", "base", "style", "script", "noscript", "template")
+)
+_CHARREF = re.compile(r"&(?:#[xX]([0-9a-fA-F]+);?|#([0-9]+);?|([A-Za-z][A-Za-z0-9]*;?))")
+_REFRESH_TIME = re.compile(r"[\t\n\f\r ]*[0-9.]+")
+_REFRESH_URL = re.compile(r"[\t\n\f\r ]*[;,]?[\t\n\f\r ]*(?:url[\t\n\f\r ]*=[\t\n\f\r ]*)?", re.I)
+
+# (tag, attribute) -> modifier of the link it holds; "link/href" depends on rel.
+_URL_ATTRS: dict[str, tuple[tuple[str, str], ...]] = {
+    "a": (("href", PAGE),),
+    "area": (("href", PAGE),),
+    "form": (("action", PAGE),),
+    "button": (("formaction", PAGE),),
+    "img": (("src", IMAGE), ("lowsrc", IMAGE)),
+    "image": (("href", IMAGE), ("xlink:href", IMAGE)),
+    "input": (("src", IMAGE), ("formaction", PAGE)),
+    "script": (("src", SCRIPT),),
+    "frame": (("src", FRAME),),
+    "iframe": (("src", IFRAME),),
+    "embed": (("src", OBJECT),),
+    "object": (("data", OBJECT),),
+    "applet": (("codebase", OBJECT),),
+    "video": (("src", OBJECT), ("poster", IMAGE)),
+    "audio": (("src", OBJECT),),
+    "source": (("src", OBJECT),),
+    "track": (("src", OBJECT),),
+    "body": (("background", IMAGE),),
+    "table": (("background", IMAGE),),
+    "td": (("background", IMAGE),),
+    "th": (("background", IMAGE),),
+}
+_SRCSET = {"img": "srcset", "source": "srcset", "link": "imagesrcset"}
+
+
+def _attr_unescape(value: str) -> str:
+    """An attribute value with its character references decoded as the HTML Standard does."""
+    if "&" not in value:
+        return value
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(3)
+        if name is None:
+            return html.unescape(match.group(0))  # numeric: html applies the spec's replacements
+        for end in range(len(name), 1, -1):
+            known = name[:end]
+            if known in html5:
+                if not known.endswith(";"):
+                    after = name[end : end + 1] or value[match.end() : match.end() + 1]
+                    # In attributes a legacy name without ";" before "=" or a letter stays text.
+                    if after == "=" or (after.isascii() and after.isalnum()):
+                        return match.group(0)
+                return html5[known] + name[end:]
+        return match.group(0)
+
+    return _CHARREF.sub(one, value)
+
+
+def _attr_quote(value: str, quote: str) -> str:
+    value = value.replace("&", "&amp;")
+    if quote == "'":
+        return "'" + value.replace("'", "&#39;") + "'"
+    return '"' + value.replace('"', "&quot;") + '"'
+
+
+@dataclass
+class _Attr:
+    value: str  # decoded
+    start: int  # span of the raw value, quotes included (start == end: no value)
+    end: int
+    quote: str
+
+
+def _attributes(text: str, start: int, end: int) -> dict[str, _Attr]:
+    """Attributes of one tag, the first of each name (later duplicates are dropped by parsers)."""
+    found: dict[str, _Attr] = {}
+    for match in _ATTR.finditer(text, start, end):
+        name = match.group(1).lower()
+        if name in found:
+            continue
+        raw = match.group(2)
+        if raw is None:
+            found[name] = _Attr("", match.end(), match.end(), "")
+            continue
+        quote = raw[0] if raw[0] in "\"'" else ""
+        inner = raw[1:-1] if quote else raw
+        found[name] = _Attr(_attr_unescape(inner), match.start(2), match.end(2), quote)
+    return found
+
+
+def _refresh_split(content: str) -> tuple[int, int] | None:
+    """Span of the URL in a meta refresh ``content`` (HTML Standard, "shared declarative refresh")."""
+    match = _REFRESH_TIME.match(content)
+    if match is None or match.end() == len(content) or content[match.end()] not in ";," + _WS:
+        return None
+    start = _REFRESH_URL.match(content, match.end()).end()
+    if start == len(content):
+        return None
+    if content[start] in "'\"":
+        close = content.find(content[start], start + 1)
+        return start + 1, close if close >= 0 else len(content)
+    return start, len(content)
+
+
+def rewrite_refresh(content: str, links: _Links) -> str | None:
+    """A refresh value (``5; url=...``) with its URL rewritten; None if it has none to rewrite."""
+    span = _refresh_split(content)
+    if span is None:
+        return None
+    new = links.rewrite(content[span[0] : span[1]], PAGE)
+    return None if new is None else content[: span[0]] + new + content[span[1] :]
+
+
+def _srcset(value: str, links: _Links) -> str | None:
+    out: list[str] = []
+    last = 0
+    for match in _SRCSET_CANDIDATE.finditer(value):
+        candidate = match.group(1).rstrip(",")
+        new = links.rewrite(candidate, IMAGE)
+        if new is not None:
+            out += [value[last : match.start(1)], new]
+            last = match.start(1) + len(candidate)
+    if not out:
+        return None
+    out.append(value[last:])
+    return "".join(out)
+
+
+def _link_modifier(attrs: dict[str, _Attr]) -> str:
+    rel = attrs["rel"].value.lower().split() if "rel" in attrs else []
+    kind = attrs["as"].value.strip().lower() if "as" in attrs else ""
+    if "stylesheet" in rel or kind == "style":
+        return STYLE
+    if any("icon" in r for r in rel) or kind in ("image", "font"):
+        return IMAGE
+    if "modulepreload" in rel or kind == "script":
+        return SCRIPT
+    return PAGE
+
+
+class _Document:
+    """One pass over an HTML document: the links found, rewritten once its base is known."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.base: str | None = None  # the first <base href>, raw
+        self.banner_at: int | None = None
+        self.frameset = False
+        # What to rewrite: (what, attribute or None, modifier, start, end); see _edit.
+        self.found: list[tuple[str, _Attr | None, str, int, int]] = []
+
+    def scan(self) -> None:
+        for name, start, name_end, end in self._tags():
+            if self.banner_at is None and not self.frameset:
+                if name == "body":
+                    self.banner_at = end
+                elif name == "frameset":
+                    self.frameset = True
+                elif name not in _HEAD_TAGS:
+                    self.banner_at = start
+            attrs = _attributes(self.text, name_end, end - 1)
+            if attrs:
+                self._collect(name, attrs)
+
+    def _tags(self) -> Iterator[tuple[str, int, int, int]]:
+        """Start tags as (name, start, end of name, end of tag), skipping what is not markup."""
+        text = self.text
+        pos = 0
+        while (lt := text.find("<", pos)) >= 0:
+            after = text[lt + 1 : lt + 2]
+            if text.startswith("<!--", lt):
+                pos = _COMMENT.match(text, lt).end()
+            elif after in ("!", "?") or (after == "/" and not _is_letter(text[lt + 2 : lt + 3])):
+                close = text.find(">", lt)  # doctype or bogus comment; "</>" is dropped
+                pos = len(text) if close < 0 else close + 1
+            elif after == "/" or _is_letter(after):
+                match = _TAG.match(text, lt)
+                if match is None:
+                    return  # a tag cut by the end of the document: parsers drop it
+                pos = match.end()
+                if match.group(1):
+                    continue
+                name = match.group(2).lower()
+                yield name, lt, match.end(2), pos
+                if name == "plaintext":
+                    return
+                if name in _RAW_TEXT:
+                    close = re.compile(rf"</{name}[\t\n\f\r />]", re.I).search(text, pos)
+                    end = len(text) if close is None else close.start()
+                    if name == "style":
+                        self.found.append(("css", None, STYLE, pos, end))
+                    pos = end
+            else:
+                pos = lt + 1
+
+    def _collect(self, name: str, attrs: dict[str, _Attr]) -> None:
+        found = self.found
+        for attr, modifier in _URL_ATTRS.get(name, ()):
+            if attr in attrs:
+                found.append(("url", attrs[attr], modifier, 0, 0))
+        href = attrs.get("href")
+        if name == "link" and href is not None:
+            found.append(("url", href, _link_modifier(attrs), 0, 0))
+        elif name == "base" and href is not None:
+            if self.base is None:
+                self.base = href.value  # only the first <base href> counts (HTML 4.2.3)
+            found.append(("url", href, PAGE, 0, 0))
+        elif name == "meta" and "content" in attrs and "http-equiv" in attrs:
+            if attrs["http-equiv"].value.strip().lower() == "refresh":
+                found.append(("refresh", attrs["content"], PAGE, 0, 0))
+        elif name == "applet" and "/" in attrs.get("code", _NO_ATTR).value:
+            # A code value that is a path rather than a class name is loaded like a link.
+            found.append(("url", attrs["code"], OBJECT, 0, 0))
+        srcset = attrs.get(_SRCSET.get(name, ""))
+        if srcset is not None:
+            found.append(("srcset", srcset, IMAGE, 0, 0))
+        style = attrs.get("style")
+        if style is not None and "url(" in style.value.lower():
+            found.append(("style", style, IMAGE, 0, 0))
+
+    def edits(self, links: _Links) -> list[tuple[int, int, str]]:
+        """Replacements (start, end, text) for every link found, in document order."""
+        out = []
+        for what, attr, modifier, start, end in self.found:
+            if attr is None:
+                css = self.text[start:end]
+                new = _css(css, links)
+                if new != css:
+                    out.append((start, end, new))
+                continue
+            if what == "url":
+                new = links.rewrite(attr.value, modifier)
+            elif what == "refresh":
+                new = rewrite_refresh(attr.value, links)
+            elif what == "srcset":
+                new = _srcset(attr.value, links)
+            else:
+                new = _css(attr.value, links)
+                new = None if new == attr.value else new
+            if new is not None:
+                out.append((attr.start, attr.end, _attr_quote(new, attr.quote)))
+        return sorted(out, key=lambda edit: edit[0])
+
+
+_NO_ATTR = _Attr("", 0, 0, "")
+
+
+def _is_letter(char: str) -> bool:
+    return char.isascii() and char.isalpha()
+
+
+def _after_doctype(text: str) -> int:
+    stripped = text.lstrip(_WS)
+    if stripped[:9].lower() == "<!doctype":
+        close = text.find(">", len(text) - len(stripped))
+        return len(text) if close < 0 else close + 1
+    return 0
+
+
+def rewrite_html_text(text: str, *, url: str, timestamp: str, prefix: str, banner: str | None = None) -> str:
+    """An HTML document (text) with its links pointing into the archive and ``banner`` inserted.
+
+    The banner goes right after ``<body ...>``; without a body tag, before the first element
+    that would open the body, or at the start (after any doctype). A frameset document gets no
+    banner: content in front of ``<frameset>`` would make browsers drop the frames.
+    """
+    doc = _Document(text)
+    doc.scan()
+    base = urls.normalize(doc.base, url) if doc.base is not None else None
+    edits = doc.edits(_Links(base or url, timestamp, prefix))
+    if banner is not None and not doc.frameset:
+        at = doc.banner_at if doc.banner_at is not None else _after_doctype(text)
+        edits.append((at, at, banner))
+        edits.sort(key=lambda edit: edit[0])
+    out: list[str] = []
+    last = 0
+    for start, end, new in edits:
+        out += [text[last:start], new]
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def rewrite_html(
+    body: bytes,
+    *,
+    url: str,
+    timestamp: str,
+    prefix: str,
+    charset: str | None = None,
+    banner: str | None = None,
+) -> bytes:
+    """An HTML document (as stored, content-coding undone) rewritten, in UTF-8."""
+    text = _html_bytes(body, charset).decode("utf-8", "surrogateescape")
+    out = rewrite_html_text(text, url=url, timestamp=timestamp, prefix=prefix, banner=banner)
+    return out.encode("utf-8", "surrogateescape")
+
+
+# --- archived HTTP heads ---------------------------------------------------------------------
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_BAD_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_STATUS = re.compile(rb"HTTP/\d(?:\.\d)?[ \t]+(\d{3})\b")
+# Headers served as archived: they describe the body and are safe on the archive's origin.
+# Others (Set-Cookie, CSP, HSTS, caching, Link...) would act on the archive itself; all are also
+# kept as X-Archive-Orig-<name>, as pywb and the Wayback Machine do.
+_PASSED = frozenset(("content-type", "content-language", "content-disposition", "content-encoding"))
+_RENAMED = {"x-archiver-transfer-encoding": "Transfer-Encoding"}
+
+
+def parse_head(head: bytes) -> tuple[int | None, list[tuple[str, str]]]:
+    """(status, headers) of an archived HTTP response head; (None, []) when there is none."""
+    lines = head.split(b"\n")
+    match = _STATUS.match(lines[0].strip()) if lines else None
+    status = int(match.group(1)) if match else None
+    headers = []
+    for line in lines[1:]:
+        name, sep, value = line.decode("latin-1").partition(":")
+        if sep and _TOKEN.fullmatch(name):
+            headers.append((name, value.strip()))
+    return status, headers
+
+
+def header(headers: list[tuple[str, str]], name: str) -> str | None:
+    """The first value of ``name`` (case-insensitive) in a header list."""
+    name = name.lower()
+    return next((v for k, v in headers if k.lower() == name), None)
+
+
+def charset_of(content_type: str | None) -> str | None:
+    """The ``charset`` parameter of a Content-Type value."""
+    for param in (content_type or "").split(";")[1:]:
+        key, _, value = param.partition("=")
+        if key.strip().lower() == "charset":
+            return value.strip().strip("\"'") or None
+    return None
+
+
+def replay_headers(
+    headers: list[tuple[str, str]],
+    *,
+    rewritten: bool,
+    location: str | None,
+    refresh: Callable[[str], str | None],
+) -> list[tuple[str, str]]:
+    """The headers to serve with an archived response.
+
+    ``rewritten``: the body was rewritten (decoded, UTF-8): Content-Encoding is dropped and the
+    charset set to UTF-8. ``location`` replaces an archived Location; ``refresh`` rewrites a
+    Refresh header's value. Values that are not valid in a header are left out.
+    """
+    out: list[tuple[str, str]] = []
+    for name, value in headers:
+        if _BAD_VALUE.search(value):
+            continue
+        lower = name.lower()
+        out.append(("X-Archive-Orig-" + _RENAMED.get(lower, name), value))
+        if lower in _PASSED:
+            if not rewritten:
+                out.append((name, value))
+            elif lower == "content-type":
+                out.append((name, value.split(";")[0].strip() + "; charset=utf-8"))
+        elif lower == "refresh":
+            new = refresh(value)
+            if new is not None:
+                out.append((name, new))
+    if location is not None:
+        out.append(("Location", location))
+    return out
+
+
+def refresher(url: str, timestamp: str, prefix: str) -> Callable[[str], str | None]:
+    """A rewriter of Refresh header values for a capture of ``url``."""
+    links = _Links(url, timestamp, prefix)
+    return lambda value: rewrite_refresh(value, links)
