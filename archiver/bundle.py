@@ -349,6 +349,7 @@ class BundleWriter:
         self._name, self.current_path = name, path
         self._size = self._on_disk = 0
         self._append(self._compress(self._writer.create_warcinfo_record(name, self._info)))
+        self.flush()  # a bundle on disk always starts with its warcinfo
 
     def _highest_serial(self) -> int:
         serials = (self._name_pattern.fullmatch(entry.name) for entry in os.scandir(self.directory))
@@ -401,8 +402,9 @@ def repair_open_bundle(path: Path) -> RepairReport:
 
     The file keeps its longest prefix of gzip members that each hold one complete WARC record;
     it is truncated there, fsynced and renamed without ``.open``. A file without one complete
-    record (empty, or torn within its warcinfo) is renamed ``*.warc.gz.corrupt`` untouched
-    instead: it holds nothing to serve, and keeping the name stops its serial being reused.
+    record (torn within its warcinfo) is renamed ``*.warc.gz.corrupt`` untouched instead: it
+    holds nothing to serve, and keeping the name stops its serial being reused. An empty file
+    (a crash between creating it and writing its warcinfo) is removed.
     """
     path = Path(path)
     if not path.name.endswith(SUFFIX + OPEN):
@@ -414,6 +416,10 @@ def repair_open_bundle(path: Path) -> RepairReport:
             file.truncate(end)
             os.fsync(file.fileno())
     stem = path.name.removesuffix(OPEN)
+    if size == 0:  # killed between creating the file and writing its warcinfo: nothing to keep
+        path.unlink()
+        fsync_directory(path.parent)
+        return RepairReport(path, 0, 0, path)
     final = path.with_name(stem if records else stem + CORRUPT)
     if final.exists():
         raise FileExistsError(f"{final} already exists")

@@ -75,6 +75,12 @@ class CrawlContext:
     frontiers: set[Frontier] = field(default_factory=set)
     captures: list[Capture] = field(default_factory=list)  # written, not yet in the catalog
     draining: trio.Event = field(default_factory=trio.Event)  # set by SIGTERM: finish, take no more
+    wake: trio.Event = field(default_factory=trio.Event)  # set (and replaced) on drain and reload
+
+    def nudge(self) -> None:
+        """Wake every resting visit (to notice a drain or a new config)."""
+        wake, self.wake = self.wake, trio.Event()
+        wake.set()
 
     def shared_fds(self) -> list[int]:
         """Flush the WARC bundle and the spool; duplicates of their descriptors to fsync."""
@@ -236,6 +242,7 @@ class Crawler:
                     event(log, logging.INFO, "stopping", signal=name, drain_timeout=timeout,
                           active=len(self.stats.active))
                     self.ctx.draining.set()
+                    self.ctx.nudge()
                     self._slots_scope.deadline = trio.current_time() + timeout
 
     def reload(self) -> None:
@@ -251,6 +258,7 @@ class Crawler:
         new, kept = reloaded(self.config, new)
         self.config = self.ctx.config = new
         logs.set_level(new.log.level)
+        self.ctx.nudge()
         event(log, logging.INFO, "reloaded", config=str(path),
               needs_restart=",".join(kept) or None)
 

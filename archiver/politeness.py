@@ -53,6 +53,11 @@ class Rest:
         self.crawl_delay = crawl_delay
         self.backoff = 0.0
 
+    def floor(self) -> float:
+        """The shortest rest the policy allows now (without the response-time term)."""
+        p = self.policy
+        return max(p.min_rest, min(self.crawl_delay or 0.0, p.max_rest), self.backoff)
+
     def after(self, status: int | None, elapsed: float, retry_after: float | None = None) -> float:
         """The rest to take after a fetch that answered ``status`` (None: no answer) in ``elapsed`` s."""
         p = self.policy

@@ -45,6 +45,9 @@ def recover_bundles(warcs: Path, prefix: str, process: int, catalog: Catalog) ->
     for path in open_bundles(warcs, prefix, process):
         report = repair_open_bundle(path)
         repaired += 1
+        if not report.final_path.exists():
+            event(log, logging.INFO, "bundle-empty-removed", path=str(path))
+            continue
         if report.kept_records == 0:
             event(log, logging.WARNING, "bundle-corrupt", path=str(path),
                   moved_to=str(report.final_path), bytes=report.cut_bytes)

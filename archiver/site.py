@@ -95,6 +95,7 @@ class SiteVisit:
         self.local = {origin}
         self.addresses: dict[str, str] = {}
         self.next_at = 0.0
+        self._rest_from = 0.0  # when the current rest began
         self.held: str | None = None  # the address whose connection slot this visit holds
         self.failures = 0
         self.retries: deque[tuple[Entry, int]] = deque()
@@ -146,9 +147,7 @@ class SiteVisit:
     async def _crawl(self) -> Outcome:
         stats, frontier = self.ctx.stats, self.frontier
         while True:
-            if self.ctx.config is not self._config:  # reloaded: new rests and limits apply now
-                self._config = self.ctx.config
-                self.rest.policy = rest_policy(self._config)
+            self._follow_config()
             c = self._config.crawl
             if self.pages >= c.max_pages:
                 return Outcome("done", "max-pages")
@@ -186,10 +185,23 @@ class SiteVisit:
             stats.active[self.origin]["queued"] = frontier.pending + len(self.retries)
 
     async def _rest(self) -> bool:
-        """Wait out the site's rest; True (at once) if the process is draining."""
-        with trio.move_on_at(self.next_at):
-            await self.ctx.draining.wait()
-        return self.ctx.draining.is_set()
+        """Wait out the site's rest; True (at once) if the process is draining. A reload that
+        shortens the rest ends it sooner."""
+        ctx = self.ctx
+        while not ctx.draining.is_set() and trio.current_time() < self.next_at:
+            wake = ctx.wake
+            with trio.move_on_at(self.next_at):
+                await wake.wait()
+            self._follow_config()
+        return ctx.draining.is_set()
+
+    def _follow_config(self) -> None:
+        """After SIGHUP: the new rests and limits apply from now on, to the rest under way too."""
+        if self.ctx.config is self._config:
+            return
+        self._config = self.ctx.config
+        self.rest.policy = rest_policy(self._config)
+        self.next_at = min(self.next_at, self._rest_from + self.rest.floor())
 
     def _commit(self, entry: Entry, attempts: int) -> None:
         """Record progress; a retried entry is already behind the cursor."""
@@ -266,7 +278,7 @@ class SiteVisit:
             result = await self.client.fetch(url, ip)
             if ctx.slots.contended(ip):  # another site waits for this address: hand it over
                 await self._let_go()
-        now = trio.current_time()
+        now = self._rest_from = trio.current_time()
         retry_after = parse_retry_after(result.header("retry-after"), result.started
                                         + result.elapsed)
         self.next_at = now + self.rest.after(result.status, result.elapsed, retry_after)

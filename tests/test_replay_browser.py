@@ -1,0 +1,200 @@
+"""Headless Chromium reads the archive through the replay service and follows a link inside it,
+while the crawled demo web keeps running: neither its request log nor Chromium's own NetLog may
+show a request that left the replay origin.
+
+Chromium is Debian's package (.ci/run installs it), driven over the DevTools protocol (tests/cdp.py).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import trio
+import trio.testing
+from hypercorn.trio import serve
+
+from archiver.catalog import Capture, Catalog
+from archiver.config import Config
+from archiver.crawler import Crawler, enqueue_seeds
+from archiver.replay.app import create_app
+from archiver.replay.serve import hypercorn_config
+from tests import cdp
+from tests.crawlkit import load, write_config
+from tools.demoweb import DemoWeb, WebSpec, start_demo
+
+SPEC = WebSpec(sites=1, pages_per_site=4, port=0, trap=False)
+ERR_NAME_NOT_RESOLVED = -105  # net/base/net_error_list.h
+STEP = 10.0  # seconds allowed for one page to load (it takes well under one here)
+
+
+def resolver_rules(web: DemoWeb) -> str:
+    """Chromium's resolver: the demo names go to 127.0.0.1 (the demo server, as the crawler's hosts
+    file sends them), so a page that leaked to the live web would show in the demo server's log;
+    every other name fails to resolve inside Chromium, so nothing can leave the machine (Chromium
+    tries Google hosts on its own even with background networking off)."""
+    return f"MAP *.{web.spec.domain} 127.0.0.1, MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
+
+
+def title_and_text(web: DemoWeb, url: str) -> tuple[str, str]:
+    """What the demo web serves at ``url``: its title, and its first paragraph as plain text."""
+    parts = urlsplit(url)
+    body = web.respond(parts.hostname or "", parts.path or "/").body.decode()
+    title = re.search(r"<title>(.*?)</title>", body, re.S)
+    paragraph = re.search(r"<p>(.*?)</p>", body, re.S)
+    assert title and paragraph, url
+    return html.unescape(title[1]), html.unescape(re.sub(r"<[^>]+>", "", paragraph[1])).strip()
+
+
+@asynccontextmanager
+async def replay_origin(config: Config) -> AsyncIterator[str]:
+    """The replay app over ``config``'s archive on a free loopback port; yields its origin."""
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        binds = await nursery.start(
+            partial(serve, create_app(config), hypercorn_config("127.0.0.1:0"), shutdown_trigger=stop.wait)
+        )
+        try:
+            yield binds[0]
+        finally:
+            stop.set()
+
+
+async def crawl(config: Config, web: DemoWeb) -> dict[str, Capture]:
+    """Crawl ``web`` (its server already running); the captures by URL."""
+    enqueue_seeds(config, 0, [origin + "/" for origin in web.origins()])
+    await Crawler(config, until_idle=True).run()
+    with Catalog(config.root / "catalog", config.catalog.shards, readonly=True) as catalog:
+        return {capture.url: capture for capture in catalog.iter_all()}
+
+
+@dataclass
+class NetLog:
+    """What Chromium's NetLog (--log-net-log) says went over the network."""
+
+    tcp_peers: set[str] = field(default_factory=set)  # addresses of every TCP connect attempt
+    udp_sends: int = 0  # datagrams sent (the IPv6 reachability probe connects a UDP socket, sends none)
+    requests: dict[str, int] = field(default_factory=dict)  # URL requested -> net error (0: none)
+
+
+def read_netlog(path: Path) -> NetLog:
+    log = json.loads(path.read_text())
+    kinds = {number: name for name, number in log["constants"]["logEventTypes"].items()}
+    watched = {"TCP_CONNECT_ATTEMPT", "UDP_BYTES_SENT", "URL_REQUEST_START_JOB", "REQUEST_ALIVE"}
+    assert watched <= set(kinds.values()), "this Chromium's NetLog names its events differently"
+    seen = NetLog()
+    urls: dict[int, list[str]] = {}
+    for event in log["events"]:
+        kind, params = kinds[event["type"]], event.get("params", {})
+        if kind == "TCP_CONNECT_ATTEMPT" and "address" in params:
+            seen.tcp_peers.add(params["address"].rpartition(":")[0])
+        elif kind == "UDP_BYTES_SENT":
+            seen.udp_sends += 1
+        elif kind == "URL_REQUEST_START_JOB" and "url" in params:
+            urls.setdefault(event["source"]["id"], []).append(params["url"])
+        elif kind == "REQUEST_ALIVE" and event.get("phase") == 2:  # the request's end
+            for url in urls.pop(event["source"]["id"], []):
+                seen.requests[url] = params.get("net_error", 0)
+    return seen
+
+
+async def test_chromium_follows_a_link_inside_the_archive_and_never_the_live_web(tmp_path):
+    async with trio.open_nursery() as nursery:
+        web, server = await start_demo(nursery, SPEC)
+        config = load(write_config(tmp_path, web, min_rest=0.0))
+        captured = await crawl(config, web)
+        home = web.origin(web.hosts[0]) + "/"
+        pages = {web.origin(web.hosts[0]) + path for path in web.pages(web.hosts[0])}
+        link = next(
+            link
+            for link in web.page_links(home)
+            if link.kind == "a/href" and link.url in pages - {home} and captured[link.url].status == 200
+        )
+        root, target = captured[home], captured[link.url]
+        netlog = tmp_path / "netlog.json"
+
+        async with replay_origin(config) as origin:
+            before = len(server.log)
+            async with (
+                cdp.chromium(
+                    tmp_path / "chromium", resolver_rules(web), [f"--log-net-log={netlog}"]
+                ) as browser,
+                cdp.connect(browser.port, browser.path) as devtools,
+            ):
+                assert browser.active_port() == (browser.port, browser.path)
+                page = await devtools.open_page()
+                await page.enable()
+                start = f"{origin}/web/{root.timestamp}/{home}"
+                with trio.fail_after(STEP):
+                    await page.goto(start)
+
+                title, text = title_and_text(web, home)
+                assert await page.evaluate("location.href") == start
+                assert await page.evaluate("document.title") == title
+                shown = await page.evaluate("document.body.innerText")
+                assert text[:120] in shown
+                assert await page.evaluate("!!document.getElementById('archiver-banner')")
+                anchor = (
+                    f"[...document.querySelectorAll('a')].find(a => a.href.endsWith({json.dumps(link.url)}))"
+                )
+                # Links are rewritten to the page's own date; the replay redirects to the capture.
+                href = f"{origin}/web/{root.timestamp}/{link.url}"
+                assert await page.evaluate(f"{anchor}.href") == href
+
+                since = devtools.mark()
+                await page.click(anchor)
+                with trio.fail_after(STEP):
+                    landed = await page.next_document(since)
+
+                title, text = title_and_text(web, link.url)
+                assert landed == f"{origin}/web/{target.timestamp}/{link.url}"
+                assert await page.evaluate("location.href") == landed
+                assert await page.evaluate("document.title") == title
+                assert text[:120] in await page.evaluate("document.body.innerText")
+
+                requested = page.requests()
+                assert start in requested and href in requested
+                assert len(requested) > 5  # the pages' stylesheets, scripts and images came too
+                assert [url for url in requested if not url.startswith(origin + "/")] == []
+                await browser.quit(devtools)
+
+            await trio.testing.wait_all_tasks_blocked()  # anything that reached the demo web is logged
+            assert server.log[before:] == []
+
+        net = read_netlog(netlog)
+        assert net.tcp_peers == {"127.0.0.1"}
+        assert net.udp_sends == 0
+        assert start in net.requests and net.requests[start] == 0
+        elsewhere = {url: error for url, error in net.requests.items() if not url.startswith(origin + "/")}
+        assert all(error == ERR_NAME_NOT_RESOLVED for error in elsewhere.values()), elsewhere
+        nursery.cancel_scope.cancel()
+
+
+async def test_the_resolver_rules_send_demo_names_to_the_demo_server_and_no_other(tmp_path):
+    """The control for the test above: a page that did reach the live demo web shows in its log."""
+    async with trio.open_nursery() as nursery:
+        web, server = await start_demo(nursery, SPEC)
+        home = web.origin(web.hosts[0]) + "/"
+        async with (
+            cdp.chromium(tmp_path / "chromium", resolver_rules(web)) as browser,
+            cdp.connect(browser.port, browser.path) as devtools,
+        ):
+            page = await devtools.open_page()
+            await page.enable()
+            with trio.fail_after(STEP):
+                await page.goto(home)
+            assert await page.evaluate("document.title") == title_and_text(web, home)[0]
+            reply = await page.send("Page.navigate", url="http://example.com/")
+            assert reply.get("errorText") == "net::ERR_NAME_NOT_RESOLVED"
+            await browser.quit(devtools)
+        await trio.testing.wait_all_tasks_blocked()
+        assert (web.hosts[0], "/") in [(entry.host, entry.target) for entry in server.log]
+        assert {entry.host for entry in server.log} == {web.hosts[0]}
+        nursery.cancel_scope.cancel()
