@@ -187,6 +187,8 @@ class BundleWriter:
         self.current_path: Path | None = None
         self.bytes_written = 0
         self.files_closed = 0
+        # The last failed write (a full disk...); records stay in memory until a flush succeeds.
+        self.error: OSError | None = None
 
     def __enter__(self) -> BundleWriter:
         return self
@@ -308,6 +310,7 @@ class BundleWriter:
             raise
         self._on_disk += done
         self._pending.clear()
+        self.error = None
 
     def sync(self) -> None:
         """Flush, then fsync the current bundle."""
@@ -392,8 +395,11 @@ class BundleWriter:
         self._pending += member
         self._size += len(member)
         self.bytes_written += len(member)
-        if len(self._pending) >= _WRITE_BUFFER:
-            self.flush()
+        if len(self._pending) >= _WRITE_BUFFER and self.error is None:
+            try:
+                self.flush()
+            except OSError as e:  # the record stays pending; the caller sees ``error``
+                self.error = e
         return location
 
 

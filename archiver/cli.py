@@ -64,7 +64,10 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     warcs = cfg.root / "warcs"
     print(f"crawl stopped: {crawler.stats.pages} pages, {crawler.stats.bytes} bytes; "
           f"WARCs in {warcs}")
-    return 0
+    if crawler.exit_status:
+        print("archiver: crawl stopped because the disk is full (crawl.on_disk_full = \"exit\")",
+              file=sys.stderr)
+    return crawler.exit_status
 
 
 def cmd_links(args: argparse.Namespace) -> int:

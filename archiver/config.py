@@ -77,6 +77,9 @@ class CrawlConfig:
     # what is left; either way the process flushes, fsyncs and exits 0 (systemd's
     # TimeoutStopSec must be larger).
     drain_timeout: float = 30.0
+    # A full disk (or EIO, EROFS, over quota): "pause" stops fetching and retries the writes every
+    # warc.sync_interval until they succeed; "exit" stops the process with exit status 75.
+    on_disk_full: str = "pause"
 
 
 @dataclass(frozen=True)
@@ -307,6 +310,8 @@ def _check(where: str, name: str, section: Any) -> None:
             raise ConfigError(f"{where}: crawl.site_bitmap_max_fp: must be in (0, 1)")
         if not section.agent or any(c.isspace() or c == "/" for c in section.agent):
             raise ConfigError(f"{where}: crawl.agent: must be a product token like 'archiver'")
+        if section.on_disk_full not in ("pause", "exit"):
+            raise ConfigError(f"{where}: crawl.on_disk_full: must be \"pause\" or \"exit\"")
     elif name == "dns":
         for ns in section.nameservers:
             try:

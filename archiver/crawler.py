@@ -12,6 +12,7 @@ import fcntl
 import logging
 import os
 import signal
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from archiver.config import Config, ConfigError, reloaded
 from archiver.config import load as load_config
 from archiver.dnshistory import DnsHistory
 from archiver.dnsresolver import DnsResolver
-from archiver.durable import fsync_all
+from archiver.durable import fsync_all, is_disk_error
 from archiver.frontier import Frontier, FrontierBusy, site_dir
 from archiver.logs import event
 from archiver.outlinks import SpoolWriter
@@ -37,6 +38,8 @@ from archiver.sitequeue import SiteQueue, process_for, queue_path
 from archiver.status import Stats, status_path, summary_line, write_status
 
 log = logging.getLogger("archiver.crawler")
+
+EX_TEMPFAIL = 75  # sysexits.h: a temporary failure (crawl.on_disk_full = "exit")
 
 
 class SeedError(Exception):
@@ -76,6 +79,21 @@ class CrawlContext:
     captures: list[Capture] = field(default_factory=list)  # written, not yet in the catalog
     draining: trio.Event = field(default_factory=trio.Event)  # set by SIGTERM: finish, take no more
     wake: trio.Event = field(default_factory=trio.Event)  # set (and replaced) on drain and reload
+    disk_ok: trio.Event = field(default_factory=trio.Event)  # clear while writes fail (full disk)
+    disk_full: trio.Event = field(default_factory=trio.Event)  # set while they fail
+
+    def __post_init__(self) -> None:
+        self.disk_ok.set()
+
+    def disk_trouble(self, error: BaseException, where: str) -> None:
+        """A write failed for lack of disk: stop fetching until a retry succeeds (see _sync)."""
+        if self.disk_ok.is_set():
+            self.stats.errors["disk"] += 1
+            event(log, logging.ERROR, "disk-full", where=where, error=str(error),
+                  action=self.config.crawl.on_disk_full)
+            self.disk_ok = trio.Event()
+            self.disk_full.set()
+            self.nudge()
 
     def nudge(self) -> None:
         """Wake every resting visit (to notice a drain or a new config)."""
@@ -89,9 +107,15 @@ class CrawlContext:
 
     async def settle(self, frontier: Frontier) -> None:
         """End of a visit: fsync what it wrote (in a worker thread), then save its cursor."""
-        mark = frontier.mark()
-        fds = [*self.shared_fds(), os.dup(frontier.prepare_sync()[0])]
-        await trio.to_thread.run_sync(fsync_all, fds)
+        try:
+            mark = frontier.mark()
+            fds = [*self.shared_fds(), os.dup(frontier.prepare_sync()[0])]
+            await trio.to_thread.run_sync(fsync_all, fds)
+        except OSError as e:  # the cursor stays where the disk has the records: refetch later
+            if not is_disk_error(e):
+                raise
+            self.disk_trouble(e, "end of visit")
+            return
         frontier.save(mark)
 
 
@@ -168,6 +192,8 @@ class Crawler:
         self.config = config
         self.process = process
         self.until_idle = until_idle
+        self.exit_status = 0  # EX_TEMPFAIL after stopping on a full disk
+        self._unsettled: list[tuple[str, Outcome]] = []  # outcomes the full disk refused
         root = config.root
         self._lock = lock_process(root, process)
         self.queue = SiteQueue(queue_path(root, process))
@@ -199,6 +225,7 @@ class Crawler:
               until_idle=self.until_idle)
         try:
             async with trio.open_nursery() as nursery:
+                self._main_scope = nursery.cancel_scope
                 nursery.start_soon(self._watch_signals, nursery.cancel_scope)
                 nursery.start_soon(self._report)
                 nursery.start_soon(self._sync)
@@ -214,14 +241,24 @@ class Crawler:
             self.close()
 
     def close(self) -> None:
-        self.bundle.close()
-        self.catalog.add(self.ctx.captures)
-        self.ctx.captures = []
+        """Commit and close everything; on a full disk leave the bundle ``.open`` (the next start
+        repairs and indexes it) rather than close a file whose entries could not be committed."""
+        try:
+            self.bundle.sync()
+            self.catalog.add(self.ctx.captures)
+            self.ctx.captures = []
+            self.bundle.close()
+            self.spool.close()
+            self._write_status()
+        except (OSError, sqlite3.Error) as e:
+            if not is_disk_error(e):
+                raise
+            self.exit_status = self.exit_status or EX_TEMPFAIL
+            event(log, logging.ERROR, "stopped-on-full-disk", error=str(e),
+                  note="the open WARC bundle is repaired and indexed at the next start")
         self.catalog.close()
         self.lookup.close()
         self.dns_history.close()
-        self.spool.close()
-        self._write_status()
         self.queue.close()
         os.close(self._lock)
         event(log, logging.INFO, "crawler-stop", process=self.process,
@@ -266,9 +303,18 @@ class Crawler:
         include_deferred = not self.until_idle
         draining = self.ctx.draining
         while not draining.is_set():
-            origin = self.queue.claim(include_deferred=include_deferred)
+            if not self.ctx.disk_ok.is_set():
+                await self.ctx.disk_ok.wait()
+                continue
+            try:
+                origin = self.queue.claim(include_deferred=include_deferred)
+                due = None if origin else self.queue.next_due(include_deferred=include_deferred)
+            except sqlite3.Error as e:
+                if not is_disk_error(e):
+                    raise
+                self.ctx.disk_trouble(e, "site queue")
+                continue
             if origin is None:
-                due = self.queue.next_due(include_deferred=include_deferred)
                 if due is None and self.until_idle:
                     return
                 c = self.config.crawl
@@ -292,9 +338,22 @@ class Crawler:
             log.exception("site-crashed", extra={"fields": {"site": origin}})
             self.stats.errors["internal"] += 1
             outcome = Outcome("retry", f"internal error: {type(e).__name__}")
+        self._settle_site(origin, outcome)
+
+    def _settle_site(self, origin: str, outcome: Outcome) -> None:
+        """Record a visit's outcome in the site queue; on a full disk, try again after a sync."""
+        try:
+            self._record_outcome(origin, outcome)
+        except sqlite3.Error as e:
+            if not is_disk_error(e):
+                raise
+            self.ctx.disk_trouble(e, "site queue")
+            self._unsettled.append((origin, outcome))
+
+    def _record_outcome(self, origin: str, outcome: Outcome) -> None:
         if outcome.kind == "stopped":
             self.queue.release(origin)
-            event(log, logging.INFO, "site-stopped", site=origin, pages=self.stats.pages)
+            event(log, logging.INFO, "site-stopped", site=origin, reason=outcome.note)
             return
         if outcome.kind == "done":
             self.queue.finish(origin, outcome.note)
@@ -327,8 +386,14 @@ class Crawler:
     async def _report(self) -> None:
         while True:
             await trio.sleep(self.config.crawl.status_interval)
-            self.spool.tick(time.time())
-            status = self._write_status()
+            try:
+                self.spool.tick(time.time())
+                status = self._write_status()
+            except OSError as e:
+                if not is_disk_error(e):
+                    raise
+                self.ctx.disk_trouble(e, "status file")
+                continue
             log.info("progress", extra={"fields": {"summary": summary_line(status)}})
 
     async def _sync(self) -> None:
@@ -340,15 +405,40 @@ class Crawler:
             # Catalog entries are committed only once their records are on disk.
             # Marks first: every record of an entry committed by then is in the bundle's
             # buffer, which the flush below hands to the OS before the fsync.
-            captures, self.ctx.captures = self.ctx.captures, []
-            marks = [(frontier, frontier.mark()) for frontier in self.ctx.frontiers]
-            fds = self.ctx.shared_fds()
+            await self.sync_once()
+
+    async def sync_once(self) -> bool:
+        """One group commit; False (and fetching paused, or the process stopping) if the disk
+        refused a write. Entries and cursors not committed stay for the next try."""
+        ctx = self.ctx
+        captures, ctx.captures = ctx.captures, []
+        try:
+            marks = [(frontier, frontier.mark()) for frontier in ctx.frontiers]
+            fds = ctx.shared_fds()
             fds += [os.dup(frontier.prepare_sync()[0]) for frontier, _ in marks]
             with trio.CancelScope(shield=True):  # a stop must not lose the entries taken
                 await trio.to_thread.run_sync(self._persist, fds, captures)
-            for frontier, mark in marks:
-                if frontier in self.ctx.frontiers:  # still open (a visit that ended saved its own)
-                    frontier.save(mark)
+        except (OSError, sqlite3.Error) as e:
+            if not is_disk_error(e):
+                raise
+            ctx.captures[:0] = captures  # committed by a later try (adding twice is harmless)
+            ctx.disk_trouble(e, "sync")
+            if self.config.crawl.on_disk_full == "exit":
+                self.exit_status = EX_TEMPFAIL
+                self._main_scope.cancel()
+            return False
+        for frontier, mark in marks:
+            if frontier in ctx.frontiers:  # still open (a visit that ended saved its own)
+                frontier.save(mark)
+        if not ctx.disk_ok.is_set() and ctx.bundle.error is None:
+            unsettled, self._unsettled = self._unsettled, []
+            for origin, outcome in unsettled:
+                self._settle_site(origin, outcome)
+            if not self._unsettled:
+                event(log, logging.WARNING, "disk-ok", resumed=True)
+                ctx.disk_full = trio.Event()
+                ctx.disk_ok.set()
+        return True
 
     def _persist(self, fds: list[int], captures: list[Capture]) -> None:
         """In a worker thread: fsync, then commit the catalog entries of what was fsynced."""

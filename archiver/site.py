@@ -26,6 +26,7 @@ from archiver import extract, robots, urls
 from archiver.bloom import GrowingBloom
 from archiver.bundle import payload_digest
 from archiver.catalog import Capture, CatalogError
+from archiver.durable import is_disk_error
 from archiver.fetch import FetchResult, HttpClient, decode_body
 from archiver.frontier import Entry, Frontier, site_dir
 from archiver.logs import event
@@ -65,7 +66,8 @@ def media_type(value: str | None) -> tuple[str, str | None]:
 
 
 class _Draining(Exception):
-    """The process is draining (SIGTERM): the visit stops before its next fetch."""
+    """The process is draining (SIGTERM) or the disk is full: the visit stops before its next
+    fetch and the site goes back to the queue."""
 
 
 def rest_policy(config: Config) -> RestPolicy:
@@ -131,7 +133,12 @@ class SiteVisit:
                 return Outcome("retry", "robots.txt unavailable")
             return await self._crawl()
         except _Draining:
-            return Outcome("stopped", "draining")
+            return Outcome("stopped", "draining" if ctx.disk_ok.is_set() else "disk full")
+        except (OSError, sqlite3.Error) as e:
+            if not is_disk_error(e):
+                raise
+            ctx.disk_trouble(e, f"site {self.origin}")
+            return Outcome("stopped", "disk full")
         finally:
             ctx.stats.active.pop(self.origin, None)
             try:
@@ -188,12 +195,13 @@ class SiteVisit:
         """Wait out the site's rest; True (at once) if the process is draining. A reload that
         shortens the rest ends it sooner."""
         ctx = self.ctx
-        while not ctx.draining.is_set() and trio.current_time() < self.next_at:
+        while (not ctx.draining.is_set() and ctx.disk_ok.is_set()
+               and trio.current_time() < self.next_at):
             wake = ctx.wake
             with trio.move_on_at(self.next_at):
                 await wake.wait()
             self._follow_config()
-        return ctx.draining.is_set()
+        return ctx.draining.is_set() or not ctx.disk_ok.is_set()
 
     def _follow_config(self) -> None:
         """After SIGHUP: the new rests and limits apply from now on, to the rest under way too."""
@@ -265,7 +273,9 @@ class SiteVisit:
     async def _fetch(self, url: str) -> FetchResult:
         """Rest, fetch ``url``, write the exchange to the WARC bundle, set the next rest."""
         ctx, stats = self.ctx, self.ctx.stats
-        if await self._rest():
+        if ctx.bundle.error is not None:  # the WARC could not be written: stop fetching
+            ctx.disk_trouble(ctx.bundle.error, "warc")
+        if not ctx.disk_ok.is_set() or await self._rest():
             raise _Draining
         stats.active[self.origin]["url"] = url
         host = urls.origin_parts(urls.origin(url))[1]
