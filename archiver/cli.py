@@ -70,6 +70,18 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     return crawler.exit_status
 
 
+def cmd_seeds(args: argparse.Namespace) -> int:
+    cfg = _config(args)
+    logs.setup(cfg.log.level)
+    try:
+        seeds = read_seeds(Path(args.file))
+    except SeedError as e:
+        return _fail(str(e))
+    added = enqueue_seeds(cfg, 0, seeds, recrawl=args.recrawl)
+    print(f"seeds: {len(seeds)} seeds, {added} sites new to the queues")
+    return 0
+
+
 def cmd_links(args: argparse.Namespace) -> int:
     cfg = _config(args)
     logs.setup(cfg.log.level)
@@ -354,6 +366,14 @@ def parser() -> argparse.ArgumentParser:
                        help="visit finished sites again (the seed sites, or every site of this "
                             "process without --seeds); unchanged pages become revisit records")
     crawl.set_defaults(func=cmd_crawl)
+
+    seeds_ = verbs.add_parser(
+        "seeds", help="queue seed sites (each in its owning process's queue) without crawling; "
+                      "safe while crawlers run")
+    seeds_.add_argument("file", help="file of seed URLs or host names, one a line")
+    seeds_.add_argument("--config", required=True, help="the TOML config file")
+    seeds_.add_argument("--recrawl", action="store_true", help="queue finished seed sites again")
+    seeds_.set_defaults(func=cmd_seeds)
 
     links = verbs.add_parser("links", help="the external-link batch (holds the global bitmap)")
     links_verbs = links.add_subparsers(dest="links_verb", required=True)

@@ -19,12 +19,11 @@ from pathlib import Path
 
 import trio
 
-from archiver import __version__, logs, urls
+from archiver import __version__, urls
 from archiver.addresses import AddressSlots
 from archiver.bundle import BundleWriter
 from archiver.catalog import Capture, Catalog
-from archiver.config import Config, ConfigError, reloaded
-from archiver.config import load as load_config
+from archiver.config import Config
 from archiver.dnshistory import DnsHistory
 from archiver.dnsresolver import DnsResolver
 from archiver.durable import fsync_all, is_disk_error
@@ -32,6 +31,7 @@ from archiver.frontier import Frontier, FrontierBusy, site_dir
 from archiver.logs import event
 from archiver.outlinks import SpoolWriter
 from archiver.recovery import recover_bundles
+from archiver.reload import reread
 from archiver.resolve import Resolver
 from archiver.site import Outcome, SiteVisit
 from archiver.sitequeue import SiteQueue, process_for, queue_path
@@ -283,21 +283,11 @@ class Crawler:
                     self._slots_scope.deadline = trio.current_time() + timeout
 
     def reload(self) -> None:
-        """Re-read the config file; a file that fails validation is refused and the old one stays."""
-        path = self.config.path
-        if path is None:
-            return
-        try:
-            new = load_config(path)
-        except ConfigError as e:
-            event(log, logging.ERROR, "reload-refused", error=str(e))
-            return
-        new, kept = reloaded(self.config, new)
-        self.config = self.ctx.config = new
-        logs.set_level(new.log.level)
-        self.ctx.nudge()
-        event(log, logging.INFO, "reloaded", config=str(path),
-              needs_restart=",".join(kept) or None)
+        """SIGHUP: new rests, limits and log level apply at once (see archiver.reload)."""
+        new = reread(self.config)
+        if new is not None:
+            self.config = self.ctx.config = new
+            self.ctx.nudge()
 
     async def _slot(self, number: int) -> None:
         include_deferred = not self.until_idle

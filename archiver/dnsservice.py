@@ -20,6 +20,7 @@ from archiver.config import Config
 from archiver.dnshistory import DnsHistory
 from archiver.dnsresolver import DnsResolver, RefreshStats, refresh
 from archiver.logs import event
+from archiver.reload import reread
 from archiver.resolve import parse_hosts
 from archiver.sitequeue import SiteQueue
 
@@ -78,15 +79,19 @@ async def refresh_pass(config: Config, history: DnsHistory, extra: Iterable[str]
 async def run_service(config: Config, extra: Iterable[str] = ()) -> None:
     """Refresh every ``dns.refresh_interval`` until SIGINT/SIGTERM."""
     extra = list(extra)
+    current = [config]
     with DnsHistory(config.root / "dns.sqlite") as history, \
-            trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
         async with trio.open_nursery() as nursery:
-            async def stop() -> None:
+            async def watch() -> None:
                 async for signum in signals:
+                    if signum == signal.SIGHUP:  # [dns] settings apply from the next pass
+                        current[0] = reread(current[0]) or current[0]
+                        continue
                     event(log, logging.INFO, "stopping", signal=signal.Signals(signum).name)
                     nursery.cancel_scope.cancel()
 
-            nursery.start_soon(stop)
+            nursery.start_soon(watch)
             while True:
-                await refresh_pass(config, history, extra)
-                await trio.sleep(config.dns.refresh_interval)
+                await refresh_pass(current[0], history, extra)
+                await trio.sleep(current[0].dns.refresh_interval)

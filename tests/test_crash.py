@@ -166,3 +166,30 @@ def wait_line(proc: subprocess.Popen[str], needle: str, pages_over: int | None =
             if pages > pages_over:
                 return True
     return False
+
+
+def test_the_dns_and_replay_services_reload_on_sighup_and_stop_cleanly(tmp_path):
+    from archiver.catalog import Catalog as MakeCatalog
+
+    cfg = tmp_path / "archiver.toml"
+    good = ('[archive]\nroot = "archive"\n[dns]\nhosts_file = ""\nnameservers = ["127.0.0.1:9"]\n'
+            'timeout = 0.2\n[log]\nlevel = "info"\n')
+    cfg.write_text(good)
+    MakeCatalog(tmp_path / "archive" / "catalog", 1000).close()
+    for command, ready in ((["dns"], "event=dns-pass"),
+                           (["replay", "--listen", "127.0.0.1:0"], "Running on")):
+        proc = subprocess.Popen([*ARCHIVER, *command, "--config", str(cfg)],
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            assert wait_line(proc, ready), command
+            cfg.write_text(good + "[bogus]\n")
+            proc.send_signal(signal.SIGHUP)
+            assert wait_line(proc, "event=reload-refused"), command
+            cfg.write_text(good.replace('"info"', '"warning"'))
+            proc.send_signal(signal.SIGHUP)
+            assert wait_line(proc, "event=reloaded"), command
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=30) == 0, command
+        finally:
+            proc.kill()
+        cfg.write_text(good)

@@ -14,6 +14,7 @@ from hypercorn.trio import serve
 
 from archiver.catalog import CatalogError
 from archiver.config import Config
+from archiver.reload import reread
 from archiver.replay.app import create_app
 
 DEFAULT_LISTEN = "127.0.0.1:8080"
@@ -73,12 +74,16 @@ def _bound_socket(host: str, port: int) -> int:
     return sock.detach()
 
 
-async def _serve(app: object, hyper: HyperConfig) -> None:
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+async def _serve(app: object, hyper: HyperConfig, config: Config) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
 
         async def stop() -> None:
-            async for _ in signals:
-                return
+            current = config
+            async for signum in signals:
+                if signum != signal.SIGHUP:
+                    return
+                # The log level applies at once; the rest of the config at the next start.
+                current = reread(current) or current
 
         await serve(app, hyper, shutdown_trigger=stop)  # type: ignore[arg-type]
 
@@ -101,5 +106,5 @@ def run(config: Config, listen: str = DEFAULT_LISTEN) -> int:
         app.state.archive.close()
         print(f"archiver replay: cannot listen on {listen}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    trio.run(partial(_serve, app, hypercorn_config(f"fd://{fd}")))
+    trio.run(partial(_serve, app, hypercorn_config(f"fd://{fd}"), config))
     return 0
