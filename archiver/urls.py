@@ -347,6 +347,21 @@ def _remove_dot_segments(path: str) -> str:
     return "/" + "/".join(out)
 
 
+# URLs that ``normalize`` returns unchanged, in their commonest shape: a lower-case host name of
+# ASCII labels ending in a letter label (no IP address, no port), a path and query of characters
+# that stay raw, no dot segment, no "%". ``is_normal`` is a fast test for the external-link batch,
+# whose input mostly came out of ``normalize`` already; anything else takes the full path.
+_NORMAL = re.compile(
+    r"https?://(?=[^/]{1,253}/)(?:[a-z0-9_-]{1,63}\.)*[a-z][a-z0-9_-]{0,62}"
+    r"(?!.*/\.\.?(?:[/?]|$))/[A-Za-z0-9._~!$&'()*+,;=:@/-]*(?:\?[A-Za-z0-9._~!$&'()*+,;=:@/?-]*)?"
+)
+
+
+def is_normal(url: str) -> bool:
+    """True only if ``normalize(url) == url`` (a fast, conservative check: False says nothing)."""
+    return _NORMAL.fullmatch(url) is not None
+
+
 def origin(url: str) -> str:
     """'scheme://host' or 'scheme://host:port' (default port omitted) of a normalised URL."""
     return url[: url.find("/", 8)]

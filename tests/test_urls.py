@@ -329,3 +329,27 @@ def test_path_segments(url, expected):
 def test_signed_or_underscored_ipv4_parts_never_raise(url):
     result = normalize(url)
     assert result is None or result.startswith("http://")
+
+
+def test_is_normal_accepts_only_fixed_points_of_normalize():
+    import random
+
+    from archiver.urls import is_normal
+    rng = random.Random(5)
+    pieces = ["http://", "https://", "a", "B", "0", "1.2.3.4", "xn--bcher-kva", "-", "_", ".", "..",
+              "/", "//", "/./", "/../", "/.", "?", "#", "%7e", "%2F", ":80", ":8080", "'", "[",
+              "|", " ", "é", "~", "=", "&", "@", "a.test", "www.example.org", "x" * 64]
+    accepted = 0
+    for _ in range(60_000):
+        url = "".join(rng.choice(pieces) for _ in range(rng.randint(2, 9)))
+        if rng.random() < 0.5:
+            url = rng.choice(["http://", "https://"]) + rng.choice(["a.test", "b.example.org"]) + url
+        if is_normal(url):
+            accepted += 1
+            assert normalize(url) == url, url
+    assert accepted > 500                               # the check is not vacuous
+    for url in ["http://a.test/", "https://www.example.org/a/b.html?x=1&y='2'", "http://a_b.test/.x"]:
+        assert is_normal(url) and normalize(url) == url
+    for url in ["http://a.test:8080/", "http://1.2.3.4/", "http://a.test/%7E", "http://a.test/./x",
+                "http://A.test/", "http://a.test", "http://a.test/x/..", "http://a.test/x/..?q"]:
+        assert not is_normal(url)

@@ -81,6 +81,10 @@ def main() -> None:
           f"{totals.checkpoints} checkpoints")
     print(f"{totals.lines / wall:,.0f} URLs/s wall, {totals.lines / cpu:,.0f} URLs/s CPU "
           f"({cpu / totals.lines * 1e6:.2f} µs CPU per URL)")
+    reading = wall - totals.checkpoint_seconds
+    print(f"of which {totals.checkpoint_seconds:.1f} s in checkpoints (crawl-queue appends to "
+          f"{totals.new_sites:,} sites, bitmap saves); reading and testing alone: "
+          f"{totals.lines / reading:,.0f} URLs/s")
     print(f"bitmap {bitmap_mib:.1f} MiB, fp now {fp:.2e}; peak RSS {rss:.0f} MiB")
     if profiler:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
