@@ -193,3 +193,31 @@ def test_the_dns_and_replay_services_reload_on_sighup_and_stop_cleanly(tmp_path)
         finally:
             proc.kill()
         cfg.write_text(good)
+
+
+def test_a_fetch_that_hangs_is_cancelled_when_the_drain_time_runs_out(tmp_path):
+    spec = WebSpec(sites=1, pages_per_site=3, port=0, trap=False, hostile=True)
+    with run_demo_process(spec) as (web, _port, _proc):
+        cfg = write_config(tmp_path, web, min_rest=0.02, first_byte_timeout=60.0,
+                           total_timeout=120.0, drain_timeout=1.0)
+        hostile = next(o for o in web.origins() if "//hostile." in o)
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text(f"{hostile}/hang\n")
+        proc = subprocess.Popen([*ARCHIVER, "crawl", "--config", str(cfg), "--seeds", str(seeds)],
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            status = load(cfg).root / "state" / "crawl-0.json"
+            deadline = time.monotonic() + 30
+            while f"{hostile}/hang" not in (status.read_text() if status.exists() else ""):
+                assert time.monotonic() < deadline, "the crawler never reached /hang"
+                time.sleep(0.05)                       # the crawler is another process: poll
+            started = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=30) == 0
+            stopped = time.monotonic() - started
+            log = proc.stderr.read()
+        finally:
+            proc.kill()
+    assert stopped < 1.0 + 4.0                         # drain_timeout, then closing: not 60 s
+    assert "event=drain-timeout" in log
+    assert not list((load(cfg).root / "warcs").glob("*.open"))
