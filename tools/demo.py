@@ -69,7 +69,10 @@ def main() -> int:
     for path in warcs:
         print(f"  {path.name}")
     print(f"status: archiver status --config {work / 'archiver.toml'}")
-    print(f"external links spooled for the batch: {work / 'archive' / 'outlinks'}")
+    print(f"external links spooled for the batch: {work / 'archive' / 'outlinks'} "
+          f"(archiver links run --once --config {work / 'archiver.toml'})")
+    print(f"replay: archiver replay --config {work / 'archiver.toml'}  "
+          "(then open http://127.0.0.1:8080/)")
     return 0
 
 
