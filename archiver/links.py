@@ -274,13 +274,11 @@ class LinkBatch:
         touched = set(self._pending) | set(self._inlinks)
         now = time.time()
         with self._transaction():
-            before = self._db.execute("SELECT count(*) FROM sites").fetchone()[0]
+            self.totals.new_sites += self._db.executemany(
+                "INSERT OR IGNORE INTO sites (origin) VALUES (?)", [(o,) for o in touched]).rowcount
             self._db.executemany(
-                "INSERT INTO sites (origin, inlinks, dirty) VALUES (?, ?, ?) ON CONFLICT (origin) "
-                "DO UPDATE SET inlinks = inlinks + excluded.inlinks, "
-                "dirty = max(dirty, excluded.dirty)",
-                [(o, self._inlinks.get(o, 0), 2 if o in self._pending else 1) for o in touched])
-            self.totals.new_sites += self._db.execute("SELECT count(*) FROM sites").fetchone()[0] - before
+                "UPDATE sites SET inlinks = inlinks + ?, dirty = max(dirty, ?) WHERE origin = ?",
+                [(self._inlinks.get(o, 0), 2 if o in self._pending else 1, o) for o in touched])
             self._db.executemany(
                 "INSERT INTO ledger (name, generation, lines, new_urls, bad, done) "
                 "VALUES (?, ?, ?, ?, ?, ?)",

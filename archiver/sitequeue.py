@@ -92,16 +92,15 @@ class SiteQueue:
         now = time.time() if now is None else now
         with self._db:
             self._db.execute("BEGIN IMMEDIATE")
-            before = self._db.execute("SELECT count(*) FROM sites").fetchone()[0]
-            self._db.executemany(
-                "INSERT INTO sites (origin, added, inlinks) VALUES (?, ?, ?) "
-                "ON CONFLICT (origin) DO UPDATE SET inlinks=excluded.inlinks",
-                [(origin, now, inlinks) for origin, inlinks, _ in sites])
+            added = self._db.executemany(
+                "INSERT OR IGNORE INTO sites (origin, added) VALUES (?, ?)",
+                [(origin, now) for origin, _, _ in sites]).rowcount
+            self._db.executemany("UPDATE sites SET inlinks=? WHERE origin=?",
+                                 [(inlinks, origin) for origin, inlinks, _ in sites])
             self._db.executemany(
                 "UPDATE sites SET state='waiting', due=? WHERE origin=? AND state='done'",
                 [(now, origin) for origin, _, woken in sites if woken])
-            after = self._db.execute("SELECT count(*) FROM sites").fetchone()[0]
-        return after - before
+        return added
 
     def claim(self, *, include_deferred: bool, now: float | None = None) -> str | None:
         """Take the most linked-to site that is due, mark it active, and return it."""
