@@ -112,6 +112,14 @@ class RepairReport:
     final_path: Path
 
 
+def _exchange_fields(url: str, ip: str | None, date: datetime) -> list[tuple[str, str]]:
+    """WARC-Date, WARC-Target-URI and WARC-IP-Address: what both records of an exchange carry."""
+    fields = [("WARC-Date", _warc_date(date)), ("WARC-Target-URI", _check_uri(url))]
+    if ip:
+        fields.append(("WARC-IP-Address", _check_field("ip", ip)))
+    return fields
+
+
 def payload_digest(payload: bytes) -> str:
     """The WARC-Payload-Digest warcio writes for ``payload``: ``sha1:`` and base32 (WARC 1.1 §5.9)."""
     return "sha1:" + base64.b32encode(hashlib.sha1(payload).digest()).decode("ascii")
@@ -208,9 +216,7 @@ class BundleWriter:
         truncated: str | None = None,
     ) -> Written:
         """Append a ``response`` record and its ``request`` record (WARC-Concurrent-To it)."""
-        common = [("WARC-Date", _warc_date(date)), ("WARC-Target-URI", _check_uri(url))]
-        if ip:
-            common.append(("WARC-IP-Address", _check_field("ip", ip)))
+        common = _exchange_fields(url, ip, date)
         response_id = StatusAndHeadersParser.make_warc_id()
         extra = [("WARC-Truncated", _check_token("truncated", truncated))] if truncated else []
         response = self._record(
@@ -265,9 +271,7 @@ class BundleWriter:
         The payload equals that of the capture of ``refers_to_url`` at ``refers_to_date``: only the
         response head is stored (WARC 1.1 section 6.7.2), the way Heritrix and wget deduplicate.
         """
-        common = [("WARC-Date", _warc_date(date)), ("WARC-Target-URI", _check_uri(url))]
-        if ip:
-            common.append(("WARC-IP-Address", _check_field("ip", ip)))
+        common = _exchange_fields(url, ip, date)
         revisit_id = StatusAndHeadersParser.make_warc_id()
         refers = [
             ("WARC-Profile", REVISIT_PROFILE),

@@ -146,6 +146,10 @@ class Capture:
         One addition: ``redirect`` (the CDX 11 field of that name) after the others when set.
         pywb keeps unknown CDXJ fields and ignores them, and from_cdxj reads it back.
         """
+        return f"{self.urlkey} {self.timestamp} {json.dumps(self.cdxj_fields())}"
+
+    def cdxj_fields(self) -> dict[str, str]:
+        """The JSON part of ``to_cdxj``, in its order: string values, absent when unknown."""
         fields: dict[str, str] = {"url": self.url}
         mime = _REVISIT_MIME if self.rectype == "revisit" else self.mime
         if mime != "-":
@@ -158,7 +162,7 @@ class Capture:
         fields["filename"] = self.filename
         if self.redirect is not None:
             fields["redirect"] = self.redirect
-        return f"{self.urlkey} {self.timestamp} {json.dumps(fields)}"
+        return fields
 
     @classmethod
     def from_cdxj(cls, line: str) -> Capture:

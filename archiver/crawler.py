@@ -109,7 +109,7 @@ class CrawlContext:
         """End of a visit: fsync what it wrote (in a worker thread), then save its cursor."""
         try:
             mark = frontier.mark()
-            fds = [*self.shared_fds(), os.dup(frontier.prepare_sync()[0])]
+            fds = [*self.shared_fds(), os.dup(frontier.prepare_sync())]
             await trio.to_thread.run_sync(fsync_all, fds)
         except OSError as e:  # the cursor stays where the disk has the records: refetch later
             if not is_disk_error(e):
@@ -405,7 +405,7 @@ class Crawler:
         try:
             marks = [(frontier, frontier.mark()) for frontier in ctx.frontiers]
             fds = ctx.shared_fds()
-            fds += [os.dup(frontier.prepare_sync()[0]) for frontier, _ in marks]
+            fds += [os.dup(frontier.prepare_sync()) for frontier, _ in marks]
             with trio.CancelScope(shield=True):  # a stop must not lose the entries taken
                 await trio.to_thread.run_sync(self._persist, fds, captures)
         except (OSError, sqlite3.Error) as e:

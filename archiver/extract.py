@@ -233,8 +233,9 @@ def _css_unescape_one(match: re.Match[str]) -> str:
     return "" if newline else char
 
 
-def _css_urls(text: str) -> Iterator[tuple[str, bool]]:
-    """Raw URLs of `url()` and `@import` in a stylesheet, with True for imports."""
+def css_references(text: str) -> Iterator[tuple[re.Match[str], int, str]]:
+    """Each `url()` and `@import` reference of a stylesheet: its match, the group holding the
+    value (1-3 for url(), 4-6 for @import; 3 and 6 unquoted) and the value unescaped."""
     for match in _CSS_TOKENS.finditer(text):
         group = match.lastindex
         if group is None:
@@ -245,6 +246,12 @@ def _css_urls(text: str) -> Iterator[tuple[str, bool]]:
         value = match.group(group)
         if "\\" in value:
             value = _CSS_ESCAPE.sub(_css_unescape_one, value)
+        yield match, group, value
+
+
+def _css_urls(text: str) -> Iterator[tuple[str, bool]]:
+    """Raw URLs of `url()` and `@import` in a stylesheet, with True for imports."""
+    for _, group, value in css_references(text):
         url = _clean(value)
         if url:
             yield url, group > 3

@@ -293,19 +293,20 @@ class Frontier:
 
     def sync(self) -> None:
         """Make the log and then the cursor durable (the cursor never runs ahead of its log)."""
-        for fd in self.prepare_sync():
-            os.fsync(fd)
+        os.fsync(self.prepare_sync())
+        os.fsync(self._cursor_fd)
 
-    def prepare_sync(self) -> tuple[int, int]:
-        """Hand buffered lines to the OS; the descriptors to fsync, in order (log, cursor).
+    def prepare_sync(self) -> int:
+        """Hand buffered lines to the OS; the log's descriptor to fsync.
 
-        The crawler fsyncs them in a worker thread so the event loop never waits on the disk.
+        The crawler fsyncs it in a worker thread so the event loop never waits on the disk. The
+        cursor needs no fsync there: ``save`` writes it only once its pages are durable.
         """
         self._flush()
         for directory in self._new_dirs:
             fsync_directory(directory)
         self._new_dirs = []
-        return self._writer.fileno(), self._cursor_fd
+        return self._writer.fileno()
 
     def close(self) -> None:
         """Write out the log and close; not fsynced (call ``sync`` first for that)."""

@@ -193,19 +193,7 @@ def parse_query(params: Iterable[tuple[str, str]]) -> CdxQuery:
 
 def record(capture: Capture) -> dict[str, str]:
     """A capture's fields as pywb reads them from our CDXJ line: strings, missing when unknown."""
-    out = {"urlkey": capture.urlkey, "timestamp": capture.timestamp, "url": capture.url}
-    mime = "warc/revisit" if capture.rectype == "revisit" else capture.mime
-    if mime != "-":
-        out["mime"] = mime
-    if capture.status is not None:
-        out["status"] = str(capture.status)
-    out["digest"] = capture.digest
-    out["length"] = str(capture.length)
-    out["offset"] = str(capture.offset)
-    out["filename"] = capture.filename
-    if capture.redirect is not None:
-        out["redirect"] = capture.redirect
-    return out
+    return {"urlkey": capture.urlkey, "timestamp": capture.timestamp, **capture.cdxj_fields()}
 
 
 def select(query: CdxQuery, captures: Iterable[Capture]) -> Iterator[tuple[dict[str, str], str]]:

@@ -32,7 +32,7 @@ from html.entities import html5
 from archiver import urls
 
 # Shared with link extraction so that rewriting sees exactly the links the crawler followed.
-from archiver.extract import _CSS_ESCAPE, _CSS_TOKENS, _SRCSET_CANDIDATE, _css_unescape_one, _html_bytes
+from archiver.extract import _SRCSET_CANDIDATE, _html_bytes, css_references
 from archiver.extract import decode_text as css_text
 from archiver.timestamps import to_datetime
 
@@ -170,16 +170,7 @@ def _css(text: str, links: _Links) -> str:
     """A stylesheet with every ``url()`` and ``@import`` pointing into the archive."""
     out: list[str] = []
     last = 0
-    for match in _CSS_TOKENS.finditer(text):
-        group = match.lastindex
-        if group is None:
-            continue
-        start = match.start()
-        if group <= 3 and start and (text[start - 1].isalnum() or text[start - 1] in "_-\\"):
-            continue  # "myurl(" is another function
-        value = match.group(group)
-        if "\\" in value:
-            value = _CSS_ESCAPE.sub(_css_unescape_one, value)
+    for match, group, value in css_references(text):
         new = links.rewrite(value, IMAGE if group <= 3 else STYLE)
         if new is None:
             continue
