@@ -14,7 +14,6 @@ import struct
 from typing import BinaryIO
 
 import mmh3
-import numpy as np
 from bitarray import bitarray
 
 _hash128 = mmh3.hash128
@@ -84,6 +83,10 @@ class BloomBitmap:
         The same bits as ``add``; the one difference is that two different keys of one call are
         not tested against each other's bits (a key repeated in ``keys`` is new once only).
         """
+        # Imported here: only the external-link batch needs numpy, and it would add ~15 MiB to
+        # every crawler process, whose per-site bitmaps add one key at a time.
+        import numpy as np
+
         unique = list(dict.fromkeys(keys))
         if not unique:
             return []
