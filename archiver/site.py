@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from archiver import extract, robots, urls
+from archiver import pagelinks, robots, urls
 from archiver.bloom import GrowingBloom
 from archiver.bundle import payload_digest
 from archiver.catalog import Capture, CatalogError
@@ -40,29 +40,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("archiver.site")
 
-HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-CSS_TYPES = frozenset({"text/css"})
-
-
 @dataclass(frozen=True)
 class Outcome:
     """How a visit ended: ``done`` (finished or stopped by a site limit) or ``retry`` (come back later)."""
 
     kind: str  # "done", "retry", or "stopped" (the process is draining: back to the queue)
     note: str = ""
-
-
-def media_type(value: str | None) -> tuple[str, str | None]:
-    """``text/html; charset=UTF-8`` -> (``text/html``, ``UTF-8``)."""
-    if not value:
-        return "", None
-    mime, _, params = value.partition(";")
-    charset = None
-    for param in params.split(";"):
-        key, _, val = param.partition("=")
-        if key.strip().lower() == "charset":
-            charset = val.strip().strip("\"'") or None
-    return mime.strip().lower(), charset
 
 
 class _Draining(Exception):
@@ -350,30 +333,13 @@ class SiteVisit:
                      if c.rectype == "response" and c.digest == digest), None)
 
     def _route_links(self, entry: Entry, result: FetchResult) -> None:
-        status = result.status or 0
-        if 300 <= status < 400:
-            location = result.header("location")
-            if location:
-                self._route(urls.normalize(location, entry.url), entry.depth, redirect=True)
-            return
-        if not 200 <= status < 300:
-            return
-        mime, charset = media_type(result.header("content-type"))
-        if mime not in HTML_TYPES and mime not in CSS_TYPES:
-            return
-        body = decode_body(result.body, result.header("content-encoding"),
-                           self.ctx.config.crawl.max_decoded_size)
-        depth = entry.depth + 1
-        if mime in CSS_TYPES:
-            for link in extract.extract_css(extract.decode_text(body, charset)):
-                self._route(urls.normalize(link.url, entry.url), depth)
-            return
-        found = extract.extract_html(body, charset)
-        base = entry.url
-        if found.base:
-            base = urls.normalize(found.base, entry.url) or entry.url
-        for link in found.links:
-            self._route(urls.normalize(link.url, base), depth)
+        headers = {name: value for name in ("content-type", "content-encoding", "location")
+                   if (value := result.header(name)) is not None}
+        found = pagelinks.links_in_response(entry.url, result.status or 0, headers, result.body,
+                                            max_decoded_size=self.ctx.config.crawl.max_decoded_size)
+        depth = entry.depth if found.redirect else entry.depth + 1
+        for ref in found.refs:
+            self._route(urls.normalize(ref, found.base), depth, redirect=found.redirect)
 
     def _route(self, url: str | None, depth: int, *, redirect: bool = False) -> None:
         """Queue a same-site link (after the guards) or spool an external one."""
