@@ -32,9 +32,12 @@ def _config(args: argparse.Namespace) -> config.Config:
     if not getattr(args, "config", None):
         raise SystemExit(_fail("--config FILE is required"))
     try:
-        return config.load(args.config)
+        cfg = config.load(args.config)
     except config.ConfigError as e:
         raise SystemExit(_fail(str(e))) from None
+    for notice in cfg.notices:
+        print(f"archiver: warning: {notice}", file=sys.stderr)
+    return cfg
 
 
 def _fail(message: str) -> int:

@@ -40,17 +40,22 @@ class CrawlConfig:
     min_rest: float = 3.0
     max_rest: float = 30.0
     rest_factor: float = 5.0
-    # 429/503 back-off: Retry-After honoured up to max_retry_after; without it the rest grows from
-    # backoff_start, doubling per answer up to max_backoff, and shrinks by backoff_recovery per good fetch.
+    # 429/503 (see archiver.politeness): Retry-After is waited out as given, up to max_retry_after;
+    # without it the back-off doubles from backoff_start up to max_backoff and is gone after
+    # backoff_recovery_fetches other answers. The URL goes back to the crawl queue, never dropped;
+    # max_rate_limited such answers in a row end the visit (the site is retried later).
     max_retry_after: float = 600.0
     backoff_start: float = 5.0
     max_backoff: float = 600.0
-    backoff_recovery: float = 0.8
-    retries_per_url: int = 2
+    backoff_recovery_fetches: int = 8
+    max_rate_limited: int = 10
     # A site whose robots.txt is unreachable or 5xx, or whose server fails max_failures times in a
     # row, goes back to the queue after retry_delay (doubling per attempt); after site_retries
     # attempts it is deferred for defer_delay and --until-idle stops waiting for it.
     max_failures: int = 5
+    # An unexpected error while handling one URL costs that URL (logged with its traceback, counted
+    # as errors=internal); only this many in a row end the visit.
+    max_internal_errors: int = 5
     site_retries: int = 3
     retry_delay: float = 60.0
     defer_delay: float = 6 * 3600.0
@@ -60,6 +65,9 @@ class CrawlConfig:
     max_depth: int = 100
     max_url_length: int = 2048
     max_repeated_segments: int = 3
+    # Fetched pages of one URL shape (path and query with digit runs as "#") that found no new link
+    # of another shape, before new links of that shape are skipped (calendars, endless pagination).
+    max_per_shape: int = 40
     # Per-fetch limits. A response is held in memory until written, so max_response_size bounds
     # memory per active site; max_decoded_size caps decompression for link extraction (gzip bombs).
     connect_timeout: float = 10.0
@@ -146,13 +154,23 @@ class Config:
     outlinks: OutlinksConfig = field(default_factory=OutlinksConfig)
     links: LinksConfig = field(default_factory=LinksConfig)
     log: LogConfig = field(default_factory=LogConfig)
+    # Warnings about the file that do not stop it from loading (retired keys), for the caller to show.
+    notices: tuple[str, ...] = ()
 
     @property
     def root(self) -> Path:
         return self.archive.root
 
 
-_SECTIONS = {f.name: f.type for f in dataclasses.fields(Config) if f.name != "path"}
+# Keys older configs may still hold: accepted with a warning and otherwise ignored.
+RETIRED = {
+    ("crawl", "retries_per_url"): "a URL answered 429/503 now goes back to the crawl queue until "
+                                  "it is fetched; it is never dropped after a fixed count",
+    ("crawl", "backoff_recovery"): "the back-off now recovers linearly: see "
+                                   "crawl.backoff_recovery_fetches",
+}
+
+_SECTIONS = {f.name: f.type for f in dataclasses.fields(Config) if f.name not in ("path", "notices")}
 _LEVELS = ("debug", "info", "warning", "error")
 _POSITIVE = {
     ("crawl", "processes"), ("crawl", "sites_per_process"), ("crawl", "connections_per_address"),
@@ -161,7 +179,9 @@ _POSITIVE = {
     ("crawl", "connect_timeout"), ("crawl", "first_byte_timeout"), ("crawl", "total_timeout"),
     ("crawl", "max_response_size"), ("crawl", "max_header_size"), ("crawl", "max_decoded_size"),
     ("crawl", "site_bitmap_bits"), ("crawl", "status_interval"), ("crawl", "poll_interval"),
-    ("crawl", "max_failures"), ("crawl", "drain_timeout"), ("dns", "timeout"), ("dns", "refresh_interval"),
+    ("crawl", "max_failures"), ("crawl", "max_internal_errors"), ("crawl", "max_rate_limited"),
+    ("crawl", "backoff_recovery_fetches"), ("crawl", "max_per_shape"), ("crawl", "drain_timeout"),
+    ("dns", "timeout"), ("dns", "refresh_interval"),
     ("dns", "concurrency"), ("warc", "max_size"),
     ("outlinks", "max_lines"), ("outlinks", "max_age"), ("catalog", "shards"),
     ("links", "expected_urls"), ("links", "bits_per_url"), ("links", "checkpoint_urls"),
@@ -206,16 +226,17 @@ def from_dict(data: dict[str, Any], path: Path | None = None) -> Config:
     where = str(path) if path else "<config>"
     base = path.resolve().parent if path else Path.cwd()
     sections: dict[str, Any] = {}
+    notices: list[str] = []
     for name, value in data.items():
         if name not in _SECTIONS:
             raise ConfigError(f"{where}: unknown section [{name}] (known: {', '.join(_SECTIONS)})")
         if not isinstance(value, dict):
             raise ConfigError(f"{where}: [{name}] must be a table")
-        sections[name] = _section(where, base, name, _section_class(name), value)
+        sections[name] = _section(where, base, name, _section_class(name), value, notices)
     archive = sections.get("archive", ArchiveConfig())
     if not archive.root.is_absolute():
         sections["archive"] = dataclasses.replace(archive, root=base / archive.root)
-    return Config(path=path, **sections)
+    return Config(path=path, notices=tuple(notices), **sections)
 
 
 # What a running crawler takes from a new config on SIGHUP; everything else needs a restart.
@@ -245,12 +266,16 @@ def _section_class(name: str) -> type:
     return globals()[cls] if isinstance(cls, str) else cls
 
 
-def _section(where: str, base: Path, name: str, cls: type, values: dict[str, Any]) -> Any:
+def _section(where: str, base: Path, name: str, cls: type, values: dict[str, Any],
+             notices: list[str]) -> Any:
     hints = typing.get_type_hints(cls)
     known = {f.name for f in dataclasses.fields(cls)}
     out: dict[str, Any] = {}
     for key, value in values.items():
         label = f"{where}: {name}.{key}"
+        if (name, key) in RETIRED:
+            notices.append(f"{label}: no longer used ({RETIRED[name, key]}); remove it")
+            continue
         if key not in known:
             raise ConfigError(f"{label}: unknown key (known in [{name}]: {', '.join(sorted(known))})")
         out[key] = _convert(label, hints[key], value, base)
@@ -304,8 +329,6 @@ def _check(where: str, name: str, section: Any) -> None:
     if name == "crawl":
         if section.max_rest < section.min_rest:
             raise ConfigError(f"{where}: crawl.max_rest: must be >= crawl.min_rest")
-        if not 0 < section.backoff_recovery <= 1:
-            raise ConfigError(f"{where}: crawl.backoff_recovery: must be in (0, 1]")
         if not 0 < section.site_bitmap_max_fp < 1:
             raise ConfigError(f"{where}: crawl.site_bitmap_max_fp: must be in (0, 1)")
         if not section.agent or any(c.isspace() or c == "/" for c in section.agent):

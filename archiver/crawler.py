@@ -33,9 +33,10 @@ from archiver.outlinks import SpoolWriter
 from archiver.recovery import recover_bundles
 from archiver.reload import reread
 from archiver.resolve import Resolver
-from archiver.site import Outcome, SiteVisit
+from archiver.site import SiteVisit
 from archiver.sitequeue import SiteQueue, process_for, queue_path
 from archiver.status import Stats, status_path, summary_line, write_status
+from archiver.visitpolicy import Outcome
 
 log = logging.getLogger("archiver.crawler")
 

@@ -226,6 +226,13 @@ class Frontier:
         self._count += 1
         return True
 
+    def requeue(self, url: str, depth: int) -> None:
+        """Queue ``url`` again at the end of the log although the bitmap has seen it: the site
+        asked us to come back later (429/503), and the URL must not be lost."""
+        self._writer.write(_line(url, depth))
+        self._dirty = True
+        self._count += 1
+
     def next(self) -> Entry | None:
         """The next entry after those already handed out, or None when the queue is empty."""
         reader = self._reader

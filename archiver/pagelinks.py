@@ -19,11 +19,13 @@ CSS_TYPES = frozenset({"text/css"})
 class FoundLinks:
     """Raw references of one response, in document order, and the base they resolve against
     (the page's URL, or its ``<base href>`` when that normalises). ``redirect``: the one
-    reference is a 3xx Location."""
+    reference is a 3xx Location. ``read``: the response could hold references (a redirect, an
+    HTML or CSS body); False for images, errors and the like."""
 
     base: str
     refs: list[str]
     redirect: bool = False
+    read: bool = False
 
 
 def media_type(value: str | None) -> tuple[str, str | None]:
@@ -54,7 +56,7 @@ def links_in_response(
     """
     if 300 <= status < 400:
         location = headers.get("location")
-        return FoundLinks(url, [location] if location else [], redirect=True)
+        return FoundLinks(url, [location] if location else [], redirect=True, read=True)
     if not 200 <= status < 300:
         return FoundLinks(url, [])
     mime, charset = media_type(headers.get("content-type"))
@@ -63,9 +65,9 @@ def links_in_response(
     decoded = decode_body(body, headers.get("content-encoding"), max_decoded_size)
     if mime in CSS_TYPES:
         text = extract.decode_text(decoded, charset)
-        return FoundLinks(url, [link.url for link in extract.extract_css(text)])
+        return FoundLinks(url, [link.url for link in extract.extract_css(text)], read=True)
     found = extract.extract_html(decoded, charset)
     base = url
     if found.base:
         base = urls.normalize(found.base, url) or url
-    return FoundLinks(base, [link.url for link in found.links])
+    return FoundLinks(base, [link.url for link in found.links], read=True)

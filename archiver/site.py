@@ -1,13 +1,15 @@
-"""One site's visit: robots.txt, the fetch loop with rests, and routing of the links found.
+"""One site's visit: the trio shell that resolves, fetches, writes and rests for one site.
 
 A visit runs in one crawler slot. It resolves the host, opens the site's crawl queue (seeding "/" if
 the queue is new), fetches robots.txt once, then fetches queued URLs one at a time over one kept-alive
 connection, resting between fetches. Every response goes to the WARC bundle; links on the same
 origin go to the crawl queue through its Bloom bitmap, links to other sites to the spool.
 
-A redirect from http to https (or back) on the same host keeps the other scheme inside this visit
-(an *alias* origin, with its own robots.txt as RFC 9309 §2.3 scopes robots.txt to scheme, host and
-port); otherwise every other origin is external.
+Every decision (rests and back-off, what an answer means for the URL and the visit, where a link
+goes, robots.txt redirects) is made by the sans-I/O objects of archiver.visitpolicy; this module
+performs them. An unexpected error while handling one URL costs that URL only: it is logged with
+its traceback, counted as ``errors=internal``, and the visit goes on (``crawl.max_internal_errors``
+in a row end it).
 """
 
 from __future__ import annotations
@@ -15,56 +17,32 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from collections import Counter, deque
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import trio
 
 from archiver import pagelinks, robots, urls
-from archiver.bloom import GrowingBloom
 from archiver.bundle import payload_digest
 from archiver.catalog import Capture, CatalogError
 from archiver.durable import is_disk_error
-from archiver.fetch import FetchResult, HttpClient, decode_body
+from archiver.fetch import FetchResult, HttpClient
 from archiver.frontier import Entry, Frontier, site_dir
 from archiver.logs import event
-from archiver.politeness import Rest, RestPolicy, parse_retry_after
+from archiver.politeness import parse_retry_after
 from archiver.timestamps import to_datetime
+from archiver.visitpolicy import Outcome, RobotsFetch, VisitPolicy, url_shape
 from archiver.warcindex import capture_fields
 
 if TYPE_CHECKING:
-    from archiver.config import Config
     from archiver.crawler import CrawlContext
 
 log = logging.getLogger("archiver.site")
-
-@dataclass(frozen=True)
-class Outcome:
-    """How a visit ended: ``done`` (finished or stopped by a site limit) or ``retry`` (come back later)."""
-
-    kind: str  # "done", "retry", or "stopped" (the process is draining: back to the queue)
-    note: str = ""
 
 
 class _Draining(Exception):
     """The process is draining (SIGTERM) or the disk is full: the visit stops before its next
     fetch and the site goes back to the queue."""
-
-
-def rest_policy(config: Config) -> RestPolicy:
-    c = config.crawl
-    return RestPolicy(c.min_rest, c.max_rest, c.rest_factor, c.max_retry_after, c.backoff_start,
-                      c.max_backoff, c.backoff_recovery)
-
-
-def looks_like_trap(url: str, max_repeats: int) -> bool:
-    """A path that repeats one segment more than ``max_repeats`` times (``/a/b/a/b/a/b/...``)."""
-    segments = [s for s in urls.path_segments(url) if s]
-    if len(segments) <= max_repeats:
-        return False
-    return Counter(segments).most_common(1)[0][1] > max_repeats
 
 
 class SiteVisit:
@@ -75,18 +53,14 @@ class SiteVisit:
         self.origin = origin
         self.ctx = ctx
         self.recrawl = recrawl
-        self.scheme, self.host, self.port = urls.origin_parts(origin)
+        self.host = urls.origin_parts(origin)[1]
         self.rules: dict[str, robots.RobotsRules] = {}
-        self.local = {origin}
         self.addresses: dict[str, str] = {}
         self.next_at = 0.0
         self._rest_from = 0.0  # when the current rest began
         self.held: str | None = None  # the address whose connection slot this visit holds
-        self.failures = 0
-        self.retries: deque[tuple[Entry, int]] = deque()
-        self.external = GrowingBloom(initial_bits=65_536, max_fp=1e-3)
-        self.rest = Rest(rest_policy(ctx.config))
-        self._config = ctx.config  # the config the rest policy came from (SIGHUP replaces it)
+        self.policy = VisitPolicy(origin, ctx.config.crawl)
+        self._config = ctx.config  # the config the policy came from (SIGHUP replaces it)
 
     async def run(self) -> Outcome:
         ctx, c = self.ctx, self.ctx.config.crawl
@@ -100,7 +74,7 @@ class SiteVisit:
                                  bloom_bits=c.site_bitmap_bits, max_fp=c.site_bitmap_max_fp)
         self.frontier = frontier
         ctx.frontiers.add(frontier)
-        self.pages, self.bytes = frontier.pages, frontier.bytes
+        self.policy.pages, self.policy.bytes = frontier.pages, frontier.bytes
         client = HttpClient(user_agent=c.user_agent, connect_timeout=c.connect_timeout,
                             first_byte_timeout=c.first_byte_timeout, total_timeout=c.total_timeout,
                             max_size=c.max_response_size, max_header_size=c.max_header_size,
@@ -135,44 +109,59 @@ class SiteVisit:
                 await client.aclose()
 
     async def _crawl(self) -> Outcome:
-        stats, frontier = self.ctx.stats, self.frontier
+        policy, frontier = self.policy, self.frontier
         while True:
             self._follow_config()
-            c = self._config.crawl
-            if self.pages >= c.max_pages:
-                return Outcome("done", "max-pages")
-            if self.bytes >= c.max_bytes:
-                return Outcome("done", "max-bytes")
-            # URLs answered by 429/503 are tried again once the queue is through.
-            entry, attempts = frontier.next(), 0
+            limit = policy.limit_reached()
+            if limit is not None:
+                return Outcome("done", limit)
+            entry = frontier.next()
             if entry is None:
-                if not self.retries:
-                    return Outcome("done", "")
-                entry, attempts = self.retries.popleft()
-            origin, path = urls.split_origin(entry.url)
-            rules = self.rules.get(origin)
-            if rules is None:
-                rules = self.rules[origin] = await self._robots(origin) or robots.unreachable()
-            if not rules.allowed(path):
-                stats.robots_excluded += 1
-                event(log, logging.DEBUG, "robots-excluded", site=self.origin, url=entry.url)
-                self._commit(entry, attempts)
-                continue
-            result = await self._fetch(entry.url)
-            if result.status is None or (result.status >= 500 and result.status != 503):
-                self.failures += 1
-                if self.failures >= c.max_failures:
-                    # Leave this entry uncommitted: the next visit starts with it.
-                    return Outcome("retry", f"{self.failures} failures in a row "
-                                            f"({result.error or result.status})")
-            else:
-                self.failures = 0
-            if result.status in (429, 503) and attempts < c.retries_per_url:
-                self.retries.append((entry, attempts + 1))
-            elif result.status is not None:
-                self._route_links(entry, result)
-            self._commit(entry, attempts)
-            stats.active[self.origin]["queued"] = frontier.pending + len(self.retries)
+                return Outcome("done", "")
+            try:
+                end = await self._handle(entry)
+                policy.handled()
+            except _Draining:
+                raise
+            except Exception as e:  # one URL's bug costs that URL, not the site
+                if isinstance(e, (OSError, sqlite3.Error)) and is_disk_error(e):
+                    raise
+                end = self._failed(entry, e)
+            if end is not None:
+                return end
+            self.ctx.stats.active[self.origin]["queued"] = frontier.pending
+
+    async def _handle(self, entry: Entry) -> Outcome | None:
+        """Fetch one queued URL (if robots.txt allows) and act on the answer;
+        the outcome if the visit ends here."""
+        stats, policy = self.ctx.stats, self.policy
+        origin, path = urls.split_origin(entry.url)
+        rules = self.rules.get(origin)
+        if rules is None:
+            rules = self.rules[origin] = await self._robots(origin) or robots.unreachable()
+        if not rules.allowed(path):
+            stats.robots_excluded += 1
+            event(log, logging.DEBUG, "robots-excluded", site=self.origin, url=entry.url)
+            self._commit(entry)
+            return None
+        result = await self._fetch(entry.url)
+        verdict = policy.verdict(result.status, result.error)
+        if verdict.links:
+            self._route_links(entry, result)
+        if verdict.entry == "requeue":
+            self.frontier.requeue(entry.url, entry.depth)
+        if verdict.entry != "keep":
+            self._commit(entry)
+        return verdict.end
+
+    def _failed(self, entry: Entry, error: Exception) -> Outcome | None:
+        """A URL whose handling raised: logged with its traceback, counted, finished as failed."""
+        self.ctx.stats.errors["internal"] += 1
+        log.error("url-failed", exc_info=error, extra={"fields": {
+            "site": self.origin, "url": entry.url, "error": f"{type(error).__name__}: {error}"}})
+        self._commit(entry)
+        self.next_at = max(self.next_at, trio.current_time() + self.policy.rest.floor())
+        return self.policy.after_internal_error()
 
     async def _rest(self) -> bool:
         """Wait out the site's rest; True (at once) if the process is draining. A reload that
@@ -191,46 +180,33 @@ class SiteVisit:
         if self.ctx.config is self._config:
             return
         self._config = self.ctx.config
-        self.rest.policy = rest_policy(self._config)
-        self.next_at = min(self.next_at, self._rest_from + self.rest.floor())
+        self.policy.reconfigure(self._config.crawl)
+        self.next_at = min(self.next_at, self._rest_from + self.policy.rest.floor())
 
-    def _commit(self, entry: Entry, attempts: int) -> None:
-        """Record progress; a retried entry is already behind the cursor."""
-        if attempts == 0:
-            self.frontier.commit(entry, pages=self.pages, bytes_=self.bytes)
+    def _commit(self, entry: Entry) -> None:
+        """Record, in memory, that ``entry`` is finished (see Frontier.commit)."""
+        self.frontier.commit(entry, pages=self.policy.pages, bytes_=self.policy.bytes)
 
     async def _robots(self, origin: str) -> robots.RobotsRules | None:
         """Fetch and parse ``origin``'s robots.txt (RFC 9309 §2.3); None when it is unavailable."""
-        agent = self.ctx.config.crawl.agent
-        url = origin + "/robots.txt"
-        for _ in range(robots.MAX_ROBOTS_REDIRECTS + 1):
-            result = await self._fetch(url)
-            if result.status is None:
-                return None
-            location = result.header("location")
-            if 300 <= result.status < 400 and location:
-                target = urls.normalize(location, url)
-                if target is None:
-                    break
-                url = target
-                continue
-            body = decode_body(result.body, result.header("content-encoding"),
-                               robots.MAX_ROBOTS_BYTES)
-            rules = robots.rules_for_status(result.status, body, agent)
-            if result.status >= 500 or result.status == 429:
-                event(log, logging.WARNING, "robots-unavailable", site=origin,
-                      status=result.status)
-                return None
-            self.rules[origin] = rules
-            if origin == self.origin and rules.crawl_delay:
-                # The rest after robots.txt itself must already honour its Crawl-delay.
-                self.rest.crawl_delay = rules.crawl_delay
-                delay = min(rules.crawl_delay, self.ctx.config.crawl.max_rest)
-                self.next_at = max(self.next_at, trio.current_time() + delay)
-            return rules
-        # RFC 9309 §2.3.1.2: past five redirects the file may be taken as unavailable (allow all).
-        self.rules[origin] = robots.RobotsRules.allow_all()
-        return self.rules[origin]
+        walk = RobotsFetch(origin, self.ctx.config.crawl.agent)
+        while True:
+            result = await self._fetch(walk.url)
+            answer = walk.answer(result.status, location=result.header("location"),
+                                 content_encoding=result.header("content-encoding"),
+                                 body=result.body, truncated=result.truncated)
+            if answer.follow is None:
+                break
+        if answer.rules is None:
+            event(log, logging.WARNING, "robots-unavailable", site=origin, reason=answer.reason)
+            return None
+        rules = self.rules[origin] = answer.rules
+        if origin == self.origin and rules.crawl_delay:
+            # The rest after robots.txt itself must already honour its Crawl-delay.
+            rest = self.policy.rest
+            rest.crawl_delay = rules.crawl_delay
+            self.next_at = max(self.next_at, self._rest_from + rest.floor())
+        return rules
 
     async def _hold(self, ip: str) -> None:
         """Hold a connection slot of ``ip`` (see archiver.addresses) before fetching from it."""
@@ -274,7 +250,8 @@ class SiteVisit:
         now = self._rest_from = trio.current_time()
         retry_after = parse_retry_after(result.header("retry-after"), result.started
                                         + result.elapsed)
-        self.next_at = now + self.rest.after(result.status, result.elapsed, retry_after)
+        size = len(result.head) + len(result.body)
+        self.next_at = now + self.policy.fetched(result.status, result.elapsed, retry_after, size)
         if result.status is None:
             kind = (result.error or "error").split(":", 1)[0]
             stats.errors[kind] += 1
@@ -304,11 +281,8 @@ class SiteVisit:
             stats.errors["catalog"] += 1
             event(log, logging.WARNING, "catalog-entry-failed", site=self.origin, url=url,
                   error=str(e))
-        size = len(result.head) + len(result.body)
         stats.pages += 1
         stats.bytes += size
-        self.pages += 1
-        self.bytes += size
         if result.truncated:
             stats.errors[f"truncated-{result.truncated}"] += 1
         if result.status >= 400:
@@ -333,34 +307,29 @@ class SiteVisit:
                      if c.rectype == "response" and c.digest == digest), None)
 
     def _route_links(self, entry: Entry, result: FetchResult) -> None:
+        """Route the links of a response: same-site ones into the crawl queue, others to the spool."""
+        ctx, stats, policy = self.ctx, self.ctx.stats, self.policy
         headers = {name: value for name in ("content-type", "content-encoding", "location")
                    if (value := result.header(name)) is not None}
         found = pagelinks.links_in_response(entry.url, result.status or 0, headers, result.body,
-                                            max_decoded_size=self.ctx.config.crawl.max_decoded_size)
+                                            max_decoded_size=ctx.config.crawl.max_decoded_size)
+        if not found.read:
+            return
         depth = entry.depth if found.redirect else entry.depth + 1
+        shape = url_shape(entry.url)
+        new_local = []
         for ref in found.refs:
-            self._route(urls.normalize(ref, found.base), depth, redirect=found.redirect)
-
-    def _route(self, url: str | None, depth: int, *, redirect: bool = False) -> None:
-        """Queue a same-site link (after the guards) or spool an external one."""
-        if url is None:
-            return
-        c, stats = self.ctx.config.crawl, self.ctx.stats
-        if len(url) > c.max_url_length:
-            stats.skipped["url-too-long"] += 1
-            return
-        origin = urls.origin(url)
-        if origin not in self.local:
-            if redirect and urls.origin_parts(origin)[1] == self.host:
-                self.local.add(origin)  # an alias origin: its robots.txt is fetched on first use
-            else:
-                if self.external.add(url):
-                    stats.links_external += 1
-                    self.ctx.spool.add(url, self.origin, time.time())
-                return
-        if depth > c.max_depth:
-            stats.skipped["max-depth"] += 1
-        elif looks_like_trap(url, c.max_repeated_segments):
-            stats.skipped["trap"] += 1
-        elif self.frontier.add(url, depth):
-            stats.links_local += 1
+            url = urls.normalize(ref, found.base)
+            if url is None:
+                continue
+            where = policy.route(url, depth, source_shape=shape, redirect=found.redirect)
+            if where is None:
+                if self.frontier.add(url, depth):
+                    stats.links_local += 1
+                    new_local.append(url)
+            elif where == "external":
+                stats.links_external += 1
+                ctx.spool.add(url, self.origin, time.time())
+            elif where != "seen":
+                stats.skipped[where] += 1
+        policy.page_read(shape, new_local)

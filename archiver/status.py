@@ -80,11 +80,13 @@ def read_statuses(root: Path) -> list[dict[str, Any]]:
 def summary_line(s: dict[str, Any]) -> str:
     """The one-line progress summary used in the log and by ``archiver status``."""
     errors = ",".join(f"{k}:{v}" for k, v in sorted(s["errors"].items())) or "0"
+    skipped = ",".join(f"{k}:{v}" for k, v in sorted(s.get("skipped", {}).items())) or "0"
     sites = s["sites"]
     return (f"pages={s['pages']} bytes={s['bytes']} pages/s={s['pages_per_s']} "
             f"active={len(s['active'])} done={s['sites_done']} "
             f"waiting={sites.get('waiting', 0) + sites.get('retry', 0)} "
-            f"deferred={sites.get('deferred', 0)} queued_urls={s['queued_urls']} errors={errors}")
+            f"deferred={sites.get('deferred', 0)} queued_urls={s['queued_urls']} errors={errors} "
+            f"skipped={skipped}")
 
 
 def format_status(s: dict[str, Any], now: float | None = None) -> str:

@@ -9,13 +9,14 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Protocol
 
 import trio
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver import config
 from archiver.crawler import Crawler, enqueue_seeds
-from tools.demoweb import DemoWeb, WebSpec, start_demo
+from tools.demoweb import WebSpec, start_demo
 
 FAST = {
     "min_rest": 0.05, "max_rest": 2.0, "rest_factor": 0.0, "retry_delay": 0.2,
@@ -25,7 +26,11 @@ FAST = {
 }
 
 
-def write_config(directory: Path, web: DemoWeb, *, dns_port: int | None = None,
+class HasHosts(Protocol):
+    def hosts_file(self) -> str: ...
+
+
+def write_config(directory: Path, web: HasHosts, *, dns_port: int | None = None,
                  **crawl: object) -> Path:
     """A config for crawling ``web`` into ``directory/archive``.
 

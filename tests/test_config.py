@@ -81,3 +81,17 @@ def test_errors_name_file_and_key(tmp_path, text, needle):
 def test_missing_file(tmp_path):
     with pytest.raises(config.ConfigError, match="no such file"):
         config.load(tmp_path / "nope.toml")
+
+
+def test_retired_keys_load_with_a_notice(tmp_path):
+    cfg = config.load(write(tmp_path, "[crawl]\nretries_per_url = 2\nbackoff_recovery = 0.8\n"))
+    assert len(cfg.notices) == 2
+    assert "crawl.retries_per_url" in cfg.notices[0] and "no longer used" in cfg.notices[0]
+    assert cfg.crawl == config.CrawlConfig()
+    assert config.load(SHIPPED).notices == ()
+
+
+def test_new_robustness_keys_are_checked(tmp_path):
+    for key in ("max_per_shape", "max_internal_errors", "max_rate_limited", "backoff_recovery_fetches"):
+        with pytest.raises(config.ConfigError, match=f"crawl.{key}: must be greater than 0"):
+            config.load(write(tmp_path, f"[crawl]\n{key} = 0\n"))

@@ -28,7 +28,8 @@ def crawled(tmp_path_factory):
 def test_every_allowed_reachable_url_is_captured_exactly_once(crawled):
     caps = captures(crawled.root)
     expected = crawled.web.expected(AGENT)
-    trap = {u for u in caps if "://trap." in u} - expected
+    trap = {u for u in caps if crawled.web.in_trap(u)}
+    assert not trap & expected
     assert set(caps) - trap == expected
     robots500 = crawled.web.origin("robots500.demo") + "/robots.txt"
     # The 5xx robots.txt is retried (site_retries = 2) and then the site is deferred.
@@ -75,10 +76,12 @@ def test_external_links_land_in_the_spool(crawled):
     assert expected and spooled == expected
 
 
-def test_the_trap_stays_bounded(crawled):
+def test_the_traps_stay_bounded(crawled):
     trap = [r for r in crawled.server.log if r.host == "trap.demo"]
     assert 3 <= len(trap) <= 3 * MAX_DEPTH * 10
     assert all(len(r.target) < 400 for r in trap)
+    calendar = [r for r in crawled.server.log if "/events/" in r.target]
+    assert 1 <= len(calendar) <= 2 * MAX_DEPTH + 1
 
 
 def test_warcs_pass_warcio_check_and_hold_what_was_served(crawled):

@@ -6,6 +6,11 @@ by site index). Site 7 is "lean" and asks for Crawl-delay: 1: a few pages and no
 it costs a polite crawler seconds, not minutes. Site 0 links to the special sites. With three or
 more sites, the last one is an orphan that no other site links to.
 
+With the trap on (spec.trap), normal site 1 (CALENDAR_SITE) also has an events calendar: its home
+page links `/events/2026/11/`, and each month links the previous and the next month, "/" and the
+About page. Month pages are served but never in `expected`: a sideways trap on a site whose real
+pages must all be captured.
+
 Truth for the special sites, as `expected` computes it:
 - trap.<domain> (spec.trap): robots.txt (allow all), "/" and "/about.html". "/" also links the
   infinite parts `/cal/YYYY/MM/` (each month links the next and previous one) and `/a/a/.../`
@@ -40,6 +45,7 @@ ROBOTS_KINDS = (
     "redirect",
 )
 CRAWL_DELAY_SITE = 7
+CALENDAR_SITE = 1
 LEAN_PAGES = 3
 HOSTILE_PATHS = (
     "/drip",
@@ -178,6 +184,8 @@ _STATIC: dict[str, tuple] = {
 }
 _BEHAVIOUR = {"/legacy.html": "chunked", "/css/site.css": "chunked", "/js/app.js": "gzip"}
 _CAL = re.compile(r"/cal/(\d{4})/(\d\d)/\Z")
+_EVENTS = re.compile(r"/events/(\d{4})/(\d\d)/\Z")
+_MONTH = re.compile(r"/(cal|events)/(\d{4})/(\d\d)/\Z")
 _DEEP = re.compile(r"/(?:a/)+\Z")
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -196,6 +204,7 @@ class _Site:
     next_host: str = ""
     others: tuple[str, ...] = ()  # hosts its pages may link to
     lean: bool = False
+    calendar: bool = False  # has the endless /events/YYYY/MM/ calendar
 
     @property
     def robots_status(self) -> int:
@@ -472,6 +481,7 @@ class DemoWeb:
             next_host=next_host,
             others=tuple(h for h in linked if h != host),
             lean=lean,
+            calendar=spec.trap and n == CALENDAR_SITE and not lean,
         )
 
     def _build_special(self, kind: str, host: str) -> _Site:
@@ -495,6 +505,9 @@ class DemoWeb:
                 found = ("html", "cal") if year and 1 <= month <= 12 else None
             elif _DEEP.match(target):
                 found = ("html", "deep")
+        elif found is None and site.calendar and (month := _EVENTS.match(target)):
+            year, number = int(month[1]), int(month[2])
+            found = ("html", "cal") if year and 1 <= number <= 12 else None
         return found
 
     # -- robots ----------------------------------------------------------------------------
@@ -636,6 +649,8 @@ class DemoWeb:
             ]
             if "/elsewhere" in site.table:
                 targets.append("/elsewhere")
+            if site.calendar:
+                targets.append("/events/2026/11/")
         anchors = [(d.ref("a/href", d.url(t)), t) for t in targets]
         if not site.lean:
             staff = d.url("/~staff/index.html")
@@ -804,9 +819,16 @@ class DemoWeb:
         return found | set(depth), hosts
 
     def _never_expected(self, site: _Site, target: str) -> bool:
-        if site.kind == "trap":
+        if site.kind == "trap" or site.calendar:
             return self._resource(site, target) in (("html", "cal"), ("html", "deep"))
         return site.kind == "hostile" and target in HOSTILE_PATHS
+
+    def in_trap(self, url: str) -> bool:
+        """True for a URL of an endless part of the web (the trap site's calendar and depths,
+        the calendar of CALENDAR_SITE): served, never expected."""
+        site, target = self._split(url)
+        return site is not None and (site.kind == "trap" or site.calendar) and self._resource(
+            site, target) in (("html", "cal"), ("html", "deep"))
 
     def _all_links(self) -> list[tuple[_Site, Link]]:
         """Links of every finite document of the web (the trap's infinite part excluded)."""
@@ -932,13 +954,19 @@ def _trap_home(web: DemoWeb, d: _Doc) -> None:
 
 
 def _cal(web: DemoWeb, d: _Doc) -> None:
-    year, month = int(d.path[5:9]), int(d.path[10:12])
+    found = _MONTH.match(d.path)
+    assert found is not None
+    name, year, month = found[1], int(found[2]), int(found[3])
     anchors = []
     for y, m, text in ((year, month - 1, "previous"), (year, month + 1, "next")):
         y, m = y + (m - 1) // 12, (m - 1) % 12 + 1
         if 1 <= y <= 9999:
-            path = f"/cal/{y:04d}/{m:02d}/"
+            path = f"/{name}/{y:04d}/{m:02d}/"
             anchors.append((d.ref("a/href", d.url(path), _relative(d.path, path)), text))
+    if d.site.calendar:  # an events calendar inside a real site also leads back into it
+        anchors.append((d.ref("a/href", d.url("/"), "/"), "Home"))
+        if len(d.site.pages) > 1:
+            anchors.append((d.ref("a/href", d.url(d.site.pages[1])), "About"))
     d.small(f"Calendar {year:04d}-{month:02d}", anchors, 400)
 
 
