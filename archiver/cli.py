@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sqlite3
 import sys
 import time
@@ -38,6 +40,9 @@ def _config(args: argparse.Namespace) -> config.Config:
     for notice in cfg.notices:
         print(f"archiver: warning: {notice}", file=sys.stderr)
     return cfg
+
+
+_TERMINAL_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def _fail(message: str) -> int:
@@ -215,10 +220,22 @@ def catalog_get(cfg: config.Config, args: argparse.Namespace) -> int:
         Path(args.output).write_bytes(data)
         print(f"{found.timestamp} {found.url}: {len(data)} bytes written to {args.output}",
               file=sys.stderr)
+    elif sys.stdout.isatty() and not _printable(data):
+        return _fail("the archived payload holds control characters or is not UTF-8 text: it "
+                     "is not written to a terminal; use -o FILE or a pipe")
     else:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
     return 0
+
+
+def _printable(data: bytes) -> bool:
+    """True for UTF-8 text without controls (tab and line ends aside) that a terminal would act on."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return _TERMINAL_CONTROL.search(text) is None
 
 
 def catalog_export(cfg: config.Config, args: argparse.Namespace) -> int:
@@ -461,6 +478,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # What archiver creates is readable by its own user and group only (directories 0750, files
+    # 0640): an archive holds whatever the crawled web served, cookies and all.
+    os.umask(0o027)
     args = parser().parse_args(argv)
     return args.func(args)
 

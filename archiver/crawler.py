@@ -164,7 +164,11 @@ def enqueue_seeds(config: Config, process: int, seeds: list[str], *, recrawl: bo
             if owner not in queues:
                 # Another process may be running on that queue: leave its active sites alone.
                 queues[owner] = SiteQueue(queue_path(root, owner), recover=False)
-            directory = site_dir(root, origin)
+            try:
+                directory = site_dir(root, origin)
+            except ValueError as e:  # a host name too long for a crawl-queue directory
+                event(log, logging.WARNING, "bad-seed", value=url[:200], error=str(e))
+                continue
             entries = [(origin + "/", 0), (url, 0)]
             try:
                 frontier = Frontier.open(directory, bloom_bits=c.site_bitmap_bits,

@@ -207,6 +207,7 @@ class LinkBatch:
         pairs: list[str] = []  # (linking site, target site) keys
         paired: list[str] = []  # the target of each pair key
         bad = 0
+        unfit: dict[str, str | None] = {}  # target origin -> why it can have no crawl queue
         text = path.read_text(encoding="utf-8", errors="replace")
         lines = text.split("\n")
         if lines and lines[-1] == "":
@@ -218,6 +219,12 @@ class LinkBatch:
                 url = parsed[0] if urls.is_normal(parsed[0]) else urls.normalize(parsed[0])
                 if url is None:
                     parsed = f"not an http(s) URL: {parsed[0][:100]!r}"
+                else:
+                    target = url[: url.find("/", 8)]
+                    if target not in unfit:
+                        unfit[target] = self._unfit(target)
+                    if unfit[target] is not None:
+                        parsed, url = f"{unfit[target]}: {url[:100]!r}", None
             if url is None:
                 bad += 1
                 if bad <= _REPORTED_BAD:
@@ -251,6 +258,15 @@ class LinkBatch:
         t.files, t.lines, t.bad, t.new_urls = (t.files + 1, t.lines + len(lines), t.bad + bad,
                                                t.new_urls + new)
         self._progress()
+
+    def _unfit(self, origin: str) -> str | None:
+        """Why a site cannot have a crawl queue (its origin is too long for a directory name),
+        or None."""
+        try:
+            site_dir(self.root, origin)
+        except ValueError as e:
+            return str(e).partition(":")[0]
+        return None
 
     def _progress(self) -> None:
         now = time.monotonic()

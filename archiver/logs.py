@@ -7,6 +7,7 @@ same form so ``journalctl -u archiver-crawl@0 | grep site=http://example.org`` f
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import time
 from typing import Any
@@ -15,12 +16,24 @@ _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARN
            "error": logging.ERROR}
 
 
+# Characters a value may hold unquoted; anything else (space, quote, "=", backslash, and every
+# C0 or C1 control, DEL and the Unicode line separators) sends it through _escape, so a hostile
+# URL or server reply cannot move the cursor of an operator's terminal or forge a log line.
+_PLAIN = re.compile(r'[^\x00-\x20"=\\\x7f-\x9f\u2028\u2029]+\Z')
+_SPECIAL = re.compile(r'["\\\x00-\x1f\x7f-\x9f\u2028\u2029]')
+_NAMED = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    return _NAMED.get(char) or (f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
+
+
 def _quote(value: Any) -> str:
     text = str(value)
-    if text and not any(c in text for c in ' "=\n\t\\'):
+    if _PLAIN.match(text):
         return text
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
-    return f'"{escaped}"'
+    return '"' + _SPECIAL.sub(_escape, text) + '"'
 
 
 class LogfmtFormatter(logging.Formatter):

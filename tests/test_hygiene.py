@@ -1,0 +1,103 @@
+"""Terminal and file hygiene: log lines carry no control characters, archived bytes do not reach a
+terminal unasked, and what archiver creates is not world-readable."""
+
+from __future__ import annotations
+
+import logging
+import os
+import pty
+import stat
+import subprocess
+import sys
+
+import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from archiver.logs import LogfmtFormatter
+from tests.crawlkit import write_config
+from tests.sitekit import Answer, OneSite
+
+ARCHIVER = [sys.executable, "-m", "archiver"]
+CONTROLS = {*map(chr, range(0x20)), *map(chr, range(0x7F, 0xA0)), "\u2028", "\u2029"}
+
+
+def formatted(**fields: object) -> str:
+    record = logging.LogRecord("archiver.test", logging.WARNING, __file__, 1, "fetched", (), None)
+    record.fields = fields
+    return LogfmtFormatter().format(record)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=60), st.text(max_size=20))
+def test_log_lines_hold_no_control_characters(value, other):
+    line = formatted(url=value, error=other)
+    assert not CONTROLS & set(line)
+    assert line.count(" url=") == 1                   # one field, however the value looks
+
+
+def test_log_escapes_are_readable():
+    assert formatted(url="http://a.b/\x1b[2J\r\n\x9b") == (
+        formatted(url="x").split(" event=")[0]
+        + ' event=fetched url="http://a.b/\\x1b[2J\\r\\n\\x9b"')
+
+
+async def crawl_cli(tmp_path, site: OneSite) -> None:
+    async with trio.open_nursery() as nursery:
+        await site.serve(nursery)
+        path = write_config(tmp_path, site)
+        (tmp_path / "seeds.txt").write_text(site.origin + "/\n")
+        old = os.umask(0o022)                         # what a login shell has
+        try:
+            await trio.run_process([*ARCHIVER, "crawl", "--config", str(path), "--seeds",
+                                    str(tmp_path / "seeds.txt"), "--until-idle"],
+                                   capture_stderr=True)
+        finally:
+            os.umask(old)
+        nursery.cancel_scope.cancel()
+
+
+def run_on_terminal(args: list[str]) -> tuple[int, bytes]:
+    """Run a command with a pseudo-terminal as its standard output; (status, what it showed)."""
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(args, stdout=follower, stderr=subprocess.PIPE, timeout=60, check=False)
+    finally:
+        os.close(follower)
+    shown = b""
+    try:
+        while chunk := os.read(leader, 65536):
+            shown += chunk
+    except OSError:                                   # EIO: the terminal's other end is closed
+        pass
+    os.close(leader)
+    return done.returncode, shown
+
+
+async def test_archive_modes_and_catalog_get_on_a_terminal(tmp_path):
+    def escape_page(target: str, now: float) -> Answer | None:
+        return Answer(200, b"<p>\x1b]0;owned\x07\x1b[2J</p>") if target == "/p1.html" else None
+
+    site = OneSite(pages=2, gate=escape_page)
+    await crawl_cli(tmp_path, site)
+    root = tmp_path / "archive"
+    entries = list(root.rglob("*"))
+    assert entries
+    for entry in entries:
+        mode = stat.S_IMODE(entry.lstat().st_mode)
+        assert mode & 0o007 == 0, (entry, oct(mode))  # nothing for others
+        if entry.is_dir():
+            assert mode == 0o750, (entry, oct(mode))
+
+    config = str(tmp_path / "archiver.toml")
+    get = [*ARCHIVER, "catalog", "get", "--config", config, "--at", "2100"]
+    status, shown = run_on_terminal([*get, site.origin + "/p1.html"])
+    assert status == 2 and b"\x1b" not in shown
+    status, shown = run_on_terminal([*get, site.origin + "/p2.html"])
+    assert status == 0 and b"page /p2.html" in shown  # text is shown
+    out = tmp_path / "p1.html"
+    status, _ = run_on_terminal([*get, site.origin + "/p1.html", "-o", str(out)])
+    assert status == 0 and b"\x1b[2J" in out.read_bytes()
+    piped = subprocess.run([*get, site.origin + "/p1.html"], capture_output=True, timeout=60,
+                           check=False)
+    assert piped.returncode == 0 and b"\x1b[2J" in piped.stdout   # a pipe gets the bytes
