@@ -38,7 +38,8 @@ HOSTS = ["example.com", "www.example.org", "cdn.example.net", "EXAMPLE.COM", "ex
          "bücher.example", "例え.テスト", "ÉCOLE.example.fr", "xn--bcher-kva.example", "my_host.example",
          "127.0.0.1", "0x7f.0.0.1", "2130706433", "[2001:DB8::1]", "[::ffff:192.0.2.1]",
          "[fe80::1%25eth0]", "a..b.example", "-dash.example", "ex ample.com", "sub.例え.jp",
-         "192.168.0.1.", "1.2.3.256", "faß.de", "\uff25\uff38\uff21\uff2d\uff30\uff2c\uff25.com", "example.com:8080"]  # fmt: skip
+         "192.168.0.1.", "1.2.3.256", "faß.de", "example.com:8080",
+         "\uff25\uff38\uff21\uff2d\uff30\uff2c\uff25.com"]  # fmt: skip
 PORTS = ["", "", "", ":80", ":443", ":8080", ":0", ":65535", ":65536", ":99999", ":", ":08080"]
 USERINFO = ["", "", "", "", "user@", "user:secret@", "a%40b:c@", "@"]
 WORDS = ["news", "about", "Café", "über uns", "北京", "naïve", "a b", "100%", "50%off", "%zz",
