@@ -176,6 +176,18 @@ def test_normalize_agrees_with_ada_up_to_the_listed_differences():
     assert agree > len(corpus()) // 2, (agree, used)
 
 
+def test_an_escaped_apostrophe_stays_escaped():
+    # The query-apostrophe rewrite maps every %27 to ': it must not hide a decoded explicit %27.
+    checked = 0
+    for entry in corpus():
+        query = entry["link"].partition("#")[0].partition("?")[2]
+        if "%27" in query:
+            ours = normalize(entry["link"], entry["base"])
+            assert ours is not None and ours.partition("?")[2].count("%27") == query.count("%27")
+            checked += 1
+    assert checked > 10
+
+
 def test_rewrites_only_apply_where_they_should():
     # Each class's rewrite leaves a URL it is not about alone.
     plain = ada_parts("/a/b?c=d", "http://example.com/")
