@@ -81,16 +81,18 @@ def ada_join(link: str, base: str) -> str | None:
         return None
 
 
-def per_link(resolve: Callable[[str, str], str | None], pairs: list[tuple[str, str]],
-             repeat: int) -> float:
-    """Best of `repeat` runs, in µs of CPU per link (CPU time: the machine is shared)."""
-    best = float("inf")
+def per_link(resolvers: dict[str, Callable[[str, str], str | None]], pairs: list[tuple[str, str]],
+             repeat: int) -> dict[str, float]:
+    """µs of CPU per link for each resolver: the best of `repeat` rounds, each round running
+    every resolver once in turn (CPU time and interleaving: the machine is shared)."""
+    best = dict.fromkeys(resolvers, float("inf"))
     for _ in range(repeat):
-        start = time.process_time()
-        for link, base in pairs:
-            resolve(link, base)
-        best = min(best, time.process_time() - start)
-    return best / len(pairs) * 1e6
+        for label, resolve in resolvers.items():
+            start = time.process_time()
+            for link, base in pairs:
+                resolve(link, base)
+            best[label] = min(best[label], time.process_time() - start)
+    return {label: seconds / len(pairs) * 1e6 for label, seconds in best.items()}
 
 
 def page_pairs() -> list[tuple[str, str]]:
@@ -107,17 +109,18 @@ def page_pairs() -> list[tuple[str, str]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.bench_urls", description=__doc__)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=12)
     args = parser.parse_args(argv)
     with open(CORPUS, encoding="utf-8") as f:
         corpus = [(e["link"], e["base"]) for e in map(json.loads, f)]
     workloads = {"corpus": corpus, "page": page_pairs()}
+    resolvers = {"normalize": normalize, "ada join_url only": ada_join,
+                 "ada join_url + post-processing": ada_normalize}
     for name, pairs in workloads.items():
         differ = sum(normalize(link, base) != ada_normalize(link, base) for link, base in pairs)
         print(f"{name}: {len(pairs)} links, ada+post differs from normalize on {differ}")
-        for label, resolve in (("normalize", normalize), ("ada join_url only", ada_join),
-                               ("ada join_url + post-processing", ada_normalize)):
-            print(f"  {label:32s} {per_link(resolve, pairs, args.repeat):6.2f} µs/link")
+        for label, micros in per_link(resolvers, pairs, args.repeat).items():
+            print(f"  {label:32s} {micros:6.2f} µs/link")
     return 0
 
 
