@@ -92,8 +92,9 @@ def normalize(url: str, base: str | None = None) -> str | None:
 
     Returns None for anything that is not an http/https URL we could fetch: other schemes
     (mailto:, javascript:, data:, tel:, ftp:, ...), empty or invalid hosts, unparsable input,
-    invalid ports; `rejection` says which. `base` must come from here; it is checked once
-    (cached), and relative links against a base that is not a normalised URL give None.
+    invalid ports; `rejection` says which. `base` should come from here: it is checked once
+    (cached) and normalised if it was not; a base that is not an absolute http(s) URL gives None
+    for every relative link.
 
     Every result is an ASCII RFC 3986 URI: the path and query it returns passed either the
     fast-path gate (`_NORMAL_TAIL`) or, after percent-encoding, the URI check (`_URI_TAIL`), and
@@ -138,7 +139,7 @@ def normalize(url: str, base: str | None = None) -> str | None:
     parts = _base_parts(base)
     if parts is None:
         return None
-    base_origin, base_path, base_directory = parts
+    base, base_origin, base_path, base_directory = parts
     if not head:
         if query is None:
             return base
@@ -157,7 +158,7 @@ def rejection(url: str, base: str | None = None) -> str:
     - "empty": nothing but spaces, controls or a fragment, and no base to stand for;
     - "scheme": a scheme other than http or https (mailto:, javascript:, data:, tel:, ftp:, ...);
     - "relative-without-base": a relative reference and no base to resolve it against;
-    - "base": a relative reference against a base that is not a normalised URL (a caller's bug);
+    - "base": a relative reference against a base that is not an absolute http(s) URL;
     - "host": an empty or invalid host (bad characters or label lengths, a bad IPv4 or IPv6
       literal, an IPv6 zone, a name with no ASCII form);
     - "port": a port that is not 1-65535 in ASCII digits;
@@ -207,23 +208,25 @@ def _finish(origin: str, path: str, query: str | None) -> str | None:
 
 
 @functools.lru_cache(maxsize=64)
-def _base_parts(base: str) -> tuple[str, str, str] | None:
-    """(origin, path, directory) of a normalised base URL, or None if `base` is not one;
-    cached, as a page's links share it.
+def _base_parts(base: str) -> tuple[str, str, str, str] | None:
+    """(base, origin, path, directory) of a base URL, normalised first if it was not (a WARC
+    from elsewhere, say), or None if it is not an absolute http(s) URL; cached, as a page's
+    links share it.
 
     "http://" and "https://" are 7 and 8 characters and a host is not empty, so the path's
     slash is the first one from index 8.
     """
     cut = base.find("/", 8)
-    if cut < 0:
-        return None
+    if cut < 0 or _ORIGIN.match(base[:cut]) is None or _URI_TAIL.match(base[cut:]) is None:
+        fixed = normalize(base)
+        if fixed is None:
+            return None
+        base, cut = fixed, fixed.find("/", 8)
     origin, path = base[:cut], base[cut:]
-    if _ORIGIN.match(origin) is None or _URI_TAIL.match(path) is None:
-        return None
     cut = path.find("?")
     if cut >= 0:
         path = path[:cut]
-    return origin, path, path[: path.rfind("/") + 1]
+    return base, origin, path, path[: path.rfind("/") + 1]
 
 
 def _merge(directory: str, ref: str) -> str:

@@ -411,6 +411,20 @@ def test_rejection_reasons(url, base, reason):
     assert reason in REJECTIONS
 
 
+@pytest.mark.parametrize(
+    ("url", "base", "expected"),
+    [
+        ("x", "HTTP://A.com/a b/c", "http://a.com/a%20b/x"),
+        ("", "http://a.com/é?q=ü", "http://a.com/%C3%A9?q=%C3%BC"),
+        ("#frag", "http://user@a.com:80/p", "http://a.com/p"),
+        ("?y", "http://a.com/../p?x", "http://a.com/p?y"),
+        ("x", "relative/base", None),
+    ],
+)
+def test_a_base_that_is_not_normalised_is_normalised_first(url, base, expected):
+    assert normalize(url, base) == expected
+
+
 def test_rejection_of_an_accepted_link_is_empty():
     from archiver.urls import rejection
 

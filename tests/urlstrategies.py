@@ -137,7 +137,9 @@ relative_refs = st.one_of(
 )
 BASE_SOURCES = ["http://a/b/c/d;p?q", "https://xn--bcher-kva.example:8443/a/b/?x=%2F",
                  "http://[::1]/", "http://127.0.0.1:8080/x", "https://example.com/"]
-bases = st.one_of(st.sampled_from(BASE_SOURCES), absolute_urls().map(normalize).filter(bool))
+normal_bases = st.one_of(st.sampled_from(BASE_SOURCES), absolute_urls().map(normalize).filter(bool))
+# Bases as a crawler has them (normalised), and raw ones (a WARC from elsewhere, a caller's slip).
+bases = st.one_of(normal_bases, absolute_urls())
 links = st.one_of(absolute_urls(), relative_refs, odd_text)
 
 
