@@ -3,11 +3,14 @@ a server sends, against real servers on 127.0.0.1; it never raises."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import ssl
 import struct
 from collections.abc import Awaitable, Callable
 
 import trio
+import trustme
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -22,22 +25,30 @@ EXAMPLES = settings(max_examples=80, deadline=None)
 Handler = Callable[[trio.SocketStream], Awaitable[None]]
 
 
-def fetch_all(handler: Handler, make_urls: Callable[[int], list[str]]) -> list[FetchResult]:
-    """Serve `handler` on a free loopback port and fetch each URL `make_urls(port)` gives, in
-    order, with one client (so a kept-alive connection is reused or found dead)."""
+def fetch_all(handler: Handler, make_urls: Callable[[int], list[str]],
+              tls: ssl.SSLContext | None = None) -> list[FetchResult]:
+    """Serve `handler` on a free loopback port (over TLS with `tls`) and fetch each URL
+    `make_urls(port)` gives, in order, with one client (so a kept-alive connection is reused or
+    found dead)."""
 
-    async def handle(stream: trio.SocketStream) -> None:
+    async def handle(stream: trio.abc.Stream) -> None:
         try:
             await handler(stream)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass  # the client hung up first: its side is what is under test
+            pass  # the client hung up first, or the handshake failed: the client is under test
         finally:
-            await stream.aclose()
+            with contextlib.suppress(trio.BrokenResourceError):
+                await stream.aclose()
 
     async def main() -> list[FetchResult]:
         async with trio.open_nursery() as nursery:
-            listeners = await nursery.start(functools.partial(trio.serve_tcp, handle, 0, host=LOCAL))
-            port = listeners[0].socket.getsockname()[1]
+            if tls is None:
+                serve = functools.partial(trio.serve_tcp, handle, 0, host=LOCAL)
+            else:
+                serve = functools.partial(trio.serve_ssl_over_tcp, handle, 0, tls, host=LOCAL)
+            listeners = await nursery.start(serve)
+            listener = listeners[0]
+            port = getattr(listener, "transport_listener", listener).socket.getsockname()[1]
             http = HttpClient(user_agent="archiver-test/1.0", connect_timeout=2,
                               first_byte_timeout=2, total_timeout=4)
             results = [await http.fetch(url, LOCAL) for url in make_urls(port)]
@@ -154,25 +165,37 @@ def raw_server(replies: list[bytes], reset: bool) -> Handler:
     (with a TCP reset if `reset`)."""
     pending = list(replies)
 
-    async def handler(stream: trio.SocketStream) -> None:
+    async def handler(stream: trio.abc.Stream) -> None:
         if not await stream.receive_some() or not pending:
             return
         await stream.send_all(pending.pop(0))
         if reset:
+            sock = getattr(stream, "transport_stream", stream).socket
             # SO_LINGER on with timeout 0: close() sends a RST (RFC 9293 §3.10.7)
-            stream.socket.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_LINGER, struct.pack("ii", 1, 0))
 
     return handler
 
 
+@functools.cache
+def server_tls() -> ssl.SSLContext:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    trustme.CA().issue_cert("a.test").configure_cert(context)
+    return context
+
+
 @EXAMPLES
-@given(st.lists(responses(), min_size=1, max_size=3), st.sampled_from(["http", "https"]), st.booleans())
-@example([b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA"] * 2, "http", False)
-@example([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"], "http", True)
+@given(st.lists(responses(), min_size=1, max_size=3), st.sampled_from(["http", "https"]), st.booleans(),
+       st.booleans())
+@example([b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA"] * 2, "http", False, False)
+@example([b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"], "http", True, False)
+@example([b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nshort"], "https", True, True)
 def test_fetch_returns_a_result_whatever_the_server_sends(replies: list[bytes], scheme: str,
-                                                          reset: bool) -> None:
+                                                          reset: bool, tls: bool) -> None:
+    """Plain and TLS servers, the client speaking http or https to either."""
     results = fetch_all(raw_server(replies, reset),
-                        lambda port: [f"{scheme}://a.test:{port}/"] * len(replies))
+                        lambda port: [f"{scheme}://a.test:{port}/"] * len(replies),
+                        server_tls() if tls else None)
     assert len(results) == len(replies)
     for result in results:
         check(result)
