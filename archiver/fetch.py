@@ -3,8 +3,13 @@
 One `HttpClient` talks to one site at a time, one request at a time (it is not meant for
 concurrent use), and keeps the connection alive between fetches when the server allows it.
 The address comes from the caller: nothing here resolves names. `fetch` never raises
-(except `trio.Cancelled`): every failure comes back in `FetchResult.error` (no response head)
-or `FetchResult.truncated` (a head, then a body cut short).
+(except `trio.Cancelled`), whatever the URL and whatever the server sends: every failure comes
+back in `FetchResult.error` (no response head) or `FetchResult.truncated` (a head, then a body
+cut short). `error` is "kind: detail", the kind one of: `url` (not an http(s) URL of printable
+ASCII with a valid host and a port 1-65535: nothing is sent), `request` (h11 refused the
+request, e.g. a configured header), `connect`, `timeout` (connect, first-byte or total), `tls`,
+`reset` (the connection broke before a response head) and `protocol` (the head broke HTTP/1.1).
+Each failure class is caught by name, so a programming error still surfaces.
 
 What is stored, and why:
 
@@ -59,6 +64,9 @@ ACCEPT_ENCODING = "gzip, deflate, br"
 RENAMED_TE = b"X-Archiver-Transfer-Encoding:"
 _TE_LINE = re.compile(rb"^transfer-encoding:", re.IGNORECASE | re.MULTILINE)
 _MAX_REASON = 200
+# A host as urlsplit gives it (lower-case, brackets gone): RFC 3986 reg-name characters, or the
+# hex, dots, colons and %-zone of an IP literal. Nothing that would break the Host header.
+_HOST = re.compile(r"[a-z0-9\-._~!$&'()*+,;=%:]+")
 # Compressed input is fed to the decoders in pieces of this size, so that corrupt data
 # costs at most one piece's worth of output.
 _DECODE_STEP = 16 * 1024
@@ -103,17 +111,29 @@ class _Target:
 
     @classmethod
     def parse(cls, url: str) -> _Target:
+        """The request's parts; ValueError if `url` cannot become a request h11 will send.
+
+        Only printable ASCII goes on the wire: a target or host with anything else would make
+        h11 raise (UnicodeEncodeError, LocalProtocolError) instead of sending a bad request.
+        `archiver.urls.normalize` output always passes; this guards every other caller.
+        """
+        if not (url.isascii() and url.isprintable()) or " " in url:
+            raise ValueError("not an ASCII URI")
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
         if scheme not in DEFAULT_PORTS:
             raise ValueError(f"unsupported scheme {scheme!r}")
         host = parts.hostname
-        if not host:
-            raise ValueError("no host")
-        port = parts.port or DEFAULT_PORTS[scheme]
-        target = parts.path or "/"
-        if parts.query:
-            target += "?" + parts.query
+        if not host or _HOST.fullmatch(host) is None:
+            raise ValueError("no host" if not host else f"bad host {host!r}")
+        port = parts.port  # ValueError for a port that is not 0-65535 digits
+        if port == 0:
+            raise ValueError("port 0")
+        port = port or DEFAULT_PORTS[scheme]
+        # The path and query exactly as given: urlsplit would lose an empty query ("/p?").
+        target = url.partition("#")[0][len(parts.scheme) + 3 + len(parts.netloc) :]
+        if not target.startswith("/"):
+            target = "/" + target
         host_header = f"[{host}]" if ":" in host else host
         if port != DEFAULT_PORTS[scheme]:
             host_header += f":{port}"
@@ -222,7 +242,7 @@ class HttpClient:
         headers = [("Host", target.host_header), *self._headers]
         try:
             request = h11.Request(method="GET", target=target.target, headers=headers)
-        except h11.LocalProtocolError as exc:
+        except (h11.LocalProtocolError, UnicodeError) as exc:  # a configured header h11 refuses
             raise _Failed(f"request: {_short(exc)}") from None
         key = (target.scheme, ip, target.port, target.host)
         conn = self._conn
@@ -297,7 +317,10 @@ class HttpClient:
         body: bytearray,
     ) -> None:
         http = conn.http
-        result.request = http.send(request) + (http.send(h11.EndOfMessage()) or b"")
+        try:
+            result.request = http.send(request) + (http.send(h11.EndOfMessage()) or b"")
+        except h11.LocalProtocolError as exc:  # only if the connection's state were wrong
+            raise _Failed(f"request: {_short(exc)}") from None
         response = None
         with trio.move_on_after(self.first_byte_timeout):
             response = await self._read_head(conn, result, t0)
@@ -332,6 +355,9 @@ class HttpClient:
                     head = bytes(raw[:consumed])
                     result.head = _TE_LINE.sub(RENAMED_TE, head)
                     return event
+                if not isinstance(event, h11.InformationalResponse):
+                    # Not reachable with h11 today; looping on it would spin without a checkpoint.
+                    raise _Failed(f"protocol: unexpected {type(event).__name__}")
                 # An interim 1xx response: dropped (see the module docstring).
                 del raw[:consumed]
         except (trio.BrokenResourceError, OSError) as exc:
@@ -362,7 +388,7 @@ class HttpClient:
                         result.truncated = "length"
                         return
                     body += event.data
-                elif isinstance(event, h11.EndOfMessage):
+                else:  # EndOfMessage, the only other event h11 gives in a response body
                     # Bytes beyond the declared length are not a response to anything: a
                     # connection holding some is not reused.
                     if (

@@ -320,7 +320,8 @@ class SiteVisit:
         new_local = []
         for ref in found.refs:
             url = urls.normalize(ref, found.base)
-            if url is None:
+            if url is None:  # mailto:, javascript:, a bad host or port...: counted, not followed
+                stats.skipped["url-" + urls.rejection(ref, found.base)] += 1
                 continue
             where = policy.route(url, depth, source_shape=shape, redirect=found.redirect)
             if where is None:

@@ -24,6 +24,11 @@ are already ASCII are checked for syntax only (``xn--`` labels are not decoded),
 the common case fast and the result stable under a second pass.
 
 ``normalize(normalize(x)) == normalize(x)`` for every input.
+
+Nothing leaves ``normalize`` unchecked: the path and query pass either the fast path's
+normal-form gate or, after percent-encoding, an RFC 3986 path-and-query check, and the origin
+passed its own check when it was built (once per authority, cached). A slip in any regex here
+costs one link (None; `rejection` says "not-uri"), never a non-URI handed to the HTTP client.
 """
 
 import functools
@@ -47,10 +52,21 @@ _PLAIN = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?]*\Z")
 # Text already in normal form: allowed characters and upper-case escapes of other than unreserved
 # bytes (the second, slower gate, for the many links that carry escaped UTF-8 or URLs). The
 # possessive quantifiers keep the match linear on long near-misses.
-_NORMAL = re.compile(
-    r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?]++"
-    r"|%(?!2[DE]|3[0-9]|[46][1-9A-F]|[57][0-9A]|5F|7E)[0-9A-F]{2})*+\Z"
+_NORMAL_ESCAPE = r"%(?!2[DE]|3[0-9]|[46][1-9A-F]|[57][0-9A]|5F|7E)[0-9A-F]{2}"
+_NORMAL_TEXT = re.compile(rf"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?]++|{_NORMAL_ESCAPE})*+\Z")
+# A path (and query) in normal form: the gate of the fast path, and so the guarantee that what it
+# returns is a valid RFC 3986 path-abempty [ "?" query ]. Unlike _NORMAL_TEXT, no "?" in the path.
+_NORMAL_TAIL = re.compile(
+    rf"/(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/]++|{_NORMAL_ESCAPE})*+"
+    rf"(?:\?(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?]++|{_NORMAL_ESCAPE})*+)?+\Z"
 )
+# RFC 3986 §3.3-3.4 path-abempty (absolute here) [ "?" query ]: what the slow path must produce.
+_URI_TAIL = re.compile(
+    r"/(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/]++|%[0-9A-F]{2})*+"
+    r"(?:\?(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?]++|%[0-9A-F]{2})*+)?+\Z"
+)
+# What `_origin` builds: scheme, a host name, dotted IPv4 or bracketed IPv6, a port not the default.
+_ORIGIN = re.compile(r"https?://(?:[a-z0-9_\-.]++|\[[0-9a-f:.]++\])(?::[1-9][0-9]{0,4})?+\Z")
 _RAW = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:@/?%]+")
 _PCT_BYTE = [f"%{b:02X}" for b in range(256)]
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -76,7 +92,13 @@ def normalize(url: str, base: str | None = None) -> str | None:
 
     Returns None for anything that is not an http/https URL we could fetch: other schemes
     (mailto:, javascript:, data:, tel:, ftp:, ...), empty or invalid hosts, unparsable input,
-    invalid ports. `base` is trusted as it is (it is on the hot path) and must come from here.
+    invalid ports; `rejection` says which. `base` should come from here: it is checked once
+    (cached) and normalised if it was not; a base that is not an absolute http(s) URL gives None
+    for every relative link.
+
+    Every result is an ASCII RFC 3986 URI: the path and query it returns passed either the
+    fast-path gate (`_NORMAL_TAIL`) or, after percent-encoding, the URI check (`_URI_TAIL`), and
+    the origin passed `_ORIGIN` when it was built; nothing else is returned.
     """
     url = url.strip(_C0_SPACE)
     if not url.isprintable():  # cheap gate: tab, CR and LF are not printable
@@ -86,7 +108,7 @@ def normalize(url: str, base: str | None = None) -> str | None:
         url = url[:cut]
     cut = url.find("?")
     if cut >= 0:
-        head, query = url[:cut], _pct(url[cut + 1 :])
+        head, query = url[:cut], url[cut + 1 :]
     else:
         head, query = url, None
     if "\\" in head:
@@ -111,34 +133,100 @@ def normalize(url: str, base: str | None = None) -> str | None:
     elif base is None:
         return None
     elif head.startswith("//"):
-        return _absolute(base[: base.find(":")], head, query)
+        scheme = base[: base.find(":")]
+        return _absolute(scheme, head, query) if scheme in _DEFAULT_PORTS else None
 
-    base_origin, base_path, base_directory = _base_parts(base)
+    parts = _base_parts(base)
+    if parts is None:
+        return None
+    base, base_origin, base_path, base_directory = parts
     if not head:
         if query is None:
             return base
-        return f"{base_origin}{base_path}?{query}"
+        return _finish(base_origin, base_path, query)
     if head[0] != "/":
         head = base_directory + head if head[0] != "." else _merge(base_directory, head)
-    path = _pct(head)
+    return _finish(base_origin, head, query)
+
+
+REJECTIONS = ("empty", "scheme", "relative-without-base", "base", "host", "port", "not-uri")
+
+
+def rejection(url: str, base: str | None = None) -> str:
+    """Why `normalize(url, base)` gave None, as one of REJECTIONS ("" if it did not):
+
+    - "empty": nothing but spaces, controls or a fragment, and no base to stand for;
+    - "scheme": a scheme other than http or https (mailto:, javascript:, data:, tel:, ftp:, ...);
+    - "relative-without-base": a relative reference and no base to resolve it against;
+    - "base": a relative reference against a base that is not an absolute http(s) URL;
+    - "host": an empty or invalid host (bad characters or label lengths, a bad IPv4 or IPv6
+      literal, an IPv6 zone, a name with no ASCII form);
+    - "port": a port that is not 1-65535 in ASCII digits;
+    - "not-uri": the result failed the final URI check, which means a bug in this module.
+
+    Slower than `normalize` (it runs it first); meant for counting the links it refused.
+    """
+    if normalize(url, base) is not None:
+        return ""
+    url = url.strip(_C0_SPACE).translate(_TAB_NEWLINE)
+    head = url.partition("#")[0].partition("?")[0].replace("\\", "/")
+    if not url.partition("#")[0] and base is None:
+        return "empty"
+    match = _SCHEME.match(head)
+    if match is not None:
+        scheme = match.group(1).lower()
+        if scheme not in _DEFAULT_PORTS:
+            return "scheme"
+        rest = head[match.end() :]
+        relative = base is not None and not rest.startswith("//") and base.startswith(scheme + ":")
+        if not relative:
+            return _authority(scheme, rest.lstrip("/").partition("/")[0])[1] or "not-uri"
+    elif base is None:
+        return "relative-without-base"
+    elif head.startswith("//"):
+        scheme = base[: base.find(":")]
+        if scheme in _DEFAULT_PORTS:
+            return _authority(scheme, head.lstrip("/").partition("/")[0])[1] or "not-uri"
+    return "base" if _base_parts(base) is None else "not-uri"
+
+
+def _finish(origin: str, path: str, query: str | None) -> str | None:
+    """``origin + path [? query]`` with the path and query normalised, or None if they cannot
+    be made a valid URI path and query (which would be a bug here: see `_URI_TAIL`)."""
+    tail = path if query is None else f"{path}?{query}"
+    if _NORMAL_TAIL.match(tail) is None:
+        path = _pct(path)
+        if query is not None:
+            query = _pct(query)
+        tail = path if query is None else f"{path}?{query}"
+        if _URI_TAIL.match(tail) is None:
+            return None
     if "/." in path:
         path = _remove_dot_segments(path)
-    return f"{base_origin}{path}" if query is None else f"{base_origin}{path}?{query}"
+        tail = path if query is None else f"{path}?{query}"
+    return origin + tail
 
 
 @functools.lru_cache(maxsize=64)
-def _base_parts(base: str) -> tuple[str, str, str]:
-    """(origin, path, directory) of a normalised base URL; cached, as a page's links share it.
+def _base_parts(base: str) -> tuple[str, str, str, str] | None:
+    """(base, origin, path, directory) of a base URL, normalised first if it was not (a WARC
+    from elsewhere, say), or None if it is not an absolute http(s) URL; cached, as a page's
+    links share it.
 
     "http://" and "https://" are 7 and 8 characters and a host is not empty, so the path's
     slash is the first one from index 8.
     """
     cut = base.find("/", 8)
+    if cut < 0 or _ORIGIN.match(base[:cut]) is None or _URI_TAIL.match(base[cut:]) is None:
+        fixed = normalize(base)
+        if fixed is None:
+            return None
+        base, cut = fixed, fixed.find("/", 8)
     origin, path = base[:cut], base[cut:]
     cut = path.find("?")
     if cut >= 0:
         path = path[:cut]
-    return origin, path, path[: path.rfind("/") + 1]
+    return base, origin, path, path[: path.rfind("/") + 1]
 
 
 def _merge(directory: str, ref: str) -> str:
@@ -164,17 +252,22 @@ def _absolute(scheme: str, rest: str, query: str | None) -> str | None:
     rest = rest.lstrip("/")
     cut = rest.find("/")
     if cut >= 0:
-        origin, path = _origin(scheme, rest[:cut]), _path(rest[cut:])
+        origin, path = _origin(scheme, rest[:cut]), rest[cut:]
     else:
         origin, path = _origin(scheme, rest), "/"
     if origin is None:
         return None
-    return f"{origin}{path}" if query is None else f"{origin}{path}?{query}"
+    return _finish(origin, path, query)
 
 
 @functools.lru_cache(maxsize=4096)
 def _origin(scheme: str, authority: str) -> str | None:
-    """``scheme://host[:port]`` from a raw authority, or None if it is not fetchable.
+    """``scheme://host[:port]`` from a raw authority, or None if it is not fetchable."""
+    return _authority(scheme, authority)[0]
+
+
+def _authority(scheme: str, authority: str) -> tuple[str | None, str]:
+    """(origin, "") for a fetchable raw authority, else (None, the `rejection` reason).
 
     Userinfo is dropped: it is not part of the resource's identity (RFC 9110 §4.2.4 forbids
     sending it in http(s) URIs and deprecates it), browsers strip it from requests, and a
@@ -184,11 +277,11 @@ def _origin(scheme: str, authority: str) -> str | None:
     if authority.startswith("["):
         cut = authority.find("]")
         if cut < 0:
-            return None
+            return None, "host"
         host = _ipv6(authority[1:cut])
         port = authority[cut + 1 :]
         if port and port[0] != ":":
-            return None
+            return None, "host"
         port = port[1:]
     else:
         cut = authority.find(":")
@@ -197,18 +290,19 @@ def _origin(scheme: str, authority: str) -> str | None:
         else:
             host, port = _host(authority), ""
     if host is None:
-        return None
+        return None, "host"
     if not port:  # WHATWG: "http://a:/" has no port
-        return f"{scheme}://{host}"
-    if not (port.isascii() and port.isdigit()):
-        return None
-    number = int(port)
-    # Port 0 is valid syntax (WHATWG) but no server can listen there.
-    if not 0 < number < 65536:
-        return None
-    if number == _DEFAULT_PORTS[scheme]:
-        return f"{scheme}://{host}"
-    return f"{scheme}://{host}:{number}"
+        origin = f"{scheme}://{host}"
+    elif not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+        # Port 0 is valid syntax (WHATWG) but no server can listen there.
+        return None, "port"
+    elif int(port) == _DEFAULT_PORTS[scheme]:
+        origin = f"{scheme}://{host}"
+    else:
+        origin = f"{scheme}://{host}:{int(port)}"
+    if _ORIGIN.match(origin) is None:
+        return None, "not-uri"
+    return origin, ""
 
 
 def _host(host: str) -> str | None:
@@ -287,17 +381,9 @@ def _ipv6(text: str) -> str | None:
         return None
 
 
-def _path(path: str) -> str:
-    """Percent-normalise `path` (which starts with '/') and remove its dot segments."""
-    path = _pct(path)
-    if "/." in path:
-        path = _remove_dot_segments(path)
-    return path
-
-
 def _pct(text: str) -> str:
     """Normalise the percent-encoding of a path or query (RFC 3986 §2.1, §2.3, §6.2.2.2)."""
-    if _PLAIN.match(text) is not None or _NORMAL.match(text) is not None:
+    if _PLAIN.match(text) is not None or _NORMAL_TEXT.match(text) is not None:
         return text
     parts = text.split("%")
     out = [_encode(parts[0])]
@@ -351,7 +437,7 @@ def _remove_dot_segments(path: str) -> str:
 # ASCII labels ending in a letter label (no IP address, no port), a path and query of characters
 # that stay raw, no dot segment, no "%". ``is_normal`` is a fast test for the external-link batch,
 # whose input mostly came out of ``normalize`` already; anything else takes the full path.
-_NORMAL = re.compile(
+_NORMAL_URL = re.compile(
     r"https?://(?=[^/]{1,253}/)(?:[a-z0-9_-]{1,63}\.)*[a-z][a-z0-9_-]{0,62}"
     r"(?!.*/\.\.?(?:[/?]|$))/[A-Za-z0-9._~!$&'()*+,;=:@/-]*(?:\?[A-Za-z0-9._~!$&'()*+,;=:@/?-]*)?"
 )
@@ -359,7 +445,7 @@ _NORMAL = re.compile(
 
 def is_normal(url: str) -> bool:
     """True only if ``normalize(url) == url`` (a fast, conservative check: False says nothing)."""
-    return _NORMAL.fullmatch(url) is not None
+    return _NORMAL_URL.fullmatch(url) is not None
 
 
 def origin(url: str) -> str:

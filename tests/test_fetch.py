@@ -463,9 +463,37 @@ async def test_connection_refused() -> None:
 async def test_unusable_url_or_address() -> None:
     http = client()
     assert (await http.fetch("ftp://example.org/", LOCAL)).error == "url: unsupported scheme 'ftp'"
-    assert (await http.fetch("http://example.org/a b", LOCAL)).error.startswith("request: ")
+    # Nothing but printable ASCII goes on the wire: before issue 11, h11 raised on these.
+    for url in ["http://example.org/a b", "http://example.org/é", "http://exämple.org/",
+                "http://example.org/\x01", "http://example.org/\t"]:
+        assert (await http.fetch(url, LOCAL)).error == "url: not an ASCII URI", url
+    for url, error in [("http://example.org:0/", "url: port 0"),
+                       ("http://example.org:65536/", "url: Port out of range 0-65535"),
+                       ("http://example.org:x/", "url: Port could not be cast to integer value as 'x'"),
+                       ("http://[::1/", "url: Invalid IPv6 URL"),
+                       ("http:///x", "url: no host"),
+                       ("http://a<b>/", "url: bad host 'a<b>'")]:
+        assert (await http.fetch(url, LOCAL)).error == error, url
     not_ip = await http.fetch("http://example.org/", "example.org")
     assert not_ip.error == "connect: not an IP address: 'example.org'"
+    bad_header = client(extra_headers=[("X-Note", "café")])
+    assert (await bad_header.fetch("http://example.org/", LOCAL)).error.startswith("request: ")
+
+
+async def test_empty_query_is_sent_as_given(nursery: trio.Nursery) -> None:
+    seen: list[bytes | None] = []
+
+    async def handler(stream: trio.abc.Stream) -> None:
+        while (request := await read_request(stream)) is not None:
+            seen.append(request.split(b"\r\n", 1)[0])
+            await stream.send_all(response(b"ok"))
+
+    port = await serve(nursery, handler)
+    http = client()
+    for target in ["/p?", "/?", "/p?a=1", "?x"]:
+        assert (await http.fetch(f"http://{LOCAL}:{port}{target}#frag", LOCAL)).status == 200
+    await http.aclose()
+    assert seen == [b"GET /p? HTTP/1.1", b"GET /? HTTP/1.1", b"GET /p?a=1 HTTP/1.1", b"GET /?x HTTP/1.1"]
 
 
 async def test_tls_with_sni_and_keep_alive(nursery: trio.Nursery) -> None:

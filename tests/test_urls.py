@@ -353,3 +353,93 @@ def test_is_normal_accepts_only_fixed_points_of_normalize():
     for url in ["http://a.test:8080/", "http://1.2.3.4/", "http://a.test/%7E", "http://a.test/./x",
                 "http://A.test/", "http://a.test", "http://a.test/x/..", "http://a.test/x/..?q"]:
         assert not is_normal(url)
+
+
+@pytest.mark.parametrize(
+    ("url", "base", "expected"),
+    [
+        # issue 11: a query holding a URL skipped percent-encoding (the shadowed _NORMAL regex)
+        ("/q?http://example.org/é", "http://a.test/", "http://a.test/q?http://example.org/%C3%A9"),
+        ("/p?http://example.org/a b", "http://a.test/", "http://a.test/p?http://example.org/a%20b"),
+        ("http://a.test/r?https://x.org/%zz\x01x", None, "http://a.test/r?https://x.org/%25zz%01x"),
+        ("/s?u=http://x.org/ü&next=/a b", "http://a.test/", "http://a.test/s?u=http://x.org/%C3%BC&next=/a%20b"),
+    ],
+)
+def test_queries_holding_urls_are_encoded(url, base, expected):
+    assert normalize(url, base) == expected
+
+
+BASE_FOR_REJECTIONS = "http://a.test/dir/page.html"
+
+
+@pytest.mark.parametrize(
+    ("url", "base", "reason"),
+    [
+        ("", None, "empty"),
+        ("  \t\n", None, "empty"),
+        ("#top", None, "empty"),
+        ("mailto:someone@example.com", BASE_FOR_REJECTIONS, "scheme"),
+        ("javascript:void(0)", BASE_FOR_REJECTIONS, "scheme"),
+        ("data:text/html,hi", BASE_FOR_REJECTIONS, "scheme"),
+        ("tel:+15555555", BASE_FOR_REJECTIONS, "scheme"),
+        ("ftp://ftp.example.com/f", None, "scheme"),
+        ("c:\\windows", BASE_FOR_REJECTIONS, "scheme"),
+        ("relative/path", None, "relative-without-base"),
+        ("?q=1", None, "relative-without-base"),
+        ("//host/path", None, "relative-without-base"),
+        ("page.html", "not a url", "base"),
+        ("//host/path", "ftp://x/", "base"),
+        ("http://", None, "host"),
+        ("http://a b.com/", None, "host"),
+        ("http://a..b.com/", None, "host"),
+        ("http://1.2.3.256/", None, "host"),
+        ("http://[::1/", None, "host"),
+        ("http://[fe80::1%25eth0]/", None, "host"),
+        ("//[::g]/x", BASE_FOR_REJECTIONS, "host"),
+        ("http://a:65536/", None, "port"),
+        ("http://a:0/", None, "port"),
+        ("http://a:8o/", None, "port"),
+        ("https://a:\uff18\uff10/", None, "port"),
+        ("//a:-1/", BASE_FOR_REJECTIONS, "port"),
+    ],
+)
+def test_rejection_reasons(url, base, reason):
+    from archiver.urls import REJECTIONS, rejection
+
+    assert normalize(url, base) is None
+    assert rejection(url, base) == reason
+    assert reason in REJECTIONS
+
+
+@pytest.mark.parametrize(
+    ("url", "base", "expected"),
+    [
+        ("x", "HTTP://A.com/a b/c", "http://a.com/a%20b/x"),
+        ("", "http://a.com/é?q=ü", "http://a.com/%C3%A9?q=%C3%BC"),
+        ("#frag", "http://user@a.com:80/p", "http://a.com/p"),
+        ("?y", "http://a.com/../p?x", "http://a.com/p?y"),
+        ("x", "relative/base", None),
+    ],
+)
+def test_a_base_that_is_not_normalised_is_normalised_first(url, base, expected):
+    assert normalize(url, base) == expected
+
+
+def test_rejection_of_an_accepted_link_is_empty():
+    from archiver.urls import rejection
+
+    assert rejection("/ok", BASE_FOR_REJECTIONS) == ""
+    assert rejection("http://a.test/é") == ""
+
+
+def test_a_gate_that_lets_everything_through_costs_the_link_not_a_non_uri(monkeypatch):
+    # Simulate the issue-11 slip (a fast-path gate that matches raw text): the final URI check
+    # must refuse the result rather than hand out a non-ASCII URL.
+    from archiver import urls
+
+    anything = re.compile(r".*", re.DOTALL)
+    monkeypatch.setattr(urls, "_PLAIN", anything)
+    monkeypatch.setattr(urls, "_NORMAL_TEXT", anything)
+    assert normalize("/q?http://example.org/é", "http://a.test/") is None
+    assert urls.rejection("/q?http://example.org/é", "http://a.test/") == "not-uri"
+    assert normalize("/plain?x=1", "http://a.test/") == "http://a.test/plain?x=1"

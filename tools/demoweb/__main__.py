@@ -27,6 +27,7 @@ def _parser() -> argparse.ArgumentParser:
         verb.add_argument("--domain", default=WebSpec.domain)
         verb.add_argument("--version", type=int, default=WebSpec.version)
         verb.add_argument("--hostile", action="store_true", help="add hostile.<domain>")
+        verb.add_argument("--odd", action="store_true", help="add odd.<domain> (odd links)")
         verb.add_argument("--no-trap", dest="trap", action="store_false", help="no trap.<domain>")
     serve.add_argument("--log", type=Path, help="append one JSON line per request to this file")
     serve.add_argument("--hosts-out", type=Path, help="write the hosts file here")
@@ -43,6 +44,7 @@ def _spec(args: argparse.Namespace) -> WebSpec:
         domain=args.domain,
         trap=args.trap,
         hostile=args.hostile,
+        odd=args.odd,
         version=args.version,
     )
 

@@ -20,6 +20,14 @@ Truth for the special sites, as `expected` computes it:
 - hostile.<domain> (spec.hostile): robots.txt (allow all), "/", "/ok-1.html", "/ok-2.html".
   The HOSTILE_PATHS linked from "/" are requested by a correct crawler but cannot be captured
   whole, so they are in neither `expected` nor `disallowed`.
+- odd.<domain> (spec.odd): robots.txt (allow all), "/", "/about.html", and every page ODD_LINKS
+  leads to. "/" links to every kind of odd URL (ODD_LINKS): spaces, non-ASCII in path and query,
+  queries holding URLs, `%` garbage, tabs and newlines inside href, IDN and percent-encoded
+  hosts, userinfo, upper case, a trailing host dot, backslashes, RFC 3986-illegal characters,
+  a redirect whose Location holds a space; links a crawler must not fetch (other schemes, ports
+  out of range, broken hosts) have the url ""; an IDN host and an IPv6 literal lead to hosts
+  outside the web, which `expected` leaves out. The server finds an odd page by its fully
+  percent-decoded path and query, as a file server would, so any correct encoding reaches it.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from tools.demoweb import content
 
@@ -57,6 +65,57 @@ HOSTILE_PATHS = (
     "/bomb",
     "/lie",
 )
+# The odd site's links: (raw href, the normalised path and query a correct crawler fetches, or
+# "" if it must not fetch it). "{origin}" and "{port}" are the site's own; "{ORIGIN}" its origin
+# in upper case. Local targets are served as small pages (found by their decoded form).
+ODD_LINKS: tuple[tuple[str, str], ...] = (
+    ("/q?http://example.org/é", "/q?http://example.org/%C3%A9"),
+    ("/p?http://example.org/a b", "/p?http://example.org/a%20b"),
+    ("/a b/c d.html", "/a%20b/c%20d.html"),
+    ("café/menü.html", "/caf%C3%A9/men%C3%BC.html"),
+    ("/search?q=ü ß&x=1", "/search?q=%C3%BC%20%C3%9F&x=1"),
+    ("/bad%zzescape.html", "/bad%25zzescape.html"),
+    ("/100%.html", "/100%25.html"),
+    ("/%%41.html", "/%25A.html"),
+    ("/lower%c3%a9.html", "/lower%C3%A9.html"),
+    ("/tab\tbed/new\nline.html", "/tabbed/newline.html"),
+    (" \n /spaced.html \t", "/spaced.html"),
+    ("/share?u=https://example.org/x?y=1&z=2", "/share?u=https://example.org/x?y=1&z=2"),
+    ("/login?next=/account/settings?tab=1", "/login?next=/account/settings?tab=1"),
+    ("/redir?to=http%3A%2F%2Fexample.org%2F", "/redir?to=http%3A%2F%2Fexample.org%2F"),
+    ("/%7Euser/%41bc.html", "/~user/Abc.html"),
+    ("/dot/./seg/../x.html", "/dot/x.html"),
+    ("\\back\\slash.html", "/back/slash.html"),
+    ("/pipe|caret^brace{}.html", "/pipe%7Ccaret%5Ebrace%7B%7D.html"),
+    ('/quote"lt<gt>.html', "/quote%22lt%3Cgt%3E.html"),
+    ("/emoji/😀.html", "/emoji/%F0%9F%98%80.html"),
+    ("/q2?name=o'brien&tick=`", "/q2?name=o'brien&tick=%60"),
+    ("/empty-query?", "/empty-query?"),
+    ("/moved page", "/moved%20page"),
+    ("{ORIGIN}/Upper.html", "/Upper.html"),
+    ("http://user:secret@{host}{port}/userinfo.html", "/userinfo.html"),
+    ("http://{host}.{port}/dot-host.html", "/dot-host.html"),
+    ("http://\uff4f\uff44\uff44.{domain}{port}/fullwidth.html", "/fullwidth.html"),
+    ("http://%6Fdd.{domain}{port}/pct-host.html", "/pct-host.html"),
+    ("http:\\\\{host}{port}\\backslash-host.html", "/backslash-host.html"),
+    ("javascript:alert('odd')", ""),
+    ("data:text/html,<b>odd</b>", ""),
+    ("mailto:odd@example.org", ""),
+    ("tel:+15550100", ""),
+    ("ftp://{host}/file.txt", ""),
+    ("http://{host}:99999/port.html", ""),
+    ("http://{host}:0/zero.html", ""),
+    ("http://[::1/broken.html", ""),
+    ("http://exa mple.{domain}/space-host.html", ""),
+    ("http://a..b.{domain}/empty-label.html", ""),
+)
+# Links to hosts outside the web: (raw href, normalised URL); spooled, never crawled here.
+ODD_EXTERNAL = (
+    ("http://bücher.example/", "http://xn--bcher-kva.example/"),
+    ("http://[::1]{port}/v6.html", "http://[::1]{port}/v6.html"),
+)
+# The odd site's redirect: its Location holds a raw space.
+ODD_REDIRECT = ("/moved page", "/landing page.html", "/landing%20page.html")
 
 
 @dataclass(frozen=True)
@@ -70,6 +129,7 @@ class WebSpec:
     domain: str = "demo"
     trap: bool = True
     hostile: bool = False
+    odd: bool = False
     version: int = 0  # changes page content, for recrawl-at-two-dates tests
 
 
@@ -195,7 +255,7 @@ _TOKEN = re.compile(r"[A-Za-z_-]*")
 @dataclass(frozen=True)
 class _Site:
     host: str
-    kind: str  # a ROBOTS_KINDS entry, or "trap", "robots500", "hostile"
+    kind: str  # a ROBOTS_KINDS entry, or "trap", "robots500", "hostile", "odd"
     groups: tuple[RobotsGroup, ...]
     table: dict[str, tuple]  # canonical path+query -> resource
     pages: tuple[str, ...] = ()
@@ -250,6 +310,13 @@ def canonical_target(target: str) -> str:
     path, sep, query = target.partition("?")
     path = _remove_dot_segments(_ESCAPE.sub(_unescape, path) or "/")
     return path + sep + _ESCAPE.sub(_unescape, query)
+
+
+def _decoded(target: str) -> str:
+    """A path and query fully percent-decoded (UTF-8, errors replaced), as a file server finds
+    a resource; the odd site's pages are keyed by it."""
+    path, sep, query = target.partition("?")
+    return unquote(path, errors="replace") + sep + unquote(query, errors="replace")
 
 
 def _relative(base: str, target: str) -> str:
@@ -388,6 +455,7 @@ class DemoWeb:
         width = max(3, len(str(spec.sites - 1)))
         self.normal_hosts = [f"site-{i:0{width}d}.{spec.domain}" for i in range(spec.sites)]
         special = ["trap"] * spec.trap + ["robots500"] + ["hostile"] * spec.hostile
+        special += ["odd"] * spec.odd
         self.special_hosts = {name: f"{name}.{spec.domain}" for name in special}
         self.hosts: list[str] = self.normal_hosts + list(self.special_hosts.values())
         self._index = {host: n for n, host in enumerate(self.hosts)}
@@ -491,6 +559,14 @@ class DemoWeb:
         elif kind == "robots500":
             table["/robots.txt"] = ("error", 500)
             table["/secret.html"] = table["/inside.html"] = ("html", "plain")
+        elif kind == "odd":
+            table["/about.html"] = ("html", "plain")
+            for _, target in ODD_LINKS:
+                if target:
+                    table[_decoded(target)] = ("html", "plain")
+            moved, location, landing = ODD_REDIRECT
+            table[moved] = ("redirect", 302, location, landing)
+            table[_decoded(landing)] = ("html", "plain")
         else:
             table["/ok-1.html"] = table["/ok-2.html"] = ("html", "plain")
             table.update({path: ("hostile", path[1:]) for path in HOSTILE_PATHS})
@@ -498,6 +574,8 @@ class DemoWeb:
         return _Site(host=host, kind=kind, groups=groups, table=table)
 
     def _resource(self, site: _Site, target: str) -> tuple | None:
+        if site.kind == "odd":
+            target = _decoded(target)
         found = site.table.get(target)
         if found is None and site.kind == "trap":
             if cal := _CAL.match(target):
@@ -799,7 +877,9 @@ class DemoWeb:
                 if not link.url.startswith("http"):
                     continue
                 if not link.url.startswith(origin + "/"):
-                    hosts.add(urlsplit(link.url).hostname)
+                    host = urlsplit(link.url).hostname
+                    if self._site(host or "") is not None:  # not the odd site's foreign links
+                        hosts.add(host)
                     continue
                 target = link.url[len(origin) :]
                 hop = 0 if link.kind == "redirect" else 1
@@ -844,7 +924,9 @@ class DemoWeb:
         return {
             link.url
             for _, link in self._all_links()
-            if link.url.startswith("http") and not self.allowed(agent, link.url)
+            if link.url.startswith("http")
+            and self._split(link.url)[0] is not None
+            and not self.allowed(agent, link.url)
         }
 
     def external_links(self) -> set[tuple[str, str]]:
@@ -989,6 +1071,24 @@ def _hostile_home(web: DemoWeb, d: _Doc) -> None:
     d.small("Hostile server", [(d.ref("a/href", d.url(p), p), p[1:]) for p in paths])
 
 
+def _odd_home(web: DemoWeb, d: _Doc) -> None:
+    host = d.site.host
+    names = {"{origin}": d.origin, "{ORIGIN}": d.origin.upper(), "{host}": host,
+             "{port}": d.origin[len(f"http://{host}") :], "{domain}": web.spec.domain}
+
+    def fill(text: str) -> str:
+        for name, value in names.items():
+            text = text.replace(name, value)
+        return text
+
+    anchors = [(d.ref("a/href", d.url("/about.html")), "About")]
+    for raw, target in ODD_LINKS:
+        anchors.append((d.ref("a/href", d.url(target) if target else "", fill(raw)), "odd"))
+    for raw, url in ODD_EXTERNAL:
+        anchors.append((d.ref("a/href", fill(url), fill(raw)), "elsewhere"))
+    d.small("Odd links", anchors)
+
+
 _BUILDERS: dict[str, Callable[[DemoWeb, _Doc], None]] = {
     "frames": _frames,
     "frame-nav": _frame_nav,
@@ -1005,4 +1105,5 @@ _BUILDERS: dict[str, Callable[[DemoWeb, _Doc], None]] = {
     "deep": _deep,
     "robots500-home": _robots500_home,
     "hostile-home": _hostile_home,
+    "odd-home": _odd_home,
 }

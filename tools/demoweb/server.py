@@ -50,20 +50,35 @@ class RequestLog:
 
 
 class _Connection:
-    """One accepted socket: an h11 state machine over a trio stream."""
+    """One accepted socket: an h11 state machine over a trio stream.
 
-    def __init__(self, stream: trio.SocketStream):
+    The raw request line of every request is appended to `request_lines` before h11 judges it
+    (a line h11 refuses is kept too), so a test can check what crawlers really sent."""
+
+    def __init__(self, stream: trio.SocketStream, request_lines: list[bytes]):
         self.stream = stream
         self.h11 = h11.Connection(h11.SERVER)
+        self._request_lines = request_lines
+        self._unparsed = bytearray()  # bytes received that h11 has not turned into events yet
 
     async def next_event(self) -> object:
         """The next h11 event, or None if the peer went away or stayed idle too long."""
         while True:
-            event = self.h11.next_event()
+            try:
+                event = self.h11.next_event()
+            except h11.RemoteProtocolError:
+                self._request_lines.append(self._first_line(self._unparsed))
+                raise
             if event is not h11.NEED_DATA:
+                consumed = len(self._unparsed) - len(self.h11.trailing_data[0])
+                if isinstance(event, h11.Request):
+                    self._request_lines.append(self._first_line(self._unparsed[:consumed]))
+                del self._unparsed[:consumed]
                 return event
             with trio.move_on_after(IDLE_TIMEOUT):
-                self.h11.receive_data(await self.stream.receive_some(65536))
+                data = await self.stream.receive_some(65536)
+                self._unparsed += data
+                self.h11.receive_data(data)
                 continue
             return None
 
@@ -80,6 +95,10 @@ class _Connection:
             if not isinstance(event, h11.Data):
                 return None
 
+    @staticmethod
+    def _first_line(head: bytes | bytearray) -> bytes:
+        return bytes(head).lstrip(b"\r\n").split(b"\n", 1)[0].removesuffix(b"\r")
+
 
 class DemoServer:
     """Serves a DemoWeb by Host header; logs every request to `log` (and to a JSON-lines file)."""
@@ -87,6 +106,7 @@ class DemoServer:
     def __init__(self, web: DemoWeb, *, log_path: Path | None = None, cache_size: int = 4096):
         self.web = web
         self.log: list[RequestLog] = []
+        self.request_lines: list[bytes] = []  # every request line as received, in order
         self._log_path = log_path
         self._log_file: IO[str] | None = None
         self._conn_ids = itertools.count(1)
@@ -117,7 +137,7 @@ class DemoServer:
         conn_id = next(self._conn_ids)
         host, port = stream.socket.getpeername()[:2]
         peer = f"{host}:{port}"
-        conn = _Connection(stream)
+        conn = _Connection(stream, self.request_lines)
         try:
             while (received := await conn.read_request()) is not None:
                 keep = await self._answer(conn, *received, peer, conn_id)
@@ -273,7 +293,8 @@ def serve_args(spec: WebSpec) -> list[str]:
     """Command-line options of `python -m tools.demoweb` that describe `spec`."""
     args = [f"--sites={spec.sites}", f"--pages={spec.pages_per_site}", f"--port={spec.port}"]
     args += [f"--seed={spec.seed}", f"--domain={spec.domain}", f"--version={spec.version}"]
-    return args + ["--hostile"] * spec.hostile + ["--no-trap"] * (not spec.trap)
+    args += ["--hostile"] * spec.hostile + ["--odd"] * spec.odd
+    return args + ["--no-trap"] * (not spec.trap)
 
 
 @contextlib.contextmanager
