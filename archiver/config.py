@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from archiver.netpolicy import parse_networks
+
 
 class ConfigError(Exception):
     """A configuration file that cannot be used; the message names the file and key."""
@@ -77,6 +79,10 @@ class CrawlConfig:
     max_header_size: int = 64 * 1024
     max_decoded_size: int = 16 * 2**20
     verify_tls: bool = False
+    # Non-public networks (CIDR) the crawler may still fetch from; every other loopback, private,
+    # link-local, CGNAT, multicast or reserved address is refused at connect time
+    # (archiver.netpolicy). The demo web and the tests, which live on 127.0.0.1, set 127.0.0.0/8.
+    allowed_networks: tuple[str, ...] = ()
     site_bitmap_bits: int = 262_144
     site_bitmap_max_fp: float = 1e-3
     status_interval: float = 5.0
@@ -333,6 +339,10 @@ def _check(where: str, name: str, section: Any) -> None:
             raise ConfigError(f"{where}: crawl.site_bitmap_max_fp: must be in (0, 1)")
         if not section.agent or any(c.isspace() or c == "/" for c in section.agent):
             raise ConfigError(f"{where}: crawl.agent: must be a product token like 'archiver'")
+        try:
+            parse_networks(section.allowed_networks)
+        except ValueError as e:
+            raise ConfigError(f"{where}: crawl.allowed_networks: {e}") from None
         if section.on_disk_full not in ("pause", "exit"):
             raise ConfigError(f"{where}: crawl.on_disk_full: must be \"pause\" or \"exit\"")
     elif name == "dns":

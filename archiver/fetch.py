@@ -7,7 +7,9 @@ The address comes from the caller: nothing here resolves names. `fetch` never ra
 back in `FetchResult.error` (no response head) or `FetchResult.truncated` (a head, then a body
 cut short). `error` is "kind: detail", the kind one of: `url` (not an http(s) URL of printable
 ASCII with a valid host and a port 1-65535: nothing is sent), `request` (h11 refused the
-request, e.g. a configured header), `connect`, `timeout` (connect, first-byte or total), `tls`,
+request, e.g. a configured header), `address-refused` (the address is not a public one and not
+in `allowed_networks`: checked on the address connected to, see archiver.netpolicy; nothing is
+sent), `connect`, `timeout` (connect, first-byte or total), `tls`,
 `reset` (the connection broke before a response head) and `protocol` (the head broke HTTP/1.1).
 Each failure class is caught by name, so a programming error still surfaces.
 
@@ -55,6 +57,8 @@ from urllib.parse import urlsplit
 import brotli
 import h11
 import trio
+
+from archiver.netpolicy import Network, refusal
 
 READ_SIZE = 64 * 1024
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -184,7 +188,11 @@ class HttpClient:
         max_header_size: int = 64 * 1024,
         verify_tls: bool = False,
         extra_headers: Sequence[tuple[str, str]] = (),
+        allowed_networks: Sequence[Network] = (),
     ) -> None:
+        """``allowed_networks``: non-public networks it may still connect to (see
+        archiver.netpolicy); every other non-public address is refused at connect time."""
+        self.allowed_networks = tuple(allowed_networks)
         self.connect_timeout = connect_timeout
         self.first_byte_timeout = first_byte_timeout
         self.total_timeout = total_timeout
@@ -272,6 +280,9 @@ class HttpClient:
             family = socket.AF_INET6 if ipaddress.ip_address(ip).version == 6 else socket.AF_INET
         except ValueError:
             raise _Failed(f"connect: not an IP address: {ip!r}") from None
+        reason = refusal(ip, self.allowed_networks)
+        if reason is not None:
+            raise _Failed(f"address-refused: {ip} is {reason}")
         try:
             sock = trio.socket.socket(family, socket.SOCK_STREAM)
         except OSError as exc:

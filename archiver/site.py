@@ -29,6 +29,7 @@ from archiver.durable import is_disk_error
 from archiver.fetch import FetchResult, HttpClient
 from archiver.frontier import Entry, Frontier, site_dir
 from archiver.logs import event
+from archiver.netpolicy import parse_networks
 from archiver.politeness import parse_retry_after
 from archiver.timestamps import to_datetime
 from archiver.visitpolicy import Outcome, RobotsFetch, VisitPolicy, url_shape
@@ -78,7 +79,8 @@ class SiteVisit:
         client = HttpClient(user_agent=c.user_agent, connect_timeout=c.connect_timeout,
                             first_byte_timeout=c.first_byte_timeout, total_timeout=c.total_timeout,
                             max_size=c.max_response_size, max_header_size=c.max_header_size,
-                            verify_tls=c.verify_tls)
+                            verify_tls=c.verify_tls,
+                            allowed_networks=parse_networks(c.allowed_networks))
         self.client = client
         ctx.stats.active[self.origin] = {"url": "", "queued": frontier.pending}
         try:

@@ -81,6 +81,16 @@ def looks_like_trap(url: str, max_repeats: int) -> bool:
     return Counter(segments).most_common(1)[0][1] > max_repeats
 
 
+def scheme_alias(origin: str, other: str) -> bool:
+    """True if ``other`` is ``origin``'s host in the other scheme, both on their default ports
+    (``http://h`` and ``https://h``): the one redirect that keeps a visit on its site. Another
+    port of the same host is another site (it may be another service altogether)."""
+    scheme, _, authority = origin.partition("://")
+    twin = {"http": "https", "https": "http"}.get(scheme)
+    default_port = ":" not in authority.rpartition("]")[2]  # normalised origins omit 80 and 443
+    return default_port and other == f"{twin}://{authority}"
+
+
 def rest_policy(c: CrawlConfig) -> RestPolicy:
     return RestPolicy(c.min_rest, c.max_rest, c.rest_factor, c.max_retry_after, c.backoff_start,
                       c.max_backoff, c.backoff_recovery_fetches)
@@ -185,7 +195,7 @@ class VisitPolicy:
             return "url-too-long"
         origin = urls.origin(url)
         if origin not in self.local:
-            if redirect and urls.origin_parts(origin)[1] == self.host:
+            if redirect and scheme_alias(self.origin, origin):
                 self.local.add(origin)  # an alias origin: its robots.txt is fetched on first use
             else:
                 return "external" if self.external.add(url) else "seen"
@@ -219,9 +229,14 @@ class RobotsFetch:
     """Fetching one origin's robots.txt (RFC 9309 §2.3): redirects, status and completeness."""
 
     def __init__(self, origin: str, agent: str) -> None:
+        self.origin = origin
         self.url = origin + "/robots.txt"
         self.agent = agent
         self.redirects = 0
+
+    def _stays(self, origin: str) -> bool:
+        """A robots.txt redirect is followed on its origin, or to the other scheme's default port."""
+        return origin == self.origin or scheme_alias(self.origin, origin)
 
     def answer(self, status: int | None, *, location: str | None, content_encoding: str | None,
                body: bytes, truncated: str | None) -> RobotsAnswer:
@@ -233,7 +248,10 @@ class RobotsFetch:
                 # RFC 9309 §2.3.1.2: past five redirects it may be taken as unavailable (allow all).
                 return RobotsAnswer(rules=robots.RobotsRules.allow_all())
             target = urls.normalize(location, self.url)
-            if target is None:
+            if target is None or not self._stays(urls.origin(target)):
+                # Not followed off the site (another host or port may be another service, or
+                # the crawler's own network): the file is unavailable, which RFC 9309 §2.3.1.3
+                # reads as allow all, as for a redirect loop.
                 return RobotsAnswer(rules=robots.RobotsRules.allow_all())
             self.redirects += 1
             self.url = target

@@ -32,6 +32,7 @@ class Answer:
     retry_after: str | None = None  # the header value sent
     not_before: float = 0.0  # trio time the Retry-After asks the next request to wait for
     drip: float = 0.0  # seconds between body bytes (0: send at once)
+    headers: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -108,6 +109,7 @@ class OneSite:
         headers = [("Content-Type", "text/html"), ("Content-Length", str(len(answer.body)))]
         if answer.retry_after is not None:
             headers.append(("Retry-After", answer.retry_after))
+        headers += answer.headers
         head = conn.send(h11.Response(status_code=answer.status, headers=headers))
         hit.status, hit.not_before = answer.status, answer.not_before
         hit.sent = trio.current_time()

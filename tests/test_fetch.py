@@ -23,6 +23,7 @@ from warcio.statusandheaders import StatusAndHeadersParser
 from warcio.warcwriter import WARCWriter
 
 from archiver.fetch import FetchResult, HttpClient, decode_body
+from tests.crawlkit import LOOPBACK
 
 LOCAL = "127.0.0.1"
 Handler = Callable[[trio.abc.Stream], Awaitable[None]]
@@ -34,6 +35,7 @@ def client(**options: object) -> HttpClient:
         "connect_timeout": 1,
         "first_byte_timeout": 1,
         "total_timeout": 2,
+        "allowed_networks": LOOPBACK,
     }
     settings.update(options)
     return HttpClient(**settings)

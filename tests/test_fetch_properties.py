@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from archiver.fetch import FetchResult, HttpClient
 from archiver.urls import normalize, origin_parts, split_origin
+from tests.crawlkit import LOOPBACK
 from tests.urlstrategies import bases, hosts, links, normal_bases, odd_text, paths, queries, userinfo
 
 LOCAL = "127.0.0.1"
@@ -50,7 +51,7 @@ def fetch_all(handler: Handler, make_urls: Callable[[int], list[str]],
             listener = listeners[0]
             port = getattr(listener, "transport_listener", listener).socket.getsockname()[1]
             http = HttpClient(user_agent="archiver-test/1.0", connect_timeout=2,
-                              first_byte_timeout=2, total_timeout=4)
+                              first_byte_timeout=2, total_timeout=4, allowed_networks=LOOPBACK)
             results = [await http.fetch(url, LOCAL) for url in make_urls(port)]
             await http.aclose()
             nursery.cancel_scope.cancel()

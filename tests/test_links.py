@@ -33,6 +33,7 @@ def links_config(directory: Path, *, processes: int = 2, checkpoint: int = 1000)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "archiver.toml"
     path.write_text(f'[archive]\nroot = "archive"\n[crawl]\nprocesses = {processes}\n'
+                    'allowed_networks = ["127.0.0.0/8"]\n'
                     + LINKS.format(checkpoint=checkpoint))
     return config.load(path)
 

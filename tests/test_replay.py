@@ -33,6 +33,7 @@ from archiver.replay.memento import http_date
 from archiver.replay.rewrite import rewrite_html
 from archiver.replay.serve import hypercorn_config, parse_listen, run
 from archiver.timestamps import from_datetime, to_datetime
+from tests.crawlkit import LOOPBACK
 from tests.replaykit import TwoDates, two_date_archive
 
 ROOT_DIR = Path(__file__).resolve().parents[1]
@@ -52,7 +53,8 @@ class Replay:
 
     async def get(self, path: str, **headers: str) -> FetchResult:
         extra = [(name.replace("_", "-"), value) for name, value in headers.items()]
-        client = HttpClient(user_agent="replay-test", extra_headers=extra, total_timeout=10)
+        client = HttpClient(user_agent="replay-test", extra_headers=extra, total_timeout=10,
+                            allowed_networks=LOOPBACK)
         try:
             result = await client.fetch(self.origin + path, "127.0.0.1")
         finally:

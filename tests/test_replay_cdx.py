@@ -17,7 +17,7 @@ from archiver.fetch import HttpClient
 from archiver.replay import cdx, dnspages, statuspages
 from archiver.replay.archive import ReplayArchive
 from archiver.replay.cdxquery import MAX_LIMIT, CdxError, CdxQuery, parse_query, record, render, select
-from tests.crawlkit import Crawled
+from tests.crawlkit import LOOPBACK, Crawled
 from tools.demoweb import WebSpec
 
 URL = "http://example.org/page"
@@ -251,7 +251,7 @@ async def start(nursery: trio.Nursery, config) -> tuple[HttpClient, str]:
     hyper = HyperConfig()
     hyper.bind = ["127.0.0.1:0"]
     binds = await nursery.start(partial(serve, app, hyper))
-    return HttpClient(user_agent="archiver-test"), binds[0]
+    return HttpClient(user_agent="archiver-test", allowed_networks=LOOPBACK), binds[0]
 
 
 async def get(client: HttpClient, base: str, query: str) -> tuple[int, str, str]:

@@ -23,6 +23,7 @@ from archiver.replay.archive import ReplayArchive
 from archiver.replay.statuspages import metrics_text
 from archiver.status import Stats, status_path, write_status
 from archiver.timestamps import parse_date, to_datetime
+from tests.crawlkit import LOOPBACK
 
 T1 = to_datetime(parse_date("2020-01-01")).timestamp()
 T2 = to_datetime(parse_date("2022-01-01")).timestamp()
@@ -67,9 +68,8 @@ async def start(nursery: trio.Nursery, cfg: config.Config) -> str:
 
 async def get(base: str, path: str, accept: str | None = None):
     headers = [("Accept", accept)] if accept else []
-    result = await HttpClient(user_agent="archiver-test", extra_headers=headers).fetch(
-        base + path, "127.0.0.1"
-    )
+    client = HttpClient(user_agent="archiver-test", extra_headers=headers, allowed_networks=LOOPBACK)
+    result = await client.fetch(base + path, "127.0.0.1")
     assert result.error is None, result.error
     return result
 

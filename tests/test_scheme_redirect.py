@@ -13,6 +13,7 @@ from archiver.crawler import Crawler, enqueue_seeds
 from tests.crawlkit import captures, load
 
 HOST = "alias.test"
+ADDRESS = "127.0.0.77"
 
 
 def page(body: bytes, status: int = 200, headers: tuple = ()) -> tuple[int, list, bytes]:
@@ -53,32 +54,40 @@ async def test_http_to_https_redirect_keeps_the_visit(tmp_path):
     async with trio.open_nursery() as nursery:
         https_routes: dict = {}
         http_routes: dict = {}
-        [tls] = await nursery.start(functools.partial(
-            trio.serve_ssl_over_tcp, lambda s: serve(s, https_routes, log, "https"), 0, context,
-            host="127.0.0.1"))
-        [plain] = await nursery.start(functools.partial(
-            trio.serve_tcp, lambda s: serve(s, http_routes, log, "http"), 0, host="127.0.0.1"))
-        https_port = tls.transport_listener.socket.getsockname()[1]
-        http_port = plain.socket.getsockname()[1]
-        secure = f"https://{HOST}:{https_port}"
+        # An alias is only http <-> https on the default ports: the servers take 80 and 443 on an
+        # address of their own (the tests run as root, as the README's test command does).
+        await nursery.start(functools.partial(
+            trio.serve_ssl_over_tcp, lambda s: serve(s, https_routes, log, "https"), 443, context,
+            host=ADDRESS))
+        await nursery.start(functools.partial(
+            trio.serve_tcp, lambda s: serve(s, http_routes, log, "http"), 80, host=ADDRESS))
+        [other] = await nursery.start(functools.partial(
+            trio.serve_tcp, lambda s: serve(s, http_routes, log, "other-port"), 0, host=ADDRESS))
+        other_port = other.socket.getsockname()[1]
+        secure = f"https://{HOST}"
         http_routes["/robots.txt"] = page(b"User-agent: *\nDisallow:\n")
         http_routes["/"] = page(b"", 301, (("Location", secure + "/"),))
         https_routes["/robots.txt"] = page(b"User-agent: *\nDisallow: /private\n")
         https_routes["/"] = page(b'<a href="/next.html">next</a> <a href="/private/x">no</a>'
                                  b'<a href="http://elsewhere.test/">out</a>')
-        https_routes["/next.html"] = page(b"<p>the end</p>")
-        (tmp_path / "hosts").write_text(f"127.0.0.1 {HOST} elsewhere.test\n")
+        https_routes["/next.html"] = page(b'<a href="/moved">moved</a>')
+        # A same-host redirect to another port is another site, not an alias of this one.
+        https_routes["/moved"] = page(b"", 302, (("Location", f"http://{HOST}:{other_port}/x"),))
+        (tmp_path / "hosts").write_text(f"{ADDRESS} {HOST} elsewhere.test\n")
         (tmp_path / "c.toml").write_text(
             '[archive]\nroot = "archive"\n[crawl]\nmin_rest = 0.01\nmax_rest = 0.1\n'
+            'allowed_networks = ["127.0.0.0/8"]\n'
             '[dns]\nhosts_file = "hosts"\nnameservers = ["127.0.0.1:9"]\n')
         config = load(tmp_path / "c.toml")
-        enqueue_seeds(config, 0, [f"http://{HOST}:{http_port}/"])
+        enqueue_seeds(config, 0, [f"http://{HOST}/"])
         await Crawler(config, until_idle=True).run()
         nursery.cancel_scope.cancel()
 
     assert set(captures(config.root)) == {
-        f"http://{HOST}:{http_port}/robots.txt", f"http://{HOST}:{http_port}/",
-        secure + "/robots.txt", secure + "/", secure + "/next.html"}
+        f"http://{HOST}/robots.txt", f"http://{HOST}/",
+        secure + "/robots.txt", secure + "/", secure + "/next.html", secure + "/moved"}
     assert ("https", "/private/x") not in log            # the https origin's own robots.txt
+    assert not [entry for entry in log if entry[0] == "other-port"]
     spooled = "".join(p.read_text() for p in (config.root / "outlinks").glob("*.tsv"))
-    assert "http://elsewhere.test/" in spooled and secure not in spooled
+    assert "http://elsewhere.test/" in spooled and secure + "/" not in spooled
+    assert f"http://{HOST}:{other_port}/x" in spooled

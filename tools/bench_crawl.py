@@ -28,6 +28,7 @@ root = "archive"
 [crawl]
 # Every demo site lives on 127.0.0.1: allow one connection per site, not per address.
 connections_per_address = 64
+allowed_networks = ["127.0.0.0/8"]
 sites_per_process = {slots}
 min_rest = 0.0
 max_rest = 0.0

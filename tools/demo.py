@@ -23,6 +23,8 @@ operator = "archiver demo"
 [crawl]
 # Every demo site lives on 127.0.0.1: allow one connection per site, not per address.
 connections_per_address = 64
+# The demo web is on loopback, which the crawler otherwise refuses to fetch from.
+allowed_networks = ["127.0.0.0/8"]
 min_rest = 0.05
 max_rest = 2.0
 rest_factor = 1.0
