@@ -189,3 +189,20 @@ def test_robots_redirects_followed_five_times_then_allow_all():
     assert final.follow is None and final.rules is not None and final.rules.allowed("/x")
     odd = answer(RobotsFetch(ORIGIN, "archiver"), 302, location="mailto:x@y")
     assert odd.rules is not None and odd.rules.allowed("/x")
+
+
+def test_robots_redirects_stay_on_the_site():
+    walk = RobotsFetch(ORIGIN, "archiver")
+    assert answer(walk, 301, location="https://example.org/robots.txt").follow == (
+        "https://example.org/robots.txt")                           # the other scheme
+    for elsewhere in ("http://127.0.0.1/robots.txt", "http://example.org:6379/robots.txt",
+                      "http://www.example.org/robots.txt"):
+        step = answer(RobotsFetch(ORIGIN, "archiver"), 302, location=elsewhere)
+        assert step.follow is None and step.rules is not None and step.rules.allowed("/x")
+
+
+def test_only_http_https_twins_on_default_ports_are_aliases():
+    p = policy()
+    assert p.route("http://example.org:8080/x", 1, redirect=True) == "external"
+    assert p.route("https://example.org:8443/x", 1, redirect=True) == "external"
+    assert p.route("https://example.org/x", 1, redirect=True) is None
