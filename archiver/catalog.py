@@ -22,6 +22,7 @@ WAL lets readers go on meanwhile.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import json
 import os
@@ -422,7 +423,17 @@ class Catalog:
     def close(self) -> None:
         """Close every open shard connection (the catalog reopens them if used again)."""
         while self._conns:
-            self._conns.popitem()[1].close()
+            self._release(self._conns.popitem()[1])
+
+    def _release(self, conn: sqlite3.Connection) -> None:
+        """Close a shard connection. A writer first turns the shard back to rollback-journal mode
+        (best effort: another connection may hold it), so that a reader on a read-only file
+        system (the replay under systemd's ReadOnlyPaths=) can open it with no writer running: a
+        WAL database is readable there only while its -shm file exists."""
+        if not self.readonly:
+            with contextlib.suppress(sqlite3.OperationalError):
+                conn.execute("PRAGMA journal_mode=DELETE")
+        conn.close()
 
     # -- internals
 
@@ -483,13 +494,16 @@ class Catalog:
             conn = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT, check_same_thread=False)
         else:
             conn = sqlite3.connect(path, timeout=_BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
-            # WAL (set at creation) persists in the file; synchronous is per connection. In WAL
-            # mode NORMAL syncs at checkpoints only: the SQLite docs' recommended pairing.
+            # WAL while written (readers never wait on the writer), rollback journal while closed
+            # (see _release); synchronous is per connection. In WAL mode NORMAL syncs at
+            # checkpoints only: the SQLite docs' recommended pairing.
+            with contextlib.suppress(sqlite3.OperationalError):  # a reader holds it: stay as is
+                conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute(f"PRAGMA cache_size=-{_CACHE_KIB}")
         self._conns[shard] = conn
         if len(self._conns) > self._max_open:
-            self._conns.popitem(last=False)[1].close()
+            self._release(self._conns.popitem(last=False)[1])
         return conn
 
     def _add_shard(self, shard: int, group: list[Capture]) -> int:

@@ -42,9 +42,11 @@ SHARED = {
     "LockPersonality": "yes",
     "SystemCallArchitectures": "native",
     "User": "archiver",
-    "StateDirectory": "archiver",
     "ConfigurationDirectory": "archiver",
 }
+# The private ranges the crawler and DNS units deny at the socket level (IPAddressDeny=).
+PRIVATE_RANGES = {"127.0.0.0/8", "::1/128", "169.254.0.0/16", "fe80::/10", "10.0.0.0/8",
+                  "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7"}
 
 
 def directives(name: str) -> dict[str, list[str]]:
@@ -192,6 +194,21 @@ def test_every_service_is_hardened_alike(service):
     found = directives(service)
     assert {k: found.get(f"Service.{k}") for k in SHARED} == {k: [v] for k, v in SHARED.items()}
     assert found["Unit.PartOf"] == ["archiver.target"]
+
+
+@pytest.mark.parametrize("service", ["archiver-crawl@.service", "archiver-dns.service"])
+def test_fetching_units_deny_private_ranges_but_the_resolver(service):
+    assert PRIVATE_RANGES <= set(one(service, "Service.IPAddressDeny").split())
+    assert one(service, "Service.IPAddressAllow") == "127.0.0.53/32"
+    assert one(service, "Service.StateDirectory") == "archiver"
+
+
+def test_replay_reads_a_read_only_archive_and_reaches_no_network():
+    found = directives("archiver-replay.service")
+    assert found["Service.ReadOnlyPaths"] == ["/var/lib/archiver"]
+    assert "Service.StateDirectory" not in found and "Service.ReadWritePaths" not in found
+    assert found["Service.IPAddressDeny"] == ["any"]
+    assert found["Service.IPAddressAllow"] == ["localhost"]
 
 
 def test_crawler_stop_timeout_exceeds_the_drain():
