@@ -14,9 +14,11 @@ The commit point (``<root>/state/crawl-<process>.commit``, two CRC-checked slots
 names a bundle serial and offset before which every record is in the catalog and behind its
 crawl queue's cursor. It is the bundle position at the group commit *before* the last one: an
 exchange written before one group commit's mark but whose entry was committed after it is still
-past it. ``kill -9`` therefore leaves past the commit point: records the catalog does not know,
-records whose entries the cursors have not passed, and one torn record per bundle. They can be in
-the ``.open`` bundle and in bundles rotated since the commit point. At start, this module:
+past it. A clean stop moves it to the end. ``kill -9`` therefore leaves past the commit point:
+records the catalog does not know, records whose entries the cursors have not passed, and one torn
+record per bundle. They can be in the ``.open`` bundle and in bundles rotated since the commit
+point. (Without a commit point, as a crawler before it left, the ``.open`` bundles are read whole.)
+At start, this module:
 
 1. repairs each ``.open`` bundle of this process (cuts the torn tail, closes it);
 2. reads every complete record past the commit point (in serial order, one record at a time) and
@@ -25,11 +27,13 @@ the ``.open`` bundle and in bundles rotated since the commit point. At start, th
 4. lets the crawler write the commit point at the new end (``CommitPoint``), so the next start
    reads nothing twice.
 
-A record belongs to the crawl queue of its origin, or of the same host under the other scheme (a
-visit that followed a redirect from http to https keeps the other scheme's URLs in its own queue);
-of those, queues of sites this process owns that hold the URL past their cursor. A 429 or 503
-answer finishes nothing (the visit queues the URL again), and a site's records older than its last
-recrawl restart (``Frontier.restarted_at``) belong to the earlier visit.
+A record counts in the crawl queues, of sites this process owns, that hold its URL past their
+cursor: its origin's, and that of the same host under the other scheme (a visit that followed a
+redirect from http to https keeps the other scheme's URLs in its own queue). The other scheme's
+origin is the one on its default port, or one with records past the commit point. Its links go
+to the first of those queues, its own origin's first. A 429 or 503 answer finishes nothing (the
+visit queues the URL again), and a site's records older than its last recrawl restart
+(``Frontier.restarted_at``) belong to the earlier visit.
 
 Marking done (``plan_advance``): a visit takes entries in log order, so the entries past the
 cursor that have records form a run from the cursor, broken only by entries without one
