@@ -28,30 +28,30 @@ At start, this module:
    reads nothing twice.
 
 A record counts in the crawl queues, of sites this process owns, that hold its URL past their
-cursor: its origin's, and that of the same host under the other scheme (a visit that followed a
-redirect from http to https keeps the other scheme's URLs in its own queue). The other scheme's
-origin is the one on its default port, or one with records past the commit point. Its links go
-to the first of those queues, its own origin's first. A 429 or 503 answer finishes nothing (the
-visit queues the URL again), and a site's records older than its last recrawl restart
+cursor: its origin's, and that of the same host under the other scheme, both on their default
+ports (a visit that followed a redirect from http to https keeps the other scheme's URLs in its
+own queue). Its links go to the first of those queues, its own origin's first. A 429 or 5xx
+answer finishes nothing (``finishes``), and a site's records older than its last recrawl restart
 (``Frontier.restarted_at``) belong to the earlier visit.
 
 Marking done (``plan_advance``): a visit takes entries in log order, so the entries past the
 cursor that have records form a run from the cursor, broken only by entries without one
-(robots-excluded, failed without an answer, answered 429/503, or in flight at the kill). The
+(robots-excluded, failed without an answer, answered 429 or 5xx, or in flight at the kill). The
 cursor moves over the leading run; done entries after the first gap go to the queue's done-set
 (``Frontier.recovered``), which ``Frontier.next`` skips. A done-set rather than re-appending the
 gaps at the log's tail: the queue keeps its order (a gap is fetched first, as it would have been),
 the log gains no second copy of a URL that a later run could fetch twice, and running recovery
-again after a kill during it finds the same run and the same set. An entry answered 429/503 whose
-URL appears again later in the queue (the visit queued it again) is done: the later copy stands
-for it.
+again after a kill during it finds the same run and the same set. An entry answered 429 or 5xx
+whose URL appears again later in the queue (the visit queued it again) is done: the later copy
+stands for it.
 
 Links: the visit writes the links a page led to before its entry's cursor moves, but the spool and
 the crawl-queue logs are buffered, so a kill can lose those of the last pages. They are extracted
 again from each response record marked done (``pagelinks.links_in_response``): links on the site's
-origin (or its alias, or reached by a same-host redirect) go into its crawl queue through its
-bitmap, at ``crawl.max_depth`` and ``crawl.max_url_length``; other links go to the spool (the
-links batch deduplicates). The page and byte totals grow by the records marked done.
+origin (or on its alias, once the visit used it or a redirect leads there) go into its crawl
+queue through its bitmap, at ``crawl.max_depth`` and ``crawl.max_url_length``; other links go to
+the spool (the links batch deduplicates). The page and byte totals grow by the records marked
+done.
 
 Order, so a kill during recovery only makes the next start do it again: the spool and each queue's
 log are fsynced before its done-set and cursor are written, and the commit point moves last. A
@@ -91,8 +91,6 @@ from archiver.warcindex import INDEXED, capture_of
 
 log = logging.getLogger("archiver.recovery")
 
-# Answers that finish nothing: the visit queues the URL again.
-RETRY_STATUSES = frozenset({429, 503})
 _BATCH = 5000  # catalog entries added at once
 # Another process (``archiver seeds``) may hold a crawl queue for a moment.
 _BUSY_TRIES = 50
@@ -201,14 +199,21 @@ class Advance:
     depths: dict[str, int]
 
 
+def finishes(status: int | None) -> bool:
+    """Whether a recorded answer finished its crawl-queue entry. A 429 or 503 did not (the visit
+    queued the URL again), nor, to be safe, any 5xx (the visit keeps the entry of the one that
+    ends it for its next visit)."""
+    return status is None or (status != 429 and status < 500)
+
+
 def plan_advance(entries: Iterable[tuple[Entry, bool]], done: set[str], retried: set[str]
                  ) -> Advance:
     """Which entries past the cursor are done (see the module docstring).
 
     ``entries``: the queue's entries after its cursor in log order, each with whether it is
     already in the done-set; ``done``: URLs with a complete record that finished them;
-    ``retried``: URLs answered 429 or 503. Pure; memory grows with the done and retried entries,
-    not with the queue.
+    ``retried``: URLs with records that did not (``finishes``). Pure; memory grows with the done
+    and retried entries, not with the queue.
     """
     marks: list[tuple[int, str | None]] = []  # (end, None) if done, (end, url) if retried
     last: dict[str, int] = {}  # retried URL -> end of its last entry
@@ -242,6 +247,7 @@ class _Record:
     """A response or revisit record past the commit point."""
 
     url: str
+    origin: str
     status: int | None
     date: float  # WARC-Date, seconds since the epoch
     path: Path
@@ -333,8 +339,10 @@ def _read_bundle(path: Path, offset: int) -> Iterator[tuple[_Record, Capture | N
             headers = record.rec_headers
             url = headers.get_header("WARC-Target-URI") or ""
             code = record.http_headers.get_statuscode() if record.http_headers else None
+            if not url.startswith(("http://", "https://")):
+                continue
             found = _Record(
-                url=url, status=int(code) if code and code.isdigit() else None,
+                url=url, origin=urls.origin(url), status=int(code) if code and code.isdigit() else None,
                 date=iso_date_to_datetime(headers.get_header("WARC-Date")).replace(tzinfo=UTC)
                 .timestamp(),
                 path=path, offset=it.get_record_offset(),
@@ -346,15 +354,15 @@ def _read_bundle(path: Path, offset: int) -> Iterator[tuple[_Record, Capture | N
             except ValueError as e:  # as when the crawler wrote it: `catalog verify` lists it
                 event(log, logging.WARNING, "catalog-entry-failed", url=url, error=str(e))
                 capture = None
-            if url.startswith(("http://", "https://")):
-                yield found, capture
+            yield found, capture
 
 
 def _other_scheme(origin: str) -> str | None:
-    """The same host under the other scheme, for an origin on its scheme's default port."""
+    """The same host under the other scheme, both on their default ports: the alias a visit may
+    follow a redirect to (another port of the host is another site)."""
     scheme, _, authority = origin.partition("://")
     if ":" in authority.rpartition("]")[2]:
-        return None  # an explicit port: the other scheme's port cannot be told
+        return None  # normalised origins leave out ports 80 and 443
     return ("https" if scheme == "http" else "http") + "://" + authority
 
 
@@ -376,23 +384,25 @@ class _Queue:
     frontier: Frontier
     origin: str
     restarted: float | None  # records older than this belong to the visit before a recrawl
-    plan: Advance
+    plan: Advance = field(default_factory=lambda: Advance(None, [], {}))
     local: set[str] = field(default_factory=set)  # origins whose links stay in this queue
 
-    def __post_init__(self) -> None:
-        self.local = {self.origin} | {urls.origin(url) for url in self.plan.depths}
+    def holds(self, record: _Record) -> bool:
+        """Whether ``record`` may be of this queue's visit: of its origin or alias, and not older
+        than its last restart."""
+        return ((record.origin == self.origin or record.origin == _other_scheme(self.origin))
+                and (self.restarted is None or record.date >= self.restarted))
 
     def finished_by(self, record: _Record) -> bool:
         """Whether ``record`` marked one of this queue's entries done."""
-        return (record.url in self.plan.depths and record.status not in RETRY_STATUSES
-                and (self.restarted is None or record.date >= self.restarted))
+        return record.url in self.plan.depths and finishes(record.status) and self.holds(record)
 
 
 def _recover_host(config: Config, process: int, records: list[_Record], spool: SpoolWriter,
                   result: Recovered) -> None:
     """Mark done, in every crawl queue of this host that this process owns, the entries these
     records finished; extract their links again; make it durable."""
-    origins = {urls.origin(record.url) for record in records}
+    origins = {record.origin for record in records}
     origins |= {other for origin in origins if (other := _other_scheme(origin))}
     queues: dict[str, _Queue] = {}
     try:
@@ -406,12 +416,14 @@ def _recover_host(config: Config, process: int, records: list[_Record], spool: S
                 result.queues_busy.append(origin)
                 event(log, logging.WARNING, "recovery-queue-busy", site=origin)
                 continue
-            restarted = frontier.restarted_at
-            mine = [r for r in records if restarted is None or r.date >= restarted]
-            finished = {r.url for r in mine if r.status not in RETRY_STATUSES}
-            retried = {r.url for r in mine if r.status in RETRY_STATUSES}
-            plan = plan_advance(frontier.pending_entries(), finished, retried)
-            queues[origin] = _Queue(frontier, origin, restarted, plan)
+            queue = _Queue(frontier, origin, frontier.restarted_at)
+            mine = [record for record in records if queue.holds(record)]
+            queue.plan = plan_advance(frontier.pending_entries(),
+                                      {r.url for r in mine if finishes(r.status)},
+                                      {r.url for r in mine if not finishes(r.status)})
+            # The visit's alias, if it fetched from it: links there stay in this queue.
+            queue.local = {origin} | {urls.origin(url) for url in queue.plan.depths}
+            queues[origin] = queue
         for record in records:
             queue = _links_queue(queues, record)
             if queue is not None:
@@ -437,8 +449,7 @@ def _links_queue(queues: dict[str, _Queue], record: _Record) -> _Queue | None:
     """The queue whose entry this response finished (its own origin's first), if any."""
     if not record.response:
         return None
-    own = urls.origin(record.url)
-    for origin in sorted(queues, key=lambda origin: origin != own):
+    for origin in sorted(queues, key=lambda origin: origin != record.origin):
         if queues[origin].finished_by(record):
             return queues[origin]
     return None
@@ -453,14 +464,15 @@ def _requeue_links(config: Config, queue: _Queue, record: _Record, spool: SpoolW
     found = links_in_response(record.url, status, headers, body,
                               max_decoded_size=c.max_decoded_size)
     depth = queue.plan.depths[record.url] + (0 if found.redirect else 1)
-    host = urls.origin_parts(queue.origin)[1]
+    alias = _other_scheme(queue.origin)
+    local = queue.local | ({alias} if found.redirect and alias else set())
     now = time.time()
     for ref in found.refs:
         url = urls.normalize(ref, found.base)
         if url is None or len(url) > c.max_url_length:
             continue
         origin = urls.origin(url)
-        if origin in queue.local or (found.redirect and urls.origin_parts(origin)[1] == host):
+        if origin in local:
             if depth <= c.max_depth and queue.frontier.add(url, depth):
                 result.links_queued += 1
         else:

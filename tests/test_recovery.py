@@ -131,21 +131,23 @@ def test_an_alias_origin_is_done_in_the_queue_of_the_site_visited(tmp_path):
     assert not site_dir(config.root, secure).exists()
 
 
-def test_429_and_503_finish_nothing_but_a_copy_queued_again_stands_for_its_entry(tmp_path):
+def test_429_and_5xx_finish_nothing_but_a_copy_queued_again_stands_for_its_entry(tmp_path):
     config = config_for(tmp_path)
-    entries = queue(config, SITE, [(f"{SITE}/1", 1), (f"{SITE}/2", 1), (f"{SITE}/3", 1)])
+    entries = queue(config, SITE, [(f"{SITE}/{n}", 1) for n in range(1, 6)])
     with (site_dir(config.root, SITE) / LOG).open("ab") as log:
         log.write(f"1\t{SITE}/1\n".encode())          # the visit queued /1 again after its 429
     writer = BundleWriter(config.root / "warcs")
     page(writer, f"{SITE}/1", status=429, headers="Retry-After: 1\r\n")
     page(writer, f"{SITE}/2")
     page(writer, f"{SITE}/3", status=503)              # killed before /3 was queued again
+    page(writer, f"{SITE}/4", status=500)              # kept for the next visit if it ended one
+    page(writer, f"{SITE}/5", status=404)
 
     run(config)
 
     cursor, pages, _, handed = state(config, SITE)
-    assert cursor == entries[f"{SITE}/2"].end and pages == 1
-    assert handed == [f"{SITE}/3", f"{SITE}/1"]
+    assert cursor == entries[f"{SITE}/2"].end and pages == 2
+    assert handed == [f"{SITE}/3", f"{SITE}/4", f"{SITE}/1"]
 
 
 def test_records_of_a_rotated_bundle_past_the_commit_point_are_read_and_no_earlier_ones(tmp_path):
