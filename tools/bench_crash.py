@@ -190,6 +190,8 @@ def main() -> int:
         if final.returncode != 0:
             raise SystemExit(f"the last run failed ({final.returncode}):\n{final.stderr[-2000:]}")
         costs = kill_costs(requests, runs)
+    if not costs:
+        raise SystemExit("the crawl ended before the first kill: nothing was measured")
     for number, cost in enumerate(costs, 1):
         print(f"kill {number}: {cost.active} sites active, {cost.pages} pages and "
               f"{cost.robots} robots.txt fetched again")
