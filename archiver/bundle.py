@@ -31,10 +31,13 @@ for 9-13 % more disk, and the archive is kept for good. A whole 20 KB HTML excha
 records) costs ~0.5 ms here at level 6 (0.33 at level 3), ~0.2 ms of it outside zlib: warcio's
 record building, two SHA-1 passes and its base32.
 
-Durability: records are collected in memory and reach the OS on ``flush()`` (or once 256 KiB are
-pending); ``sync()`` adds an fsync. A write that fails part-way is cut back to the last record
-boundary, so a file only ever holds complete records plus, after a crash, one torn tail, which
-``repair_open_bundle`` removes.
+Durability: each exchange (its response and request records) reaches the OS in one write(2) as
+soon as it is written, so a killed process loses only the exchange it was writing: crash recovery
+counts every complete record as fetched (``archiver.recovery``). ``sync()`` adds an fsync, which is
+what a power loss keeps. A write that fails part-way is cut back to the last record boundary, so a
+file only ever holds complete records plus, after a crash, one torn tail, which
+``repair_open_bundle`` removes; after a failed write (a full disk) records stay in memory until
+a ``flush()`` succeeds.
 """
 
 from __future__ import annotations
@@ -62,9 +65,6 @@ SUFFIX = ".warc.gz"
 OPEN = ".open"
 CORRUPT = ".corrupt"
 
-# Pending bytes are handed to the OS once they pass this: about a dozen typical pages, or
-# hundreds of redirects and small error pages, per write(2).
-_WRITE_BUFFER = 256 * 1024
 _READ_CHUNK = 64 * 1024
 # Output cap per inflate step during repair, so a tail of zeros cannot balloon memory.
 _INFLATE_STEP = 1 << 20
@@ -186,7 +186,7 @@ class BundleWriter:
             rf"{re.escape(prefix)}-\d{{14}}-{process}-(\d{{5,}}){re.escape(SUFFIX)}"
             rf"(?:{re.escape(OPEN)}|{re.escape(CORRUPT)})?"
         )
-        self._serial = 0
+        self._serial = self._highest_serial() + 1
         self._fd: int | None = None
         self._name = ""
         self._pending = bytearray()
@@ -247,6 +247,7 @@ class BundleWriter:
         self._ready()
         response_at = self._append(self._compress(response))
         request_at = self._append(self._compress(request_record))
+        self._hand_over()
         return Written(
             request=request_at,
             response=response_at,
@@ -295,7 +296,16 @@ class BundleWriter:
             block.encode(),
         )
         self._ready()
-        return self._append(self._compress(record))
+        location = self._append(self._compress(record))
+        self._hand_over()
+        return location
+
+    def position(self) -> tuple[int, int]:
+        """(serial, offset) where the next record goes: every record written so far lies before
+        it (in a bundle of a lower serial, or of this serial at a lower offset)."""
+        if self._fd is None:
+            return self._serial, 0
+        return self._serial - 1, self._size
 
     def flush(self) -> None:
         """Hand every pending byte to the OS."""
@@ -399,12 +409,16 @@ class BundleWriter:
         self._pending += member
         self._size += len(member)
         self.bytes_written += len(member)
-        if len(self._pending) >= _WRITE_BUFFER and self.error is None:
+        return location
+
+    def _hand_over(self) -> None:
+        """Hand what was just written to the OS; after a failed write (``error`` set) the
+        records wait in memory for the next ``flush``."""
+        if self.error is None:
             try:
                 self.flush()
-            except OSError as e:  # the record stays pending; the caller sees ``error``
+            except OSError as e:  # the records stay pending; the caller sees ``error``
                 self.error = e
-        return location
 
 
 def repair_open_bundle(path: Path) -> RepairReport:

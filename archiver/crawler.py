@@ -30,7 +30,7 @@ from archiver.durable import fsync_all, is_disk_error
 from archiver.frontier import Frontier, FrontierBusy, site_dir
 from archiver.logs import event
 from archiver.outlinks import SpoolWriter
-from archiver.recovery import recover_bundles
+from archiver.recovery import CommitPoint, commit_path, recover
 from archiver.reload import reread
 from archiver.resolve import Resolver
 from archiver.site import SiteVisit
@@ -204,12 +204,13 @@ class Crawler:
         self.queue = SiteQueue(queue_path(root, process))
         self.stats = Stats(process=process)
         self.catalog = Catalog(root / "catalog", config.catalog.shards)
-        recover_bundles(root / "warcs", config.warc.prefix, process, self.catalog)
+        recover(config, process, self.catalog)
         self.bundle = BundleWriter(
             root / "warcs", prefix=config.warc.prefix, process=process,
             max_size=config.warc.max_size, gzip_level=config.warc.gzip_level,
             software=f"archiver/{__version__}", operator=config.archive.operator,
             extra_info={"robots": "obey", "http-header-user-agent": config.crawl.user_agent})
+        self.commit_point = CommitPoint(commit_path(root, process), self.bundle.position())
         self.lookup = Catalog(root / "catalog", config.catalog.shards, readonly=True)
         self.dns_history = DnsHistory(root / "dns.sqlite")
         self.spool = SpoolWriter(root / "outlinks", process, max_lines=config.outlinks.max_lines,
@@ -254,6 +255,7 @@ class Crawler:
             self.ctx.captures = []
             self.bundle.close()
             self.spool.close()
+            self.commit_point.finish(self.bundle.position())
             self._write_status()
         except (OSError, sqlite3.Error) as e:
             if not is_disk_error(e):
@@ -409,6 +411,7 @@ class Crawler:
         captures, ctx.captures = ctx.captures, []
         try:
             marks = [(frontier, frontier.mark()) for frontier in ctx.frontiers]
+            position = ctx.bundle.position()
             fds = ctx.shared_fds()
             fds += [os.dup(frontier.prepare_sync()) for frontier, _ in marks]
             with trio.CancelScope(shield=True):  # a stop must not lose the entries taken
@@ -425,6 +428,7 @@ class Crawler:
         for frontier, mark in marks:
             if frontier in ctx.frontiers:  # still open (a visit that ended saved its own)
                 frontier.save(mark)
+        self.commit_point.advance(position)
         if not ctx.disk_ok.is_set() and ctx.bundle.error is None:
             unsettled, self._unsettled = self._unsettled, []
             for origin, outcome in unsettled:

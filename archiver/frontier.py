@@ -16,6 +16,16 @@ Files in a site's directory:
     ``depth<TAB>url\\n`` lines appended by other processes (``append_external``). The frontier
     merges them into the log through its bitmap when it opens and whenever the queue runs dry, so
     the log has one writer and external URLs are deduplicated like discovered ones.
+``done``
+    Entries past the cursor that are already done: crash recovery (``archiver.recovery``) found
+    their WARC records complete but could not move the cursor over them, because an entry before
+    them has no record; ``next`` skips them. A first line ``sequence cursor pages bytes`` (the
+    cursor record recovery writes next), then one log offset (an entry's end) a line. Replaced
+    whole (write, fsync, rename) before that cursor record, so if the cursor write is lost the
+    file's newer sequence number makes its cursor and totals count; removed by ``restart``.
+``restarted``
+    The wall-clock time (ns) of the last ``restart``: crash recovery ignores this site's records
+    older than that, which belong to the visit before the recrawl.
 
 Recovery: a log tail without its newline (a crash mid-append) and any unparsable lines at the end
 are truncated; an unparsable line inside the log is skipped. A cursor past the log's end (the
@@ -30,8 +40,9 @@ from __future__ import annotations
 import fcntl
 import os
 import struct
+import time
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +57,8 @@ from archiver.durable import fsync_directory
 LOG = "queue.log"
 CURSOR = "cursor"
 INBOX = "inbox"
+DONE = "done"
+RESTARTED = "restarted"
 
 # Cursor slot: sequence, cursor, pages, bytes, then the CRC-32 of those 32 bytes.
 _SLOT = struct.Struct("<QQQQ")
@@ -122,8 +135,11 @@ def _parse(line: bytes) -> tuple[str, int] | None:
         return None
 
 
-def _read_cursor(fd: int) -> tuple[int, int, int, int]:
-    """(sequence, cursor, pages, bytes) from the newest valid slot; all zero if none is valid."""
+def read_slots(fd: int) -> tuple[int, int, int, int]:
+    """(sequence, a, b, c) from the newest valid of a file's two slots; all zero if none is.
+
+    The cursor file holds (cursor, pages, bytes); ``archiver.recovery`` keeps its commit point
+    in the same format."""
     best = (0, 0, 0, 0)
     for offset in _SLOT_OFFSETS:
         raw = os.pread(fd, _SLOT_SIZE, offset)
@@ -134,6 +150,40 @@ def _read_cursor(fd: int) -> tuple[int, int, int, int]:
             record = _SLOT.unpack(body)
             best = max(best, record)
     return best
+
+
+def write_slot(fd: int, seq: int, a: int, b: int, c: int) -> None:
+    """Write (a, b, c) with sequence ``seq`` into the slot ``seq`` selects (one pwrite)."""
+    body = _SLOT.pack(seq, a, b, c)
+    os.pwrite(fd, body + zlib.crc32(body).to_bytes(4, "little"), _SLOT_OFFSETS[seq % 2])
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Replace ``path`` whole and durably: write a temporary file, fsync, rename, fsync the folder."""
+    temporary = path.with_name(path.name + ".tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(temporary, path)
+    fsync_directory(path.parent)
+
+
+def _read_done(directory: Path) -> tuple[tuple[int, int, int, int], set[int]]:
+    """The done file's (sequence, cursor, pages, bytes) and entry ends; zeros and none if absent."""
+    try:
+        lines = (directory / DONE).read_text("ascii").splitlines()
+    except FileNotFoundError:
+        return (0, 0, 0, 0), set()
+    head = lines[0].split() if lines else []
+    if len(head) != 4 or not all(field.isdigit() for field in head):
+        return (0, 0, 0, 0), set()  # not written by us: the cursor file alone decides
+    seq, cursor, pages, bytes_ = map(int, head)
+    return (seq, cursor, pages, bytes_), {int(line) for line in lines[1:] if line.isdigit()}
 
 
 class FrontierBusy(RuntimeError):
@@ -166,6 +216,7 @@ class Frontier:
         self._dirty = False  # the writer holds lines not yet written to the log
         self._new_dirs: list[Path] = []  # directories whose new entries sync() must make durable
         self._saved = (0, 0, 0)  # the mark the cursor file holds
+        self._done: set[int] = set()  # ends of entries past the open-time cursor known done
 
     @classmethod
     def open(cls, directory: Path, *, bloom_bits: int = 262_144, max_fp: float = 1e-3) -> Frontier:
@@ -184,16 +235,18 @@ class Frontier:
             stack.callback(os.close, cursor_fd)
             reader = stack.enter_context(open(directory / LOG, "rb", buffering=_READ_BUFFER))
             self = cls(directory, bloom, writer, reader, cursor_fd)
-            self._seq, cursor, self.pages, self.bytes = _read_cursor(cursor_fd)
-            self._rebuild(cursor)
+            record, done = _read_done(directory)
+            self._seq, cursor, self.pages, self.bytes = max(read_slots(cursor_fd), record)
+            self._rebuild(cursor, done)
             self._saved = (self.cursor, self.pages, self.bytes)
             self._new_dirs = ([directory] if new_log else []) + new_dirs
             self._merge_inbox()
             stack.pop_all()
         return self
 
-    def _rebuild(self, cursor: int) -> None:
-        """Fill the bitmap from every log line, repair the tail, put the reader at the cursor."""
+    def _rebuild(self, cursor: int, done: set[int]) -> None:
+        """Fill the bitmap from every log line, repair the tail, put the reader at the cursor.
+        Entries past the cursor whose end is in ``done`` count as handed out (``next`` skips them)."""
         reader, bloom = self._reader, self._bloom
         offset = good_end = start = handed = 0
         for line in reader:
@@ -208,6 +261,9 @@ class Frontier:
                 self._count += 1
                 good_end = end
                 if end <= cursor:
+                    handed += 1
+                elif end in done:
+                    self._done.add(end)
                     handed += 1
             offset = end
         if os.fstat(self._writer.fileno()).st_size > good_end:
@@ -249,7 +305,7 @@ class Frontier:
                 return None
             self._pos += len(line)
             entry = _parse(line)
-            if entry is not None:
+            if entry is not None and self._pos not in self._done:
                 self._handed += 1
                 return Entry(entry[0], entry[1], self._pos)
 
@@ -279,17 +335,19 @@ class Frontier:
         self._saved = mark
 
     def _write_slot(self, cursor: int, pages: int, bytes_: int) -> None:
-        body = _SLOT.pack(self._seq, cursor, pages, bytes_)
-        record = body + zlib.crc32(body).to_bytes(4, "little")
-        os.pwrite(self._cursor_fd, record, _SLOT_OFFSETS[self._seq % 2])
+        write_slot(self._cursor_fd, self._seq, cursor, pages, bytes_)
 
     def restart(self) -> None:
         """Start a new visit (a recrawl): the cursor goes back to the first entry, totals to zero.
 
         The log keeps every URL the site ever queued, so the recrawl fetches all of them again, in
-        discovery order, and only links new since then are appended. Durable when this returns.
+        discovery order, and only links new since then are appended. Durable when this returns:
+        first the done-set goes (it speaks of the last visit), then the restart time is written,
+        then the cursor.
         """
         self._flush()
+        self._remove_done()
+        _replace(self.directory / RESTARTED, f"{time.time_ns()}\n".encode())
         self._seq += 1
         self._write_slot(0, 0, 0)
         self._saved = (0, 0, 0)
@@ -297,6 +355,78 @@ class Frontier:
         self._reader.seek(0)
         self._pos = self._handed = 0
         self.cursor = self.pages = self.bytes = 0
+        self._done = set()
+
+    @property
+    def restarted_at(self) -> float | None:
+        """When ``restart`` last ran (seconds since the epoch), or None if it never did."""
+        try:
+            text = (self.directory / RESTARTED).read_text("ascii").strip()
+        except FileNotFoundError:
+            return None
+        return int(text) / 1e9 if text.isdigit() else None
+
+    def pending_entries(self) -> Iterator[tuple[Entry, bool]]:
+        """The entries after the cursor in log order, each with whether it is already done (in
+        the done-set), without handing them out."""
+        self._flush()
+        with (self.directory / LOG).open("rb", buffering=_READ_BUFFER) as log:
+            log.seek(self.cursor)
+            end = self.cursor
+            for line in log:
+                if not line.endswith(b"\n"):
+                    return
+                end += len(line)
+                entry = _parse(line)
+                if entry is not None:
+                    yield Entry(entry[0], entry[1], end), end in self._done
+
+    def recovered(self, cursor: int, done: Iterable[int], *, pages: int, bytes_: int) -> None:
+        """Crash recovery: the entries up to ``cursor`` and those ending at ``done`` (ends from
+        ``pending_entries``) have complete WARC records; the totals become ``pages``, ``bytes_``.
+
+        Only right after ``open`` (nothing handed out). Durable when this returns, in this order:
+        the log (with the links queued since open), the done file (with the new cursor record),
+        the cursor file: a crash between the last two is undone by the done file's newer sequence
+        number (see the module docstring).
+        """
+        if self._pos != self.cursor or cursor < self.cursor:
+            raise ValueError("recovered() needs a fresh frontier and a cursor that moves forward")
+        os.fsync(self.prepare_sync())
+        remaining = {end for end in (*self._done, *done) if end > cursor}
+        self._seq += 1
+        if remaining:
+            ends = "".join(f"{end}\n" for end in sorted(remaining))
+            _replace(self.directory / DONE,
+                     f"{self._seq} {cursor} {pages} {bytes_}\n{ends}".encode())
+        self._write_slot(cursor, pages, bytes_)
+        os.fsync(self._cursor_fd)
+        if not remaining:
+            self._remove_done()
+        passed = self._entries_between(self.cursor, cursor)
+        self._handed += passed - len(self._done) + len(remaining)
+        self._saved = (cursor, pages, bytes_)
+        self.cursor, self.pages, self.bytes, self._done = cursor, pages, bytes_, remaining
+        self._pos = cursor
+        self._reader.seek(cursor)
+
+    def _entries_between(self, start: int, end: int) -> int:
+        """Parsable entries whose lines lie between log offsets ``start`` and ``end``."""
+        with (self.directory / LOG).open("rb", buffering=_READ_BUFFER) as log:
+            log.seek(start)
+            count, offset = 0, start
+            for line in log:
+                offset += len(line)
+                if offset > end:
+                    break
+                if line.endswith(b"\n") and _parse(line) is not None:
+                    count += 1
+            return count
+
+    def _remove_done(self) -> None:
+        if (self.directory / DONE).exists():
+            (self.directory / DONE).unlink()
+            fsync_directory(self.directory)
 
     def sync(self) -> None:
         """Make the log and then the cursor durable (the cursor never runs ahead of its log)."""

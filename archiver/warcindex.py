@@ -56,7 +56,8 @@ def capture_fields(*, url: str, date: datetime, status: int | None, content_type
                    offset=offset, length=length, rectype=rectype)
 
 
-def _capture(record: ArcWarcRecord, filename: str, offset: int, length: int) -> Capture:
+def capture_of(record: ArcWarcRecord, filename: str, offset: int, length: int) -> Capture:
+    """The catalog entry of a response or revisit record read by warcio (its body read or not)."""
     headers = record.rec_headers
     url = headers.get_header("WARC-Target-URI")
     http = record.http_headers
@@ -94,7 +95,7 @@ def index_warc(path: Path, filename: str | None = None) -> Iterator[Capture]:
                     it.read_to_end(record)
                     continue
                 it.read_to_end(record)
-                yield _capture(record, name, it.get_record_offset(), it.get_record_length())
+                yield capture_of(record, name, it.get_record_offset(), it.get_record_length())
     except (ArchiveLoadFailed, EOFError, OSError, ValueError, UnicodeDecodeError) as e:
         raise WarcError(f"{path}: not a complete WARC file: {e}") from None
 

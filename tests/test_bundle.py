@@ -300,8 +300,7 @@ def test_close_renames_and_serial_continues(tmp_path):
     assert open_path is not None
     assert open_path.name == first.filename + ".open"
     assert first.filename.startswith("CRAWL-2") and first.filename.endswith("-3-00000.warc.gz")
-    assert 0 < open_path.stat().st_size < writer.bytes_written   # the warcinfo is written at once
-    writer.flush()
+    # The warcinfo and each record reach the OS at once: a killed process loses none of them.
     assert open_path.stat().st_size == writer.bytes_written
     writer.close()
     assert not open_path.exists()
@@ -443,25 +442,26 @@ def test_failed_write_is_cut_back_to_a_record_boundary(tmp_path):
         response_head=b"HTTP/1.1 200 OK\r\n\r\n",
         response_body=b"one",
     )
-    writer.flush()
     path = writer.current_path
     assert path is not None
     on_disk = path.stat().st_size
     body = RNG.randbytes(20000)
-    writer.write_exchange(
-        url="http://example.org/2",
-        ip=None,
-        date=DATE,
-        request=GET,
-        response_head=b"HTTP/1.1 200 OK\r\n\r\n",
-        response_body=body,
-    )
     # A file size limit makes write(2) stop part-way (then fail with EFBIG), as a full disk does.
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     resource.setrlimit(resource.RLIMIT_FSIZE, (on_disk + 5000, hard))
     try:
+        writer.write_exchange(
+            url="http://example.org/2",
+            ip=None,
+            date=DATE,
+            request=GET,
+            response_head=b"HTTP/1.1 200 OK\r\n\r\n",
+            response_body=body,
+        )
+        assert isinstance(writer.error, OSError)         # the exchange waits in memory
+        assert path.stat().st_size == on_disk
         with pytest.raises(OSError):
-            writer.flush()
+            writer.flush()                               # a retry while the disk is still full
         assert path.stat().st_size == on_disk
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
@@ -469,3 +469,17 @@ def test_failed_write_is_cut_back_to_a_record_boundary(tmp_path):
     found = records(path.with_name(path.name[: -len(".open")]))
     assert [r.payload for r in found[1::2]] == [b"one", body]
     assert check(path.with_name(path.name[: -len(".open")])) == (0, 5)
+
+
+def test_position_is_where_the_next_record_goes(tmp_path):
+    (tmp_path / "ARCHIVER-20200101000000-1-00004.warc.gz").touch()
+    writer = BundleWriter(tmp_path, process=1, max_size=10)
+    assert writer.position() == (5, 0)                 # no bundle open: the next one's start
+    first = writer.write_metadata(url="dns:example.org", date=DATE, fields={"a": "1"})
+    assert first.filename.endswith("-1-00005.warc.gz")
+    assert writer.position() == (5, first.offset + first.length)
+    second = writer.write_metadata(url="dns:example.org", date=DATE, fields={"a": "2"})
+    assert second.filename.endswith("-1-00006.warc.gz")   # max_size reached: rotated
+    assert writer.position() == (6, second.offset + second.length)
+    writer.close()
+    assert writer.position() == (7, 0)

@@ -2,11 +2,12 @@ import os
 import string
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from archiver.frontier import CURSOR, INBOX, LOG, Entry, Frontier, site_dir, site_origin
+from archiver.frontier import CURSOR, DONE, INBOX, LOG, Entry, Frontier, site_dir, site_origin
 
 REPO = Path(__file__).resolve().parent.parent  # child processes import archiver from here
 
@@ -332,3 +333,47 @@ def test_restart_hands_every_entry_out_again_and_survives_reopen(tmp_path: Path)
     with Frontier.open(tmp_path / "s") as f:             # the restart was durable
         assert f.pending == 3 and f.pages == 0
         assert [f.next().url for _ in range(3)] == [f"http://a.test/{n}" for n in range(3)]
+
+
+def test_recovered_moves_the_cursor_and_keeps_done_entries_beyond_a_gap(tmp_path: Path):
+    with Frontier.open(tmp_path) as f:
+        for n in range(5):
+            f.add(f"http://a/{n}", 1)
+        pending = [entry for entry, known in f.pending_entries()]
+        assert [known for _, known in f.pending_entries()] == [False] * 5
+        assert f.pending == 5                           # listing hands nothing out
+        # /0 done, /1 has no record (a gap), /3 done: the cursor stops after /0.
+        f.recovered(pending[0].end, [pending[3].end], pages=2, bytes_=200)
+        assert (f.cursor, f.pages, f.bytes, f.pending) == (pending[0].end, 2, 200, 3)
+        assert [known for _, known in f.pending_entries()] == [False, False, True, False]
+        assert [e.url for e in drain(f)] == ["http://a/1", "http://a/2", "http://a/4"]
+        with pytest.raises(ValueError):                # only on a fresh queue
+            f.recovered(pending[4].end, [], pages=3, bytes_=300)
+    assert (tmp_path / DONE).read_text().splitlines()[1:] == [str(pending[3].end)]
+    with Frontier.open(tmp_path) as f:                 # durable, and the cursor file agrees
+        assert (f.cursor, f.pages, f.pending) == (pending[0].end, 2, 3)
+        first = f.next()
+        assert first is not None and first.url == "http://a/1"
+        # Once the visit's cursor passes the done entries, they are plain history.
+        f.commit(pending[4], pages=5, bytes_=500)
+        f.save(f.mark())
+    with Frontier.open(tmp_path) as f:
+        assert f.pending == 0 and f.next() is None
+        f.recovered(f.cursor, [], pages=5, bytes_=500)
+    assert not (tmp_path / DONE).exists()
+
+
+def test_restart_forgets_the_done_set_and_records_when_it_ran(tmp_path: Path):
+    with Frontier.open(tmp_path) as f:
+        for n in range(3):
+            f.add(f"http://a/{n}", 1)
+        ends = [entry.end for entry, _ in f.pending_entries()]
+        f.recovered(0, ends[1:], pages=2, bytes_=20)
+        assert f.restarted_at is None
+        before = time.time()
+        f.restart()
+        assert before <= f.restarted_at <= time.time()
+        assert f.pending == 3 and [e.url for e in drain(f)] == [f"http://a/{n}" for n in range(3)]
+    assert not (tmp_path / DONE).exists()
+    with Frontier.open(tmp_path) as f:
+        assert f.pending == 3 and f.restarted_at is not None
