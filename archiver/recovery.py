@@ -87,6 +87,7 @@ from archiver.logs import event
 from archiver.outlinks import SpoolWriter
 from archiver.pagelinks import links_in_response
 from archiver.sitequeue import process_for
+from archiver.visitpolicy import scheme_twin
 from archiver.warcindex import INDEXED, capture_of
 
 log = logging.getLogger("archiver.recovery")
@@ -357,15 +358,6 @@ def _read_bundle(path: Path, offset: int) -> Iterator[tuple[_Record, Capture | N
             yield found, capture
 
 
-def _other_scheme(origin: str) -> str | None:
-    """The same host under the other scheme, both on their default ports: the alias a visit may
-    follow a redirect to (another port of the host is another site)."""
-    scheme, _, authority = origin.partition("://")
-    if ":" in authority.rpartition("]")[2]:
-        return None  # normalised origins leave out ports 80 and 443
-    return ("https" if scheme == "http" else "http") + "://" + authority
-
-
 def _open_queue(config: Config, directory: Path) -> Frontier | None:
     """The crawl queue in ``directory``, waiting a little if another process holds it; None if
     it stays busy."""
@@ -390,7 +382,7 @@ class _Queue:
     def holds(self, record: _Record) -> bool:
         """Whether ``record`` may be of this queue's visit: of its origin or alias, and not older
         than its last restart."""
-        return ((record.origin == self.origin or record.origin == _other_scheme(self.origin))
+        return ((record.origin == self.origin or record.origin == scheme_twin(self.origin))
                 and (self.restarted is None or record.date >= self.restarted))
 
     def finished_by(self, record: _Record) -> bool:
@@ -403,7 +395,7 @@ def _recover_host(config: Config, process: int, records: list[_Record], spool: S
     """Mark done, in every crawl queue of this host that this process owns, the entries these
     records finished; extract their links again; make it durable."""
     origins = {record.origin for record in records}
-    origins |= {other for origin in origins if (other := _other_scheme(origin))}
+    origins |= {other for origin in origins if (other := scheme_twin(origin))}
     queues: dict[str, _Queue] = {}
     try:
         for origin in sorted(origins):
@@ -464,7 +456,7 @@ def _requeue_links(config: Config, queue: _Queue, record: _Record, spool: SpoolW
     found = links_in_response(record.url, status, headers, body,
                               max_decoded_size=c.max_decoded_size)
     depth = queue.plan.depths[record.url] + (0 if found.redirect else 1)
-    alias = _other_scheme(queue.origin)
+    alias = scheme_twin(queue.origin)
     local = queue.local | ({alias} if found.redirect and alias else set())
     now = time.time()
     for ref in found.refs:

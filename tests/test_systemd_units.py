@@ -198,7 +198,7 @@ def test_every_service_is_hardened_alike(service):
 
 @pytest.mark.parametrize("service", ["archiver-crawl@.service", "archiver-dns.service"])
 def test_fetching_units_deny_private_ranges_but_the_resolver(service):
-    assert PRIVATE_RANGES <= set(one(service, "Service.IPAddressDeny").split())
+    assert set(one(service, "Service.IPAddressDeny").split()) >= PRIVATE_RANGES
     assert one(service, "Service.IPAddressAllow") == "127.0.0.53/32"
     assert one(service, "Service.StateDirectory") == "archiver"
 

@@ -41,6 +41,7 @@ status_interval = 0.5
 poll_interval = 0.2
 # Every demo site lives on 127.0.0.1: per-address politeness would crawl them one at a time.
 connections_per_address = 64
+allowed_networks = ["127.0.0.0/8"]
 [warc]
 sync_interval = {sync}
 [dns]
