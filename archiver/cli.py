@@ -406,8 +406,8 @@ def parser() -> argparse.ArgumentParser:
 
     replay = verbs.add_parser("replay", help="serve the archive as a website, by date")
     replay.add_argument("--config", required=True, help="the TOML config file")
-    replay.add_argument("--listen", default="127.0.0.1:8080",
-                        help="ADDRESS:PORT to listen on (default 127.0.0.1:8080)")
+    replay.add_argument("--listen", help="ADDRESS:PORT for the replay's own pages "
+                        "(default: replay.listen in the config, 127.0.0.1:8080)")
     replay.set_defaults(func=cmd_replay)
 
     status = verbs.add_parser("status", help="print the crawler processes' progress")

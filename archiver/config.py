@@ -9,12 +9,14 @@ problem, so a typo never silently falls back to a default.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import tomllib
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from archiver.netpolicy import parse_networks
 
@@ -145,6 +147,25 @@ class LinksConfig:
 
 
 @dataclass(frozen=True)
+class ReplayConfig:
+    # `archiver replay` serves its own pages (home, capture lists, Memento, CDX, DNS, status) on
+    # `listen`, and archived content on `content_listen`: another origin, so archived scripts
+    # cannot read the replay's own pages (archiver.replay.app says why and what else isolates).
+    listen: str = "127.0.0.1:8080"
+    content_listen: str = "127.0.0.1:8081"
+    # The public URLs of the two listeners, written into links, redirects and TimeMaps (never
+    # taken from a request's Host header). "" means http://<listen> and http://<content_listen>.
+    base_url: str = ""
+    content_origin: str = ""
+    # Listings (CDX, capture and URL lists, TimeMaps) read the catalog off the event loop and let
+    # other requests in every scan_slice_rows rows examined; one request examines at most
+    # scan_max_rows rows and runs for at most scan_deadline seconds.
+    scan_slice_rows: int = 1000
+    scan_max_rows: int = 2_000_000
+    scan_deadline: float = 30.0
+
+
+@dataclass(frozen=True)
 class LogConfig:
     level: str = "info"
 
@@ -159,6 +180,7 @@ class Config:
     catalog: CatalogConfig = field(default_factory=CatalogConfig)
     outlinks: OutlinksConfig = field(default_factory=OutlinksConfig)
     links: LinksConfig = field(default_factory=LinksConfig)
+    replay: ReplayConfig = field(default_factory=ReplayConfig)
     log: LogConfig = field(default_factory=LogConfig)
     # Warnings about the file that do not stop it from loading (retired keys), for the caller to show.
     notices: tuple[str, ...] = ()
@@ -191,7 +213,8 @@ _POSITIVE = {
     ("dns", "concurrency"), ("warc", "max_size"),
     ("outlinks", "max_lines"), ("outlinks", "max_age"), ("catalog", "shards"),
     ("links", "expected_urls"), ("links", "bits_per_url"), ("links", "checkpoint_urls"),
-    ("links", "poll_interval"),
+    ("links", "poll_interval"), ("replay", "scan_slice_rows"), ("replay", "scan_max_rows"),
+    ("replay", "scan_deadline"),
 }
 
 
@@ -210,6 +233,55 @@ def parse_nameserver(entry: str) -> tuple[str, int]:
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"bad nameserver {entry!r}")
     return host, int(port)
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``"ADDRESS:PORT"`` (IPv6 as ``"[::1]:8080"``) or ``"PORT"`` alone (on 127.0.0.1) ->
+    (address, port); ValueError with a message otherwise. Port 0 asks for any free port."""
+    value = text.strip()
+    if value.isdigit():
+        host, port = "127.0.0.1", value
+    elif value.startswith("["):
+        host, close, rest = value[1:].partition("]")
+        if not close or not rest.startswith(":"):
+            raise ValueError(f"bad listen address {text!r}: write an IPv6 address as [::1]:8080")
+        port = rest[1:]
+    else:
+        host, colon, port = value.rpartition(":")
+        if not colon:
+            raise ValueError(f"bad listen address {text!r}: give ADDRESS:PORT, e.g. 127.0.0.1:8080")
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        raise ValueError(f"bad listen address {text!r}: {host!r} is not an IP address") from None
+    if value.startswith("[") != (address.version == 6):
+        raise ValueError(f"bad listen address {text!r}: write IPv6 addresses in brackets, [::1]:8080")
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"bad listen address {text!r}: the port must be 0-65535")
+    return str(address), int(port)
+
+
+def public_url(text: str, *, origin_only: bool) -> str:
+    """An http(s) URL given as a replay's public address, without a trailing slash; ValueError
+    if it is not one (``origin_only``: scheme, host and port, no path)."""
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises for a port out of range
+    except ValueError as e:
+        raise ValueError(f"{text!r} is not a URL: {e}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{text!r} is not an http or https URL")
+    if parts.query or parts.fragment or parts.username or parts.password:
+        raise ValueError(f"{text!r} must have no user, query or fragment")
+    if origin_only and parts.path not in ("", "/"):
+        raise ValueError(f"{text!r} must be an origin (scheme, host and port), with no path")
+    return text.rstrip("/")
+
+
+def origin_of(url: str) -> tuple[str, str, int]:
+    """(scheme, host, port) of an http(s) URL, the port filled in."""
+    parts = urlsplit(url)
+    return parts.scheme, parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
 
 
 def load(path: str | Path) -> Config:
@@ -357,5 +429,23 @@ def _check(where: str, name: str, section: Any) -> None:
             raise ConfigError(f"{where}: warc.gzip_level: must be 0..9")
         if not section.prefix or "/" in section.prefix:
             raise ConfigError(f"{where}: warc.prefix: must be a non-empty name without '/'")
+    elif name == "replay":
+        for key in ("listen", "content_listen"):
+            try:
+                parse_listen(getattr(section, key))
+            except ValueError as e:
+                raise ConfigError(f"{where}: replay.{key}: {e}") from None
+        if section.listen == section.content_listen and parse_listen(section.listen)[1] != 0:
+            raise ConfigError(f"{where}: replay.content_listen: must differ from replay.listen")
+        for key, origin_only in (("base_url", False), ("content_origin", True)):
+            if getattr(section, key):
+                try:
+                    public_url(getattr(section, key), origin_only=origin_only)
+                except ValueError as e:
+                    raise ConfigError(f"{where}: replay.{key}: {e}") from None
+        both = section.base_url and section.content_origin
+        if both and origin_of(section.base_url) == origin_of(section.content_origin):
+            raise ConfigError(f"{where}: replay.content_origin: must be another origin than "
+                              "replay.base_url (another host name or port)")
     elif name == "log" and section.level not in _LEVELS:
         raise ConfigError(f"{where}: log.level: must be one of {', '.join(_LEVELS)}")

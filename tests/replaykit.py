@@ -10,7 +10,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import trio
@@ -18,6 +21,8 @@ import trio
 from archiver.catalog import Capture, Catalog
 from archiver.config import Config
 from archiver.crawler import Crawler, enqueue_seeds
+from archiver.replay.app import create_apps
+from archiver.replay.serve import listeners, serve_apps
 from tests.crawlkit import load, write_config
 from tools.demoweb import DemoWeb, WebSpec, start_demo
 
@@ -63,3 +68,29 @@ async def two_date_archive(directory: Path, spec: WebSpec = SPEC) -> TwoDates:
     second = [c for c in _all(config) if (c.filename, c.offset) not in seen]
     return TwoDates(root=config.root, config=config, web0=web0, web1=web1, first=first,
                     second=second)
+
+
+@dataclass
+class Served:
+    """A running replay service: the origins of its own pages and of archived content."""
+
+    app: str
+    content: str
+    config: Config
+
+
+@asynccontextmanager
+async def serving(config: Config, **replay: object) -> AsyncIterator[Served]:
+    """The replay service over ``config``'s archive on two free loopback ports (``replay``:
+    other [replay] settings), stopped on exit."""
+    loopback = {"listen": "127.0.0.1:0", "content_listen": "127.0.0.1:0"}
+    settings = dataclasses.replace(config.replay, **{**loopback, **replay})
+    binds = listeners(dataclasses.replace(config, replay=settings))
+    apps = create_apps(binds.config)
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(partial(serve_apps, apps, binds, stop.wait))
+        try:
+            yield Served(binds.config.replay.base_url, binds.config.replay.content_origin, binds.config)
+        finally:
+            stop.set()

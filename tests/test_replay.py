@@ -1,5 +1,6 @@
 """The replay service over real HTTP: an archive of the demo web crawled at two dates, served by
-Hypercorn's trio worker on 127.0.0.1 and read with archiver's own HTTP client."""
+Hypercorn's trio worker on 127.0.0.1 (the replay's pages on one port, archived content on another)
+and read with archiver's own HTTP client."""
 
 from __future__ import annotations
 
@@ -13,28 +14,24 @@ import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import timedelta
-from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 import trio
-from hypercorn.trio import serve
 
 from archiver.catalog import Capture, Catalog
-from archiver.config import Config
 from archiver.extract import decode_text, extract_css, extract_html
 from archiver.fetch import FetchResult, HttpClient
 from archiver.replay import pages
-from archiver.replay.app import CSP, create_app
+from archiver.replay.app import CSP
 from archiver.replay.memento import http_date
 from archiver.replay.rewrite import rewrite_html
-from archiver.replay.serve import hypercorn_config, parse_listen, run
+from archiver.replay.serve import parse_listen, run
 from archiver.timestamps import from_datetime, to_datetime
 from tests.crawlkit import LOOPBACK
-from tests.replaykit import TwoDates, two_date_archive
+from tests.replaykit import TwoDates, serving, two_date_archive
 
 ROOT_DIR = Path(__file__).resolve().parents[1]
 PAGE1 = "/articles/0001.html"  # page 1 of a demo site (unchanged in version 1)
@@ -45,11 +42,11 @@ def two(tmp_path_factory) -> TwoDates:
     return trio.run(two_date_archive, tmp_path_factory.mktemp("replay"))
 
 
-class Replay:
-    """The running service, and a GET over a fresh connection each time."""
+class Origin:
+    """One of the service's origins, and a GET over a fresh connection each time."""
 
-    def __init__(self, port: int) -> None:
-        self.origin = f"http://127.0.0.1:{port}"
+    def __init__(self, origin: str) -> None:
+        self.origin = origin
 
     async def get(self, path: str, **headers: str) -> FetchResult:
         extra = [(name.replace("_", "-"), value) for name, value in headers.items()]
@@ -68,24 +65,18 @@ class Replay:
         return result.body.decode()
 
 
-@asynccontextmanager
-async def serving(config: Config) -> AsyncIterator[Replay]:
-    """The replay app over ``config``'s archive, on a free port, stopped as the service stops."""
-    stop = trio.Event()
-    app = create_app(config)
-    async with trio.open_nursery() as nursery:
-        hyper = hypercorn_config("127.0.0.1:0")
-        binds = await nursery.start(partial(serve, app, hyper, shutdown_trigger=stop.wait))
-        try:
-            yield Replay(int(binds[0].rsplit(":", 1)[1]))
-        finally:
-            stop.set()
+class Replay(Origin):
+    """The running service: GETs go to the replay's own pages, ``content`` is archived content."""
+
+    def __init__(self, app: str, content: str) -> None:
+        super().__init__(app)
+        self.content = Origin(content)
 
 
 @pytest.fixture
 async def replay(two: TwoDates) -> AsyncIterator[Replay]:
     async with serving(two.config) as running:
-        yield running
+        yield Replay(running.app, running.content)
 
 
 def pair(two: TwoDates, path: str) -> tuple[Capture, Capture]:
@@ -123,8 +114,8 @@ async def test_each_date_replays_its_own_version(two, replay):
     assert one.rectype == "response" and other.rectype == "response"  # page 0 changed
     v0, _ = served(two.web0, one.url)
     v1, _ = served(two.web1, one.url)
-    old = await replay.text(f"/web/{one.timestamp}/{one.url}")
-    new = await replay.text(f"/web/{other.timestamp}/{one.url}")
+    old = await replay.content.text(f"/web/{one.timestamp}/{one.url}")
+    new = await replay.content.text(f"/web/{other.timestamp}/{one.url}")
     assert only_in(v0, v1)[:60] in old and only_in(v0, v1)[:60] not in new
     assert only_in(v1, v0)[:60] in new and only_in(v1, v0)[:60] not in old
 
@@ -142,7 +133,7 @@ async def test_closest_capture_and_redirect_to_its_exact_timestamp(two, replay):
         (from_datetime(t1 + timedelta(seconds=half)), one),  # a tie goes to the earlier
         (from_datetime(t1 + timedelta(seconds=half + 1)), other),
     ):
-        result = await replay.get(f"/web/{asked}im_/{one.url}")
+        result = await replay.content.get(f"/web/{asked}im_/{one.url}")
         if asked == chosen.timestamp:
             assert result.status == 200
             assert result.header("Memento-Datetime") == http_date(chosen.timestamp)
@@ -159,7 +150,7 @@ async def test_id_serves_the_bytes_the_server_sent(two, replay):
             if not capture.url.startswith(site) or capture.status != 200:
                 continue
             body, behaviour = served(web, capture.url)
-            result = await replay.get(f"/web/{capture.timestamp}id_/{capture.url}")
+            result = await replay.content.get(f"/web/{capture.timestamp}id_/{capture.url}")
             assert result.status == 200, capture.url
             assert result.body == body, capture.url
             assert (result.header("Content-Encoding") == "gzip") == (behaviour == "gzip")
@@ -175,7 +166,7 @@ async def test_id_serves_the_bytes_the_server_sent(two, replay):
 async def test_revisit_is_served_with_the_payload_it_refers_to(two, replay):
     original, revisit = pair(two, "/frames/nav.html")
     assert original.rectype == "response" and revisit.rectype == "revisit"
-    page = await replay.text(f"/web/{revisit.timestamp}/{revisit.url}")
+    page = await replay.content.text(f"/web/{revisit.timestamp}/{revisit.url}")
     body = served(two.web1, revisit.url)[0]
     expected = rewrite_html(body, url=revisit.url, timestamp=revisit.timestamp, prefix="")
     assert without_banner(page) == expected.decode()
@@ -184,14 +175,14 @@ async def test_revisit_is_served_with_the_payload_it_refers_to(two, replay):
 
 async def test_archived_redirects_lead_into_the_archive(two, replay):
     old, _ = pair(two, "/old")
-    result = await replay.get(f"/web/{old.timestamp}/{old.url}")
+    result = await replay.content.get(f"/web/{old.timestamp}/{old.url}")
     assert result.status == 301
     origin = two.web0.origin(two.web0.hosts[0])
     assert result.header("Location") == f"/web/{old.timestamp}/{origin}/moved/"
     assert result.header("X-Archive-Orig-Location") == f"{origin}/moved/"
     location, hops = result.header("Location"), 0
     while hops < 6:
-        result = await replay.get(location)
+        result = await replay.content.get(location)
         if result.status == 200:
             break
         assert result.status in (301, 302), result.status
@@ -222,7 +213,7 @@ async def test_every_link_kind_points_into_the_archive_at_the_same_date(two, rep
             continue
         if capture.status != 200:
             continue
-        result = await replay.get(f"/web/{capture.timestamp}/{capture.url}")
+        result = await replay.content.get(f"/web/{capture.timestamp}/{capture.url}")
         assert result.status == 200
         assert result.header("Content-Security-Policy") == CSP
         if capture.mime == "text/css":
@@ -252,31 +243,32 @@ async def test_every_link_kind_points_into_the_archive_at_the_same_date(two, rep
 
 async def test_banner_on_pages_with_previous_next_and_list_links(two, replay):
     one, other = pair(two, "/")
-    first = await replay.text(f"/web/{one.timestamp}/{one.url}")
-    second = await replay.text(f"/web/{other.timestamp}/{one.url}")
+    first = await replay.content.text(f"/web/{one.timestamp}/{one.url}")
+    second = await replay.content.text(f"/web/{other.timestamp}/{one.url}")
     banner = re.search(r'<div id="archiver-banner".*?</div>', first).group(0)
     assert f'href="/web/{other.timestamp}/{one.url}"' in banner
-    assert f'href="/web/*/{one.url}"' in banner and "all 2 captures" in banner
+    assert f'href="{replay.origin}/web/*/{one.url}"' in banner and "all 2 captures" in banner
+    assert f'href="{replay.origin}/"' in banner
     assert first.index('<body id="top">') + len('<body id="top">') == first.index(banner)
     banner = re.search(r'<div id="archiver-banner".*?</div>', second).group(0)
     assert f'href="/web/{one.timestamp}/{one.url}"' in banner and "last" in banner
     for mod in ("if_", "fr_", "id_"):
-        assert "archiver-banner" not in await replay.text(f"/web/{one.timestamp}{mod}/{one.url}")
+        assert "archiver-banner" not in await replay.content.text(f"/web/{one.timestamp}{mod}/{one.url}")
     frames, _ = pair(two, "/frames.html")
-    assert "archiver-banner" not in await replay.text(f"/web/{frames.timestamp}/{frames.url}")
+    assert "archiver-banner" not in await replay.content.text(f"/web/{frames.timestamp}/{frames.url}")
 
 
 async def test_memento_headers_on_every_capture(two, replay):
     one, other = pair(two, PAGE1)
-    origin = replay.origin
-    result = await replay.get(f"/web/{other.timestamp}js_/{one.url}")
+    origin, content = replay.origin, replay.content.origin
+    result = await replay.content.get(f"/web/{other.timestamp}js_/{one.url}")
     assert result.header("Memento-Datetime") == http_date(other.timestamp)
     link = result.header("Link")
     assert f'<{one.url}>; rel="original"' in link
     assert f'<{origin}/web/{one.url}>; rel="timegate"' in link
     assert f'<{origin}/timemap/link/{one.url}>; rel="timemap"; type="application/link-format"' in link
-    assert f'<{origin}/web/{one.timestamp}/{one.url}>; rel="first prev memento"' in link
-    assert f'<{origin}/web/{other.timestamp}/{one.url}>; rel="last memento"' in link
+    assert f'<{content}/web/{one.timestamp}/{one.url}>; rel="first prev memento"' in link
+    assert f'<{content}/web/{other.timestamp}/{one.url}>; rel="last memento"' in link
 
 
 # --- Memento TimeGate and TimeMaps -----------------------------------------------------------
@@ -292,7 +284,7 @@ async def test_timegate(two, replay):
         headers = {"Accept_Datetime": wanted} if wanted else {}
         result = await replay.get(f"/web/{one.url}", **headers)
         assert result.status == 302
-        assert result.header("Location") == f"/web/{chosen.timestamp}/{one.url}"
+        assert result.header("Location") == f"{replay.content.origin}/web/{chosen.timestamp}/{one.url}"
         assert result.header("Vary") == "accept-datetime"
         assert f'<{one.url}>; rel="original"' in result.header("Link")
     result = await replay.get(f"/web/{one.url}", Accept_Datetime="yesterday")
@@ -305,12 +297,12 @@ async def test_timemaps(two, replay):
     result = await replay.get(f"/timemap/link/{one.url}")
     assert result.status == 200 and result.header("Content-Type") == "application/link-format"
     body = result.body.decode()
-    assert f'<{replay.origin}/web/{one.timestamp}/{one.url}>; rel="first memento"' in body
-    assert f'<{replay.origin}/web/{other.timestamp}/{one.url}>; rel="last memento"' in body
+    assert f'<{replay.content.origin}/web/{one.timestamp}/{one.url}>; rel="first memento"' in body
+    assert f'<{replay.content.origin}/web/{other.timestamp}/{one.url}>; rel="last memento"' in body
     result = await replay.get(f"/timemap/json/{one.url}")
     listed = json.loads(result.body)["mementos"]["list"]
     assert [m["uri"] for m in listed] == [
-        f"{replay.origin}/web/{c.timestamp}/{one.url}" for c in (one, other)
+        f"{replay.content.origin}/web/{c.timestamp}/{one.url}" for c in (one, other)
     ]
     assert (await replay.get("/timemap/link/http://nowhere.example/")).status == 404
     assert (await replay.get("/timemap/json/ftp://x/")).status == 400
@@ -323,7 +315,7 @@ async def test_capture_list_by_year_and_day(two, replay):
     one, other = pair(two, "/")
     page = await replay.text(f"/web/*/{one.url}")
     for capture in (one, other):
-        assert f'href="/web/{capture.timestamp}/{one.url}"' in page
+        assert f'href="{replay.content.origin}/web/{capture.timestamp}/{one.url}"' in page
     assert f'<h2 id="y{one.timestamp[:4]}">' in page
     assert f"<th>{one.timestamp[:4]}-{one.timestamp[4:6]}-{one.timestamp[6:8]}</th>" in page
     assert 'class="revisit"' not in page
@@ -340,19 +332,20 @@ async def test_prefix_listing(two, replay):
     page = await replay.text(f"/web/*/{origin}/docs/*")
     with Catalog(two.root / "catalog", two.config.catalog.shards, readonly=True) as catalog:
         expected = {c.url for c in catalog.list(f"{origin}/docs/", "prefix")}
-    listed = set(re.findall(r'<a href="/web/\*/([^"]+)">', page))
+    listed = set(re.findall(rf'<a href="{replay.origin}/web/\*/([^"]+)">', page))
     assert listed == expected and expected
     await replay.text(f"/web/*/{origin}/nothing-here/*", status=404)
 
 
 async def test_home_page_and_search(two, replay):
     home = await replay.text("/")
-    assert '<form class="search" method="get" action="/search">' in home and 'name="url"' in home
+    assert f'<form class="search" method="get" action="{replay.origin}/search">' in home
+    assert 'name="url"' in home
     origin = two.web0.origin(two.web0.hosts[0])
     for query, location in (
-        (f"url={origin}/", f"/web/*/{origin}/"),
-        (f"url={origin}/docs/*", f"/web/*/{origin}/docs/*"),
-        (f"url={origin}/&date=2026-11-22T03:15", f"/web/20261122031500/{origin}/"),
+        (f"url={origin}/", f"{replay.origin}/web/*/{origin}/"),
+        (f"url={origin}/docs/*", f"{replay.origin}/web/*/{origin}/docs/*"),
+        (f"url={origin}/&date=2026-11-22T03:15", f"{replay.content.origin}/web/20261122031500/{origin}/"),
     ):
         result = await replay.get(f"/search?{query}")
         assert result.status == 302 and result.header("Location") == location
@@ -378,18 +371,22 @@ async def test_home_page_and_search(two, replay):
     ],
 )
 async def test_malformed_requests_get_400_with_a_message(replay, path):
-    result = await replay.get(path)
-    assert result.status == 400, (path, result.body)
-    assert result.header("Content-Type").startswith("text/plain")
-    assert result.body.startswith(b"400 Bad Request: ") and len(result.body) > 30
+    for origin in (replay, replay.content):
+        if origin is replay.content and not path.startswith("/web/"):
+            continue
+        result = await origin.get(path)
+        assert result.status == 400, (path, result.body)
+        assert result.header("Content-Type").startswith("text/plain")
+        assert result.body.startswith(b"400 Bad Request: ") and len(result.body) > 30
 
 
 async def test_missing_capture_404_links_to_the_capture_list(replay):
-    result = await replay.get("/web/2026/http://nowhere.example/page?a=1")
+    result = await replay.content.get("/web/2026/http://nowhere.example/page?a=1")
     assert result.status == 404
-    assert b'href="/web/*/http://nowhere.example/page?a=1"' in result.body
+    assert f'href="{replay.origin}/web/*/http://nowhere.example/page?a=1"'.encode() in result.body
     assert result.header("Content-Security-Policy") == CSP
     assert (await replay.get("/no/such/route")).status == 404
+    assert (await replay.content.get("/no/such/route")).status == 404
 
 
 async def test_unreadable_record_gives_a_404_page(two, tmp_path):
@@ -398,8 +395,8 @@ async def test_unreadable_record_gives_a_404_page(two, tmp_path):
     (root / "warcs").mkdir()  # the WARC files are gone
     config = dataclasses.replace(two.config, archive=dataclasses.replace(two.config.archive, root=root))
     one, _ = pair(two, PAGE1)
-    async with serving(config) as replay:
-        result = await replay.get(f"/web/{one.timestamp}/{one.url}")
+    async with serving(config) as running:
+        result = await Origin(running.content).get(f"/web/{one.timestamp}/{one.url}")
     assert result.status == 404 and b"cannot be read" in result.body
     assert str(root).encode() not in result.body
 
@@ -411,9 +408,10 @@ async def test_names_reach_no_file_outside_the_archive(two, replay):
         "/../../etc/passwd",
         "/web/*/http://a.org/..%2f..%2fetc%2fpasswd",
     ):
-        result = await replay.get(path)
-        assert result.status in (400, 404), path
-        assert b"root:" not in result.body
+        for origin in (replay, replay.content):
+            result = await origin.get(path)
+            assert result.status in (302, 400, 404), path
+            assert b"root:" not in result.body
 
 
 async def test_other_services_are_mounted(two, replay):
@@ -429,7 +427,7 @@ def test_pages_escape_archived_values():
     capture = Capture(
         "a)/", "20261122000000", 'http://a.org/"><script>', 200, "text/<b>", "d", None, "f", 0, 1
     )
-    page = pages.capture_list(prefix="", url='http://a.org/"><script>', captures=[capture])
+    page = pages.capture_list(prefix="", content="", url='http://a.org/"><script>', captures=[capture])
     assert "<script>" not in page and "&lt;script&gt;" in page and "text/&lt;b&gt;" in page
 
 
@@ -467,8 +465,10 @@ def test_run_reports_a_bad_or_busy_address(two, capsys):
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 async def test_service_stops_cleanly_on_signals(two, signum):
     script = (
-        "import sys; from archiver.config import load; from archiver.replay.serve import run; "
-        "sys.exit(run(load(sys.argv[1]), '127.0.0.1:0'))"
+        "import sys, dataclasses as d; from archiver.config import load; "
+        "from archiver.replay.serve import run; c = load(sys.argv[1]); "
+        "c = d.replace(c, replay=d.replace(c.replay, content_listen='127.0.0.1:0')); "
+        "sys.exit(run(c, '127.0.0.1:0'))"
     )
     process = await trio.lowlevel.open_process(
         [sys.executable, "-c", script, str(two.config.path)], cwd=ROOT_DIR, stderr=subprocess.PIPE
@@ -480,7 +480,7 @@ async def test_service_stops_cleanly_on_signals(two, signum):
                 chunk = await process.stderr.receive_some()
                 assert chunk, seen
                 seen += chunk
-        result = await Replay(int(found.group(1))).get("/")
+        result = await Origin(f"http://127.0.0.1:{found.group(1).decode()}").get("/")
         assert result.status == 200
         process.send_signal(signum)
         with trio.fail_after(20):

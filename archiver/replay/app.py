@@ -1,30 +1,54 @@
-"""The replay web service as a Starlette app: Wayback-style replay, capture lists, Memento.
+"""The replay web service as two Starlette apps: the replay's own pages, and archived content.
 
-Routes (see the home page for a summary):
+**Two origins.** Archived pages run their own scripts, and an archive crawls hostile pages by
+design. :func:`create_apps` therefore makes two apps served on two listeners: the replay's own
+pages at ``replay.base_url`` (home, search, capture and URL lists, the Memento TimeGate and
+TimeMaps, ``/cdx``, ``/status``, ``/metrics``, ``/dns/``), and archived content alone at
+``replay.content_origin`` (``/web/<timestamp><modifier>/<url>``; anything else there is a 404, and
+the list and TimeGate forms of ``/web/`` redirect to the base URL). A replayed page therefore
+cannot read the replay's pages: another origin, and none of them sends CORS headers.
 
-- ``/web/<timestamp><modifier>/<url>``: the capture closest to the timestamp (1 to 14 digits,
-  padded as pywb does); when it is not exactly that timestamp, a 302 to the exact one, as the
-  Wayback Machine does. Archived status, headers (see :func:`rewrite.replay_headers`) and body
-  are served; HTML and CSS are rewritten into the archive; ``id_`` serves the archived bytes.
-- ``/web/*/<url>``, ``/web/<digits>*/<url>``, ``/web/*/<prefix>*``: capture list, URL list.
-- ``/web/<url>``: Memento TimeGate; ``/timemap/link/<url>``, ``/timemap/json/<url>``: TimeMaps.
-- ``/``, ``/search``: home page with a search box; plus the routes of cdx, dnspages, statuspages.
+**Sandboxed content.** One content origin alone would still let every archived site read and
+poison every other site's cookies and storage, so every archived response also carries a CSP
+``sandbox`` without ``allow-same-origin``: each replayed document runs in an opaque origin of its
+own, with no cookies or storage to share, and it may change only the query and fragment of its
+address (Chromium's rule for opaque origins), not the date or URL in the path. The trade-off:
+pages whose scripts need storage or cookies (logins, consent banners, some single-page apps)
+replay without them, and a script's requests to its own site are cross-origin (no credentials, and
+its fetch() of JSON from the archive cannot read the answer). pywb's answer, a content origin and
+a client-side rewriter (wombat) in every page, keeps more pages working but runs archive code
+inside hostile pages. A page can still change its own banner: the banner is part of its document.
+
+Every response carries ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: no-referrer`` and a
+CSP with ``frame-ancestors`` (``'none'`` for the replay's pages, ``'self'`` for content, whose
+framesets frame each other). Absolute URLs (Link headers, TimeMaps, redirects between the
+origins) are built from the configured base URL and content origin, never from a request's
+``Host`` header.
+
+Content routes: ``/web/<timestamp><modifier>/<url>``: the capture closest to the timestamp (1 to
+14 digits, padded as pywb does); when it is not exactly that timestamp, a 302 to the exact one, as
+the Wayback Machine does. Archived status, headers (see :func:`rewrite.replay_headers`) and body
+are served; HTML and CSS are rewritten into the archive; ``id_`` serves the archived bytes.
+
+App routes: ``/web/*/<url>``, ``/web/<digits>*/<url>``, ``/web/*/<prefix>*``: capture list, URL
+list; ``/web/<url>``: Memento TimeGate; ``/timemap/link/<url>``, ``/timemap/json/<url>``:
+TimeMaps; ``/web/<timestamp>/<url>`` redirects to the content origin; ``/``, ``/search``; plus the
+routes of cdx, dnspages, statuspages.
 
 The archived URL is read from the raw request path plus the query string, so its escapes reach
-the catalog as sent. Catalog and WARC reads run on the event loop thread: both take well under a
-millisecond for one capture, and the catalog is then only ever used from one thread.
-
-Every response carries a Content-Security-Policy that lets pages load only from the replay
-origin, so a replayed page cannot fetch from the live web. ValueError from bad input becomes a
-400 with its message; an unknown URL or capture a 404 page linking to the capture list.
+the catalog as sent. Catalog reads go through archiver.replay.scan (listings off the event loop,
+within a row cap and a deadline); a WARC record read stays on the loop (well under a millisecond).
+ValueError from bad input becomes a 400 with its message; an unknown URL or capture a 404 page
+linking to the capture list.
 """
 
 from __future__ import annotations
 
 import bisect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from functools import partial
 from itertools import groupby
 from typing import Any
 
@@ -57,15 +81,31 @@ from archiver.replay.rewrite import (
     rewrite_css,
     rewrite_html,
 )
+from archiver.replay.scan import Scan, ScanLimit
 from archiver.timestamps import parse_date, to_datetime
 from archiver.warcindex import Stored, WarcError
 
 log = logging.getLogger("archiver.replay")
 
-# Everything from the replay origin (inline scripts and styles included, as archived pages need
+# Archived content: an opaque origin per document (no allow-same-origin), scripts, forms, popups
+# and dialogs allowed, top-level navigation only on a click (a frameset's target=_top links).
+# Everything from the content origin (inline scripts and styles included, as archived pages need
 # them), nothing from elsewhere: the policy pywb's and Webrecorder's proxy modes use to keep a
 # replayed page off the live web. form-action does not fall back to default-src.
-CSP = "default-src 'self' 'unsafe-inline' 'unsafe-eval' data: blob:; form-action 'self'"
+SANDBOX = (
+    "sandbox allow-scripts allow-forms allow-popups allow-popups-to-escape-sandbox allow-modals "
+    "allow-downloads allow-top-navigation-by-user-activation"
+)
+CSP = (
+    f"{SANDBOX}; default-src 'self' 'unsafe-inline' 'unsafe-eval' data: blob:; form-action 'self'; "
+    "frame-ancestors 'self'"
+)
+# The replay's own pages: no scripts at all, inline styles only, never framed.
+APP_CSP = (
+    "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
+    "base-uri 'none'; frame-ancestors 'none'"
+)
+COMMON_HEADERS = (("x-content-type-options", "nosniff"), ("referrer-policy", "no-referrer"))
 # URLs shown by a prefix listing (the Wayback Machine's URL listing pages hold a few hundred).
 PREFIX_ROWS = 1000
 _HTML = frozenset(("text/html", "application/xhtml+xml"))
@@ -74,42 +114,54 @@ _NO_BODY = frozenset((204, 304))
 _LATEST = "99991231235959"
 
 
-def create_app(config: Config) -> Starlette:
-    """The replay app over the archive of ``config`` (its catalog must exist)."""
+@dataclass(frozen=True)
+class ReplayApps:
+    """The two apps of one replay service and the archive they share (close it after both stop)."""
+
+    app: Starlette
+    content: Starlette
+    archive: ReplayArchive
+
+
+def create_apps(config: Config) -> ReplayApps:
+    """The replay's apps over the archive of ``config`` (its catalog must exist), for
+    ``replay.base_url`` and ``replay.content_origin``, which must be set (serve.public fills them)."""
+    if not config.replay.base_url or not config.replay.content_origin:
+        raise ValueError("replay.base_url and replay.content_origin must be known to create the apps")
     archive = ReplayArchive(config)
-
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        try:
-            yield
-        finally:
-            archive.close()
-
-    routes = [
-        Route("/", home),
-        Route("/search", search),
-        Route("/web/{rest:path}", web),
-        Route("/timemap/link/{rest:path}", timemap_link),
-        Route("/timemap/json/{rest:path}", timemap_json),
-        *cdx.routes,
-        *dnspages.routes,
-        *statuspages.routes,
-    ]
+    handlers = {ValueError: _bad_request, WarcError: _unreadable, ScanLimit: _too_much, 404: _not_found}
     app = Starlette(
-        routes=routes,
-        lifespan=lifespan,
-        middleware=[Middleware(_SecurityHeaders)],
-        exception_handlers={ValueError: _bad_request, WarcError: _unreadable, 404: _not_found},
+        routes=[
+            Route("/", home),
+            Route("/search", search),
+            Route("/web/{rest:path}", web),
+            Route("/timemap/link/{rest:path}", timemap_link),
+            Route("/timemap/json/{rest:path}", timemap_json),
+            *cdx.routes,
+            *dnspages.routes,
+            *statuspages.routes,
+        ],
+        middleware=[Middleware(_SecurityHeaders, policy=APP_CSP)],
+        exception_handlers=handlers,  # type: ignore[arg-type]
     )
-    app.state.archive = archive
-    return app
+    content = Starlette(
+        routes=[Route("/web/{rest:path}", content_web)],
+        middleware=[Middleware(_SecurityHeaders, policy=CSP)],
+        exception_handlers=handlers,  # type: ignore[arg-type]
+    )
+    for one in (app, content):
+        one.state.archive = archive
+    return ReplayApps(app, content, archive)
 
 
 class _SecurityHeaders:
-    """Adds the Content-Security-Policy to every HTTP response."""
+    """Adds a Content-Security-Policy, nosniff and no-referrer to every HTTP response."""
 
-    def __init__(self, app: Callable[..., Awaitable[None]]) -> None:
+    def __init__(self, app: Callable[..., Awaitable[None]], policy: str) -> None:
         self.app = app
+        self.headers = [(b"content-security-policy", policy.encode())] + [
+            (name.encode(), value.encode()) for name, value in COMMON_HEADERS
+        ]
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -118,7 +170,7 @@ class _SecurityHeaders:
 
         async def send_with_policy(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", ()), (b"content-security-policy", CSP.encode())]
+                message["headers"] = [*message.get("headers", ()), *self.headers]
             await send(message)
 
         await self.app(scope, receive, send_with_policy)
@@ -132,13 +184,13 @@ def _archive(request: Request) -> ReplayArchive:
 
 
 def _prefix(request: Request) -> str:
-    """Path prefix of the app (empty unless mounted under a root path)."""
-    return request.scope.get("root_path", "").rstrip("/")
+    """Where the replay's own pages are: its public base URL."""
+    return _archive(request).config.replay.base_url
 
 
-def _base(request: Request) -> str:
-    """Absolute prefix for Memento links, which are read out of the page's context."""
-    return str(request.base_url).rstrip("/")
+def _content(request: Request) -> str:
+    """The origin of archived content."""
+    return _archive(request).config.replay.content_origin
 
 
 def _rest(request: Request, route: str) -> str:
@@ -191,15 +243,24 @@ def closest(captures: list[Capture], at: str, url: str) -> int | None:
     return left if before <= to_datetime(stamps[right]) - target else right
 
 
+def _url_captures(url: str, scan: Scan) -> list[Capture]:
+    return list(scan.rows(scan.catalog.list(url, "exact")))
+
+
+async def _captures(request: Request, url: str) -> list[Capture]:
+    """Every capture of ``url`` in time order, read as a listing (archiver.replay.scan)."""
+    return await _archive(request).scanner.collect(partial(_url_captures, url))
+
+
 def _mementos(request: Request, captures: list[Capture], url: str) -> list[tuple[str, str]]:
     """(URI-M, timestamp) per distinct capture second, in time order."""
-    base = _base(request)
+    content = _content(request)
     seconds = sorted({c.timestamp for c in captures})
-    return [(archive_url(base, ts, "", url), ts) for ts in seconds]
+    return [(archive_url(content, ts, "", url), ts) for ts in seconds]
 
 
 def _memento_links(request: Request, url: str, mementos: list[tuple[str, str]], current: int | None) -> str:
-    base = _base(request)
+    base = _prefix(request)
     return memento.link_header(
         original=url,
         timegate=f"{base}/web/{url}",
@@ -209,7 +270,7 @@ def _memento_links(request: Request, url: str, mementos: list[tuple[str, str]], 
     )
 
 
-# --- routes ----------------------------------------------------------------------------------
+# --- the replay's own pages ------------------------------------------------------------------
 
 
 async def home(request: Request) -> Response:
@@ -229,49 +290,57 @@ async def search(request: Request) -> Response:
     date = params.get("date", "").strip()
     if not date:
         return _redirect(pages.list_url(prefix, url))
-    return _redirect(archive_url(prefix, parse_date(date), "", url))
+    return _redirect(archive_url(_content(request), parse_date(date), "", url))
 
 
 async def web(request: Request) -> Response:
-    target = parse_web_path(_rest(request, "/web/"))
+    rest = _rest(request, "/web/")
+    target = parse_web_path(rest)
     if target.kind == "timegate":
-        return _timegate(request, target.url)
+        return await _timegate(request, target.url)
     if target.kind == "prefix":
-        return _url_list(request, target.url)
-    captures = _archive(request).catalog.captures(target.url)
-    if target.kind == "list":
-        return _capture_list(request, target, captures)
-    return _memento(request, target, captures)
+        return await _url_list(request, target.url)
+    if target.kind == "memento":
+        return _redirect(f"{_content(request)}/web/{rest}")
+    return await _capture_list(request, target)
 
 
-def _capture_list(request: Request, target: WebTarget, captures: list[Capture]) -> Response:
+async def _capture_list(request: Request, target: WebTarget) -> Response:
+    captures = await _captures(request, target.url)
     if target.within:
         captures = [c for c in captures if c.timestamp.startswith(target.within)]
     page = pages.capture_list(
-        prefix=_prefix(request), url=target.url, captures=captures, within=target.within
-    )
+        prefix=_prefix(request), content=_content(request), url=target.url, captures=captures,
+        within=target.within,
+    )  # fmt: skip
     return _html(page, 200 if captures else 404)
 
 
-def _url_list(request: Request, url: str) -> Response:
+def _url_rows(url: str, scan: Scan) -> tuple[list[pages.UrlRow], bool]:
     rows: list[pages.UrlRow] = []
-    truncated = False
-    for _, group in groupby(_archive(request).catalog.list(url, "prefix"), key=lambda c: c.urlkey):
+    for _, group in groupby(scan.rows(scan.catalog.list(url, "prefix")), key=lambda c: c.urlkey):
         if len(rows) == PREFIX_ROWS:
-            truncated = True
-            break
+            return rows, True
         rows.append(pages.url_row(list(group)))
+    return rows, False
+
+
+async def _url_list(request: Request, url: str) -> Response:
+    rows, truncated = await _archive(request).scanner.collect(partial(_url_rows, url))
     if not rows:
         return _missing(request, url, f"No URL under {url} is in the archive.")
-    return _html(pages.url_list(prefix=_prefix(request), url=url, rows=rows, truncated=truncated))
+    page = pages.url_list(
+        prefix=_prefix(request), content=_content(request), url=url, rows=rows, truncated=truncated
+    )
+    return _html(page)
 
 
-def _timegate(request: Request, url: str) -> Response:
+async def _timegate(request: Request, url: str) -> Response:
     """RFC 7089 section 4.1 (pattern 2.2): 302 to the memento closest to Accept-Datetime, the
     latest one without it."""
     wanted = request.headers.get("accept-datetime")
     at = memento.parse_http_date(wanted) if wanted is not None else _LATEST
-    captures = _archive(request).catalog.captures(url)
+    captures = await _captures(request, url)
     index = closest(captures, at, url)
     if index is None:
         response = _missing(request, url, f"{url} is not in the archive.")
@@ -279,20 +348,20 @@ def _timegate(request: Request, url: str) -> Response:
         return response
     mementos = _mementos(request, captures, url)
     links = _memento_links(request, url, mementos, None)
-    location = archive_url(_prefix(request), captures[index].timestamp, "", url)
+    location = archive_url(_content(request), captures[index].timestamp, "", url)
     return _redirect(location, {"Vary": "accept-datetime", "Link": links})
 
 
-def _timemap_captures(request: Request, route: str) -> tuple[str, list[tuple[str, str]]]:
+async def _timemap_captures(request: Request, route: str) -> tuple[str, list[tuple[str, str]]]:
     url = requested_url(_rest(request, route))
-    return url, _mementos(request, _archive(request).catalog.captures(url), url)
+    return url, _mementos(request, await _captures(request, url), url)
 
 
 async def timemap_link(request: Request) -> Response:
-    url, mementos = _timemap_captures(request, "/timemap/link/")
+    url, mementos = await _timemap_captures(request, "/timemap/link/")
     if not mementos:
         return PlainTextResponse(f"{url} is not in the archive\n", status_code=404)
-    base = _base(request)
+    base = _prefix(request)
     body = memento.link_timemap(
         original=url, timegate=f"{base}/web/{url}", timemap=f"{base}/timemap/link/{url}", mementos=mementos
     )
@@ -300,10 +369,10 @@ async def timemap_link(request: Request) -> Response:
 
 
 async def timemap_json(request: Request) -> Response:
-    url, mementos = _timemap_captures(request, "/timemap/json/")
+    url, mementos = await _timemap_captures(request, "/timemap/json/")
     if not mementos:
         return PlainTextResponse(f"{url} is not in the archive\n", status_code=404)
-    base = _base(request)
+    base = _prefix(request)
     body = memento.json_timemap(
         original=url,
         timegate=f"{base}/web/{url}",
@@ -314,19 +383,30 @@ async def timemap_json(request: Request) -> Response:
     return Response(body, media_type="application/json")
 
 
-def _memento(request: Request, target: WebTarget, captures: list[Capture]) -> Response:
+# --- archived content ------------------------------------------------------------------------
+
+
+async def content_web(request: Request) -> Response:
+    rest = _rest(request, "/web/")
+    target = parse_web_path(rest)
+    if target.kind != "memento":  # lists and the TimeGate are the replay's own pages
+        return _redirect(f"{_prefix(request)}/web/{rest}")
+    return await _memento(request, target, await _captures(request, target.url))
+
+
+async def _memento(request: Request, target: WebTarget, captures: list[Capture]) -> Response:
     assert target.timestamp is not None
     index = closest(captures, target.timestamp, target.url)
     if index is None:
         return _missing(request, target.url, f"{target.url} is not in the archive.")
     capture = captures[index]
     if not target.exact or capture.timestamp != target.timestamp:
-        return _redirect(archive_url(_prefix(request), capture.timestamp, target.modifier, target.url))
+        return _redirect(archive_url("", capture.timestamp, target.modifier, target.url))
     archive = _archive(request)
     stored = archive.record(capture)
     payload = stored
     if capture.rectype == "revisit":
-        found = archive.original(capture, stored)
+        found = await archive.original(capture, stored)
         if found is None:
             message = (
                 f"The capture of {target.url} at {capture.timestamp} records an unchanged payload, "
@@ -340,6 +420,7 @@ def _memento(request: Request, target: WebTarget, captures: list[Capture]) -> Re
     if target.modifier in BANNERED:
         banner = pages.banner(
             prefix=_prefix(request),
+            content="",
             url=target.url,
             timestamp=capture.timestamp,
             prev=mementos[current - 1][1] if current > 0 else None,
@@ -357,9 +438,9 @@ def _replay(
     request: Request, target: WebTarget, capture: Capture, head: Stored, body: bytes, banner: str | None
 ) -> Response:
     """The archived response: status, headers and body, rewritten as the modifier asks; the
-    banner goes into HTML pages that are not redirects."""
+    banner goes into HTML pages that are not redirects. Links point into the content origin,
+    as paths (the document's own origin)."""
     status, headers = parse_head(head.http_head)
-    prefix = _prefix(request)
     url = urls.normalize(capture.url) or target.url
     content_type = header(headers, "content-type")
     mime = (content_type or capture.mime).split(";")[0].strip().lower()
@@ -369,7 +450,7 @@ def _replay(
     if target.modifier != IDENTITY and (mime in _HTML or mime == "text/css") and codings <= _CODINGS:
         decoded = decode_body(body, coding, _archive(request).config.crawl.max_decoded_size)
         charset = charset_of(content_type)
-        common = {"url": url, "timestamp": capture.timestamp, "prefix": prefix, "charset": charset}
+        common = {"url": url, "timestamp": capture.timestamp, "prefix": "", "charset": charset}
         if mime == "text/css":
             body = rewrite_css(decoded, **common)
         else:
@@ -379,9 +460,9 @@ def _replay(
         rewritten = True
     location = None
     if capture.redirect is not None:
-        location = archive_url(prefix, capture.timestamp, target.modifier, capture.redirect)
+        location = archive_url("", capture.timestamp, target.modifier, capture.redirect)
     served = replay_headers(
-        headers, rewritten=rewritten, location=location, refresh=refresher(url, capture.timestamp, prefix)
+        headers, rewritten=rewritten, location=location, refresh=refresher(url, capture.timestamp, "")
     )
     if status is None or not 200 <= status <= 599:
         status = 200
@@ -395,6 +476,12 @@ def _replay(
 
 async def _bad_request(request: Request, exc: Exception) -> Response:
     return PlainTextResponse(f"400 Bad Request: {exc}\n", status_code=400)
+
+
+async def _too_much(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ScanLimit)
+    event(log, logging.WARNING, "replay-scan-limit", url=str(request.url.path), error=str(exc))
+    return PlainTextResponse(f"{exc.status} {exc}\n", status_code=exc.status)
 
 
 async def _unreadable(request: Request, exc: Exception) -> Response:

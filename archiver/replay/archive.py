@@ -2,7 +2,9 @@
 
 One :class:`ReplayArchive` is shared by every request (``request.app.state.archive``). Everything
 is opened read-only; nothing a request names can reach a file outside ``<root>/warcs``
-(:func:`archiver.warcindex.locate` refuses names with a path in them).
+(:func:`archiver.warcindex.locate` refuses names with a path in them). The catalog is reached
+through :attr:`ReplayArchive.scanner` (archiver.replay.scan), which keeps listings off the event
+loop and within the service's limits.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 from archiver.catalog import Capture, Catalog
 from archiver.config import Config
 from archiver.dnshistory import DnsHistory
+from archiver.replay.scan import Scan, Scanner
 from archiver.status import read_statuses
 from archiver.timestamps import parse_date
 from archiver.warcindex import Stored, read_record
@@ -26,13 +29,20 @@ class ReplayArchive:
         self.root: Path = config.root
         self.warcs = self.root / "warcs"
         self.catalog = Catalog(self.root / "catalog", config.catalog.shards, readonly=True)
+        limits = config.replay
+        self.scanner = Scanner(
+            self.catalog,
+            slice_rows=limits.scan_slice_rows,
+            max_rows=limits.scan_max_rows,
+            deadline=limits.scan_deadline,
+        )
         self._dns: DnsHistory | None = None
 
     def record(self, capture: Capture) -> Stored:
         """The WARC record a catalog entry points at (raises WarcError if it is not there)."""
         return read_record(self.warcs, capture.filename, capture.offset, capture.length)
 
-    def original(self, revisit: Capture, stored: Stored) -> tuple[Capture, Stored] | None:
+    async def original(self, revisit: Capture, stored: Stored) -> tuple[Capture, Stored] | None:
         """The response a revisit record stands for, with its record; None if it is not archived.
 
         That is the capture of WARC-Refers-To-Target-URI at WARC-Refers-To-Date with the same
@@ -42,18 +52,29 @@ class ReplayArchive:
         headers = {name.lower(): value for name, value in stored.warc_headers}
         target = headers.get("warc-refers-to-target-uri")
         date = headers.get("warc-refers-to-date")
-        found: list[Capture] = []
-        try:
+
+        def same_payload(capture: Capture) -> bool:
+            return capture.rectype == "response" and capture.digest == revisit.digest
+
+        def referred(scan: Scan) -> Capture | None:
             if target and date:
                 at = parse_date(date)
-                found += self.catalog.captures(target, from_=at, to=at)
-            found += reversed(self.catalog.captures(revisit.url, to=revisit.timestamp))
+                for capture in scan.rows(scan.catalog.captures(target, from_=at, to=at)):
+                    if same_payload(capture):
+                        return capture
+            latest = None
+            for capture in scan.rows(scan.catalog.list(revisit.url, "exact")):
+                if capture.timestamp > revisit.timestamp:
+                    break
+                if same_payload(capture):
+                    latest = capture
+            return latest
+
+        try:
+            found = await self.scanner.collect(referred)
         except ValueError:
             return None
-        for capture in found:
-            if capture.rectype == "response" and capture.digest == revisit.digest:
-                return capture, self.record(capture)
-        return None
+        return None if found is None else (found, self.record(found))
 
     def dns(self) -> DnsHistory | None:
         """The DNS history, or None while no crawl or DNS service has made one."""

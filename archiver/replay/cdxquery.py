@@ -17,8 +17,12 @@ its own ``/cdx`` endpoint answers), with the Internet Archive's ``collapse`` and
 - ``limit``: at most that many lines (default and ceiling 100,000, pywb's default); ``-N`` is the
   last N, as on the IA server.
 - ``filter`` (repeatable): ``[!][=|~][field:]value`` as pywb: ``!`` negates, ``=`` is equality,
-  ``~`` a regular expression matched at the start of the value (``re.match``), neither a
+  ``~`` a regular expression matched at the start of the value (as ``re.match``), neither a
   substring test; without ``field:`` the test is on the whole CDXJ line. A missing field is "".
+  Expressions run on RE2 (google-re2), whose time is linear in the text: a visitor's pattern
+  cannot make the server backtrack for hours as Python's ``re`` would. What RE2 cannot express
+  (backreferences, lookaround, ``\\Z``, more than 1000 repeats) and patterns longer than
+  MAX_PATTERN characters are refused with 400.
 - ``collapse`` (repeatable): ``field`` or ``field:N``: of adjacent lines (in index order) equal in
   that field, or its first N characters, keep the first. ``collapseTime=N`` is pywb's form of
   ``collapse`` on timestamp:N together with status.
@@ -47,6 +51,9 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
+from typing import Any
+
+import re2
 
 from archiver.catalog import Capture
 from archiver.timestamps import parse_date, to_datetime
@@ -93,6 +100,11 @@ _DIGITS = re.compile(r"\d{1,14}", re.ASCII)
 # warcio's PAD_14_UP: pywb reads a short closest as the last second of the span it names.
 _PAD_UP = "29991231235959"
 _FALSE = ("", "0", "false", "f", "off", "no")
+# Filter patterns are short in practice (pywb's own examples are under 40 characters); RE2's
+# matching time grows with the pattern's size times the text's, so the size is bounded too.
+MAX_PATTERN = 256
+_RE2 = re2.Options()
+_RE2.log_errors = False  # RE2 would print each refused pattern on stderr; the 400 says it
 
 
 class CdxError(ValueError):
@@ -107,7 +119,7 @@ class Filter:
     mode: str  # "contains", "exact" or "regex"
     value: str
     invert: bool = False
-    regex: re.Pattern[str] | None = None
+    regex: Any = None  # a compiled RE2 pattern
 
     def __call__(self, record: dict[str, str], line: str) -> bool:
         text = line if self.field is None else record.get(self.field, "")
@@ -322,10 +334,16 @@ def _filter(text: str) -> Filter:
         raise CdxError(f"filter={text!r} has nothing to look for")
     regex = None
     if mode == "regex":
+        if len(value) > MAX_PATTERN:
+            raise CdxError(f"filter={text[:80]!r}...: the expression is longer than {MAX_PATTERN} characters")
         try:
-            regex = re.compile(value)
-        except re.error as exc:
-            raise CdxError(f"filter={text!r}: bad regular expression: {exc}") from None
+            regex = re2.compile(value, _RE2)
+        except re2.error as exc:
+            reason = exc.args[0].decode("utf-8", "replace") if exc.args else "refused"
+            raise CdxError(
+                f"filter={text!r}: bad regular expression for RE2 ({reason}); RE2 has no "
+                "backreferences or lookaround, and repeats at most 1000 times"
+            ) from None
     return Filter(field, mode, value, invert, regex)
 
 

@@ -1,7 +1,9 @@
 """The replay service's own pages: banner, capture list, URL list, home page, error pages.
 
 Rendered from Jinja2 templates in ``templates/`` with autoescaping on, so every archived value
-(URLs, statuses, mime types) is escaped. Pure: captures in, HTML text out.
+(URLs, statuses, mime types) is escaped. Pure: captures in, HTML text out. ``prefix`` is where the
+replay's own pages are (its base URL), ``content`` the origin of archived content (see
+archiver.replay.app): links to captures go there.
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ def _when(timestamp: str) -> str:
     return to_iso(timestamp).replace("T", " ").removesuffix("Z")
 
 
-def banner(*, prefix: str, url: str, timestamp: str, prev: str | None, next: str | None, count: int) -> str:
+def banner(
+    *, prefix: str, content: str, url: str, timestamp: str, prev: str | None, next: str | None, count: int
+) -> str:
     """The strip shown atop a replayed page: capture date, previous and next captures, the list.
 
     Inline styles only (reset with ``all: initial``), so page stylesheets hardly reach it and
@@ -44,9 +48,9 @@ def banner(*, prefix: str, url: str, timestamp: str, prev: str | None, next: str
         url=url,
         iso=to_iso(timestamp),
         when=_when(timestamp),
-        prev_href=archive_url(prefix, prev, "", url) if prev else None,
+        prev_href=archive_url(content, prev, "", url) if prev else None,
         prev_when=_when(prev) if prev else None,
-        next_href=archive_url(prefix, next, "", url) if next else None,
+        next_href=archive_url(content, next, "", url) if next else None,
         next_when=_when(next) if next else None,
         list_href=list_url(prefix, url),
         count=count,
@@ -57,7 +61,7 @@ def home(*, prefix: str) -> str:
     return _ENV.get_template("home.html").render(prefix=prefix)
 
 
-def capture_list(*, prefix: str, url: str, captures: list[Capture], within: str = "") -> str:
+def capture_list(*, prefix: str, content: str, url: str, captures: list[Capture], within: str = "") -> str:
     """Every capture of ``url`` (in time order) grouped by year, then by day."""
     years = []
     for year, in_year in groupby(captures, key=lambda c: c.timestamp[:4]):
@@ -66,7 +70,7 @@ def capture_list(*, prefix: str, url: str, captures: list[Capture], within: str 
         for day, in_day in groupby(in_year, key=lambda c: c.timestamp[:8]):
             items = [
                 {
-                    "href": archive_url(prefix, c.timestamp, "", url),
+                    "href": archive_url(content, c.timestamp, "", url),
                     "time": f"{c.timestamp[8:10]}:{c.timestamp[10:12]}:{c.timestamp[12:14]}",
                     "title": f"{c.status if c.status is not None else '-'} {c.mime}"
                     + (" (unchanged: revisit)" if c.rectype == "revisit" else "")
@@ -105,7 +109,7 @@ def url_row(captures: list[Capture]) -> UrlRow:
     return UrlRow(captures[0].url, len(captures), captures[0].timestamp, captures[-1].timestamp)
 
 
-def url_list(*, prefix: str, url: str, rows: list[UrlRow], truncated: bool) -> str:
+def url_list(*, prefix: str, content: str, url: str, rows: list[UrlRow], truncated: bool) -> str:
     """The URLs under a prefix, each with its capture list and first and last captures."""
     shown = [
         {
@@ -113,9 +117,9 @@ def url_list(*, prefix: str, url: str, rows: list[UrlRow], truncated: bool) -> s
             "count": row.count,
             "list": list_url(prefix, row.url),
             "first": _when(row.first),
-            "first_href": archive_url(prefix, row.first, "", row.url),
+            "first_href": archive_url(content, row.first, "", row.url),
             "last": _when(row.last),
-            "last_href": archive_url(prefix, row.last, "", row.url),
+            "last_href": archive_url(content, row.last, "", row.url),
         }
         for row in rows
     ]
