@@ -8,6 +8,7 @@ payloads of the second crawl are stored as revisit records.
 from __future__ import annotations
 
 import dataclasses
+import io
 import math
 import time
 from collections.abc import AsyncIterator
@@ -17,12 +18,16 @@ from functools import partial
 from pathlib import Path
 
 import trio
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
 
 from archiver.catalog import Capture, Catalog
+from archiver.catalog_maintenance import reindex
 from archiver.config import Config
 from archiver.crawler import Crawler, enqueue_seeds
 from archiver.replay.app import create_apps
 from archiver.replay.serve import listeners, serve_apps
+from archiver.timestamps import to_iso
 from tests.crawlkit import load, write_config
 from tools.demoweb import DemoWeb, WebSpec, start_demo
 
@@ -72,11 +77,14 @@ async def two_date_archive(directory: Path, spec: WebSpec = SPEC) -> TwoDates:
 
 @dataclass
 class Served:
-    """A running replay service: the origins of its own pages and of archived content."""
+    """A running replay service: the public URLs of its own pages and of archived content, and
+    where their listeners are (the same unless the config names other public URLs)."""
 
     app: str
     content: str
     config: Config
+    app_at: str
+    content_at: str
 
 
 @asynccontextmanager
@@ -89,8 +97,26 @@ async def serving(config: Config, **replay: object) -> AsyncIterator[Served]:
     apps = create_apps(binds.config)
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
-        await nursery.start(partial(serve_apps, apps, binds, stop.wait))
+        app_at, content_at = await nursery.start(partial(serve_apps, apps, binds, stop.wait))
+        public = binds.config.replay
         try:
-            yield Served(binds.config.replay.base_url, binds.config.replay.content_origin, binds.config)
+            yield Served(public.base_url, public.content_origin, binds.config, app_at[0], content_at[0])
         finally:
             stop.set()
+
+
+def write_archive(config: Config, timestamp: str, pages: dict[str, bytes]) -> None:
+    """A WARC of one HTML response per URL, all at ``timestamp``, written as another tool
+    would, and its catalog."""
+    warcs = config.root / "warcs"
+    warcs.mkdir(parents=True)
+    with (warcs / "written.warc.gz").open("wb") as out:
+        writer = WARCWriter(out, gzip=True)
+        for url, body in pages.items():
+            head = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+            record = writer.create_warc_record(
+                url, "response", payload=io.BytesIO(body), http_headers=head,
+                warc_headers_dict={"WARC-Date": to_iso(timestamp)},
+            )  # fmt: skip
+            writer.write_record(record)
+    reindex(config.root, config.catalog.shards, sorted(warcs.iterdir()))

@@ -1,6 +1,7 @@
 """Headless Chromium reads the archive through the replay service and follows a link inside it,
 while the crawled demo web keeps running: neither its request log nor Chromium's own NetLog may
-show a request that left the replay origin.
+show a request that left the replay's content origin. And a hostile archived page, replayed in
+Chromium, can read neither the replay's own pages (/metrics) nor another archived site's storage.
 
 Chromium is Debian's package (.ci/run installs it), driven over the DevTools protocol (tests/cdp.py).
 """
@@ -10,24 +11,19 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import trio
 import trio.testing
-from hypercorn.trio import serve
 
 from archiver.catalog import Capture, Catalog
 from archiver.config import Config
 from archiver.crawler import Crawler, enqueue_seeds
-from archiver.replay.app import create_app
-from archiver.replay.serve import hypercorn_config
 from tests import cdp
 from tests.crawlkit import load, write_config
+from tests.replaykit import serving, write_archive
 from tools.demoweb import DemoWeb, WebSpec, start_demo
 
 SPEC = WebSpec(sites=1, pages_per_site=4, port=0, trap=False)
@@ -51,20 +47,6 @@ def title_and_text(web: DemoWeb, url: str) -> tuple[str, str]:
     paragraph = re.search(r"<p>(.*?)</p>", body, re.S)
     assert title and paragraph, url
     return html.unescape(title[1]), html.unescape(re.sub(r"<[^>]+>", "", paragraph[1])).strip()
-
-
-@asynccontextmanager
-async def replay_origin(config: Config) -> AsyncIterator[str]:
-    """The replay app over ``config``'s archive on a free loopback port; yields its origin."""
-    stop = trio.Event()
-    async with trio.open_nursery() as nursery:
-        binds = await nursery.start(
-            partial(serve, create_app(config), hypercorn_config("127.0.0.1:0"), shutdown_trigger=stop.wait)
-        )
-        try:
-            yield binds[0]
-        finally:
-            stop.set()
 
 
 async def crawl(config: Config, web: DemoWeb) -> dict[str, Capture]:
@@ -120,7 +102,8 @@ async def test_chromium_follows_a_link_inside_the_archive_and_never_the_live_web
         root, target = captured[home], captured[link.url]
         netlog = tmp_path / "netlog.json"
 
-        async with replay_origin(config) as origin:
+        async with serving(config) as replay:
+            origin = replay.content
             before = len(server.log)
             async with (
                 cdp.chromium(
@@ -198,3 +181,67 @@ async def test_the_resolver_rules_send_demo_names_to_the_demo_server_and_no_othe
         assert (web.hosts[0], "/") in [(entry.host, entry.target) for entry in server.log]
         assert {entry.host for entry in server.log} == {web.hosts[0]}
         nursery.cancel_scope.cancel()
+
+
+# An archived page that keeps a secret in its site's storage, and a hostile archived page of
+# another site that tries to read it, and to read the replay's /metrics (whose address it takes
+# from the banner, as a real page could).
+VICTIM = b"""<!DOCTYPE html><html><head><title>victim</title><script>
+window.stored = (() => {
+  try {
+    localStorage.setItem("secret", "victim-token");
+    document.cookie = "secret=victim-token";
+    return "stored";
+  }
+  catch (e) { return "refused: " + e.name; }
+})();
+</script></head><body><p>The victim site.</p></body></html>"""
+HOSTILE = b"""<!DOCTYPE html><html><head><title>hostile</title><script>
+async function attempt(what) {
+  try { return {ok: true, value: String(await what())}; } catch (e) { return {ok: false, value: e.name}; }
+}
+async function read(url) {
+  const answer = await fetch(url, {credentials: "include"});
+  return answer.status + " " + (await answer.text()).slice(0, 200);
+}
+window.probe = (async () => ({
+  appMetrics: await attempt(() => read(document.querySelector("#archiver-banner a").href + "metrics")),
+  ownMetrics: await attempt(() => read("/metrics")),
+  storage: await attempt(() => localStorage.getItem("secret")),
+  cookie: await attempt(() => document.cookie),
+}))();
+</script></head><body><p>The hostile site.</p></body></html>"""
+STAMP = "20260101000000"
+
+
+async def test_a_hostile_archived_page_reads_neither_the_replay_nor_other_sites(tmp_path):
+    (tmp_path / "archiver.toml").write_text('[archive]\nroot = "archive"\n')
+    config = load(tmp_path / "archiver.toml")
+    victim, hostile = "http://victim.test/", "http://hostile.test/"
+    write_archive(config, STAMP, {victim: VICTIM, hostile: HOSTILE})
+    rules = "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
+    async with (
+        serving(config) as replay,
+        cdp.chromium(tmp_path / "chromium", rules) as browser,
+        cdp.connect(browser.port, browser.path) as devtools,
+    ):
+        page = await devtools.open_page()
+        await page.enable()
+        # The control: the replay's metrics are there for a visitor of the replay's own pages.
+        with trio.fail_after(STEP):
+            await page.goto(f"{replay.app}/metrics")
+        assert "archiver_pages_total" in await page.evaluate("document.body.innerText")
+
+        with trio.fail_after(STEP):
+            await page.goto(f"{replay.content}/web/{STAMP}/{victim}")
+        assert (await page.evaluate("window.stored")).startswith("refused: SecurityError")
+        start = f"{replay.content}/web/{STAMP}/{hostile}"
+        with trio.fail_after(STEP):
+            await page.goto(start)
+            probe = await page.evaluate("window.probe")
+        assert await page.evaluate("document.querySelector('#archiver-banner a').href") == replay.app + "/"
+        assert probe["appMetrics"] == {"ok": False, "value": "TypeError"}, probe  # a CORS failure
+        assert probe["ownMetrics"] == {"ok": False, "value": "TypeError"}, probe
+        assert probe["storage"] == {"ok": False, "value": "SecurityError"}, probe
+        assert probe["cookie"] == {"ok": False, "value": "SecurityError"}, probe
+        await browser.quit(devtools)

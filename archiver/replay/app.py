@@ -11,13 +11,15 @@ cannot read the replay's pages: another origin, and none of them sends CORS head
 **Sandboxed content.** One content origin alone would still let every archived site read and
 poison every other site's cookies and storage, so every archived response also carries a CSP
 ``sandbox`` without ``allow-same-origin``: each replayed document runs in an opaque origin of its
-own, with no cookies or storage to share, and it may change only the query and fragment of its
-address (Chromium's rule for opaque origins), not the date or URL in the path. The trade-off:
+own, with no cookies or storage to read or share. The trade-off:
 pages whose scripts need storage or cookies (logins, consent banners, some single-page apps)
 replay without them, and a script's requests to its own site are cross-origin (no credentials, and
 its fetch() of JSON from the archive cannot read the answer). pywb's answer, a content origin and
 a client-side rewriter (wombat) in every page, keeps more pages working but runs archive code
-inside hostile pages. A page can still change its own banner: the banner is part of its document.
+inside hostile pages. What stays open: a page can change its own banner (part of its document)
+and, with ``history.replaceState``, the path its tab shows (Chromium allows it in opaque origins),
+so it can pass itself off as another capture; pywb's framed mode, the banner in a top frame on the
+replay's own origin, would close that.
 
 Every response carries ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: no-referrer`` and a
 CSP with ``frame-ancestors`` (``'none'`` for the replay's pages, ``'self'`` for content, whose

@@ -1,0 +1,254 @@
+"""Replay security over real HTTP on 127.0.0.1: the two origins and their headers, public URLs that
+no Host header changes, and listings that cannot freeze the service (RE2 filters, row caps,
+deadlines, other requests answered while a long listing runs)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import h11
+import pytest
+import trio
+
+from archiver.catalog import Capture, Catalog, surt_key
+from archiver.config import Config, load
+from archiver.fetch import HttpClient
+from archiver.replay.app import APP_CSP, CSP
+from tests.crawlkit import LOOPBACK
+from tests.replaykit import serving, write_archive
+
+ROOT_DIR = Path(__file__).resolve().parents[1]
+STAMP = "20260101000000"
+PAGE = "http://site.test/"
+PAGES = {PAGE: b"<!DOCTYPE html><title>site</title><p>A page.</p>", "http://other.test/": b"<p>Other.</p>"}
+# The big catalog: one URL captured MANY times, and MANY URLs under one folder.
+MANY = 40_000
+BUSY = "http://busy.test/"
+FOLDER = "http://busy.test/dir/"
+
+
+def minimal_config(directory: Path) -> Config:
+    (directory / "archiver.toml").write_text('[archive]\nroot = "archive"\n')
+    return load(directory / "archiver.toml")
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory) -> Config:
+    config = minimal_config(tmp_path_factory.mktemp("small"))
+    write_archive(config, STAMP, PAGES)
+    return config
+
+
+def _capture(url: str, timestamp: str) -> Capture:
+    return Capture(surt_key(url), timestamp, url, 200, "text/html", "sha1:AAAA", None, "none.warc.gz", 0, 10)
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory) -> Config:
+    """A catalog of 2 x MANY entries (no WARC files: listings never open them)."""
+    config = minimal_config(tmp_path_factory.mktemp("big"))
+    start = 1_700_000_000
+    stamps = [time.strftime("%Y%m%d%H%M%S", time.gmtime(start + n)) for n in range(MANY)]
+    with Catalog(config.root / "catalog", config.catalog.shards) as catalog:
+        catalog.add(_capture(BUSY, stamp) for stamp in stamps)
+        catalog.add(_capture(f"{FOLDER}{n:06d}", stamps[0]) for n in range(MANY))
+    return config
+
+
+async def get(origin: str, path: str, **headers: str) -> tuple[int, dict[str, str], bytes]:
+    """GET with exactly the headers given (Host included): status, headers (last of each name), body."""
+    host, port = origin.removeprefix("http://").rsplit(":", 1)
+    stream = await trio.open_tcp_stream(host, int(port))
+    async with stream:
+        conn = h11.Connection(h11.CLIENT)
+        fields = {"Host": f"{host}:{port}", "Connection": "close", **headers}
+        await stream.send_all(conn.send(h11.Request(method="GET", target=path, headers=list(fields.items()))))
+        await stream.send_all(conn.send(h11.EndOfMessage()))
+        response, body = None, b""
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                conn.receive_data(await stream.receive_some(1 << 16))
+            elif isinstance(event, h11.Response):
+                response = event
+            elif isinstance(event, h11.Data):
+                body += event.data
+            elif isinstance(event, h11.EndOfMessage):
+                break
+    assert response is not None
+    found = {name.decode().lower(): value.decode() for name, value in response.headers}
+    return response.status_code, found, body
+
+
+# --- origins and headers ---------------------------------------------------------------------
+
+
+async def test_every_response_carries_the_security_headers(small):
+    async with serving(small) as replay:
+        answers = [
+            (replay.app, path, APP_CSP)
+            for path in ("/", "/search?url=site.test", f"/web/*/{PAGE}", f"/web/{PAGE}",
+                         f"/timemap/link/{PAGE}", f"/cdx?url={PAGE}", "/status", "/metrics", "/dns/site.test",
+                         "/nowhere", "/web/2026/ftp://x/", f"/web/{STAMP}/{PAGE}")
+        ] + [
+            (replay.content, path, CSP)
+            for path in (f"/web/{STAMP}/{PAGE}", f"/web/{STAMP}id_/{PAGE}", f"/web/2026/{PAGE}",
+                         "/web/2026/http://absent.test/", "/web/2026/ftp://x/", "/metrics", "/")
+        ]  # fmt: skip
+        for origin, path, policy in answers:
+            status, headers, _ = await get(origin, path)
+            assert status in (200, 302, 400, 404), (origin, path, status)
+            assert headers["x-content-type-options"] == "nosniff", (origin, path)
+            assert headers["referrer-policy"] == "no-referrer", (origin, path)
+            assert headers["content-security-policy"] == policy, (origin, path)
+    assert "frame-ancestors 'none'" in APP_CSP and "frame-ancestors 'self'" in CSP
+    sandbox = CSP.split(";")[0].split()
+    assert sandbox[0] == "sandbox" and "allow-scripts" in sandbox and "allow-same-origin" not in sandbox
+
+
+async def test_each_origin_serves_only_its_own_pages(small):
+    async with serving(small) as replay:
+        for path in ("/status", "/metrics", "/dns/site.test", "/cdx?url=site.test", "/", "/search?url=a.b",
+                     f"/timemap/link/{PAGE}"):
+            assert (await get(replay.content, path))[0] == 404, path
+        for path in (f"/web/*/{PAGE}", f"/web/{PAGE}", f"/web/2026*/{PAGE}"):
+            status, headers, _ = await get(replay.content, path)
+            assert (status, headers["location"]) == (302, f"{replay.app}{path}"), path
+        # An archived page asked of the replay's own origin is sent to the content origin.
+        status, headers, body = await get(replay.app, f"/web/{STAMP}/{PAGE}")
+        assert (status, headers["location"]) == (302, f"{replay.content}/web/{STAMP}/{PAGE}")
+        status, headers, body = await get(replay.content, f"/web/{STAMP}/{PAGE}")
+        assert status == 200 and b"<p>A page.</p>" in body
+        assert (await get(replay.app, "/metrics"))[0] == 200
+
+
+async def test_public_urls_come_from_the_config_never_from_the_host_header(small):
+    base, content = "https://archive.example.org/wayback", "https://content.example.org"
+    async with serving(small, base_url=base, content_origin=content) as replay:
+        evil = {"Host": "evil.example"}
+        status, headers, _ = await get(replay.app_at, f"/web/{PAGE}", **evil)
+        assert (status, headers["location"]) == (302, f"{content}/web/{STAMP}/{PAGE}")
+        assert f"<{base}/timemap/link/{PAGE}>" in headers["link"]
+        status, headers, body = await get(replay.content_at, f"/web/{STAMP}/{PAGE}", **evil)
+        assert status == 200
+        assert f'<{base}/web/{PAGE}>; rel="timegate"' in headers["link"]
+        assert f'<{content}/web/{STAMP}/{PAGE}>; rel="first last memento"' in headers["link"]
+        assert f'href="{base}/web/*/{PAGE}"'.encode() in body  # the banner's capture list
+        _, _, link = await get(replay.app_at, f"/timemap/link/{PAGE}", **evil)
+        _, _, json_map = await get(replay.app_at, f"/timemap/json/{PAGE}", **evil)
+        _, _, listing = await get(replay.app_at, f"/web/*/{PAGE}", **evil)
+        for body in (link, json_map, listing, headers["link"].encode()):
+            assert b"evil.example" not in body
+        assert f"<{content}/web/{STAMP}/{PAGE}>".encode() in link
+        assert f'"uri": "{content}/web/{STAMP}/{PAGE}"'.encode() in json_map
+        assert f'href="{content}/web/{STAMP}/{PAGE}"'.encode() in listing
+
+
+# --- listings that cannot freeze the service -------------------------------------------------
+
+
+async def test_a_backtracking_filter_is_answered_at_once(tmp_path):
+    """Python's re needs 2^n steps for this pattern on a URL of n characters that does not end in
+    Z (1.15 s for a 30-character URL); RE2 answers in linear time. The service runs as
+    ``archiver replay`` in its own process, so a frozen server fails this test instead of
+    freezing it."""
+    long_url = "http://site.test/" + "a" * 60
+    (tmp_path / "archiver.toml").write_text(
+        '[archive]\nroot = "archive"\n[replay]\nlisten = "127.0.0.1:0"\ncontent_listen = "127.0.0.1:0"\n'
+    )
+    config = load(tmp_path / "archiver.toml")
+    with Catalog(config.root / "catalog", config.catalog.shards) as catalog:
+        catalog.add([_capture(long_url, STAMP)])
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "archiver", "replay", "--config", str(config.path)],
+        cwd=ROOT_DIR, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        seen = b""
+        with trio.fail_after(30):
+            while not (found := re.search(rb"Running on (http://127\.0\.0\.1:\d+)", seen)):
+                chunk = await process.stderr.receive_some()
+                assert chunk, seen
+                seen += chunk
+        app = found.group(1).decode()
+        with trio.fail_after(30):  # the old engine would take years here, not seconds
+            status, _, body = await get(app, "/cdx?url=site.test/*&filter=~url:.{3}(.|.)%2BZ")
+            assert (status, body) == (200, b"")
+            query = "/cdx?url=site.test/*&filter=~url:.{3}(.|.)%2Ba$&fl=url&output=text"
+            status, _, body = await get(app, query)
+            assert (status, body.decode().split()) == (200, [long_url])
+    finally:
+        process.kill()
+        await process.wait()
+
+
+@pytest.mark.parametrize(
+    ("pattern", "message"),
+    [("(a)%5C1", "bad regular expression for RE2"), ("(%3F%3Dx)", "bad regular expression for RE2"),
+     ("a{1001}", "bad regular expression for RE2"), ("a" * 257, "longer than 256 characters")],
+)  # fmt: skip
+async def test_what_re2_cannot_run_is_a_400(small, pattern, message):
+    async with serving(small) as replay:
+        status, headers, body = await get(replay.app, f"/cdx?url={PAGE}&filter=~url:{pattern}")
+    assert (status, headers["content-type"]) == (400, "text/plain; charset=utf-8")
+    assert message in body.decode()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [f"/cdx?url={FOLDER}*", f"/cdx?url={BUSY}&filter=~url:nothing", f"/web/*/{BUSY}", f"/web/*/{BUSY}*",
+     f"/timemap/link/{BUSY}", f"/timemap/json/{BUSY}", f"/web/{BUSY}"],
+)  # fmt: skip
+async def test_listings_stop_at_the_row_cap_with_a_400(big, path):
+    async with serving(big, scan_max_rows=MANY // 4) as replay:
+        status, _, body = await get(replay.app, path)
+    assert status == 400, (path, body[:200])
+    assert f"examines more than {MANY // 4} catalog rows".encode() in body
+
+
+async def test_listings_stop_at_their_deadline_with_a_503(big):
+    async with serving(big, scan_deadline=0.05, scan_slice_rows=100) as replay:
+        for path in (f"/cdx?url={BUSY}&filter=~url:nothing", f"/timemap/link/{BUSY}", f"/web/*/{BUSY}*"):
+            status, _, body = await get(replay.app, path)
+            assert status == 503, (path, body[:200])
+            assert b"ran past its deadline of 0.05 s" in body
+        # Within its limits the same listing is whole.
+    async with serving(big) as replay:
+        status, _, body = await get(replay.app, f"/cdx?url={BUSY}&fl=timestamp&output=text")
+    assert status == 200 and len(body.split()) == MANY
+
+
+async def test_other_requests_are_answered_while_a_long_listing_runs(big):
+    """A CDX query that examines every row of the big catalog and keeps few, against quick
+    requests sent one after another meanwhile: they keep being answered while it runs. With the
+    scan on the event loop, at most the one that came before it is."""
+    client = HttpClient(user_agent="replay-test", total_timeout=60, allowed_networks=LOOPBACK)
+    answered_during: list[int] = []
+    heavy = f"/cdx?url={FOLDER}*&filter=~url:.*9999$&fl=url&output=text"
+    async with serving(big) as replay:
+        done = trio.Event()
+        found: list[bytes] = []
+
+        async def long_listing() -> None:
+            result = await client.fetch(replay.app + heavy, "127.0.0.1")
+            assert result.status == 200, result.body[:200]
+            found.append(result.body)
+            done.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(long_listing)
+            quick = HttpClient(user_agent="replay-test", total_timeout=60, allowed_networks=LOOPBACK)
+            while not done.is_set():
+                first = f"{replay.app}/cdx?url={BUSY}&limit=1&fl=url&output=text"
+                result = await quick.fetch(first, "127.0.0.1")
+                assert (result.status, result.body) == (200, f"{BUSY}\n".encode())
+                if not done.is_set():
+                    answered_during.append(result.status)
+            await quick.aclose()
+    await client.aclose()
+    assert found[0].decode().split() == [f"{FOLDER}{n:06d}" for n in range(MANY) if n % 10_000 == 9999]
+    assert len(answered_during) >= 5, answered_during
