@@ -157,13 +157,17 @@ class _Links:
 
 # --- CSS -------------------------------------------------------------------------------------
 
-_CSS_QUOTED = re.compile(r'["\\\n\r\f]')
-_CSS_UNQUOTED = re.compile(r"[\"'()\\\s]")
+# What a URL written into CSS must not hold raw, whatever it contains: quotes, backslashes and line
+# breaks end a string; parentheses, white space and controls end an unquoted url(); and "<" or ">"
+# could close the <style> element the CSS sits in (its raw text ends at "</style"), or open markup
+# in an SVG <style>. Each becomes a hexadecimal CSS escape, which every CSS parser reads back.
+_CSS_QUOTED = re.compile(r"[\"'\\\n\r\f<>]")
+_CSS_UNQUOTED = re.compile(r"[\"'()\\\s<>\x00-\x1f\x7f]")
 
 
 def _css_escape(value: str, unquoted: bool) -> str:
     pattern = _CSS_UNQUOTED if unquoted else _CSS_QUOTED
-    return pattern.sub(lambda m: f"\\{ord(m[0]):x} " if m[0] in "\n\r\f\t " else "\\" + m[0], value)
+    return pattern.sub(lambda m: f"\\{ord(m[0]):x} ", value)
 
 
 def _css(text: str, links: _Links) -> str:
