@@ -1,5 +1,6 @@
 """Config loading: defaults, relative paths, and errors that name the file and key."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_shipped_config_lists_every_default():
     cfg = config.load(SHIPPED)
     defaults = config.Config()
-    for section in ("crawl", "warc", "outlinks", "log"):
+    for section in ("crawl", "warc", "outlinks", "replay", "log"):
         assert getattr(cfg, section) == getattr(defaults, section), section
     assert cfg.root == SHIPPED.parent / "archive"
     assert cfg.dns.hosts_file == Path("/etc/hosts")
@@ -95,3 +96,35 @@ def test_new_robustness_keys_are_checked(tmp_path):
     for key in ("max_per_shape", "max_internal_errors", "max_rate_limited", "backoff_recovery_fetches"):
         with pytest.raises(config.ConfigError, match=f"crawl.{key}: must be greater than 0"):
             config.load(write(tmp_path, f"[crawl]\n{key} = 0\n"))
+
+
+@pytest.mark.parametrize("text, needle", [
+    ('[replay]\nlisten = "localhost:80"\n', "replay.listen: bad listen address"),
+    ('[replay]\ncontent_listen = "127.0.0.1:8080"\n', "replay.content_listen: must differ from"),
+    ('[replay]\nbase_url = "ftp://a.org/"\n', "replay.base_url: 'ftp://a.org/' is not an http or https URL"),
+    ('[replay]\nbase_url = "http://a.org/?q"\n', "replay.base_url: 'http://a.org/?q' must have no"),
+    ('[replay]\ncontent_origin = "http://c.org/p"\n', "replay.content_origin: 'http://c.org/p' must be an"),
+    ('[replay]\nbase_url = "http://a.org/x"\ncontent_origin = "http://a.org:80"\n',
+     "replay.content_origin: must be another origin than replay.base_url"),
+    ("[replay]\nscan_deadline = 0\n", "replay.scan_deadline: must be greater than 0"),
+    ("[replay]\nscan_slice_rows = 0\n", "replay.scan_slice_rows: must be greater than 0"),
+])  # fmt: skip
+def test_replay_keys_are_checked(tmp_path, text, needle):
+    with pytest.raises(config.ConfigError, match=re.escape(needle)):
+        config.load(write(tmp_path, text))
+
+
+def test_replay_keys_load(tmp_path):
+    cfg = config.load(write(tmp_path, '''
+[replay]
+listen = "[::1]:9000"
+content_listen = "9001"
+base_url = "https://archive.example.org/wayback/"
+content_origin = "https://content.example.org"
+scan_max_rows = 10
+'''))
+    assert (cfg.replay.listen, cfg.replay.content_listen) == ("[::1]:9000", "9001")
+    assert config.parse_listen(cfg.replay.content_listen) == ("127.0.0.1", 9001)
+    assert cfg.replay.base_url == "https://archive.example.org/wayback/"
+    assert config.public_url(cfg.replay.base_url, origin_only=False) == "https://archive.example.org/wayback"
+    assert cfg.replay.scan_max_rows == 10

@@ -128,7 +128,7 @@ async def test_each_origin_serves_only_its_own_pages(small):
 
 async def test_public_urls_come_from_the_config_never_from_the_host_header(small):
     base, content = "https://archive.example.org/wayback", "https://content.example.org"
-    async with serving(small, base_url=base, content_origin=content) as replay:
+    async with serving(small, base_url=base + "/", content_origin=content) as replay:
         evil = {"Host": "evil.example"}
         status, headers, _ = await get(replay.app_at, f"/web/{PAGE}", **evil)
         assert (status, headers["location"]) == (302, f"{content}/web/{STAMP}/{PAGE}")

@@ -47,6 +47,7 @@ linking to the capture list.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
@@ -63,7 +64,7 @@ from starlette.routing import Route
 
 from archiver import urls
 from archiver.catalog import Capture
-from archiver.config import Config
+from archiver.config import Config, public_url
 from archiver.fetch import decode_body
 from archiver.logs import event
 from archiver.replay import cdx, dnspages, memento, pages, statuspages
@@ -128,9 +129,15 @@ class ReplayApps:
 def create_apps(config: Config) -> ReplayApps:
     """The replay's apps over the archive of ``config`` (its catalog must exist), for
     ``replay.base_url`` and ``replay.content_origin``, which must be set (serve.public fills them)."""
-    if not config.replay.base_url or not config.replay.content_origin:
+    replay = config.replay
+    if not replay.base_url or not replay.content_origin:
         raise ValueError("replay.base_url and replay.content_origin must be known to create the apps")
-    archive = ReplayArchive(config)
+    replay = dataclasses.replace(
+        replay,
+        base_url=public_url(replay.base_url, origin_only=False),
+        content_origin=public_url(replay.content_origin, origin_only=True),
+    )
+    archive = ReplayArchive(dataclasses.replace(config, replay=replay))
     handlers = {ValueError: _bad_request, WarcError: _unreadable, ScanLimit: _too_much, 404: _not_found}
     app = Starlette(
         routes=[
