@@ -82,6 +82,7 @@ PYWB_VERSION=$("$PYWB_VENV/bin/wayback" --version 2>&1 | awk '{print $NF}')
 "$PY" -m archiver catalog export-cdxj --config "$CONFIG" -o "$WORK/index.cdxj" 2> "$WORK/export.log"
 REPLAY_PORT=$(free_port)
 "$PY" -u - "$CONFIG" "$REPLAY_PORT" > "$WORK/replay.log" 2>&1 <<'EOF' &
+import dataclasses
 import sys
 
 import trio
@@ -89,9 +90,12 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 
 from archiver import config
-from archiver.replay.app import create_app
+from archiver.replay.app import create_apps
 
-app = create_app(config.load(sys.argv[1]))
+# pywb only asks /cdx, on the replay's own pages: the content origin is named but not served.
+loaded = config.load(sys.argv[1])
+public = {"base_url": f"http://127.0.0.1:{sys.argv[2]}", "content_origin": "http://127.0.0.2:1"}
+app = create_apps(dataclasses.replace(loaded, replay=dataclasses.replace(loaded.replay, **public))).app
 hyper = Config()
 hyper.bind = [f"127.0.0.1:{sys.argv[2]}"]
 hyper.accesslog = "-"  # to replay.log: the queries pywb sent are counted below
