@@ -2,12 +2,12 @@
 
 Every request shares one read-only :class:`~archiver.catalog.Catalog`, whose connections and
 caches must not be used by two threads at once, so every use holds :attr:`Scanner.lock`, a fair
-trio lock (it is handed to the longest waiter). A point lookup (:meth:`Scanner.lookup`: the
-closest capture, a revisit's original) holds it for a few SQLite seeks on the event loop.
+trio lock (it is handed to the longest waiter).
 
-A listing (:meth:`Scanner.collect`: the CDX API, capture and URL lists, TimeMaps, the captures
-behind a replayed page's banner and Link header) may examine millions of rows and run a visitor's
-filters over them, so it runs in a worker thread, and the rows it reads go through
+Every read is a listing (:meth:`Scanner.collect`: the CDX API, capture and URL lists, TimeMaps,
+the captures behind a replayed page's banner and Link header, a revisit's original): one may
+examine millions of rows and run a visitor's filters over them, so it runs in a worker thread,
+and the rows it reads go through
 :meth:`Scan.rows`. Every ``slice_rows`` rows *examined* (kept or not) the thread steps back into
 the event loop: it hands the lock on to whoever waits for it, lets other tasks run, then takes the
 lock back. Each listing examines at most ``max_rows`` rows and runs at most ``deadline`` seconds,
@@ -87,11 +87,6 @@ class Scanner:
         self.max_rows = max_rows
         self.deadline = deadline
         self.lock = trio.Lock()
-
-    async def lookup(self, read: Callable[[Catalog], R]) -> R:
-        """``read(catalog)`` on the event loop, holding the lock: for a few index seeks only."""
-        async with self.lock:
-            return read(self.catalog)
 
     async def collect(self, listing: Callable[[Scan], R]) -> R:
         """``listing(scan)`` in a worker thread, within the limits; it reads the catalog through
