@@ -9,6 +9,7 @@ problem, so a typo never silently falls back to a default.
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 import types
 import typing
@@ -154,6 +155,7 @@ class Config:
 
 _SECTIONS = {f.name: f.type for f in dataclasses.fields(Config) if f.name != "path"}
 _LEVELS = ("debug", "info", "warning", "error")
+_INT64 = (-(2**63), 2**63 - 1)
 _POSITIVE = {
     ("crawl", "processes"), ("crawl", "sites_per_process"), ("crawl", "connections_per_address"),
     ("crawl", "max_pages"),
@@ -198,6 +200,8 @@ def load(path: str | Path) -> Config:
         raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 (TOML files are): byte {e.start} cannot be read") from None
     return from_dict(data, path)
 
 
@@ -272,9 +276,12 @@ def _convert(label: str, hint: Any, value: Any, base: Path) -> Any:
             return None
         return _convert(label, options[0], value, base)
     if hint is Path:
-        if not isinstance(value, str) or not value:
-            raise ConfigError(f"{label}: expected a path (a non-empty string), got {value!r}")
-        p = Path(value).expanduser()
+        if not isinstance(value, str) or not value or "\x00" in value:
+            raise ConfigError(f"{label}: expected a path (a non-empty string without NUL), got {value!r}")
+        try:
+            p = Path(value).expanduser()
+        except RuntimeError:  # "~user" naming no user
+            raise ConfigError(f"{label}: {value!r} names a home directory that does not exist") from None
         return p if p.is_absolute() else base / p
     if origin is tuple:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -287,10 +294,16 @@ def _convert(label: str, hint: Any, value: Any, base: Path) -> Any:
     if hint is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(f"{label}: expected an integer, got {value!r}")
+        if not _INT64[0] <= value <= _INT64[1]:  # TOML's range; Python's parser takes any size
+            raise ConfigError(f"{label}: out of range, got {value!r}")
         return value
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{label}: expected a number, got {value!r}")
+        if not math.isfinite(value):
+            raise ConfigError(f"{label}: expected a finite number, got {value!r}")
+        if abs(value) > _INT64[1]:
+            raise ConfigError(f"{label}: out of range, got {value!r}")
         return float(value)
     if hint is str:
         if not isinstance(value, str):
@@ -310,6 +323,8 @@ def _check(where: str, name: str, section: Any) -> None:
             raise ConfigError(f"{where}: crawl.site_bitmap_max_fp: must be in (0, 1)")
         if not section.agent or any(c.isspace() or c == "/" for c in section.agent):
             raise ConfigError(f"{where}: crawl.agent: must be a product token like 'archiver'")
+        if not section.user_agent.isprintable() or not section.user_agent.isascii():
+            raise ConfigError(f"{where}: crawl.user_agent: must be printable ASCII (it is an HTTP header)")
         if section.on_disk_full not in ("pause", "exit"):
             raise ConfigError(f"{where}: crawl.on_disk_full: must be \"pause\" or \"exit\"")
     elif name == "dns":
@@ -322,7 +337,7 @@ def _check(where: str, name: str, section: Any) -> None:
     elif name == "warc":
         if not 0 <= section.gzip_level <= 9:
             raise ConfigError(f"{where}: warc.gzip_level: must be 0..9")
-        if not section.prefix or "/" in section.prefix:
+        if not section.prefix or "/" in section.prefix or "\x00" in section.prefix:
             raise ConfigError(f"{where}: warc.prefix: must be a non-empty name without '/'")
     elif name == "log" and section.level not in _LEVELS:
         raise ConfigError(f"{where}: log.level: must be one of {', '.join(_LEVELS)}")

@@ -17,8 +17,14 @@ its own ``/cdx`` endpoint answers), with the Internet Archive's ``collapse`` and
 - ``limit``: at most that many lines (default and ceiling 100,000, pywb's default); ``-N`` is the
   last N, as on the IA server.
 - ``filter`` (repeatable): ``[!][=|~][field:]value`` as pywb: ``!`` negates, ``=`` is equality,
-  ``~`` a regular expression matched at the start of the value (``re.match``), neither a
+  ``~`` a regular expression matched at the start of the value (as ``re.match``), neither a
   substring test; without ``field:`` the test is on the whole CDXJ line. A missing field is "".
+  Expressions are RE2's (pywb's Python syntax less backreferences and lookaround, ``\\z`` for
+  ``\\Z``), matched in linear time: a query is a user's input, and a backtracking engine would let
+  one expression such as ``(a+)+$`` hold the server for ever. At most MAX_PATTERN characters.
+- ``filter`` and ``collapse`` may each be given at most MAX_REPEATS times, and ``fl`` name at most
+  MAX_REPEATS fields: each one costs work for every line, so a long list would cost the server
+  that much more per line than any real query does.
 - ``collapse`` (repeatable): ``field`` or ``field:N``: of adjacent lines (in index order) equal in
   that field, or its first N characters, keep the first. ``collapseTime=N`` is pywb's form of
   ``collapse`` on timestamp:N together with status.
@@ -47,6 +53,8 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
+
+import re2
 
 from archiver.catalog import Capture
 from archiver.timestamps import parse_date, to_datetime
@@ -89,7 +97,14 @@ _SINGLE = (
     "output",
     "collapseTime",
 )
+MAX_REPEATS = 100
+# A user's regular expression: RE2 compiles it in time and memory linear in its size, but
+# refusing a huge one is cheaper still (pywb's own are a few dozen characters).
+MAX_PATTERN = 4096
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # the error goes back to the user, not to the server's stderr
 _DIGITS = re.compile(r"\d{1,14}", re.ASCII)
+_POSITIVE = re.compile(r"[1-9][0-9]{0,17}", re.ASCII)
 # warcio's PAD_14_UP: pywb reads a short closest as the last second of the span it names.
 _PAD_UP = "29991231235959"
 _FALSE = ("", "0", "false", "f", "off", "no")
@@ -107,7 +122,7 @@ class Filter:
     mode: str  # "contains", "exact" or "regex"
     value: str
     invert: bool = False
-    regex: re.Pattern[str] | None = None
+    regex: re2._Regexp | None = None
 
     def __call__(self, record: dict[str, str], line: str) -> bool:
         text = line if self.field is None else record.get(self.field, "")
@@ -154,8 +169,10 @@ def parse_query(params: Iterable[tuple[str, str]]) -> CdxQuery:
                 raise CdxError(f"{name} given twice ({single[name]!r} and {value!r}): give it once")
             single[name] = value
         elif name == "filter":
+            _count(name, filters)
             filters.append(_filter(value))
         elif name == "collapse":
+            _count(name, collapse)
             collapse.append(_collapse(value))
         elif name in UNSUPPORTED and value.lower() not in _FALSE:
             raise CdxError(
@@ -186,7 +203,7 @@ def parse_query(params: Iterable[tuple[str, str]]) -> CdxQuery:
         filters=tuple(filters),
         collapse=tuple(collapse),
         collapse_time=_positive("collapseTime", single["collapseTime"]) if "collapseTime" in single else None,
-        fields=None if fl is None else tuple(_field(f, "fl") for f in fl.split(",")),
+        fields=None if fl is None else _fields(fl),
         output=output,
     )
 
@@ -294,9 +311,21 @@ def _closest(text: str) -> str:
 
 
 def _positive(name: str, text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise CdxError(f"{name} must be a positive integer, not {text!r}")
+    if not _POSITIVE.fullmatch(text):
+        raise CdxError(f"{name} must be a positive integer, not {text[:100]!r}")
     return int(text)
+
+
+def _count(name: str, given: list[object]) -> None:
+    if len(given) >= MAX_REPEATS:
+        raise CdxError(f"{name} given more than {MAX_REPEATS} times")
+
+
+def _fields(text: str) -> tuple[str, ...]:
+    names = text.split(",", MAX_REPEATS)
+    if len(names) > MAX_REPEATS:
+        raise CdxError(f"fl: at most {MAX_REPEATS} fields")
+    return tuple(_field(name, "fl") for name in names)
 
 
 def _field(name: str, where: str) -> str:
@@ -322,10 +351,15 @@ def _filter(text: str) -> Filter:
         raise CdxError(f"filter={text!r} has nothing to look for")
     regex = None
     if mode == "regex":
+        if len(value) > MAX_PATTERN:
+            raise CdxError(f"filter: a regular expression of at most {MAX_PATTERN} characters, please")
         try:
-            regex = re.compile(value)
-        except re.error as exc:
-            raise CdxError(f"filter={text!r}: bad regular expression: {exc}") from None
+            regex = re2.compile(value, _RE2_OPTIONS)
+        except re2.error as exc:
+            reason = exc.args[0] if exc.args else ""
+            if isinstance(reason, bytes):  # the binding gives RE2's message as bytes
+                reason = reason.decode(errors="replace")
+            raise CdxError(f"filter={text[:200]!r}: bad regular expression (RE2 syntax): {reason}") from None
     return Filter(field, mode, value, invert, regex)
 
 
