@@ -109,7 +109,7 @@ def _params(draw: st.DrawFn) -> list[tuple[str, str]]:
 # --- properties --------------------------------------------------------------------------------
 
 
-@settings(max_examples=examples(500), deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(_params())
 def test_any_parameters_give_a_query_or_a_cdx_error(params: list[tuple[str, str]]) -> None:
     try:

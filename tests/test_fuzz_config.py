@@ -94,13 +94,13 @@ def _load(path: Path, data: bytes) -> None:
     _check_config(loaded)
 
 
-@settings(max_examples=examples(400), deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(document=_documents())
 def test_any_document_loads_or_raises_config_error(config_file: Path, document: str) -> None:
     _load(config_file, document.encode())
 
 
-@settings(max_examples=examples(200), deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(data=st.binary(max_size=300) | _documents().map(lambda d: d.encode("utf-16")))
 def test_any_bytes_load_or_raise_config_error(config_file: Path, data: bytes) -> None:
     _load(config_file, data)
@@ -116,7 +116,7 @@ _TABLES = st.dictionaries(
 )
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(_TABLES)
 def test_any_parsed_structure_validates_or_raises_config_error(data: dict[str, Any]) -> None:
     try:

@@ -61,14 +61,14 @@ def test_any_bytes_rewrite_as_html(body: bytes, charset: str | None, banner: str
     _check_size(out, body)
 
 
-@settings(max_examples=examples(400), deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(encoded(html_documents()), CHARSETS, st.sampled_from([URL, "https://[::1]:8443/a?b", "http://x/"]))
 def test_near_valid_html_rewrites(body: bytes, charset: str | None, url: str) -> None:
     out = rewrite_html(body, url=url, timestamp=TS, prefix="", charset=charset, banner=BANNER)
     _check_size(out, body)
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(encoded(css_texts()) | st.binary(max_size=500), CHARSETS)
 def test_any_stylesheet_rewrites(body: bytes, charset: str | None) -> None:
     _check_size(rewrite_css(body, url=URL, timestamp=TS, prefix="", charset=charset), body)
@@ -103,7 +103,7 @@ _PATHS = st.one_of(
 )
 
 
-@settings(max_examples=examples(500), deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_PATHS)
 def test_any_web_path_parses_or_raises_value_error(rest: str) -> None:
     try:
@@ -129,7 +129,8 @@ def test_pad_timestamp_pads_or_raises_value_error(digits: str) -> None:
 
 # --- bounded size and time ---------------------------------------------------------------------
 
-MIB = 2**20
+# Smaller than extraction's cases: the rewriter is a Python tokenizer, about 5 MB/s.
+MIB = 2**18
 
 
 def _rewrite(body: bytes) -> bytes:
@@ -161,24 +162,24 @@ _BENIGN_UNIT = (
 )
 
 _PATHOLOGICAL = {
-    "1 MiB entity name in a link": b'<a href="&' + b"a" * MIB + b'">x</a>',
-    "1 MiB entity name, unquoted": b"<a href=&" + b"a" * MIB + b">x</a>",
-    "1 MiB of entities": b'<a href="' + b"&amp" * (MIB // 4) + b'">x</a>',
-    "1 MiB href": b'<a href="' + b"a" * MIB + b'">x</a>',
-    "1 MiB of invalid UTF-8 in an href": b'<a href="' + b"\xff" * MIB + b'">x</a>',
-    "1 MiB srcset": b'<img srcset="' + b"a 1x, " * (MIB // 6) + b'">',
-    "1 MiB style": b'<div style="' + b"background:url(x.png);" * (MIB // 22) + b'">x</div>',
-    "1 MiB unclosed style element": b"<style>" + b"url(" * (MIB // 4),
-    "1 MiB unclosed comment": b"<!--" + b"<a href=x>" * (MIB // 10),
-    "1 MiB unclosed attribute": b'<a href="' + b"<a href=x>" * (MIB // 10),
-    "1 MiB of tag openings": b"<a" * (MIB // 2),
-    "1 MiB of attributes": b"<a " + b"x=y " * (MIB // 4) + b">",
-    "1 MiB of quotes in a tag": b"<a " + b"'\"" * (MIB // 2) + b">",
-    "1 MiB meta refresh": b'<meta http-equiv=refresh content="0; url=' + b"a" * MIB + b'">',
-    "10^5 links": b"".join(b'<a href="/p/%d.html">%d</a>\n' % (i, i) for i in range(100_000)),
-    "10^5 nested elements": b"<div>" * 100_000 + b"<a href=x>" + b"</div>" * 100_000,
-    "10^5 raw text elements": b"<script>x</script>" * 60_000,
-    "10^5 unclosed raw text elements": b"<title>" * 150_000,
+    "256 KiB entity name in a link": b'<a href="&' + b"a" * MIB + b'">x</a>',
+    "256 KiB entity name, unquoted": b"<a href=&" + b"a" * MIB + b">x</a>",
+    "256 KiB of entities": b'<a href="' + b"&amp" * (MIB // 4) + b'">x</a>',
+    "256 KiB href": b'<a href="' + b"a" * MIB + b'">x</a>',
+    "256 KiB of invalid UTF-8 in an href": b'<a href="' + b"\xff" * MIB + b'">x</a>',
+    "256 KiB srcset": b'<img srcset="' + b"a 1x, " * (MIB // 6) + b'">',
+    "256 KiB style": b'<div style="' + b"background:url(x.png);" * (MIB // 22) + b'">x</div>',
+    "256 KiB unclosed style element": b"<style>" + b"url(" * (MIB // 4),
+    "256 KiB unclosed comment": b"<!--" + b"<a href=x>" * (MIB // 10),
+    "256 KiB unclosed attribute": b'<a href="' + b"<a href=x>" * (MIB // 10),
+    "256 KiB of tag openings": b"<a" * (MIB // 2),
+    "256 KiB of attributes": b"<a " + b"x=y " * (MIB // 4) + b">",
+    "256 KiB of quotes in a tag": b"<a " + b"'\"" * (MIB // 2) + b">",
+    "256 KiB meta refresh": b'<meta http-equiv=refresh content="0; url=' + b"a" * MIB + b'">',
+    "10^4 links": b"".join(b'<a href="/p/%d.html">%d</a>\n' % (i, i) for i in range(10_000)),
+    "3 x 10^4 nested elements": b"<div>" * 30_000 + b"<a href=x>" + b"</div>" * 30_000,
+    "3 x 10^4 raw text elements": b"<script>x</script>" * 30_000,
+    "3 x 10^4 unclosed raw text elements": b"<title>" * 30_000,
     "10^4 links under a long base": _long_base(10_000),
 }
 

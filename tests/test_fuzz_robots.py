@@ -112,13 +112,13 @@ def test_any_bytes_parse_and_any_path_gets_a_verdict(body: bytes, paths: list[st
     _check_rules(parse_robots(body, AGENT), paths)
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(_ROBOTS, st.lists(_PATHS, max_size=5), st.sampled_from([AGENT, "Archiver/2.0", "", " ", "*", "é"]))
 def test_near_valid_files_parse(body: bytes, paths: list[str], agent: str) -> None:
     _check_rules(parse_robots(body, agent), paths)
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(st.lists(_PATTERN.filter(bool), min_size=1, max_size=4), st.booleans(), st.lists(_PATHS, max_size=8))
 def test_one_kind_of_rule_matches_as_the_reference_does(
     patterns: list[bytes], allow: bool, paths: list[str]
@@ -163,10 +163,10 @@ def _parse_and_match(body: bytes) -> None:
         ("long line over the limit", b"user-agent: *\ndisallow: /" + b"a" * 2**20 + b"\n"),
         ("many stars", b"user-agent: *\ndisallow: /" + b"*a" * (MAX_ROBOTS_BYTES // 2 - 30) + b"\n"),
         ("many escapes", b"user-agent: *\ndisallow: /" + b"%E3%83%84" * (MAX_ROBOTS_BYTES // 9 - 5) + b"\n"),
-        ("many groups", repeat_to(b"user-agent: archiver\nuser-agent: *\n", MAX_ROBOTS_BYTES)),
-        ("many rules", b"user-agent: *\n" + b"".join(b"disallow: /%d/\n" % i for i in range(40_000))),
-        ("many globs", b"user-agent: *\n" + b"".join(b"disallow: /*%d*x$\n" % i for i in range(30_000))),
-        ("bare CRs", repeat_to(b"disallow: /a\r", MAX_ROBOTS_BYTES)),
+        ("many groups", repeat_to(b"user-agent: archiver\nuser-agent: *\n", MAX_ROBOTS_BYTES // 4)),
+        ("many rules", b"user-agent: *\n" + b"".join(b"disallow: /%d/\n" % i for i in range(10_000))),
+        ("many globs", b"user-agent: *\n" + b"".join(b"disallow: /*%d*x$\n" % i for i in range(10_000))),
+        ("bare CRs", repeat_to(b"disallow: /a\r", MAX_ROBOTS_BYTES // 4)),
         ("no line breaks", repeat_to(b"user-agent: * disallow: / ", 2**20)),
     ],
 )
