@@ -206,7 +206,8 @@ def _css(text: str, links: _Links) -> str:
 
 
 def rewrite_css(body: bytes, *, url: str, timestamp: str, prefix: str, charset: str | None = None) -> bytes:
-    """A stylesheet (as stored, encoding undone) rewritten, in UTF-8."""
+    """A stylesheet (as stored, encoding undone) rewritten, in UTF-8; never raises, size bounded
+    as rewrite_html's."""
     text = css_text(body, charset)
     return _css(text, _Links(url, timestamp, prefix, len(text))).encode("utf-8", "surrogateescape")
 
@@ -529,7 +530,11 @@ def rewrite_html(
     charset: str | None = None,
     banner: str | None = None,
 ) -> bytes:
-    """An HTML document (as stored, content-coding undone) rewritten, in UTF-8."""
+    """An HTML document (as stored, content-coding undone) rewritten, in UTF-8.
+
+    Never raises, whatever the bytes and charset; the result is at most about 32 times the body's
+    size plus the relative links' allowance (see _Links).
+    """
     text = _html_bytes(body, charset).decode("utf-8", "surrogateescape")
     out = rewrite_html_text(text, url=url, timestamp=timestamp, prefix=prefix, banner=banner)
     return out.encode("utf-8", "surrogateescape")
