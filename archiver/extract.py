@@ -291,25 +291,37 @@ _FORMATTING = (
 # From a part's start: past its _PART_TAGS-th "<", and past its _PART_FORMATTING-th formatting
 # start tag with attributes (counting "<" in text too only makes parts smaller).
 _SOME_TAGS = re.compile(rb"(?:[^<]*+<){%d}" % _PART_TAGS)
+# (Most tags start with a letter no formatting element does: that test comes first, it is cheap.)
 _SOME_FORMATTING = re.compile(
-    rb"(?:(?:[^<]*+<(?!%s))*+[^<]*+<%s){%d}" % (_FORMATTING, _FORMATTING, _PART_FORMATTING)
+    rb"(?:(?:[^<]*+<(?:(?![bBcCeEfFiInNsStTuU])|(?!%s)))*+[^<]*+<%s){%d}"
+    % (_FORMATTING, _FORMATTING, _PART_FORMATTING)
 )
 _RAW_TEXT = ("script", "style", "xmp", "textarea", "title", "noembed", "noframes", "iframe")
-_RAW_TEXT_START = re.compile(rb"<(?:!--|(?i:(%s))%s)" % ("|".join(_RAW_TEXT).encode(), _NAME_END))
+_RAW_TEXT_START = re.compile(
+    rb"<(?=[!iInNsStTxX])(?:!--|(?i:(%s))%s)" % ("|".join(_RAW_TEXT).encode(), _NAME_END)
+)
 _RAW_TEXT_END = {
     name.encode(): re.compile(rb"</(?i:%s)%s" % (name.encode(), _NAME_END)) for name in _RAW_TEXT
 }
-_COMMENT_END = re.compile(rb"-?>|[\s\S]*?--!?>")
+_COMMENT_END = re.compile(rb"--!?>")
 
 
-def _raw_text_end(doc: bytes, name: bytes, start: int, limit: int) -> int | None:
+def _raw_text_end(doc: bytes, name: bytes, start: int, end: int) -> int | None:
     """Where the raw-text element ``name`` (b"!--" for a comment) whose content runs from ``start``
-    ends (the "<" of its end tag, or just past a comment's "-->"), if it does before ``limit``."""
-    if name == b"!--":
-        closed = _COMMENT_END.match(doc, start, limit)
-        return None if closed is None else closed.end()
-    closed = _RAW_TEXT_END[name].search(doc, start, limit)
-    return None if closed is None else closed.start()
+    ends (the "<" of its end tag, or just past a comment's "-->"), if it does within a part's worth
+    of tags after ``end`` (looking no further keeps the whole linear)."""
+    if name == b"!--" and doc.startswith((b">", b"->"), start):  # <!--> and <!---> end at once
+        return doc.index(b">", start) + 1
+    pattern = _COMMENT_END if name == b"!--" else _RAW_TEXT_END[name]
+    closed = pattern.search(doc, start, end)
+    if closed is None:
+        further = _SOME_TAGS.match(doc, end + 1)
+        limit = len(doc) if further is None else further.end() - 1
+        # An end tag may straddle ``end``: look again from a little before it.
+        closed = pattern.search(doc, max(start, end - 16), limit)
+    if closed is None:
+        return None
+    return closed.end() if name == b"!--" else closed.start()
 
 
 def _next_tag(doc: bytes, position: int) -> int:
@@ -336,13 +348,11 @@ def _parts(doc: bytes) -> list[tuple[bytes, bytes]]:
         end = len(doc) if found is None else found.end() - 1
         if (formatting := _SOME_FORMATTING.match(doc, start + 1, end)) is not None:
             end = doc.rfind(b"<", start + 1, formatting.end())
-        further = _SOME_TAGS.match(doc, end + 1) if end < len(doc) else None
-        limit = len(doc) if further is None else further.end() - 1
         prefix = b""
         at = start
         if inside is not None:
             prefix = b"<!--" if inside == b"!--" else b"<" + inside + b">"
-            closed = _raw_text_end(doc, inside, start, limit)
+            closed = _raw_text_end(doc, inside, start, end)
             if closed is None or (closed > end and _SOME_FORMATTING.match(doc, end, closed)):
                 parts.append((prefix, doc[start:end]))
                 start = end
@@ -353,7 +363,7 @@ def _parts(doc: bytes) -> list[tuple[bytes, bytes]]:
                 end = _next_tag(doc, closed)
         while end < len(doc) and (opened := _RAW_TEXT_START.search(doc, at, end)) is not None:
             name = (opened.group(1) or b"!--").lower()
-            closed = _raw_text_end(doc, name, opened.end(), limit)
+            closed = _raw_text_end(doc, name, opened.end(), end)
             if closed is not None and closed <= end:
                 at = closed
                 continue
