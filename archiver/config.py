@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import math
 import tomllib
 import types
 import typing
@@ -200,6 +201,7 @@ RETIRED = {
 
 _SECTIONS = {f.name: f.type for f in dataclasses.fields(Config) if f.name not in ("path", "notices")}
 _LEVELS = ("debug", "info", "warning", "error")
+_INT64 = (-(2**63), 2**63 - 1)
 _POSITIVE = {
     ("crawl", "processes"), ("crawl", "sites_per_process"), ("crawl", "connections_per_address"),
     ("crawl", "max_pages"),
@@ -296,6 +298,8 @@ def load(path: str | Path) -> Config:
         raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 (TOML files are): byte {e.start} cannot be read") from None
     return from_dict(data, path)
 
 
@@ -375,9 +379,12 @@ def _convert(label: str, hint: Any, value: Any, base: Path) -> Any:
             return None
         return _convert(label, options[0], value, base)
     if hint is Path:
-        if not isinstance(value, str) or not value:
-            raise ConfigError(f"{label}: expected a path (a non-empty string), got {value!r}")
-        p = Path(value).expanduser()
+        if not isinstance(value, str) or not value or "\x00" in value:
+            raise ConfigError(f"{label}: expected a path (a non-empty string without NUL), got {value!r}")
+        try:
+            p = Path(value).expanduser()
+        except RuntimeError:  # "~user" naming no user
+            raise ConfigError(f"{label}: {value!r} names a home directory that does not exist") from None
         return p if p.is_absolute() else base / p
     if origin is tuple:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -390,10 +397,16 @@ def _convert(label: str, hint: Any, value: Any, base: Path) -> Any:
     if hint is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(f"{label}: expected an integer, got {value!r}")
+        if not _INT64[0] <= value <= _INT64[1]:  # TOML's range; Python's parser takes any size
+            raise ConfigError(f"{label}: out of range, got {value!r}")
         return value
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{label}: expected a number, got {value!r}")
+        if not math.isfinite(value):
+            raise ConfigError(f"{label}: expected a finite number, got {value!r}")
+        if abs(value) > _INT64[1]:
+            raise ConfigError(f"{label}: out of range, got {value!r}")
         return float(value)
     if hint is str:
         if not isinstance(value, str):
@@ -415,6 +428,8 @@ def _check(where: str, name: str, section: Any) -> None:
             parse_networks(section.allowed_networks)
         except ValueError as e:
             raise ConfigError(f"{where}: crawl.allowed_networks: {e}") from None
+        if not section.user_agent.isprintable() or not section.user_agent.isascii():
+            raise ConfigError(f"{where}: crawl.user_agent: must be printable ASCII (it is an HTTP header)")
         if section.on_disk_full not in ("pause", "exit"):
             raise ConfigError(f"{where}: crawl.on_disk_full: must be \"pause\" or \"exit\"")
     elif name == "dns":
@@ -427,7 +442,7 @@ def _check(where: str, name: str, section: Any) -> None:
     elif name == "warc":
         if not 0 <= section.gzip_level <= 9:
             raise ConfigError(f"{where}: warc.gzip_level: must be 0..9")
-        if not section.prefix or "/" in section.prefix:
+        if not section.prefix or "/" in section.prefix or "\x00" in section.prefix:
             raise ConfigError(f"{where}: warc.prefix: must be a non-empty name without '/'")
     elif name == "replay":
         for key in ("listen", "content_listen"):

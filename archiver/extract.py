@@ -2,18 +2,17 @@
 
 Links come back as found (entities decoded, surrounding whitespace stripped, in document order,
 duplicates kept); resolving against the base and normalising is the job of `archiver.urls`.
+Any bytes are a document: nothing here raises on content, and the time spent is linear in the
+body's size (see "bounded parsing" for HTML; the CSS scanner never rescans what it passed).
 """
 
 from __future__ import annotations
 
 import codecs
-import operator
 import re
 import threading
-from array import array
 from collections.abc import Iterator
 from functools import lru_cache
-from itertools import accumulate
 from typing import NamedTuple
 
 from selectolax.lexbor import LexborCSSSelector, LexborHTMLParser, LexborNode
@@ -204,6 +203,9 @@ _UNQUOTED_BODY = (
     rf"|\\(?:[0-9a-fA-F]{{1,6}}+(?:\r\n|{_CSS_WS})?|[^\n\r\f0-9a-fA-F]))*+"
 )
 _URL_ARGS = rf"""\({_CSS_WS}*+(?:"({_DQ_BODY})"|'({_SQ_BODY})'|({_UNQUOTED_BODY})){_CSS_WS}*\)"""
+# A string runs to its closing quote, the end of its line (a bad string) or the end of the sheet, as
+# the tokenizer reads it (CSS Syntax 4.3.5): never rescanned from a quote inside it, which would be
+# quadratic in a run of escaped quotes.
 # Every token starts with one of the characters of the leading class: a pattern that opens with
 # a character class lets the regex engine skip to candidates in C, several times faster than an
 # alternation (which it must try at every position). Each branch then checks which character
@@ -212,8 +214,8 @@ _CSS_TOKENS = re.compile(
     rf"""
     [/"'uU@]
     (?: (?<=/) \*[\s\S]*?(?:\*/|\Z)                       # a comment: skipped
-      | (?<=") {_DQ_BODY}"                                # a string: skipped
-      | (?<=') {_SQ_BODY}'
+      | (?<=") {_DQ_BODY}(?:"|(?=[\n\r\f])|\Z)                # a string: skipped, to its end
+      | (?<=') {_SQ_BODY}(?:'|(?=[\n\r\f])|\Z)
       | (?<=[uU]) [rR][lL] {_URL_ARGS}                     # groups 1-3: url(...)
       | (?<=@) [iI][mM][pP][oO][rR][tT] {_CSS_WS}*         # groups 4-8: @import
         (?: [uU][rR][lL] {_URL_ARGS} | "({_DQ_BODY})" | '({_SQ_BODY})' )
@@ -262,53 +264,117 @@ def extract_css(text: str) -> list[Link]:
     return [Link(url, "css/import" if imported else "css/url") for url, imported in _css_urls(text)]
 
 
-# --- nesting guard ---------------------------------------------------------------------------
+# --- bounded parsing -------------------------------------------------------------------------
 
-# lexbor's tree builder, like the HTML Standard's algorithm it follows, costs O(depth) for most
-# start tags (scope checks walk the stack of open elements) and rebuilds the list of active
-# formatting elements at every insertion (lexbor issue #340): 200,000 nested <div> take minutes,
-# 40 KB of crafted <b>/<i> take seconds. Blink and WebKit cap the parser's nesting at 512
-# (kMaximumHTMLParserDOMTreeDepth); past that estimate, only link-bearing tags are parsed.
-_MAX_DEPTH = 512
-# The depth estimate below costs about as much as the parse itself, so it is only made for
-# documents of more tags than this: up to here, deep nesting parses in at most 40 ms and the
-# worst known input (crafted <b>/<i>) in 1.4 s (0.25 s at 2048 tags, 0.05 s at 1024).
-_FEW_TAGS = 4096
-# Elements whose start tag adds no depth: void elements, and those the parser closes by itself
-# when a sibling starts (<p>, <li>, <td>...; a new <a> closes the previous one).
-_FLAT = (
-    b"a|area|base|br|col|dd|dt|embed|frame|hr|image|img|input|keygen|li|link|meta|option|optgroup"
-    b"|p|param|source|tbody|td|tfoot|th|thead|tr|track|wbr"
-)
+# lexbor's tree builder, like the HTML Standard's algorithm it follows, is not linear: most start
+# tags and unknown end tags walk the stack of open elements, and at every insertion it rebuilds the
+# formatting elements (<b>, <font>...) that a <p> or a misnested end tag closed but that are still
+# active, O(their number) new elements each time (lexbor issue #340). 200,000 nested <div> took
+# minutes, 180 KB of "<div></x>" 0.7 s, 20 KB of "<p><b N>" 1.2 s, 500 such <b> and then 10,000
+# "<p>x</p>" 8 s. No estimate of the depth made without the tree builder's own rules is sound (an
+# end tag closes an element or is ignored depending on names and on the elements between), so a
+# long document is parsed in parts of at most _PART_TAGS tags and _PART_FORMATTING formatting
+# start tags: each part's cost is bounded, so the whole is linear. A part ends before a tag, never
+# inside a comment or a raw-text element (a script's strings would otherwise read as markup)
+# unless that one holds more than a part's worth of tags. Across parts the parser forgets what is
+# open: links in a table cell or frameset cut from its table or frameset by a part boundary are
+# lost, which on 400 real pages (rustdoc and mdBook, 20 KB to 1 MB) never happened.
+_PART_TAGS = 512
+_PART_FORMATTING = 16
 _NAME_END = rb"(?=[\t\n\f\r />])"
-# One byte per tag: its first letter for a start tag, "/" plus that letter for an end tag.
-_NESTING_TAG = re.compile(rb"<(/?(?!(?i:" + _FLAT + rb")" + _NAME_END + rb")[a-zA-Z])")
-# A letter counts +1 and "/" -2, so an end tag ("/" and a letter) counts -1.
-_TAG_STEPS = bytes(0xFE if byte == ord("/") else 1 for byte in range(256))
-# What the parser must still see: tags that carry links, raw-text elements whose content must
-# stay text, and the containers <td> and <frame> need.
-_KEEP = (
-    b"a|applet|area|base|body|embed|frame|frameset|iframe|image|img|input|link|meta|noembed"
-    b"|noframes|object|plaintext|script|source|style|table|td|textarea|title|wbr|xmp"
+# A formatting start tag with an attribute. Those without are at most three of a kind in the list
+# (the HTML Standard's "Noah's Ark" clause), 39 in all: they need no counting.
+_FORMATTING = (
+    rb"(?:[bBiIsSuU]|[bB][iI][gG]|[cC][oO][dD][eE]|[eE][mM]|[fF][oO][nN][tT]|[nN][oO][bB][rR]"
+    rb"|[sS](?:[mM][aA][lL][lL]|[tT][rR](?:[iI][kK][eE]|[oO][nN][gG]))|[tT][tT])[\t\n\f\r /]++[^\t\n\f\r />]"
 )
-_OTHER_TAG = rb"(?!(?i:" + _KEEP + rb")" + _NAME_END + rb")[a-zA-Z]"
-# Another element whose tag holds "url(" (a style attribute) becomes a void <wbr>: kept, but
-# unable to nest. No scan goes past a "<", so a run of unclosed "<div<div<div" stays linear.
-_OTHER_STYLED_TAG = re.compile(rb"<" + _OTHER_TAG + rb"[^\t\n\f\r /<>]*+(?=[^<>]*?(?i:url\())")
-_OTHER_TAGS = re.compile(rb"</?" + _OTHER_TAG + rb"[^<>]*+>")
+# From a part's start: past its _PART_TAGS-th "<", and past its _PART_FORMATTING-th formatting
+# start tag with attributes (counting "<" in text too only makes parts smaller).
+_SOME_TAGS = re.compile(rb"(?:[^<]*+<){%d}" % _PART_TAGS)
+# (Most tags start with a letter no formatting element does: that test comes first, it is cheap.)
+_SOME_FORMATTING = re.compile(
+    rb"(?:(?:[^<]*+<(?:(?![bBcCeEfFiInNsStTuU])|(?!%s)))*+[^<]*+<%s){%d}"
+    % (_FORMATTING, _FORMATTING, _PART_FORMATTING)
+)
+_RAW_TEXT = ("script", "style", "xmp", "textarea", "title", "noembed", "noframes", "iframe")
+_RAW_TEXT_START = re.compile(
+    rb"<(?=[!iInNsStTxX])(?:!--|(?i:(%s))%s)" % ("|".join(_RAW_TEXT).encode(), _NAME_END)
+)
+_RAW_TEXT_END = {
+    name.encode(): re.compile(rb"</(?i:%s)%s" % (name.encode(), _NAME_END)) for name in _RAW_TEXT
+}
+_COMMENT_END = re.compile(rb"--!?>")
 
 
-def _nesting_depth(doc: bytes) -> int:
-    """Estimated deepest nesting of elements, counting tags without matching their names."""
-    steps = b"".join(_NESTING_TAG.findall(doc)).translate(_TAG_STEPS)
-    levels = list(accumulate(array("b", steps), initial=0))
-    # The parser ignores an end tag with nothing open: measure from the lowest level so far.
-    return max(map(operator.sub, levels, accumulate(levels, min)))
+def _raw_text_end(doc: bytes, name: bytes, start: int, end: int) -> int | None:
+    """Where the raw-text element ``name`` (b"!--" for a comment) whose content runs from ``start``
+    ends (the "<" of its end tag, or just past a comment's "-->"), if it does within a part's worth
+    of tags after ``end`` (looking no further keeps the whole linear)."""
+    if name == b"!--" and doc.startswith((b">", b"->"), start):  # <!--> and <!---> end at once
+        return doc.index(b">", start) + 1
+    pattern = _COMMENT_END if name == b"!--" else _RAW_TEXT_END[name]
+    closed = pattern.search(doc, start, end)
+    if closed is None:
+        further = _SOME_TAGS.match(doc, end + 1)
+        limit = len(doc) if further is None else further.end() - 1
+        # An end tag may straddle ``end``: look again from a little before it.
+        closed = pattern.search(doc, max(start, end - 16), limit)
+    if closed is None:
+        return None
+    return closed.end() if name == b"!--" else closed.start()
 
 
-def _link_tags_only(doc: bytes) -> bytes:
-    """The document without the tags link extraction does not need (its depth then stays flat)."""
-    return _OTHER_TAGS.sub(b"", _OTHER_STYLED_TAG.sub(b"<wbr ", doc))
+def _next_tag(doc: bytes, position: int) -> int:
+    """The first "<" from ``position`` on, or the document's end."""
+    found = doc.find(b"<", position)
+    return len(doc) if found < 0 else found
+
+
+def _parts(doc: bytes) -> list[tuple[bytes, bytes]]:
+    """``doc`` cut into parts whose parse costs time linear in their size: (prefix, part) pairs.
+
+    A part ends before a tag: after _PART_TAGS "<" or _PART_FORMATTING formatting start tags
+    with attributes, moved past a comment or raw-text element that it would fall into and that
+    ends within as many tags again. A longer one is cut, and the next part starts with its start
+    tag again as its prefix (b"<script>", b"<!--"), so that its text stays text.
+    """
+    if doc.count(b"<") <= _PART_TAGS and _SOME_FORMATTING.match(doc) is None:
+        return [(b"", doc)]
+    parts = []
+    start = 0
+    inside: bytes | None = None  # the raw-text element (or comment) the last cut fell into
+    while start < len(doc):
+        found = _SOME_TAGS.match(doc, start + 1)
+        end = len(doc) if found is None else found.end() - 1
+        if (formatting := _SOME_FORMATTING.match(doc, start + 1, end)) is not None:
+            end = doc.rfind(b"<", start + 1, formatting.end())
+        prefix = b""
+        at = start
+        if inside is not None:
+            prefix = b"<!--" if inside == b"!--" else b"<" + inside + b">"
+            closed = _raw_text_end(doc, inside, start, end)
+            if closed is None or (closed > end and _SOME_FORMATTING.match(doc, end, closed)):
+                parts.append((prefix, doc[start:end]))
+                start = end
+                continue
+            inside = None
+            at = closed
+            if closed > end:
+                end = _next_tag(doc, closed)
+        while end < len(doc) and (opened := _RAW_TEXT_START.search(doc, at, end)) is not None:
+            name = (opened.group(1) or b"!--").lower()
+            closed = _raw_text_end(doc, name, opened.end(), end)
+            if closed is not None and closed <= end:
+                at = closed
+                continue
+            if closed is None or _SOME_FORMATTING.match(doc, end, closed):
+                inside = name  # cut inside it: the next part reopens it
+            else:
+                end = _next_tag(doc, closed)
+            break
+        parts.append((prefix, doc[start:end]))
+        start = end
+    return parts
 
 
 # --- HTML ------------------------------------------------------------------------------------
@@ -432,30 +498,32 @@ def extract_html(body: bytes, charset: str | None = None) -> HtmlLinks:
     CSS found in `<style>` blocks (imports included) is reported as "style/url" and in style
     attributes as "style-attr/url".
     """
-    doc = _html_bytes(body, charset)
-    if doc.count(b"<") > _FEW_TAGS and _nesting_depth(doc) > _MAX_DEPTH:
-        doc = _link_tags_only(doc)
-    tree = LexborHTMLParser(doc)
-    root = tree.root
-    if root is None:
-        return HtmlLinks(None, [])
+    return _links_of([prefix + part for prefix, part in _parts(_html_bytes(body, charset))])
+
+
+def _links_of(parts: list[bytes]) -> HtmlLinks:
+    """The links of a document parsed part by part (UTF-8 bytes), in document order."""
     links: list[Link] = []
     base: str | None = None
     base_seen = False
-    for node in _selector().find(_QUERY, root):
-        tag = node.tag
-        attrs = node.attributes
-        for attr, kind in _ATTR_KINDS.get(tag, ()):
-            url = _clean(attrs.get(attr))
-            if url:
-                links.append(Link(url, kind))
-        if tag in _SPECIAL_TAGS:
-            links.extend(_special_links(node, tag, attrs))
-        elif tag == "base" and not base_seen:
-            # Only the first <base href> counts (HTML Standard, "frozen base URL").
-            base_seen = True
-            base = _clean(attrs.get("href"))
-        style = attrs.get("style")
-        if style:
-            links.extend(Link(url, "style-attr/url") for url, _ in _css_urls(style))
+    for part in parts:
+        root = LexborHTMLParser(part).root
+        if root is None:
+            continue
+        for node in _selector().find(_QUERY, root):
+            tag = node.tag
+            attrs = node.attributes
+            for attr, kind in _ATTR_KINDS.get(tag, ()):
+                url = _clean(attrs.get(attr))
+                if url:
+                    links.append(Link(url, kind))
+            if tag in _SPECIAL_TAGS:
+                links.extend(_special_links(node, tag, attrs))
+            elif tag == "base" and not base_seen:
+                # Only the first <base href> counts (HTML Standard, "frozen base URL").
+                base_seen = True
+                base = _clean(attrs.get("href"))
+            style = attrs.get("style")
+            if style:
+                links.extend(Link(url, "style-attr/url") for url, _ in _css_urls(style))
     return HtmlLinks(base, links)

@@ -236,6 +236,7 @@ def parse_robots(content: bytes, agent: str) -> RobotsRules:
     line after a group's rules does. Rules before the first user-agent line, lines without
     a colon and unknown keys are ignored; Sitemap lines count wherever they stand.
     Crawl-delay (non-standard) is the largest valid value among the chosen groups.
+    Any bytes are a robots.txt: this never raises, in time linear in the body's first 500 KiB.
     """
     token = _product_token(agent.strip().encode())
     rules: dict[bool, list[_Rule]] = {True: [], False: []}  # keyed by "names our token"

@@ -145,6 +145,7 @@ class SiteVisit:
             stats.robots_excluded += 1
             event(log, logging.DEBUG, "robots-excluded", site=self.origin, url=entry.url)
             self._commit(entry)
+            await trio.lowlevel.checkpoint()  # a long run of excluded URLs must let others run
             return None
         result = await self._fetch(entry.url)
         verdict = policy.verdict(result.status, result.error)

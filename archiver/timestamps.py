@@ -38,7 +38,10 @@ _TS14 = re.compile(r"\d{14}", re.ASCII)
 
 
 def parse_date(text: str, *, upper: bool = False) -> str:
-    """A date as typed -> 14-digit UTC timestamp; a partial date pads to its first (or last) second."""
+    """A date as typed -> 14-digit UTC timestamp; a partial date pads to its first (or last) second.
+
+    Anything else raises ValueError with a message naming the accepted forms.
+    """
     stripped = text.strip()
     if _DIGITS.fullmatch(stripped):
         fields = [stripped[0:4], *(stripped[i : i + 2] for i in range(4, len(stripped), 2))]

@@ -293,13 +293,15 @@ def _authority(scheme: str, authority: str) -> tuple[str | None, str]:
         return None, "host"
     if not port:  # WHATWG: "http://a:/" has no port
         origin = f"{scheme}://{host}"
-    elif not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
-        # Port 0 is valid syntax (WHATWG) but no server can listen there.
+    elif not (port.isascii() and port.isdigit() and len(digits := port.lstrip("0")) <= 5
+              and 0 < int(digits or "0") < 65536):
+        # Port 0 is valid syntax (WHATWG) but no server can listen there. The length test comes
+        # first: int() refuses more than 4300 digits with an exception.
         return None, "port"
-    elif int(port) == _DEFAULT_PORTS[scheme]:
+    elif int(digits) == _DEFAULT_PORTS[scheme]:
         origin = f"{scheme}://{host}"
     else:
-        origin = f"{scheme}://{host}:{int(port)}"
+        origin = f"{scheme}://{host}:{int(digits)}"
     if _ORIGIN.match(origin) is None:
         return None, "not-uri"
     return origin, ""

@@ -10,6 +10,7 @@ from archiver.urls import (
     origin,
     origin_parts,
     path_segments,
+    rejection,
     site_of_seed,
     split_origin,
 )
@@ -443,3 +444,12 @@ def test_a_gate_that_lets_everything_through_costs_the_link_not_a_non_uri(monkey
     assert normalize("/q?http://example.org/é", "http://a.test/") is None
     assert urls.rejection("/q?http://example.org/é", "http://a.test/") == "not-uri"
     assert normalize("/plain?x=1", "http://a.test/") == "http://a.test/plain?x=1"
+
+
+def test_a_port_of_thousands_of_digits_is_a_bad_port_not_an_exception():
+    # int() raises past 4300 digits: found by the fuzz tests of the replay rewriter (a <base>).
+    for port in ("1" * 5000, "9" * 4301, "0" * 5000 + "65536"):
+        assert normalize(f"http://a.b:{port}/") is None
+        assert rejection(f"http://a.b:{port}/", None) == "port"
+    assert normalize("http://a.b:" + "0" * 5000 + "80/") == "http://a.b/"   # leading zeros are fine
+    assert normalize("http://a.b:" + "0" * 5000 + "8080/") == "http://a.b:8080/"

@@ -23,6 +23,9 @@ its own ``/cdx`` endpoint answers), with the Internet Archive's ``collapse`` and
   cannot make the server backtrack for hours as Python's ``re`` would. What RE2 cannot express
   (backreferences, lookaround, ``\\Z``, more than 1000 repeats) and patterns longer than
   MAX_PATTERN characters are refused with 400.
+- ``filter`` and ``collapse`` may each be given at most MAX_REPEATS times, and ``fl`` name at most
+  MAX_REPEATS fields: each one costs work for every line, so a long list would cost the server
+  that much more per line than any real query does.
 - ``collapse`` (repeatable): ``field`` or ``field:N``: of adjacent lines (in index order) equal in
   that field, or its first N characters, keep the first. ``collapseTime=N`` is pywb's form of
   ``collapse`` on timestamp:N together with status.
@@ -96,7 +99,9 @@ _SINGLE = (
     "output",
     "collapseTime",
 )
+MAX_REPEATS = 100
 _DIGITS = re.compile(r"\d{1,14}", re.ASCII)
+_POSITIVE = re.compile(r"[1-9][0-9]{0,17}", re.ASCII)
 # warcio's PAD_14_UP: pywb reads a short closest as the last second of the span it names.
 _PAD_UP = "29991231235959"
 _FALSE = ("", "0", "false", "f", "off", "no")
@@ -166,8 +171,10 @@ def parse_query(params: Iterable[tuple[str, str]]) -> CdxQuery:
                 raise CdxError(f"{name} given twice ({single[name]!r} and {value!r}): give it once")
             single[name] = value
         elif name == "filter":
+            _count(name, filters)
             filters.append(_filter(value))
         elif name == "collapse":
+            _count(name, collapse)
             collapse.append(_collapse(value))
         elif name in UNSUPPORTED and value.lower() not in _FALSE:
             raise CdxError(
@@ -198,7 +205,7 @@ def parse_query(params: Iterable[tuple[str, str]]) -> CdxQuery:
         filters=tuple(filters),
         collapse=tuple(collapse),
         collapse_time=_positive("collapseTime", single["collapseTime"]) if "collapseTime" in single else None,
-        fields=None if fl is None else tuple(_field(f, "fl") for f in fl.split(",")),
+        fields=None if fl is None else _fields(fl),
         output=output,
     )
 
@@ -306,9 +313,21 @@ def _closest(text: str) -> str:
 
 
 def _positive(name: str, text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise CdxError(f"{name} must be a positive integer, not {text!r}")
+    if not _POSITIVE.fullmatch(text):
+        raise CdxError(f"{name} must be a positive integer, not {text[:100]!r}")
     return int(text)
+
+
+def _count(name: str, given: list[object]) -> None:
+    if len(given) >= MAX_REPEATS:
+        raise CdxError(f"{name} given more than {MAX_REPEATS} times")
+
+
+def _fields(text: str) -> tuple[str, ...]:
+    names = text.split(",", MAX_REPEATS)
+    if len(names) > MAX_REPEATS:
+        raise CdxError(f"fl: at most {MAX_REPEATS} fields")
+    return tuple(_field(name, "fl") for name in names)
 
 
 def _field(name: str, where: str) -> str:

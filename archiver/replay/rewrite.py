@@ -131,19 +131,37 @@ def parse_web_path(rest: str) -> WebTarget:
 # --- links -----------------------------------------------------------------------------------
 
 
-class _Links:
-    """Turns raw link values of one document into archive URLs."""
+# A reference that names its own scheme or starts at the root: its archive URL is at most its own
+# text (percent-encoded) plus the archive prefix and one origin. Any other reference is relative to
+# the base's path, which it brings along, so a long base and many short links would multiply the
+# page; their growth is drawn from an allowance (_Links) instead.
+_NOT_PATH_RELATIVE = re.compile(r"[/\\]|[A-Za-z][A-Za-z0-9+.\-]*:[/\\]")
+_ALLOWANCE = 2**21
+_ALLOWANCE_PER_CHARACTER = 4
 
-    def __init__(self, base: str, timestamp: str, prefix: str) -> None:
+
+class _Links:
+    """Turns raw link values of one document into archive URLs.
+
+    Path-relative references may add at most ``allowance`` characters in all; past that they are
+    left as written, which browsers resolve against the document's (or the rewritten base's)
+    archive URL, the same capture under a plainer modifier.
+    """
+
+    def __init__(self, base: str, timestamp: str, prefix: str, size: int = 0) -> None:
         self.base = base
         self.timestamp = timestamp
         self.prefix = prefix
+        self.allowance = _ALLOWANCE + _ALLOWANCE_PER_CHARACTER * size
 
     def rewrite(self, raw: str, modifier: str) -> str | None:
         """The archive URL for ``raw``; None to leave it as it is (a fragment, mailto:, data:...)."""
         value = raw.strip(_C0_AND_SPACE)
         if not value or value[0] == "#":
             return None
+        relative = not _NOT_PATH_RELATIVE.match(value)
+        if relative and len(self.base) > self.allowance:
+            return None  # spent: not even worth resolving (which costs the base's length)
         cut = value.find("#")
         fragment = value[cut:] if cut >= 0 else ""
         try:
@@ -152,7 +170,13 @@ class _Links:
             return None
         if target is None:
             return None
-        return archive_url(self.prefix, self.timestamp, modifier, target) + fragment
+        new = archive_url(self.prefix, self.timestamp, modifier, target) + fragment
+        if relative:
+            growth = len(new) - len(raw)
+            if growth > self.allowance:
+                return None
+            self.allowance -= max(growth, 0)
+        return new
 
 
 # --- CSS -------------------------------------------------------------------------------------
@@ -186,8 +210,10 @@ def _css(text: str, links: _Links) -> str:
 
 
 def rewrite_css(body: bytes, *, url: str, timestamp: str, prefix: str, charset: str | None = None) -> bytes:
-    """A stylesheet (as stored, encoding undone) rewritten, in UTF-8."""
-    return _css(css_text(body, charset), _Links(url, timestamp, prefix)).encode("utf-8", "surrogateescape")
+    """A stylesheet (as stored, encoding undone) rewritten, in UTF-8; never raises, size bounded
+    as rewrite_html's."""
+    text = css_text(body, charset)
+    return _css(text, _Links(url, timestamp, prefix, len(text))).encode("utf-8", "surrogateescape")
 
 
 # --- HTML tokenizer --------------------------------------------------------------------------
@@ -215,6 +241,7 @@ _RAW_TEXT = frozenset(
 _HEAD_TAGS = frozenset(
     ("html", "head", "title", "meta", "link", "base", "style", "script", "noscript", "template")
 )
+_LONGEST_ENTITY = max(map(len, html5))
 _CHARREF = re.compile(r"&(?:#[xX]([0-9a-fA-F]+);?|#([0-9]+);?|([A-Za-z][A-Za-z0-9]*;?))")
 _REFRESH_TIME = re.compile(r"[\t\n\f\r ]*[0-9.]+")
 _REFRESH_URL = re.compile(r"[\t\n\f\r ]*[;,]?[\t\n\f\r ]*(?:url[\t\n\f\r ]*=[\t\n\f\r ]*)?", re.I)
@@ -255,7 +282,8 @@ def _attr_unescape(value: str) -> str:
         name = match.group(3)
         if name is None:
             return html.unescape(match.group(0))  # numeric: html applies the spec's replacements
-        for end in range(len(name), 1, -1):
+        # Only the longest name known can match: never try more (a long run of letters is no name).
+        for end in range(min(len(name), _LONGEST_ENTITY), 1, -1):
             known = name[:end]
             if known in html5:
                 if not known.endswith(";"):
@@ -479,8 +507,11 @@ def rewrite_html_text(text: str, *, url: str, timestamp: str, prefix: str, banne
     """
     doc = _Document(text)
     doc.scan()
-    base = urls.normalize(doc.base, url) if doc.base is not None else None
-    edits = doc.edits(_Links(base or url, timestamp, prefix))
+    try:
+        base = urls.normalize(doc.base, url) if doc.base is not None else None
+    except ValueError:  # as in _Links.rewrite: a base that is no URL is no base
+        base = None
+    edits = doc.edits(_Links(base or url, timestamp, prefix, len(text)))
     if banner is not None and not doc.frameset:
         at = doc.banner_at if doc.banner_at is not None else _after_doctype(text)
         edits.append((at, at, banner))
@@ -503,7 +534,11 @@ def rewrite_html(
     charset: str | None = None,
     banner: str | None = None,
 ) -> bytes:
-    """An HTML document (as stored, content-coding undone) rewritten, in UTF-8."""
+    """An HTML document (as stored, content-coding undone) rewritten, in UTF-8.
+
+    Never raises, whatever the bytes and charset; the result is at most about 32 times the body's
+    size plus the relative links' allowance (see _Links).
+    """
     text = _html_bytes(body, charset).decode("utf-8", "surrogateescape")
     out = rewrite_html_text(text, url=url, timestamp=timestamp, prefix=prefix, banner=banner)
     return out.encode("utf-8", "surrogateescape")
