@@ -44,10 +44,13 @@ def assert_cost_bounded(
     """Assert ``run(bad)`` costs at most ``factor`` times ``run(benign)``; return both times.
 
     The benign time is floored at a few milliseconds, so tiny inputs compare with a small but
-    real budget instead of with timer noise.
+    real budget instead of with timer noise. Both are the best of two runs: a garbage collection
+    or a page-fault storm on a loaded machine is not the parser's cost.
     """
     base = min(cpu_time(run, benign) for _ in range(2))
     cost = cpu_time(run, bad)
+    if cost > factor * max(base, _FLOOR):
+        cost = min(cost, cpu_time(run, bad))
     budget = factor * max(base, _FLOOR)
     assert cost <= budget, f"{label}: {cost:.3f} s of CPU, benign input {base:.4f} s, budget {budget:.3f} s"
     return cost, base
