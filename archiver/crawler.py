@@ -223,6 +223,7 @@ class Crawler:
         event(log, logging.INFO, "crawler-start", process=self.process,
               slots=self.config.crawl.sites_per_process, root=str(self.config.root),
               until_idle=self.until_idle)
+        trio.lowlevel.add_instrument(self.stats.loop)
         try:
             async with trio.open_nursery() as nursery:
                 self._main_scope = nursery.cancel_scope
@@ -238,6 +239,7 @@ class Crawler:
                           seconds=self.config.crawl.drain_timeout)
                 nursery.cancel_scope.cancel()
         finally:
+            trio.lowlevel.remove_instrument(self.stats.loop)
             self.close()
 
     def close(self) -> None:
