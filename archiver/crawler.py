@@ -14,8 +14,10 @@ import os
 import signal
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ParamSpec, TypeVar
 
 import trio
 
@@ -29,6 +31,7 @@ from archiver.dnsresolver import DnsResolver
 from archiver.durable import fsync_all, is_disk_error
 from archiver.frontier import Frontier, FrontierBusy, site_dir
 from archiver.logs import event
+from archiver.offloop import OffLoop, is_busy
 from archiver.outlinks import SpoolWriter
 from archiver.recovery import CommitPoint, commit_path, recover
 from archiver.reload import reread
@@ -39,6 +42,8 @@ from archiver.status import Stats, status_path, summary_line, write_status
 from archiver.visitpolicy import Outcome
 
 log = logging.getLogger("archiver.crawler")
+P = ParamSpec("P")
+T = TypeVar("T")
 
 EX_TEMPFAIL = 75  # sysexits.h: a temporary failure (crawl.on_disk_full = "exit")
 
@@ -75,16 +80,21 @@ class CrawlContext:
     resolver: Resolver
     stats: Stats
     slots: AddressSlots
-    lookup: Catalog  # read-only, on the event loop: the earlier captures a recrawl compares with
+    lookup: Catalog  # read-only: the earlier captures a recrawl compares with (earlier_captures)
     frontiers: set[Frontier] = field(default_factory=set)
     captures: list[Capture] = field(default_factory=list)  # written, not yet in the catalog
     draining: trio.Event = field(default_factory=trio.Event)  # set by SIGTERM: finish, take no more
     wake: trio.Event = field(default_factory=trio.Event)  # set (and replaced) on drain and reload
     disk_ok: trio.Event = field(default_factory=trio.Event)  # clear while writes fail (full disk)
     disk_full: trio.Event = field(default_factory=trio.Event)  # set while they fail
+    lookup_calls: OffLoop = field(default_factory=OffLoop)
 
     def __post_init__(self) -> None:
         self.disk_ok.set()
+
+    async def earlier_captures(self, url: str) -> list[Capture]:
+        """The captures of ``url`` in the catalog, read in a worker thread (see archiver.offloop)."""
+        return await self.lookup_calls.call(self.lookup.captures, url)
 
     def disk_trouble(self, error: BaseException, where: str) -> None:
         """A write failed for lack of disk: stop fetching until a retry succeeds (see _sync)."""
@@ -229,6 +239,8 @@ class Crawler:
         event(log, logging.INFO, "crawler-start", process=self.process,
               slots=self.config.crawl.sites_per_process, root=str(self.config.root),
               until_idle=self.until_idle)
+        self._queue_calls = OffLoop()
+        trio.lowlevel.add_instrument(self.stats.loop)
         try:
             async with trio.open_nursery() as nursery:
                 self._main_scope = nursery.cancel_scope
@@ -244,6 +256,7 @@ class Crawler:
                           seconds=self.config.crawl.drain_timeout)
                 nursery.cancel_scope.cancel()
         finally:
+            trio.lowlevel.remove_instrument(self.stats.loop)
             self.close()
 
     def close(self) -> None:
@@ -304,8 +317,8 @@ class Crawler:
                 await self.ctx.disk_ok.wait()
                 continue
             try:
-                origin = self.queue.claim(include_deferred=include_deferred)
-                due = None if origin else self.queue.next_due(include_deferred=include_deferred)
+                origin, due = await self._queue(self.queue.claim_or_due,
+                                                include_deferred=include_deferred)
             except sqlite3.Error as e:
                 if not is_disk_error(e):
                     raise
@@ -323,61 +336,92 @@ class Crawler:
                 continue
             await self._visit(origin)
 
+    async def _queue(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """A site-queue call, in a worker thread; while another process holds the queue's write
+        lock past the busy timeout (see archiver.offloop), logged and made again after a pause."""
+        while True:
+            try:
+                return await self._queue_calls.call(fn, *args, **kwargs)
+            except sqlite3.OperationalError as e:
+                if not is_busy(e):
+                    raise
+                event(log, logging.WARNING, "site-queue-busy", call=fn.__name__, error=str(e),
+                      retry_in=self.config.crawl.poll_interval)
+            await trio.sleep(self.config.crawl.poll_interval)
+
     async def _visit(self, origin: str) -> None:
         event(log, logging.INFO, "site-start", site=origin)
         try:
-            recrawl = self._start_over(origin) or self.queue.visits(origin) > 1
+            recrawl = await self._start_over(origin) or await self._queue(self.queue.visits, origin) > 1
             outcome = await SiteVisit(origin, self.ctx, recrawl=recrawl).run()
         except trio.Cancelled:
-            self.queue.release(origin)
+            # Also reached when the claim's thread finished after the slot was cancelled: the site
+            # is ours, and goes back now (or, if even that fails, at the next start's recovery).
+            with trio.CancelScope(shield=True):
+                try:
+                    await self._queue_calls.call(self.queue.release, origin)
+                except sqlite3.Error as e:
+                    event(log, logging.WARNING, "site-not-released", site=origin, error=str(e))
             raise
         except Exception as e:  # one site's bug must not stop the other slots
             log.exception("site-crashed", extra={"fields": {"site": origin}})
             self.stats.errors["internal"] += 1
             outcome = Outcome("retry", f"internal error: {type(e).__name__}")
-        self._settle_site(origin, outcome)
+        await self._settle_site(origin, outcome)
 
-    def _settle_site(self, origin: str, outcome: Outcome) -> None:
+    async def _settle_site(self, origin: str, outcome: Outcome) -> None:
         """Record a visit's outcome in the site queue; on a full disk, try again after a sync."""
         try:
-            self._record_outcome(origin, outcome)
+            await self._record_outcome(origin, outcome)
         except sqlite3.Error as e:
             if not is_disk_error(e):
                 raise
             self.ctx.disk_trouble(e, "site queue")
             self._unsettled.append((origin, outcome))
 
-    def _record_outcome(self, origin: str, outcome: Outcome) -> None:
+    async def _record_outcome(self, origin: str, outcome: Outcome) -> None:
         if outcome.kind == "stopped":
-            self.queue.release(origin)
+            await self._queue(self.queue.release, origin)
             event(log, logging.INFO, "site-stopped", site=origin, reason=outcome.note)
             return
         if outcome.kind == "done":
-            self.queue.finish(origin, outcome.note)
+            await self._queue(self.queue.finish, origin, outcome.note)
             self.stats.sites_done += 1
             event(log, logging.INFO, "site-done", site=origin, note=outcome.note or None)
         else:
             c = self.config.crawl
-            state = self.queue.retry(origin, delay=c.retry_delay, max_attempts=c.site_retries,
-                                     defer_delay=c.defer_delay, note=outcome.note)
+            state = await self._queue(self.queue.retry, origin, delay=c.retry_delay,
+                                      max_attempts=c.site_retries, defer_delay=c.defer_delay,
+                                      note=outcome.note)
             self.stats.sites_retried += 1
             event(log, logging.WARNING, "site-" + state, site=origin, reason=outcome.note)
 
-    def _start_over(self, origin: str) -> bool:
+    async def _start_over(self, origin: str) -> bool:
         """Restart the crawl queue of a site queued for a recrawl; True if it was."""
-        if not self.queue.restart_pending(origin):
+        if not await self._queue(self.queue.restart_pending, origin):
             return False
         c = self.config.crawl
-        with Frontier.open(site_dir(self.config.root, origin), bloom_bits=c.site_bitmap_bits,
-                           max_fp=c.site_bitmap_max_fp) as frontier:
-            frontier.restart()
-        self.queue.restarted(origin)
+
+        def restart() -> None:
+            with Frontier.open(site_dir(self.config.root, origin), bloom_bits=c.site_bitmap_bits,
+                               max_fp=c.site_bitmap_max_fp) as frontier:
+                frontier.restart()
+
+        await trio.to_thread.run_sync(restart)
+        await self._queue(self.queue.restarted, origin)
         event(log, logging.INFO, "site-recrawl", site=origin)
         return True
 
     def _write_status(self) -> dict:
+        """Write the status file on the calling thread (at close, once the slots are done)."""
         status = self.stats.snapshot(self.queue.counts())
         write_status(status_path(self.config.root, self.process), status)
+        return status
+
+    async def _write_status_off_loop(self) -> dict:
+        """Write the status file, the queue counted and the file written in worker threads."""
+        status = self.stats.snapshot(await self._queue(self.queue.counts))
+        await trio.to_thread.run_sync(write_status, status_path(self.config.root, self.process), status)
         return status
 
     async def _report(self) -> None:
@@ -385,7 +429,7 @@ class Crawler:
             await trio.sleep(self.config.crawl.status_interval)
             try:
                 self.spool.tick(time.time())
-                status = self._write_status()
+                status = await self._write_status_off_loop()
             except OSError as e:
                 if not is_disk_error(e):
                     raise
@@ -432,7 +476,7 @@ class Crawler:
         if not ctx.disk_ok.is_set() and ctx.bundle.error is None:
             unsettled, self._unsettled = self._unsettled, []
             for origin, outcome in unsettled:
-                self._settle_site(origin, outcome)
+                await self._settle_site(origin, outcome)
             if not self._unsettled:
                 event(log, logging.WARNING, "disk-ok", resumed=True)
                 ctx.disk_full = trio.Event()

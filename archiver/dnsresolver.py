@@ -26,6 +26,10 @@ from archiver.dnshistory import DnsHistory, Observation
 _FAILURES = ("nxdomain", "servfail", "refused", "timeout", "error")
 # Definitive negative answers: re-asking before min_age would only repeat them.
 _NEGATIVE = frozenset({"nxdomain", "no-address"})
+# What DNS and the network can do to a query; these become the outcome "error". Anything else is a
+# bug and propagates. (dnspython itself turns whatever one nameserver's exchange raised into
+# NoNameservers, so a malformed answer from a hostile server is an outcome too.)
+_NETWORK_ERRORS = (dns.exception.DNSException, OSError, EOFError, trio.BrokenResourceError)
 
 
 @dataclass(frozen=True)
@@ -78,7 +82,8 @@ class DnsResolver:
         self._dns.timeout = timeout / 2
 
     async def resolve(self, name: str) -> Answer:
-        """Resolve ``name``; never raises (but trio.Cancelled), failures are outcomes."""
+        """Resolve ``name``: DNS and network failures are outcomes; a bug raises (in an
+        ExceptionGroup, from the nursery of the A and AAAA queries)."""
         name = _normalise(name)
         try:
             qname = dns.name.from_text(name)
@@ -101,7 +106,7 @@ class DnsResolver:
             results[rdtype] = _server_failure(e)
         except dns.exception.Timeout:
             results[rdtype] = "timeout"
-        except Exception:
+        except _NETWORK_ERRORS:
             results[rdtype] = "error"
 
 

@@ -9,18 +9,29 @@ resolved inline, once, and that answer is recorded too (source ``inline``).
 A name whose last answer failed is not asked again before its retry time. After a transient failure
 (SERVFAIL, timeout) the last known addresses stay in use, as resolvers serving stale data do
 (RFC 8767); an NXDOMAIN retires them in the history, so the site is retried later.
+
+The history is read and written in worker threads, one call at a time (``archiver dns`` may hold its
+write lock; see :mod:`archiver.offloop`). A recording that gives up waiting for that lock is logged and
+skipped: the resolution is used all the same.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
+import sqlite3
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from archiver.dnshistory import DnsHistory, Observation
-from archiver.dnsresolver import DnsResolver, next_check
+from archiver.dnshistory import DnsHistory, NameState, Observation, Resolved
+from archiver.dnsresolver import Answer, DnsResolver, next_check
+from archiver.logs import event
+from archiver.offloop import OffLoop, is_busy
+
+log = logging.getLogger("archiver.resolve")
 
 
 @dataclass(frozen=True)
@@ -65,6 +76,7 @@ class Resolver:
                      "retry_max": retry_max}
         self._cache: OrderedDict[str, tuple[Resolution, float]] = OrderedDict()
         self._cache_size = cache_size
+        self._history_calls = OffLoop()
 
     async def resolve(self, host: str) -> Resolution:
         bare = host.strip("[]")
@@ -90,24 +102,51 @@ class Resolver:
         min_age = self.ages["min_age"]
         if host in self.hosts:
             addresses = tuple(self.hosts[host])
-            self.history.record(Observation(host, host, (), addresses, min_age, source="hosts"),
-                                now, next_check=now + self.ages["max_age"])
+            await self._record(host, self.history.record,
+                               Observation(host, host, (), addresses, min_age, source="hosts"), now,
+                               next_check=now + self.ages["max_age"])
             return Resolution(host, addresses, "hosts"), now + min_age
-        state = self.history.state(host)
+        state, current = await self._history_calls.call(self._known, host, now)
         if state is not None:
             if state.outcome != "ok" and state.next_check > now:
                 return Resolution(host, (), "history", state.outcome), state.next_check
-            current = self.history.current(host)
             if current is not None and current.addresses:
                 return Resolution(host, current.addresses, "history"), now + min_age
         answer = await self.dns.resolve(host)
         failures = (state.failures if state else 0) + 1
         check = next_check(answer, now, failures=failures, **self.ages)
-        if answer.observation is not None:
-            self.history.record(replace(answer.observation, source="inline"), now,
-                                next_check=check)
+        if answer.observation is not None and not await self._record(
+                host, self.history.record, replace(answer.observation, source="inline"), now,
+                next_check=check):
+            # An answer the history refuses (a CNAME to "10.1", which reads as an address).
+            answer = Answer(host, None, "error", 0.0)
+            check = next_check(answer, now, failures=failures, **self.ages)
         if answer.outcome != "ok" or answer.observation is None:
             if answer.observation is None:
-                self.history.record_failure(host, answer.outcome, now, next_check=check)
+                await self._record(host, self.history.record_failure, host, answer.outcome, now,
+                                   next_check=check)
             return Resolution(host, (), "dns", answer.outcome), check
         return Resolution(host, answer.observation.addresses, "dns"), now + min_age
+
+    def _known(self, host: str, now: float) -> tuple[NameState | None, Resolved | None]:
+        """In a worker thread: the history's state of ``host`` and, if it may be used now, its
+        current addresses (read only then: the read grows with the host's aliases)."""
+        state = self.history.state(host)
+        if state is None or (state.outcome != "ok" and state.next_check > now):
+            return state, None
+        return state, self.history.current(host)
+
+    async def _record(self, host: str, write: Callable[..., object], *args: object,
+                      next_check: float) -> bool:
+        """``write(*args, next_check=...)`` (a recording about ``host``) in a worker thread; False
+        if the history refuses it (ValueError). A write that gives up waiting for the lock is logged
+        and skipped (True: the answer stands)."""
+        try:
+            await self._history_calls.call(write, *args, next_check=next_check)
+        except ValueError:
+            return False
+        except sqlite3.OperationalError as e:
+            if not is_busy(e):
+                raise
+            event(log, logging.WARNING, "dns-history-busy", host=host, error=str(e))
+        return True

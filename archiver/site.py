@@ -261,7 +261,7 @@ class SiteVisit:
             event(log, logging.INFO, "fetch-failed", site=self.origin, url=url, error=result.error)
             return result
         date = datetime.fromtimestamp(result.started, UTC)
-        original = self._same_payload(url, result)
+        original = await self._same_payload(url, result)
         if original is None:
             rectype = "response"
             written = ctx.bundle.write_exchange(
@@ -294,13 +294,13 @@ class SiteVisit:
               bytes=size, ms=round(result.elapsed * 1000))
         return result
 
-    def _same_payload(self, url: str, result: FetchResult) -> Capture | None:
+    async def _same_payload(self, url: str, result: FetchResult) -> Capture | None:
         """On a recrawl, the earlier response whose payload this one repeats, if the last capture
         of ``url`` had the same payload digest (Heritrix's and wget's deduplication by digest)."""
         if not self.recrawl or not result.body or result.truncated:
             return None
         try:
-            earlier = self.ctx.lookup.captures(url)
+            earlier = await self.ctx.earlier_captures(url)
         except (CatalogError, ValueError, sqlite3.Error):
             return None
         if not earlier or earlier[-1].digest != payload_digest(result.body):

@@ -3,7 +3,9 @@
 A site is an origin (``scheme://host[:port]``). Each crawler process reads only its own queue, and a
 site belongs to exactly one queue, so no two processes ever crawl the same site. SQLite gives
 transactions (a crash never leaves a half-updated queue) and lets the external-link batch add sites
-while the crawler runs (WAL mode, busy timeout).
+while the crawler runs (WAL mode, busy timeout). A queue is used by one thread at a time, not always
+the same one: the crawler calls it from worker threads (see :mod:`archiver.offloop`, which also says
+why the busy timeout is 30 s).
 
 States: ``waiting`` (ready once ``due``), ``active`` (in a slot now), ``retry`` (failed, back
 after ``due``), ``deferred`` (failed too often; revisited by a daemon when due, not waited for by
@@ -34,6 +36,7 @@ CREATE INDEX IF NOT EXISTS sites_ready ON sites (state, inlinks DESC, due);
 """
 
 STATES = ("waiting", "active", "retry", "deferred", "done")
+_BUSY_TIMEOUT = 30.0  # seconds a write waits for another process's write transaction
 
 
 def _ready(include_deferred: bool) -> tuple[tuple[str, ...], str]:
@@ -59,7 +62,8 @@ class SiteQueue:
         waiting again, which other readers must not do."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(path, timeout=30, isolation_level=None)
+        self._db = sqlite3.connect(path, timeout=_BUSY_TIMEOUT, isolation_level=None,
+                                   check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
@@ -115,6 +119,15 @@ class SiteQueue:
                 return None
             self._db.execute("UPDATE sites SET state='active', visits=visits+1 WHERE origin=?", row)
         return row[0]
+
+    def claim_or_due(self, *, include_deferred: bool, now: float | None = None
+                     ) -> tuple[str | None, float | None]:
+        """:meth:`claim` a site, else say when the next one is due: (origin, None) or (None, due);
+        (None, None) when no site waits at all. One call for a slot's one trip to a worker thread."""
+        origin = self.claim(include_deferred=include_deferred, now=now)
+        if origin is not None:
+            return origin, None
+        return None, self.next_due(include_deferred=include_deferred)
 
     def finish(self, origin: str, note: str = "") -> None:
         """The visit ended normally (queue exhausted or a site limit reached)."""

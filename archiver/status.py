@@ -2,6 +2,9 @@
 
 Each process rewrites ``<root>/state/crawl-<process>.json`` every few seconds (write, then rename, so
 a reader never sees half a file); ``archiver status`` and the log's progress line print the same.
+``loop_stall_max_ms`` is the longest the process's event loop was held by one task step since start
+(see :mod:`archiver.loopwatch`), ``loop_stall_task`` the task that held it, and
+``loop_stalls_over_100ms`` how many steps took 100 ms or more.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from archiver.loopwatch import LoopWatch
 
 
 @dataclass
@@ -33,6 +38,7 @@ class Stats:
     errors: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
     active: dict[str, dict[str, Any]] = field(default_factory=dict)
+    loop: LoopWatch = field(default_factory=LoopWatch)  # the crawler adds it to its trio run
     _last_pages: int = 0
     _last_time: float = field(default_factory=time.monotonic)
 
@@ -49,6 +55,9 @@ class Stats:
             "sites_retried": self.sites_retried, "robots_excluded": self.robots_excluded,
             "links_local": self.links_local, "links_external": self.links_external,
             "catalog_batch_max_ms": round(self.catalog_batch_max_ms, 1),
+            "loop_stall_max_ms": round(self.loop.longest * 1000, 1),
+            "loop_stall_task": self.loop.longest_task,
+            "loop_stalls_over_100ms": self.loop.long_steps,
             "queued_urls": sum(a.get("queued", 0) for a in self.active.values()),
             "errors": dict(self.errors), "skipped": dict(self.skipped),
             "sites": queue,
@@ -86,7 +95,7 @@ def summary_line(s: dict[str, Any]) -> str:
             f"active={len(s['active'])} done={s['sites_done']} "
             f"waiting={sites.get('waiting', 0) + sites.get('retry', 0)} "
             f"deferred={sites.get('deferred', 0)} queued_urls={s['queued_urls']} errors={errors} "
-            f"skipped={skipped}")
+            f"skipped={skipped} loop_stall_max_ms={s.get('loop_stall_max_ms', '-')}")
 
 
 def format_status(s: dict[str, Any], now: float | None = None) -> str:

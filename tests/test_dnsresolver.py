@@ -314,3 +314,24 @@ async def test_refresh_records_changes_between_passes(served, tmp_path: Path):
         assert addresses_at(history, "alias.test", 1900.0) == ("www.b.test", ())
         assert addresses_at(history, "alias.test", 1899.0) == b
         assert history.state("www.b.test").outcome == "no-address"
+
+
+@pytest.mark.parametrize(("raised", "outcome"), [(OSError("network is unreachable"), "error"),
+                                                 (EOFError(), "error"),
+                                                 (TypeError("a bug"), None),
+                                                 (KeyError("a bug"), None)])
+async def test_only_dns_and_network_errors_become_outcomes(served, monkeypatch, raised, outcome):
+    _, _, resolver, _ = served
+
+    def make_query(*args: object, **kwargs: object) -> dns.message.Message:
+        raise raised
+
+    # dnspython builds each query with make_query before any I/O, outside its per-nameserver guard.
+    monkeypatch.setattr(dns.message, "make_query", make_query)
+    if outcome is not None:
+        answer = await resolver.resolve("www.test")
+        assert answer == Answer("www.test", None, outcome, 0.0)
+        return
+    with pytest.raises(ExceptionGroup) as caught:
+        await resolver.resolve("www.test")
+    assert caught.value.exceptions and all(e is raised for e in caught.value.exceptions)

@@ -1,8 +1,12 @@
-"""Hosts-file parsing and the resolver's hosts/literal paths (no DNS traffic)."""
+"""Hosts-file parsing, the resolver's hosts/literal paths, and its inline answers (from the test DNS
+server on 127.0.0.1)."""
+
+import trio
 
 from archiver.dnshistory import DnsHistory
 from archiver.dnsresolver import DnsResolver, parse_nameserver
-from archiver.resolve import Resolver, parse_hosts
+from archiver.resolve import Resolution, Resolver, parse_hosts
+from tests.dnsserver import LOCAL, TestZone, start_dns
 
 
 def test_parse_hosts():
@@ -41,3 +45,17 @@ async def test_resolver_uses_literals_and_hosts_file(tmp_path):
     assert literal.addresses == ("127.0.0.9",) and literal.source == "literal"
     v6 = await r.resolve("[::1]")
     assert v6.addresses == ("::1",)
+
+
+async def test_an_inline_answer_the_history_refuses_is_an_error(tmp_path, nursery: trio.Nursery):
+    zone = TestZone()
+    zone.set("odd.test", cname="10.1")  # valid DNS, but "10.1" reads as an address to the history
+    zone.set("10.1", a=["192.0.2.1"])
+    port = await start_dns(nursery, zone)
+    with DnsHistory(tmp_path / "dns.sqlite") as history:
+        r = Resolver(hosts_file=None, history=history,
+                     dns=DnsResolver(nameservers=(f"{LOCAL}:{port}",), timeout=0.5),
+                     min_age=60, max_age=3600, retry_base=10, retry_max=100)
+        assert await r.resolve("odd.test") == Resolution("odd.test", (), "dns", "error")
+        state = history.state("odd.test")
+        assert (state.outcome, state.failures) == ("error", 1) and history.current("odd.test") is None

@@ -100,3 +100,15 @@ def test_a_queue_made_before_recrawls_gains_the_column(tmp_path):
     db.close()
     q = SiteQueue(path)
     assert q.recrawl("http://a.test") == 1 and q.restart_pending("http://a.test")
+
+
+def test_claim_or_due_claims_else_says_when(tmp_path):
+    q = SiteQueue(queue_path(tmp_path, 0))
+    assert q.claim_or_due(include_deferred=False, now=0) == (None, None)   # nothing waits at all
+    q.add("http://a.test", now=0)
+    q.add("http://b.test", now=0)
+    assert q.claim_or_due(include_deferred=False, now=0) == ("http://a.test", None)
+    q.retry("http://a.test", delay=10, max_attempts=3, defer_delay=1000, note="", now=0)
+    assert q.claim_or_due(include_deferred=False, now=0) == ("http://b.test", None)
+    assert q.claim_or_due(include_deferred=False, now=5) == (None, 10)      # a.test is due at 10
+    assert q.claim_or_due(include_deferred=False, now=10) == ("http://a.test", None)
