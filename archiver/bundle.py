@@ -59,7 +59,7 @@ from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
-from archiver.durable import fsync_directory
+from archiver.durable import Retired, SyncJob, fsync_directory
 
 SUFFIX = ".warc.gz"
 OPEN = ".open"
@@ -195,6 +195,8 @@ class BundleWriter:
         self.current_path: Path | None = None
         self.bytes_written = 0
         self.files_closed = 0
+        self._retired: list[Retired] = []  # full bundles not yet fsynced, closed and renamed
+        self._new_entry = False  # a bundle was created since the last sync job
         # The last failed write (a full disk...); records stay in memory until a flush succeeds.
         self.error: OSError | None = None
 
@@ -327,33 +329,67 @@ class BundleWriter:
         self.error = None
 
     def sync(self) -> None:
-        """Flush, then fsync the current bundle."""
-        if self._fd is not None:
-            self.flush()
-            os.fsync(self._fd)
+        """Make every record written so far durable: fsync the current bundle, finish the full
+        ones (blocking: the crawler does this in a worker thread through ``add_to``)."""
+        job = SyncJob()
+        handed = self.add_to(job)
+        job.run()
+        self.finished(handed)
 
     def prepare_sync(self) -> int | None:
         """Flush; the descriptor to fsync (None when no bundle is open)."""
         self.flush()
         return self._fd
 
+    def add_to(self, job: SyncJob) -> list[Retired]:
+        """Flush, and give ``job`` what makes every record written so far durable: the current
+        bundle's descriptor (a duplicate), the full bundles to finish, the new directory entry.
+        Returns the retired bundles handed over; ``finished`` drops them once the job ran."""
+        fd = self.prepare_sync()
+        if fd is not None:
+            job.fds.append(os.dup(fd))
+        if self._new_entry:
+            job.directories.add(self.directory)
+            self._new_entry = False
+        job.retired += self._retired
+        return list(self._retired)
+
+    def finished(self, retired: list[Retired]) -> None:
+        """The job that had ``retired`` ran: they are published."""
+        self._retired = [r for r in self._retired if r not in retired]
+        self.files_closed += len(retired)
+
     def close(self) -> None:
-        """Flush, fsync and close the current bundle, dropping its ``.open`` suffix."""
-        if self._fd is None or self.current_path is None:
-            return
-        self.sync()
-        os.close(self._fd)
-        self._fd = None
-        self.current_path.rename(self.directory / self._name)
-        fsync_directory(self.directory)
-        self.current_path = None
-        self.files_closed += 1
+        """Flush, fsync and close the current bundle and finish the full ones, dropping their
+        ``.open`` suffix."""
+        self.flush()
+        if self._fd is not None and self.current_path is not None:
+            self._retired.append(Retired(self._fd, self.current_path, self.directory / self._name))
+            self._fd = self.current_path = None
+        job = SyncJob()
+        handed = self.add_to(job)
+        job.run()
+        self.finished(handed)
+
+    def abandon(self) -> None:
+        """Close every descriptor without publishing anything (a full disk at shutdown): the next
+        start repairs and indexes the ``.open`` bundles."""
+        for item in self._retired:
+            item.abandon()
+        self._retired = []
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def _ready(self) -> None:
-        """Make sure a bundle is open with room left, rotating if it reached ``max_size``."""
+        """Make sure a bundle is open with room left. A full one is retired: flushed here, then
+        fsynced, closed and renamed by the next sync job, in a worker thread (``add_to``)."""
         if self._fd is not None and self._size < self.max_size:
             return
-        self.close()
+        if self._fd is not None and self.current_path is not None:
+            self.flush()
+            self._retired.append(Retired(self._fd, self.current_path, self.directory / self._name))
+            self._fd = self.current_path = None
         self._serial = max(self._serial, self._highest_serial() + 1)
         stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
         name = f"{self.prefix}-{stamp}-{self.process}-{self._serial:05d}{SUFFIX}"
@@ -361,7 +397,7 @@ class BundleWriter:
         # O_APPEND: after flush() cuts a failed write back, the next one lands at the new end.
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
         self._fd = os.open(path, flags, 0o644)
-        fsync_directory(self.directory)
+        self._new_entry = True
         self._serial += 1
         self._name, self.current_path = name, path
         self._size = self._on_disk = 0

@@ -9,12 +9,13 @@ flight are dropped, interrupted sites go back to the queue, and every file is fl
 from __future__ import annotations
 
 import fcntl
+import functools
 import logging
 import os
 import signal
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ParamSpec, TypeVar
@@ -28,7 +29,7 @@ from archiver.catalog import Capture, Catalog
 from archiver.config import Config
 from archiver.dnshistory import DnsHistory
 from archiver.dnsresolver import DnsResolver
-from archiver.durable import fsync_all, is_disk_error
+from archiver.durable import SyncJob, is_disk_error
 from archiver.frontier import Frontier, FrontierBusy, site_dir
 from archiver.logs import event
 from archiver.offloop import OffLoop, is_busy
@@ -88,6 +89,7 @@ class CrawlContext:
     disk_ok: trio.Event = field(default_factory=trio.Event)  # clear while writes fail (full disk)
     disk_full: trio.Event = field(default_factory=trio.Event)  # set while they fail
     lookup_calls: OffLoop = field(default_factory=OffLoop)
+    sync_lock: trio.Lock = field(default_factory=trio.Lock)  # one SyncJob at a time
 
     def __post_init__(self) -> None:
         self.disk_ok.set()
@@ -111,17 +113,41 @@ class CrawlContext:
         wake, self.wake = self.wake, trio.Event()
         wake.set()
 
-    def shared_fds(self) -> list[int]:
-        """Flush the WARC bundle and the spool; duplicates of their descriptors to fsync."""
-        return [os.dup(fd) for fd in (self.bundle.prepare_sync(), self.spool.prepare_sync())
-                if fd is not None]
+    async def make_durable(self, frontiers: Callable[[], Iterable[Frontier]],
+                           then: Callable[[], object] | None = None) -> None:
+        """Make every record, spool line and crawl-queue line written so far durable, then run
+        ``then`` (a catalog commit), all in a worker thread: the fsyncs, the full WARC bundles
+        and spool files to finish, the new directory entries (a ``SyncJob``). One job at a time,
+        so a visit that ends never saves its cursor while a bundle holding its records is still
+        being finished by another. ``frontiers`` is called once the job's turn has come (the crawl
+        queues still open then). Raises the disk's error; what was not finished is finished by
+        the next job."""
+        async with self.sync_lock:
+            job = SyncJob()
+            try:
+                for frontier in frontiers():
+                    frontier.add_to(job)
+                bundles = self.bundle.add_to(job)
+                spooled = self.spool.add_to(job)
+            except BaseException:
+                job.drop()  # the duplicates would hold the crawl queues' locks
+                raise
+
+            def work() -> None:
+                job.run()
+                if then is not None:
+                    then()
+
+            with trio.CancelScope(shield=True):  # the handed-over files must not be lost
+                await trio.to_thread.run_sync(work)
+            self.bundle.finished(bundles)
+            self.spool.finished(spooled)
 
     async def settle(self, frontier: Frontier) -> None:
-        """End of a visit: fsync what it wrote (in a worker thread), then save its cursor."""
+        """End of a visit: make what it wrote durable (in a worker thread), then save its cursor."""
         try:
             mark = frontier.mark()
-            fds = [*self.shared_fds(), os.dup(frontier.prepare_sync())]
-            await trio.to_thread.run_sync(fsync_all, fds)
+            await self.make_durable(lambda: [frontier])
         except OSError as e:  # the cursor stays where the disk has the records: refetch later
             if not is_disk_error(e):
                 raise
@@ -453,13 +479,20 @@ class Crawler:
         refused a write. Entries and cursors not committed stay for the next try."""
         ctx = self.ctx
         captures, ctx.captures = ctx.captures, []
-        try:
-            marks = [(frontier, frontier.mark()) for frontier in ctx.frontiers]
+        marks: list[tuple[Frontier, tuple[int, int, int]]] = []
+        position = ctx.bundle.position()
+
+        def take_marks() -> list[Frontier]:
+            # When the job's turn comes: every record of an entry committed by then is written,
+            # and the job flushes and fsyncs it.
+            nonlocal position
+            marks[:] = [(frontier, frontier.mark()) for frontier in ctx.frontiers]
             position = ctx.bundle.position()
-            fds = ctx.shared_fds()
-            fds += [os.dup(frontier.prepare_sync()) for frontier, _ in marks]
-            with trio.CancelScope(shield=True):  # a stop must not lose the entries taken
-                await trio.to_thread.run_sync(self._persist, fds, captures)
+            return [frontier for frontier, _ in marks]
+
+        try:
+            await ctx.make_durable(take_marks,
+                                   then=functools.partial(self._commit_captures, captures))
         except (OSError, sqlite3.Error) as e:
             if not is_disk_error(e):
                 raise
@@ -483,9 +516,8 @@ class Crawler:
                 ctx.disk_ok.set()
         return True
 
-    def _persist(self, fds: list[int], captures: list[Capture]) -> None:
-        """In a worker thread: fsync, then commit the catalog entries of what was fsynced."""
-        fsync_all(fds)
+    def _commit_captures(self, captures: list[Capture]) -> None:
+        """In the sync job's worker thread, once their records are durable: the catalog entries."""
         started = time.monotonic()
         self.catalog.add(captures)
         took = time.monotonic() - started

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -45,3 +46,61 @@ def is_disk_error(exc: BaseException) -> bool:
         return "disk is full" in text or "disk I/O error" in text
     return False
 
+
+
+class Retired:
+    """A file its writer has finished with (a full WARC bundle, a rotated spool file) that still
+    has to be fsynced, closed and renamed to its published name. The writer hands it on at once
+    and goes on writing a new file; a worker thread finishes it in the next ``SyncJob``. Each step
+    is done once, so a job that failed half-way (a full disk) can be run again."""
+
+    def __init__(self, fd: int, path: Path, final: Path) -> None:
+        self.fd: int | None = fd
+        self.path = path
+        self.final = final
+        self.synced = False
+
+    def finish(self) -> None:
+        if not self.synced:
+            assert self.fd is not None
+            os.fsync(self.fd)
+            self.synced = True
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        if self.path != self.final:
+            self.path.replace(self.final)
+            self.path = self.final
+            fsync_directory(self.final.parent)
+
+    def abandon(self) -> None:
+        """Close without publishing (shutdown on a full disk: the next start repairs the file)."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+@dataclass
+class SyncJob:
+    """The blocking part of making writes durable, gathered on the event loop from each writer
+    and run in one worker thread, so the crawler's loop never waits on the disk: fsync the
+    descriptors (duplicates made for the job), finish the retired files, then make new directory
+    entries durable."""
+
+    fds: list[int] = field(default_factory=list)
+    retired: list[Retired] = field(default_factory=list)
+    directories: set[Path] = field(default_factory=set)
+
+    def drop(self) -> None:
+        """Close the duplicates gathered, for a job that will not run."""
+        fds, self.fds = self.fds, []
+        for fd in fds:
+            os.close(fd)
+
+    def run(self) -> None:
+        fds, self.fds = self.fds, []  # closed by fsync_all even if it fails: never twice
+        fsync_all(fds)
+        for item in self.retired:
+            item.finish()
+        for directory in sorted(self.directories):
+            fsync_directory(directory)

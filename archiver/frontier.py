@@ -52,7 +52,7 @@ from urllib.parse import quote, unquote
 import mmh3
 
 from archiver.bloom import GrowingBloom
-from archiver.durable import fsync_directory
+from archiver.durable import SyncJob, fsync_all, fsync_directory
 
 LOG = "queue.log"
 CURSOR = "cursor"
@@ -186,6 +186,14 @@ def _read_done(directory: Path) -> tuple[tuple[int, int, int, int], set[int]]:
     return (seq, cursor, pages, bytes_), {int(line) for line in lines[1:] if line.isdigit()}
 
 
+@dataclass
+class Inbox:
+    """An inbox taken for a merge: its open, locked file and the bytes it held."""
+
+    file: BinaryIO
+    data: bytes
+
+
 class FrontierBusy(RuntimeError):
     """The site's crawl queue is open in another process (or another visit)."""
 
@@ -289,8 +297,13 @@ class Frontier:
         self._dirty = True
         self._count += 1
 
-    def next(self) -> Entry | None:
-        """The next entry after those already handed out, or None when the queue is empty."""
+    def next(self, *, merge: bool = True) -> Entry | None:
+        """The next entry after those already handed out, or None when the queue is empty.
+
+        When the log runs dry the inbox is merged first, unless ``merge`` is False: the crawler
+        merges it itself (``take_inbox``, ``merge``, ``finish_inbox``), keeping the lock and the
+        fsync off its event loop.
+        """
         reader = self._reader
         while True:
             line = reader.readline()
@@ -300,7 +313,7 @@ class Frontier:
                 if self._dirty:
                     self._flush()
                     continue
-                if self._merge_inbox():
+                if merge and self._merge_inbox():
                     continue
                 return None
             self._pos += len(line)
@@ -433,6 +446,18 @@ class Frontier:
         os.fsync(self.prepare_sync())
         os.fsync(self._cursor_fd)
 
+    def log_descriptor(self) -> int:
+        """A duplicate of the log's descriptor, for a worker thread to fsync and close."""
+        return os.dup(self._writer.fileno())
+
+    def add_to(self, job: SyncJob) -> None:
+        """Hand buffered lines to the OS; give ``job`` the log's descriptor (a duplicate) and the
+        new directories whose entries must be made durable (fsynced in the job's thread)."""
+        self._flush()
+        job.fds.append(self.log_descriptor())
+        job.directories.update(self._new_dirs)
+        self._new_dirs = []
+
     def prepare_sync(self) -> int:
         """Hand buffered lines to the OS; the log's descriptor to fsync.
 
@@ -475,24 +500,65 @@ class Frontier:
 
     def _merge_inbox(self) -> bool:
         """Move the inbox's lines into the log through the bitmap; True if any was new."""
-        path = self.directory / INBOX
+        inbox = self.take_inbox()
+        if inbox is None:
+            return False
         try:
-            if path.stat().st_size == 0:
-                return False
+            added = self.merge(inbox)
+        except BaseException:
+            inbox.file.close()  # the lines stay in the inbox for the next merge
+            raise
+        self.finish_inbox(inbox, self.log_descriptor() if added else None)
+        return added
+
+    def inbox_waiting(self) -> bool:
+        """True if other processes left lines in the inbox (one stat)."""
+        try:
+            return (self.directory / INBOX).stat().st_size > 0
         except FileNotFoundError:
             return False
-        with path.open("r+b") as inbox:
-            fcntl.flock(inbox, fcntl.LOCK_EX)
-            added = False
-            for line in inbox:
-                entry = _parse(line) if line.endswith(b"\n") else None
-                if entry is not None and self.add(*entry):
-                    added = True
-            if added:
-                # The lines must be durable in the log before they leave the inbox.
-                self.sync()
-            inbox.truncate(0)
+
+    def take_inbox(self) -> Inbox | None:
+        """Lock the inbox and read it (blocking: a writer may hold the lock while it fsyncs);
+        None if it is empty. The lock is held until ``finish_inbox``."""
+        try:
+            file = (self.directory / INBOX).open("r+b")
+        except FileNotFoundError:
+            return None
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX)
+            data = file.read()
+        except BaseException:
+            file.close()
+            raise
+        if not data:
+            file.close()
+            return None
+        return Inbox(file, data)
+
+    def merge(self, inbox: Inbox) -> bool:
+        """Add the inbox's whole lines to the log through the bitmap and hand them to the OS;
+        True if any was new (then the log must be fsynced before the inbox is emptied)."""
+        added = False
+        for line in inbox.data.splitlines(keepends=True):
+            entry = _parse(line) if line.endswith(b"\n") else None
+            if entry is not None and self.add(*entry):
+                added = True
+        self._flush()
         return added
+
+    @staticmethod
+    def finish_inbox(inbox: Inbox, log_fd: int | None) -> None:
+        """Blocking: fsync the log (``log_fd``, a duplicate, closed here; None if nothing was
+        added), then empty the inbox and release its lock. Lines must be durable in the log
+        before they leave the inbox: if ``merge`` did not complete, close ``inbox.file`` instead,
+        which keeps them there."""
+        try:
+            if log_fd is not None:
+                fsync_all([log_fd])
+            inbox.file.truncate(0)
+        finally:
+            inbox.file.close()
 
     @staticmethod
     def append_external(directory: Path, urls: Iterable[tuple[str, int]], *, sync: bool = True

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import IO
 
+from archiver.durable import Retired, SyncJob
+
 
 def parse_line(line: str) -> tuple[str, str] | str:
     """(URL, linking origin) of one spool line, or why the line is unusable. The URL is taken as
@@ -46,6 +48,7 @@ class SpoolWriter:
         self._lines = 0
         self._opened = 0.0
         self._serial = 0
+        self._retired: list[Retired] = []  # rotated files not yet fsynced and published
         directory.mkdir(parents=True, exist_ok=True)
         self._close_leftovers()
 
@@ -67,12 +70,12 @@ class SpoolWriter:
         self._lines += 1
         self.lines_written += 1
         if self._lines >= self.max_lines:
-            self.close()
+            self._retire()
 
     def tick(self, now: float) -> None:
         """Rotate the current file once it is older than ``max_age``."""
         if self._file is not None and now - self._opened >= self.max_age:
-            self.close()
+            self._retire()
 
     def flush(self) -> None:
         if self._file is not None:
@@ -83,14 +86,39 @@ class SpoolWriter:
         self.flush()
         return None if self._file is None else self._file.fileno()
 
+    def add_to(self, job: SyncJob) -> list[Retired]:
+        """Flush, and give ``job`` the current file's descriptor (a duplicate) and the rotated
+        files to fsync and publish; returns those, for ``finished``."""
+        fd = self.prepare_sync()
+        if fd is not None:
+            job.fds.append(os.dup(fd))
+        job.retired += self._retired
+        return list(self._retired)
+
+    def finished(self, retired: list[Retired]) -> None:
+        self._retired = [r for r in self._retired if r not in retired]
+
+    def sync(self) -> None:
+        """Make every line written so far durable (blocking: the crawler uses ``add_to``)."""
+        job = SyncJob()
+        handed = self.add_to(job)
+        job.run()
+        self.finished(handed)
+
     def close(self) -> None:
-        """Flush, fsync and publish the current file (drop its ``.open`` suffix)."""
+        """Flush, fsync and publish the current file and the rotated ones (drop ``.open``)."""
+        self._retire()
+        self.sync()
+
+    def _retire(self) -> None:
+        """Hand the current file over to the next sync job (fsync and publish, in a worker
+        thread); the next link opens a new one."""
         if self._file is None or self._path is None:
             return
         self._file.flush()
-        os.fsync(self._file.fileno())
+        self._retired.append(Retired(os.dup(self._file.fileno()), self._path,
+                                     self._path.with_suffix("")))
         self._file.close()
-        os.replace(self._path, self._path.with_suffix(""))
         self._file = self._path = None
 
     def _open(self, now: float) -> None:

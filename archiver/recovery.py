@@ -420,9 +420,7 @@ def _recover_host(config: Config, process: int, records: list[_Record], spool: S
             queue = _links_queue(queues, record)
             if queue is not None:
                 _requeue_links(config, queue, record, spool, result)
-        descriptor = spool.prepare_sync()
-        if descriptor is not None:
-            os.fsync(descriptor)  # the links before the cursors that pass their pages
+        spool.sync()  # the links before the cursors that pass their pages
         for queue in queues.values():
             frontier, plan = queue.frontier, queue.plan
             if plan.cursor is None and not plan.done and not plan.depths:

@@ -14,6 +14,7 @@ in a row end it).
 
 from __future__ import annotations
 
+import functools
 import logging
 import sqlite3
 import time
@@ -71,8 +72,11 @@ class SiteVisit:
             event(log, logging.WARNING, "dns-failed", site=self.origin, error=resolution.error)
             return Outcome("retry", f"dns: {resolution.error}")
         self.addresses[self.host] = resolution.addresses[0]
-        frontier = Frontier.open(site_dir(ctx.config.root, self.origin),
-                                 bloom_bits=c.site_bitmap_bits, max_fp=c.site_bitmap_max_fp)
+        # Opening reads the whole log (the bitmap is rebuilt from it) and merges the inbox under
+        # its lock: a worker thread's job, not the event loop's.
+        frontier = await trio.to_thread.run_sync(functools.partial(
+            Frontier.open, site_dir(ctx.config.root, self.origin),
+            bloom_bits=c.site_bitmap_bits, max_fp=c.site_bitmap_max_fp))
         self.frontier = frontier
         ctx.frontiers.add(frontier)
         self.policy.pages, self.policy.bytes = frontier.pages, frontier.bytes
@@ -117,7 +121,10 @@ class SiteVisit:
             limit = policy.limit_reached()
             if limit is not None:
                 return Outcome("done", limit)
-            entry = frontier.next()
+            entry = frontier.next(merge=False)
+            if entry is None and frontier.inbox_waiting():
+                await self._merge_inbox()
+                entry = frontier.next(merge=False)
             if entry is None:
                 return Outcome("done", "")
             try:
@@ -132,6 +139,22 @@ class SiteVisit:
             if end is not None:
                 return end
             self.ctx.stats.active[self.origin]["queued"] = frontier.pending
+
+    async def _merge_inbox(self) -> None:
+        """Merge the URLs other processes queued for this site: the inbox's lock (another process
+        may hold it while it fsyncs) and the log's fsync are taken in a worker thread."""
+        frontier = self.frontier
+        inbox = await trio.to_thread.run_sync(frontier.take_inbox)
+        if inbox is None:
+            return
+        try:
+            added = frontier.merge(inbox)
+        except BaseException:
+            inbox.file.close()  # the lines stay in the inbox
+            raise
+        log_fd = frontier.log_descriptor() if added else None
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(frontier.finish_inbox, inbox, log_fd)
 
     async def _handle(self, entry: Entry) -> Outcome | None:
         """Fetch one queued URL (if robots.txt allows) and act on the answer;

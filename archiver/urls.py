@@ -132,14 +132,13 @@ def normalize(url: str, base: str | None = None) -> str | None:
         head = rest
     elif base is None:
         return None
-    elif head.startswith("//"):
-        scheme = base[: base.find(":")]
-        return _absolute(scheme, head, query) if scheme in _DEFAULT_PORTS else None
 
     parts = _base_parts(base)
     if parts is None:
         return None
     base, base_origin, base_path, base_directory = parts
+    if head.startswith("//"):  # scheme-relative: the normalised base's scheme
+        return _absolute(base[: base.find(":")], head, query)
     if not head:
         if query is None:
             return base
@@ -183,11 +182,13 @@ def rejection(url: str, base: str | None = None) -> str:
             return _authority(scheme, rest.lstrip("/").partition("/")[0])[1] or "not-uri"
     elif base is None:
         return "relative-without-base"
-    elif head.startswith("//"):
-        scheme = base[: base.find(":")]
-        if scheme in _DEFAULT_PORTS:
-            return _authority(scheme, head.lstrip("/").partition("/")[0])[1] or "not-uri"
-    return "base" if _base_parts(base) is None else "not-uri"
+    parts = _base_parts(base) if base is not None else None
+    if parts is None:
+        return "base"
+    if match is None and head.startswith("//"):
+        scheme = parts[0][: parts[0].find(":")]
+        return _authority(scheme, head.lstrip("/").partition("/")[0])[1] or "not-uri"
+    return "not-uri"
 
 
 def _finish(origin: str, path: str, query: str | None) -> str | None:

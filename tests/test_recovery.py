@@ -162,6 +162,8 @@ def test_records_of_a_rotated_bundle_past_the_commit_point_are_read_and_no_earli
     writer.max_size = writer.position()[1] + 1         # "/1" fills the bundle: "/2" rotates
     page(writer, f"{SITE}/1", b"x" * 1000)
     page(writer, f"{SITE}/2")
+    assert len(list((config.root / "warcs").glob("*.open"))) == 2   # the full one is handed over
+    writer.sync()                                      # a group commit finishes it
     closed = sorted((config.root / "warcs").glob("*.warc.gz"))
     assert len(closed) == 1 and writer.current_path is not None
 

@@ -6,12 +6,15 @@ against a demo web on 127.0.0.1; a heartbeat task in the same loop must keep tic
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import os
 import subprocess
 import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 
 import pytest
@@ -189,3 +192,39 @@ async def test_a_dns_history_busy_past_its_timeout_does_not_hold_up_the_resoluti
         assert [r.fields["host"] for r in caplog.records if r.getMessage() == "dns-history-busy"] == [
             "www.demo"]
         assert history.history("www.demo") == []  # skipped, to be recorded at the next lookup
+
+
+async def test_no_fsync_or_file_lock_on_the_event_loop_while_crawling(tmp_path, monkeypatch):
+    """Full WARC bundles and spool files, new crawl-queue directories, inbox merges and group
+    commits all wait on the disk: every fsync and flock of a crawl runs in a worker thread, but
+    for the start (recovery) and the close, when no site is being visited."""
+    loop_thread = threading.get_ident()
+    on_loop: list[str] = []
+    real_fsync, real_flock = os.fsync, fcntl.flock
+
+    def watched(real):
+        def call(*args):
+            if threading.get_ident() == loop_thread:
+                stack = "".join(traceback.format_stack(limit=12))
+                if "in close" not in stack and "in __init__" not in stack:
+                    on_loop.append(stack)
+            return real(*args)
+        return call
+
+    async with trio.open_nursery() as nursery:
+        web, _ = await start_demo(nursery, WebSpec(sites=6, pages_per_site=20, port=0, trap=False))
+        path = write_config(tmp_path, web, min_rest=0.0)
+        path.write_text(path.read_text() + "[warc]\nmax_size = 40000\nsync_interval = 0.05\n"
+                        "[outlinks]\nmax_lines = 3\n")
+        config = load(path)
+        enqueue_seeds(config, 0, [o + "/" for o in web.origins()])
+        crawler = Crawler(config, until_idle=True)
+        monkeypatch.setattr(os, "fsync", watched(real_fsync))
+        monkeypatch.setattr(fcntl, "flock", watched(real_flock))
+        await crawler.run()
+        nursery.cancel_scope.cancel()
+    assert len(list((config.root / "warcs").glob("*.warc.gz"))) > 3      # bundles did rotate
+    assert len(list((config.root / "outlinks").glob("*.tsv"))) > 2       # spool files too
+    assert set(captures(config.root)) >= web.expected("archiver") - {
+        u for u in web.expected("archiver") if "robots500" in u}
+    assert on_loop == [], on_loop[0]

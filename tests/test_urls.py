@@ -453,3 +453,10 @@ def test_a_port_of_thousands_of_digits_is_a_bad_port_not_an_exception():
         assert rejection(f"http://a.b:{port}/", None) == "port"
     assert normalize("http://a.b:" + "0" * 5000 + "80/") == "http://a.b/"   # leading zeros are fine
     assert normalize("http://a.b:" + "0" * 5000 + "8080/") == "http://a.b:8080/"
+
+
+def test_a_scheme_relative_link_takes_the_normalised_bases_scheme():
+    # Found by the property tests: the raw base's "HTTP" was taken for the scheme.
+    assert normalize("//127.0.0.1", "HTTP://127.0.0.1#") == "http://127.0.0.1/"
+    assert normalize("//a.b/x", "HTTPS://c.d/") == "https://a.b/x"
+    assert rejection("//127.0.0.1%", "HTTP://127.0.0.1#") == "host"
