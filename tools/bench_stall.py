@@ -47,6 +47,7 @@ CONFIG = """\
 root = "archive"
 [crawl]
 connections_per_address = 64
+allowed_networks = ["127.0.0.0/8"]
 sites_per_process = 64
 min_rest = 0.02
 max_rest = 0.5
