@@ -45,6 +45,7 @@ may be a different thread each time); several processes may share the file.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import re
 import sqlite3
@@ -240,6 +241,13 @@ class DnsHistory:
         self.close()
 
     def close(self) -> None:
+        """Close; a writer first turns the file back to rollback-journal mode (best effort:
+        another process may hold it), so a reader on a read-only file system (the replay under
+        systemd's ReadOnlyPaths=) can open it with no writer running: a WAL database is readable
+        there only while its -shm file exists."""
+        if not self.readonly:
+            with contextlib.suppress(sqlite3.OperationalError):
+                self._db.execute("PRAGMA journal_mode = DELETE")
         self._db.close()
 
     # -- writes
@@ -349,7 +357,8 @@ class DnsHistory:
         if self.readonly:
             version = db.execute("PRAGMA user_version").fetchone()[0]
         else:
-            db.execute("PRAGMA journal_mode = WAL")
+            with contextlib.suppress(sqlite3.OperationalError):  # a reader holds it: stay as is
+                db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
             db.execute("BEGIN IMMEDIATE")
             try:

@@ -75,6 +75,9 @@ def url_shape(url: str) -> str:
 
 def looks_like_trap(url: str, max_repeats: int) -> bool:
     """A path that repeats one segment more than ``max_repeats`` times (``/a/b/a/b/a/b/...``)."""
+    query = url.find("?")
+    if url.count("/", 0, query if query >= 0 else len(url)) - 2 <= max_repeats:
+        return False  # too few segments to repeat one that often: most links, no decoding
     segments = [s for s in urls.path_segments(url) if s]
     if len(segments) <= max_repeats:
         return False
