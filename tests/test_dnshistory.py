@@ -282,9 +282,12 @@ def test_reopen_and_readonly(tmp_path):
         with pytest.raises(sqlite3.OperationalError, match="readonly"):
             history.record(obs("example.org", B), 3000, next_check=0)
     check = sqlite3.connect(path)
-    assert check.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    # WAL while a writer has it open, a rollback journal once it closed: readable read-only then.
+    assert check.execute("PRAGMA journal_mode").fetchone() == ("delete",)
     assert check.execute("SELECT count(*) FROM dns").fetchone() == (2,)
     check.close()
+    with DnsHistory(path) as history:
+        assert history._db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
 def test_two_handles_on_one_file_share_ids_and_clock(tmp_path):
