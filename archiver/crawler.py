@@ -15,8 +15,7 @@ import os
 import signal
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
@@ -27,9 +26,11 @@ from archiver.addresses import AddressSlots
 from archiver.bundle import BundleWriter
 from archiver.catalog import Capture, Catalog
 from archiver.config import Config
+from archiver.crawlcontext import CrawlContext
+from archiver.crawlstats import Stats
 from archiver.dnshistory import DnsHistory
 from archiver.dnsresolver import DnsResolver
-from archiver.durable import SyncJob, is_disk_error
+from archiver.durable import is_disk_error
 from archiver.frontier import Frontier, FrontierBusy, site_dir
 from archiver.logs import event
 from archiver.offloop import OffLoop, is_busy
@@ -39,7 +40,7 @@ from archiver.reload import reread
 from archiver.resolve import Resolver
 from archiver.site import SiteVisit
 from archiver.sitequeue import SiteQueue, process_for, queue_path
-from archiver.status import Stats, status_path, summary_line, write_status
+from archiver.status import status_path, summary_line, write_status
 from archiver.visitpolicy import Outcome
 
 log = logging.getLogger("archiver.crawler")
@@ -69,91 +70,6 @@ def lock_process(root: Path, process: int) -> int:
         raise ProcessBusy(f"crawler process {process} is already running on {root} "
                           f"(it holds {path})") from None
     return fd
-
-
-@dataclass
-class CrawlContext:
-    """What every site visit of one process shares."""
-
-    config: Config
-    bundle: BundleWriter
-    spool: SpoolWriter
-    resolver: Resolver
-    stats: Stats
-    slots: AddressSlots
-    lookup: Catalog  # read-only: the earlier captures a recrawl compares with (earlier_captures)
-    frontiers: set[Frontier] = field(default_factory=set)
-    captures: list[Capture] = field(default_factory=list)  # written, not yet in the catalog
-    draining: trio.Event = field(default_factory=trio.Event)  # set by SIGTERM: finish, take no more
-    wake: trio.Event = field(default_factory=trio.Event)  # set (and replaced) on drain and reload
-    disk_ok: trio.Event = field(default_factory=trio.Event)  # clear while writes fail (full disk)
-    disk_full: trio.Event = field(default_factory=trio.Event)  # set while they fail
-    lookup_calls: OffLoop = field(default_factory=OffLoop)
-    sync_lock: trio.Lock = field(default_factory=trio.Lock)  # one SyncJob at a time
-
-    def __post_init__(self) -> None:
-        self.disk_ok.set()
-
-    async def earlier_captures(self, url: str) -> list[Capture]:
-        """The captures of ``url`` in the catalog, read in a worker thread (see archiver.offloop)."""
-        return await self.lookup_calls.call(self.lookup.captures, url)
-
-    def disk_trouble(self, error: BaseException, where: str) -> None:
-        """A write failed for lack of disk: stop fetching until a retry succeeds (see _sync)."""
-        if self.disk_ok.is_set():
-            self.stats.errors["disk"] += 1
-            event(log, logging.ERROR, "disk-full", where=where, error=str(error),
-                  action=self.config.crawl.on_disk_full)
-            self.disk_ok = trio.Event()
-            self.disk_full.set()
-            self.nudge()
-
-    def nudge(self) -> None:
-        """Wake every resting visit (to notice a drain or a new config)."""
-        wake, self.wake = self.wake, trio.Event()
-        wake.set()
-
-    async def make_durable(self, frontiers: Callable[[], Iterable[Frontier]],
-                           then: Callable[[], object] | None = None) -> None:
-        """Make every record, spool line and crawl-queue line written so far durable, then run
-        ``then`` (a catalog commit), all in a worker thread: the fsyncs, the full WARC bundles
-        and spool files to finish, the new directory entries (a ``SyncJob``). One job at a time,
-        so a visit that ends never saves its cursor while a bundle holding its records is still
-        being finished by another. ``frontiers`` is called once the job's turn has come (the crawl
-        queues still open then). Raises the disk's error; what was not finished is finished by
-        the next job."""
-        async with self.sync_lock:
-            job = SyncJob()
-            try:
-                for frontier in frontiers():
-                    frontier.add_to(job)
-                bundles = self.bundle.add_to(job)
-                spooled = self.spool.add_to(job)
-            except BaseException:
-                job.drop()  # the duplicates would hold the crawl queues' locks
-                raise
-
-            def work() -> None:
-                job.run()
-                if then is not None:
-                    then()
-
-            with trio.CancelScope(shield=True):  # the handed-over files must not be lost
-                await trio.to_thread.run_sync(work)
-            self.bundle.finished(bundles)
-            self.spool.finished(spooled)
-
-    async def settle(self, frontier: Frontier) -> None:
-        """End of a visit: make what it wrote durable (in a worker thread), then save its cursor."""
-        try:
-            mark = frontier.mark()
-            await self.make_durable(lambda: [frontier])
-        except OSError as e:  # the cursor stays where the disk has the records: refetch later
-            if not is_disk_error(e):
-                raise
-            self.disk_trouble(e, "end of visit")
-            return
-        frontier.save(mark)
 
 
 def read_seeds(path: Path) -> list[str]:

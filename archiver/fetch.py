@@ -49,12 +49,10 @@ import select
 import socket
 import ssl
 import time
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-import brotli
 import h11
 import trio
 
@@ -71,11 +69,6 @@ _MAX_REASON = 200
 # A host as urlsplit gives it (lower-case, brackets gone): RFC 3986 reg-name characters, or the
 # hex, dots, colons and %-zone of an IP literal. Nothing that would break the Host header.
 _HOST = re.compile(r"[a-z0-9\-._~!$&'()*+,;=%:]+")
-# Compressed input is fed to the decoders in pieces of this size, so that corrupt data
-# costs at most one piece's worth of output.
-_DECODE_STEP = 16 * 1024
-_GZIP_OR_ZLIB = 32 + zlib.MAX_WBITS  # zlib detects the gzip or zlib header itself
-_RAW_DEFLATE = -zlib.MAX_WBITS
 
 
 @dataclass
@@ -450,81 +443,3 @@ def _os_reason(exc: OSError) -> str:
 def _short(exc: BaseException) -> str:
     text = str(exc)
     return text if len(text) <= _MAX_REASON else text[:_MAX_REASON] + "..."
-
-
-def decode_body(body: bytes, content_encoding: str | None, limit: int) -> bytes:
-    """Undo `content_encoding` (gzip, x-gzip, deflate, br; a list is undone right to left).
-
-    Returns at most `limit` bytes. Inflation stops at the limit (a compression bomb costs no
-    more); an unknown coding stops decoding there; a broken stream gives what was decoded
-    before the damage, or its input unchanged if nothing was. Never raises.
-    """
-    data = body
-    codings = [c.strip().lower() for c in (content_encoding or "").split(",")]
-    for coding in reversed([c for c in codings if c and c != "identity"]):
-        if coding in ("gzip", "x-gzip"):
-            decoded = _inflate(data, _GZIP_OR_ZLIB, limit)
-        elif coding == "deflate":
-            # "deflate" is meant to be zlib-wrapped (RFC 9110 section 8.4.1.2), but some
-            # servers send raw deflate; browsers and curl accept both.
-            decoded = _inflate(data, _GZIP_OR_ZLIB, limit)
-            if decoded is None:
-                decoded = _inflate(data, _RAW_DEFLATE, limit)
-        elif coding == "br":
-            decoded = _unbrotli(data, limit)
-        else:
-            break
-        if decoded is None:
-            break
-        data = decoded
-    return data[:limit]
-
-
-def _inflate(data: bytes, wbits: int, limit: int) -> bytes | None:
-    """Inflate at most `limit` bytes; None if nothing could be decoded from non-empty input."""
-    out = bytearray()
-    inflater = zlib.decompressobj(wbits)
-    pending = b""
-    pos = 0
-    try:
-        while len(out) < limit:
-            if inflater.eof:
-                # gzip allows several members one after the other (RFC 1952 section 2.2).
-                if wbits == _RAW_DEFLATE or not (inflater.unused_data or pos < len(data)):
-                    break
-                pending, inflater = inflater.unused_data, zlib.decompressobj(wbits)
-            if not pending:
-                if pos >= len(data):
-                    break
-                pending = data[pos : pos + _DECODE_STEP]
-                pos += len(pending)
-            # Output stops at max_length; input left over then only matters past the limit.
-            out += inflater.decompress(pending, limit - len(out))
-            pending = b""
-    except zlib.error:
-        if not out:
-            return None
-    return bytes(out) if out or not data or inflater.eof else None
-
-
-def _unbrotli(data: bytes, limit: int) -> bytes | None:
-    """Brotli-decode at most `limit` bytes; None if nothing could be decoded."""
-    out = bytearray()
-    decompressor = brotli.Decompressor()
-    pos = 0
-    try:
-        while len(out) < limit and not decompressor.is_finished():
-            piece = b""
-            if decompressor.can_accept_more_data():
-                if pos >= len(data):
-                    break
-                piece = data[pos : pos + _DECODE_STEP]
-                pos += len(piece)
-            chunk = decompressor.process(piece, output_buffer_limit=limit - len(out))
-            if not piece and not chunk:
-                break
-            out += chunk
-    except brotli.error:
-        if not out:
-            return None
-    return bytes(out[:limit]) if out or not data or decompressor.is_finished() else None

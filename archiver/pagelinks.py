@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archiver import extract, urls
-from archiver.fetch import decode_body
+from archiver.httpbody import decode_body, media_type
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 CSS_TYPES = frozenset({"text/css"})
@@ -26,19 +26,6 @@ class FoundLinks:
     refs: list[str]
     redirect: bool = False
     read: bool = False
-
-
-def media_type(value: str | None) -> tuple[str, str | None]:
-    """``text/html; charset=UTF-8`` -> (``text/html``, ``UTF-8``)."""
-    if not value:
-        return "", None
-    mime, _, params = value.partition(";")
-    charset = None
-    for param in params.split(";"):
-        key, _, val = param.partition("=")
-        if key.strip().lower() == "charset":
-            charset = val.strip().strip("\"'") or None
-    return mime.strip().lower(), charset
 
 
 def links_in_response(

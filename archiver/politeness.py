@@ -25,7 +25,6 @@ The rest is the largest of ``min_rest``, the robots.txt Crawl-delay (capped at `
 
 from __future__ import annotations
 
-import email.utils
 from dataclasses import dataclass
 
 RATE_LIMITED = frozenset({429, 503})
@@ -42,22 +41,6 @@ class RestPolicy:
     backoff_start: float
     max_backoff: float
     backoff_recovery_fetches: int
-
-
-def parse_retry_after(value: str | None, now: float) -> float | None:
-    """Seconds to wait from a Retry-After value (delta-seconds or HTTP-date, RFC 9110 §10.2.3)."""
-    if value is None:
-        return None
-    value = value.strip()
-    if value.isascii() and value.isdigit():  # "¹".isdigit() too, but it is no delta-seconds
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    if when is None:
-        return None
-    return max(0.0, when.timestamp() - now)
 
 
 class Rest:

@@ -19,25 +19,22 @@ import logging
 import sqlite3
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 import trio
 
 from archiver import pagelinks, robots, urls
 from archiver.bundle import payload_digest
 from archiver.catalog import Capture, CatalogError
+from archiver.crawlcontext import CrawlContext
 from archiver.durable import is_disk_error
 from archiver.fetch import FetchResult, HttpClient
 from archiver.frontier import Entry, Frontier, site_dir
+from archiver.httpbody import parse_retry_after
 from archiver.logs import event
 from archiver.netpolicy import parse_networks
-from archiver.politeness import parse_retry_after
 from archiver.timestamps import to_datetime
 from archiver.visitpolicy import Outcome, RobotsFetch, VisitPolicy, url_shape
 from archiver.warcindex import capture_fields
-
-if TYPE_CHECKING:
-    from archiver.crawler import CrawlContext
 
 log = logging.getLogger("archiver.site")
 

@@ -12,57 +12,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from archiver.loopwatch import LoopWatch
-
-
-@dataclass
-class Stats:
-    """Counters of one crawler process."""
-
-    process: int = 0
-    started: float = field(default_factory=time.time)
-    pages: int = 0
-    bytes: int = 0
-    revisits: int = 0
-    sites_done: int = 0
-    sites_retried: int = 0
-    robots_excluded: int = 0
-    links_local: int = 0
-    links_external: int = 0
-    catalog_batch_max_ms: float = 0.0
-    errors: Counter[str] = field(default_factory=Counter)
-    skipped: Counter[str] = field(default_factory=Counter)
-    active: dict[str, dict[str, Any]] = field(default_factory=dict)
-    loop: LoopWatch = field(default_factory=LoopWatch)  # the crawler adds it to its trio run
-    _last_pages: int = 0
-    _last_time: float = field(default_factory=time.monotonic)
-
-    def snapshot(self, queue: dict[str, int]) -> dict[str, Any]:
-        """A JSON-able status, with the pages/s since the previous snapshot."""
-        now = time.monotonic()
-        rate = (self.pages - self._last_pages) / max(now - self._last_time, 1e-6)
-        self._last_pages, self._last_time = self.pages, now
-        return {
-            "process": self.process, "pid": os.getpid(), "time": time.time(),
-            "started": self.started, "pages": self.pages, "bytes": self.bytes,
-            "revisits": self.revisits,
-            "pages_per_s": round(rate, 1), "sites_done": self.sites_done,
-            "sites_retried": self.sites_retried, "robots_excluded": self.robots_excluded,
-            "links_local": self.links_local, "links_external": self.links_external,
-            "catalog_batch_max_ms": round(self.catalog_batch_max_ms, 1),
-            "loop_stall_max_ms": round(self.loop.longest * 1000, 1),
-            "loop_stall_task": self.loop.longest_task,
-            "loop_stalls_over_100ms": self.loop.long_steps,
-            "queued_urls": sum(a.get("queued", 0) for a in self.active.values()),
-            "errors": dict(self.errors), "skipped": dict(self.skipped),
-            "sites": queue,
-            "active": {site: dict(info) for site, info in sorted(self.active.items())},
-        }
 
 
 def status_path(root: Path, process: int) -> Path:

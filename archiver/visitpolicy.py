@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from archiver import robots, urls
 from archiver.bloom import GrowingBloom
 from archiver.config import CrawlConfig
-from archiver.fetch import decode_body
+from archiver.httpbody import decode_body
 from archiver.politeness import RATE_LIMITED, Rest, RestPolicy
 
 _DIGITS = re.compile(r"[0-9]+")

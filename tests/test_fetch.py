@@ -22,7 +22,8 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeadersParser
 from warcio.warcwriter import WARCWriter
 
-from archiver.fetch import FetchResult, HttpClient, decode_body
+from archiver.fetch import FetchResult, HttpClient
+from archiver.httpbody import decode_body
 from tests.crawlkit import LOOPBACK
 
 LOCAL = "127.0.0.1"

@@ -16,12 +16,13 @@ from starlette.applications import Starlette
 
 from archiver import config
 from archiver.catalog import Catalog
+from archiver.crawlstats import Stats
 from archiver.dnshistory import DnsHistory, Observation
 from archiver.fetch import HttpClient
 from archiver.replay import cdx, dnspages, statuspages
 from archiver.replay.archive import ReplayArchive
 from archiver.replay.statuspages import metrics_text
-from archiver.status import Stats, status_path, write_status
+from archiver.status import status_path, write_status
 from archiver.timestamps import parse_date, to_datetime
 from tests.crawlkit import LOOPBACK
 

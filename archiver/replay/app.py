@@ -65,7 +65,7 @@ from starlette.routing import Route
 from archiver import urls
 from archiver.catalog import Capture
 from archiver.config import Config, public_url
-from archiver.fetch import decode_body
+from archiver.httpbody import decode_body
 from archiver.logs import event
 from archiver.replay import cdx, dnspages, memento, pages, statuspages
 from archiver.replay.archive import ReplayArchive
