@@ -17,17 +17,18 @@ from pathlib import Path
 
 import trio
 
-from archiver import __version__, config, logs, urls
-from archiver.catalog import Capture, Catalog, CatalogError, surt_key
-from archiver.catalog_maintenance import Progress, export_cdxj, reindex, verify, warc_paths
-from archiver.crawler import Crawler, ProcessBusy, SeedError, enqueue_seeds, read_seeds
-from archiver.dnshistory import DnsHistory, DnsRow
-from archiver.dnsresolver import RefreshStats
-from archiver.dnsservice import read_names, refresh_pass, run_service
-from archiver.links import run_batch
-from archiver.status import format_status, read_statuses
-from archiver.timestamps import parse_date, to_datetime
-from archiver.warcindex import WarcError, read_record
+from archiver import __version__, config, logs
+from archiver.crawl.crawler import Crawler, ProcessBusy, SeedError, enqueue_seeds, read_seeds
+from archiver.dns.resolver import RefreshStats
+from archiver.dns.service import read_names, refresh_pass, run_service
+from archiver.links.batch import run_batch
+from archiver.store.catalog import Capture, Catalog, CatalogError, surt_key
+from archiver.store.catalog_maintenance import Progress, export_cdxj, reindex, verify, warc_paths
+from archiver.store.dnshistory import DnsHistory, DnsRow
+from archiver.store.status import format_status, read_statuses
+from archiver.store.warcindex import WarcError, read_record
+from archiver.web import urls
+from archiver.web.timestamps import parse_date, to_datetime
 
 
 def _config(args: argparse.Namespace) -> config.Config:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from archiver.netpolicy import parse_networks
+from archiver.web.netpolicy import parse_networks
 
 
 class ConfigError(Exception):
@@ -45,7 +45,7 @@ class CrawlConfig:
     min_rest: float = 3.0
     max_rest: float = 30.0
     rest_factor: float = 5.0
-    # 429/503 (see archiver.politeness): Retry-After is waited out as given, up to max_retry_after;
+    # 429/503 (see archiver.crawl.politeness): Retry-After is waited out as given, up to max_retry_after;
     # without it the back-off doubles from backoff_start up to max_backoff and is gone after
     # backoff_recovery_fetches other answers. The URL goes back to the crawl queue, never dropped;
     # max_rate_limited such answers in a row end the visit (the site is retried later).
@@ -84,7 +84,7 @@ class CrawlConfig:
     verify_tls: bool = False
     # Non-public networks (CIDR) the crawler may still fetch from; every other loopback, private,
     # link-local, CGNAT, multicast or reserved address is refused at connect time
-    # (archiver.netpolicy). The demo web and the tests, which live on 127.0.0.1, set 127.0.0.0/8.
+    # (archiver.web.netpolicy). The demo web and the tests, which live on 127.0.0.1, set 127.0.0.0/8.
     allowed_networks: tuple[str, ...] = ()
     site_bitmap_bits: int = 262_144
     site_bitmap_max_fp: float = 1e-3

@@ -15,8 +15,8 @@ import trio
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver import config
-from archiver.crawler import Crawler, enqueue_seeds
-from archiver.netpolicy import parse_networks
+from archiver.crawl.crawler import Crawler, enqueue_seeds
+from archiver.web.netpolicy import parse_networks
 from tools.demoweb import WebSpec, start_demo
 
 # The networks the tests' crawlers and HTTP clients may reach: their servers live on loopback.

@@ -21,13 +21,13 @@ import trio
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from archiver.catalog import Capture, Catalog
-from archiver.catalog_maintenance import reindex
 from archiver.config import Config
-from archiver.crawler import Crawler, enqueue_seeds
+from archiver.crawl.crawler import Crawler, enqueue_seeds
 from archiver.replay.app import create_apps
 from archiver.replay.serve import listeners, serve_apps
-from archiver.timestamps import to_iso
+from archiver.store.catalog import Capture, Catalog
+from archiver.store.catalog_maintenance import reindex
+from archiver.web.timestamps import to_iso
 from tests.crawlkit import load, write_config
 from tools.demoweb import DemoWeb, WebSpec, start_demo
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import h11
 import trio
 
-from archiver.crawler import Crawler, enqueue_seeds
+from archiver.crawl.crawler import Crawler, enqueue_seeds
 from tests.crawlkit import load, write_config
 
 HOST = "limited.test"

@@ -6,7 +6,7 @@ import itertools
 
 import trio
 
-from archiver.addresses import AddressSlots
+from archiver.crawl.addressslots import AddressSlots
 from tests.crawlkit import Crawled, captures
 from tools.demoweb import WebSpec
 

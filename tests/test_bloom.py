@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from archiver.bloom import (
+from archiver.queues.bloom import (
     BloomBitmap,
     GrowingBloom,
     capacity,

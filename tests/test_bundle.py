@@ -17,7 +17,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.checker import Checker
 
-from archiver.bundle import BundleWriter, RecordLocation, repair_open_bundle
+from archiver.store.bundles import BundleWriter, RecordLocation, repair_open_bundle
 
 DATE = datetime(2026, 11, 22, 3, 15, 0, 123456, tzinfo=UTC)
 GET = b"GET /page HTTP/1.1\r\nHost: example.org\r\nUser-Agent: archiver/0.1\r\n\r\n"

@@ -17,8 +17,8 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from archiver.catalog import Capture, Catalog, CatalogError, shard_host, shard_of, surt_key
-from archiver.timestamps import parse_date
+from archiver.store.catalog import Capture, Catalog, CatalogError, shard_host, shard_of, surt_key
+from archiver.web.timestamps import parse_date
 
 
 def cap(url: str, ts: str, *, filename: str = "A-1.warc.gz", offset: int = 0, **fields: object) -> Capture:

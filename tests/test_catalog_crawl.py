@@ -10,7 +10,7 @@ import sys
 import pytest
 import trio
 
-from archiver.catalog import Catalog
+from archiver.store.catalog import Catalog
 from tests.crawlkit import Crawled, warc_files
 from tools.demoweb import WebSpec
 

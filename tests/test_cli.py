@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from archiver.sitequeue import SiteQueue, queue_path
+from archiver.queues.sitequeue import SiteQueue, queue_path
 from tests.crawlkit import captures, load, warc_files, warcio_check, write_config
 from tools.demoweb import WebSpec, run_demo_process
 

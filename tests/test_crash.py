@@ -9,11 +9,11 @@ import time
 from collections import Counter
 from datetime import UTC, datetime
 
-from archiver.bundle import BundleWriter
-from archiver.catalog import Catalog
 from archiver.config import from_dict
-from archiver.recovery import recover
-from archiver.warcindex import read_record
+from archiver.crawl.recovery import recover
+from archiver.store.bundles import BundleWriter
+from archiver.store.catalog import Catalog
+from archiver.store.warcindex import read_record
 from tests.crawlkit import captures, load, records, warc_files, warcio_check, write_config
 from tools.bench_crash import ARCHIVER, kill_and_restart, kill_costs, run_until_fetches
 from tools.demoweb import WebSpec, run_demo_process
@@ -145,7 +145,7 @@ def wait_line(proc: subprocess.Popen[str], needle: str, pages_over: int | None =
 
 
 def test_the_dns_and_replay_services_reload_on_sighup_and_stop_cleanly(tmp_path):
-    from archiver.catalog import Catalog as MakeCatalog
+    from archiver.store.catalog import Catalog as MakeCatalog
 
     cfg = tmp_path / "archiver.toml"
     good = ('[archive]\nroot = "archive"\n[dns]\nhosts_file = ""\nnameservers = ["127.0.0.1:9"]\n'

@@ -8,7 +8,7 @@ from collections import defaultdict
 import pytest
 import trio
 
-from archiver.httpbody import decode_body
+from archiver.web.http import decode_body
 from tests.crawlkit import Crawled, captures, records, sha1_b32, warc_files, warcio_check
 from tools.demoweb import WebSpec
 

@@ -7,9 +7,9 @@ import sys
 
 import trio
 
-from archiver.crawler import Crawler, enqueue_seeds
-from archiver.dnshistory import DnsHistory
-from archiver.dnsservice import refresh_pass
+from archiver.crawl.crawler import Crawler, enqueue_seeds
+from archiver.dns.service import refresh_pass
+from archiver.store.dnshistory import DnsHistory
 from tests.crawlkit import captures, load, records, write_config
 from tests.dnsserver import DnsServer, TestZone
 from tools.demoweb import WebSpec, start_demo

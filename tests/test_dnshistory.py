@@ -4,7 +4,7 @@ import sqlite3
 
 import pytest
 
-from archiver.dnshistory import (
+from archiver.store.dnshistory import (
     _ADDRESS,
     _AT,
     _CURRENT,

@@ -1,4 +1,4 @@
-"""archiver.dnsresolver against a real DNS server on 127.0.0.1 (tests/dnsserver.py), over UDP and TCP."""
+"""archiver.dns.resolver against a real DNS server on 127.0.0.1 (tests/dnsserver.py), over UDP and TCP."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import dns.rcode
 import pytest
 import trio
 
-from archiver.dnshistory import DnsHistory, Observation
-from archiver.dnsresolver import Answer, DnsResolver, RefreshStats, next_check, refresh
+from archiver.dns.resolver import Answer, DnsResolver, RefreshStats, next_check, refresh
+from archiver.store.dnshistory import DnsHistory, Observation
 from tests.dnsserver import LOCAL, DnsServer, TestZone, start_dns
 
 TIMEOUT = 0.5

@@ -1,4 +1,4 @@
-"""Tests for archiver.extract: links from HTML and CSS."""
+"""Tests for archiver.web.extract: links from HTML and CSS."""
 
 import random
 import time
@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from archiver.extract import HtmlLinks, Link, decode_text, extract_css, extract_html
+from archiver.web.extract import HtmlLinks, Link, decode_text, extract_css, extract_html
 
 
 def pairs(html: str | bytes, charset: str | None = None) -> list[tuple[str, str]]:

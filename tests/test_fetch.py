@@ -1,4 +1,4 @@
-"""Tests for archiver.fetch against small, often misbehaving, servers on 127.0.0.1."""
+"""Tests for archiver.crawl.http against small, often misbehaving, servers on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeadersParser
 from warcio.warcwriter import WARCWriter
 
-from archiver.fetch import FetchResult, HttpClient
-from archiver.httpbody import decode_body
+from archiver.crawl.http import FetchResult, HttpClient
+from archiver.web.http import decode_body
 from tests.crawlkit import LOOPBACK
 
 LOCAL = "127.0.0.1"

@@ -14,8 +14,8 @@ import trustme
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from archiver.fetch import FetchResult, HttpClient
-from archiver.urls import normalize, origin_parts, split_origin
+from archiver.crawl.http import FetchResult, HttpClient
+from archiver.web.urls import normalize, origin_parts, split_origin
 from tests.crawlkit import LOOPBACK
 from tests.urlstrategies import bases, hosts, links, normal_bases, odd_text, paths, queries, userinfo
 

@@ -12,10 +12,10 @@ from contextlib import contextmanager
 
 import trio
 
-from archiver.bundle import complete_prefix
-from archiver.catalog import Catalog
-from archiver.crawler import Crawler, enqueue_seeds
-from archiver.warcindex import read_record
+from archiver.crawl.crawler import Crawler, enqueue_seeds
+from archiver.store.bundles import complete_prefix
+from archiver.store.catalog import Catalog
+from archiver.store.warcindex import read_record
 from tests.crawlkit import captures, load, warc_files, warcio_check, write_config
 from tools.demoweb import WebSpec, run_demo_process, start_demo
 

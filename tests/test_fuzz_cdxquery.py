@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archiver.catalog import Capture, surt_key
 from archiver.replay.cdxquery import (
     FIELDS,
     MAX_LIMIT,
@@ -23,6 +22,7 @@ from archiver.replay.cdxquery import (
     render,
     select,
 )
+from archiver.store.catalog import Capture, surt_key
 from tests.fuzzkit import assert_cost_bounded, corpus, examples
 
 _STAMPS = ["19960101000000", "20200101000000", "20200601123456", "20210101000000", "20991231235959"]

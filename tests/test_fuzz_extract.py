@@ -1,4 +1,4 @@
-"""Fuzz tests for archiver.extract: any bytes give links, never an exception, in linear time.
+"""Fuzz tests for archiver.web.extract: any bytes give links, never an exception, in linear time.
 
 extract_html, extract_css and decode_text have no error to raise: whatever a server sends is a
 document. Every link they report is a non-empty string without the C0 controls and spaces the URL
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archiver.extract import (
+from archiver.web.extract import (
     _PART_FORMATTING,
     _PART_TAGS,
     HtmlLinks,

@@ -1,4 +1,4 @@
-"""Fuzz tests for archiver.robots: any body parses, any path gets a verdict, in linear time.
+"""Fuzz tests for archiver.web.robots: any body parses, any path gets a verdict, in linear time.
 
 parse_robots and RobotsRules.allowed have no error to raise: whatever a server sends is rules.
 Besides "never raises", rules that only disallow (or only allow) are checked against a naive
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archiver.robots import MAX_ROBOTS_BYTES, RobotsRules, parse_robots
+from archiver.web.robots import MAX_ROBOTS_BYTES, RobotsRules, parse_robots
 from tests.fuzzkit import assert_cost_bounded, examples, repeat_to
 
 AGENT = "archiver"

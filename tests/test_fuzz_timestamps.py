@@ -1,4 +1,4 @@
-"""Fuzz tests for archiver.timestamps: any text is a timestamp or a ValueError, in linear time."""
+"""Fuzz tests for archiver.web.timestamps: any text is a timestamp or a ValueError, in linear time."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archiver.timestamps import parse_date, to_datetime, to_iso
+from archiver.web.timestamps import parse_date, to_datetime, to_iso
 from tests.fuzzkit import assert_cost_bounded, examples
 
 _DIGITS = st.text("0123456789", max_size=30)

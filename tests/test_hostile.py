@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import trio
 
-from archiver.crawler import Crawler, enqueue_seeds
+from archiver.crawl.crawler import Crawler, enqueue_seeds
 from tests.crawlkit import captures, load, records, warc_files, warcio_check, write_config
 from tools.demoweb import WebSpec, start_demo
 

@@ -8,7 +8,7 @@ import json
 
 import trio
 
-from archiver.crawler import Crawler, enqueue_seeds
+from archiver.crawl.crawler import Crawler, enqueue_seeds
 from tests.crawlkit import captures, load
 from tests.dnsserver import TestZone, start_dns
 from tests.sitekit import HOST, Answer, OneSite

@@ -15,13 +15,14 @@ import pytest
 import trio
 from warcio.archiveiterator import ArchiveIterator
 
-from archiver import config, urls
-from archiver.bloom import BloomBitmap, false_positive_rate, optimal_hashes
-from archiver.crawler import Crawler, enqueue_seeds
-from archiver.frontier import Frontier, site_dir
-from archiver.links import LinkBatch, run_batch
-from archiver.outlinks import parse_line
-from archiver.sitequeue import SiteQueue, process_for, queue_path
+from archiver import config
+from archiver.crawl.crawler import Crawler, enqueue_seeds
+from archiver.links.batch import LinkBatch, run_batch
+from archiver.queues.bloom import BloomBitmap, false_positive_rate, optimal_hashes
+from archiver.queues.crawlqueue import CrawlQueue, queue_dir
+from archiver.queues.sitequeue import SiteQueue, process_for, queue_path
+from archiver.queues.spool import parse_line
+from archiver.web import urls
 from tests.crawlkit import captures, warc_files, write_config
 from tools.demoweb import WebSpec, start_demo
 
@@ -68,8 +69,8 @@ def snapshot(root: Path, processes: int) -> tuple[dict, dict]:
             db.close()
     queues = {}
     for origin in sites:
-        with Frontier.open(site_dir(root, origin)) as frontier:
-            queues[origin] = [e.url for e in iter(frontier.next, None)]
+        with CrawlQueue.open(queue_dir(root, origin)) as crawl_queue:
+            queues[origin] = [e.url for e in iter(crawl_queue.next, None)]
     return sites, queues
 
 
@@ -260,9 +261,9 @@ def _sites_in_warcs(root: Path, process: int) -> set[str]:
 def test_seeds_go_to_their_owners_queue_and_a_busy_site_gets_them_in_its_inbox(tmp_path):
     cfg = links_config(tmp_path, processes=3)
     seeds = [f"http://s{n}.test/start" for n in range(30)]
-    busy = site_dir(cfg.root, "http://s0.test")
-    with Frontier.open(busy) as frontier:              # s0 is being crawled right now
-        frontier.add("http://s0.test/", 0)
+    busy = queue_dir(cfg.root, "http://s0.test")
+    with CrawlQueue.open(busy) as crawl_queue:              # s0 is being crawled right now
+        crawl_queue.add("http://s0.test/", 0)
         enqueue_seeds(cfg, 1, seeds)
         enqueue_seeds(cfg, 2, seeds)                   # seeded twice: still one queue each
     sites, queues = snapshot(cfg.root, 3)

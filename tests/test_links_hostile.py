@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from archiver.links import run_batch
+from archiver.links.batch import run_batch
 from tests.test_links import ARCHIVER, links_config, write_spool
 
 STAMP = "20261122000000"

@@ -1,4 +1,4 @@
-"""Which addresses the crawler may connect to (archiver.netpolicy)."""
+"""Which addresses the crawler may connect to (archiver.web.netpolicy)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archiver.netpolicy import embedded_ipv4, parse_networks, refusal
+from archiver.web.netpolicy import embedded_ipv4, parse_networks, refusal
 
 
 @pytest.mark.parametrize(("ip", "reason"), [

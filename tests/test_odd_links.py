@@ -7,7 +7,7 @@ import json
 
 import trio
 
-from archiver.urls import normalize, split_origin
+from archiver.web.urls import normalize, split_origin
 from tests.crawlkit import Crawled, captures, records, warc_files, warcio_check
 from tools.demoweb import DemoWeb, WebSpec, start_demo
 from tools.demoweb.model import ODD_EXTERNAL, ODD_LINKS

@@ -2,7 +2,7 @@
 
 import os
 
-from archiver.outlinks import SpoolWriter
+from archiver.queues.spool import SpoolWriter
 
 
 def test_lines_rotation_and_publishing(tmp_path, monkeypatch):

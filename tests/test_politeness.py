@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archiver.httpbody import parse_retry_after
-from archiver.politeness import Rest, RestPolicy
+from archiver.crawl.politeness import Rest, RestPolicy
+from archiver.web.http import parse_retry_after
 
 POLICY = RestPolicy(min_rest=1.0, max_rest=10.0, rest_factor=5.0, max_retry_after=60.0,
                     backoff_start=2.0, max_backoff=40.0, backoff_recovery_fetches=4)

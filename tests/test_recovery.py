@@ -12,11 +12,11 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archiver.bundle import BundleWriter
-from archiver.catalog import Catalog
 from archiver.config import Config, from_dict
-from archiver.frontier import LOG, Entry, Frontier, site_dir
-from archiver.recovery import CommitPoint, commit_path, plan_advance, read_commit_point, recover
+from archiver.crawl.recovery import CommitPoint, commit_path, plan_advance, read_commit_point, recover
+from archiver.queues.crawlqueue import LOG, CrawlQueue, Entry, queue_dir
+from archiver.store.bundles import BundleWriter
+from archiver.store.catalog import Catalog
 
 GET = b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n"
 SITE = "http://a.test"
@@ -29,10 +29,10 @@ def config_for(root: Path, **crawl: object) -> Config:
 
 def queue(config: Config, origin: str, entries: list[tuple[str, int]]) -> dict[str, Entry]:
     """A site's crawl queue holding ``entries`` (url, depth); its entries by URL."""
-    with Frontier.open(site_dir(config.root, origin)) as frontier:
+    with CrawlQueue.open(queue_dir(config.root, origin)) as crawl_queue:
         for url, depth in entries:
-            assert frontier.add(url, depth)
-        return {entry.url: entry for entry, _ in frontier.pending_entries()}
+            assert crawl_queue.add(url, depth)
+        return {entry.url: entry for entry, _ in crawl_queue.pending_entries()}
 
 
 def page(writer: BundleWriter, url: str, body: bytes = b"", *, status: int = 200,
@@ -51,11 +51,11 @@ def run(config: Config) -> tuple[object, list[str]]:
 
 def state(config: Config, origin: str) -> tuple[int, int, int, list[str]]:
     """Cursor, pages, bytes, and the URLs the queue hands out next."""
-    with Frontier.open(site_dir(config.root, origin)) as frontier:
+    with CrawlQueue.open(queue_dir(config.root, origin)) as crawl_queue:
         handed = []
-        while (entry := frontier.next()) is not None:
+        while (entry := crawl_queue.next()) is not None:
             handed.append(entry.url)
-        return frontier.cursor, frontier.pages, frontier.bytes, handed
+        return crawl_queue.cursor, crawl_queue.pages, crawl_queue.bytes, handed
 
 
 def spooled(config: Config) -> list[tuple[str, str]]:
@@ -99,10 +99,10 @@ def test_a_second_run_finds_the_same_state(tmp_path):
         page(writer, f"{SITE}/{n}", f'<a href="/new{n}">x</a>'.encode())
     run(config)
     first = state(config, SITE)
-    log = (site_dir(config.root, SITE) / LOG).read_bytes()
+    log = (queue_dir(config.root, SITE) / LOG).read_bytes()
     run(config)
     assert state(config, SITE) == first
-    assert (site_dir(config.root, SITE) / LOG).read_bytes() == log       # nothing queued twice
+    assert (queue_dir(config.root, SITE) / LOG).read_bytes() == log       # nothing queued twice
     assert first[3] == [f"{SITE}/1", f"{SITE}/3", f"{SITE}/new0", f"{SITE}/new2"]
 
 
@@ -113,9 +113,9 @@ def test_an_alias_origin_is_done_in_the_queue_of_the_site_visited(tmp_path):
     writer = BundleWriter(config.root / "warcs")
     page(writer, f"{SITE}/", status=301, headers=f"Location: {secure}/\r\n")
     # A group commit saved the cursor past "/" and recorded where the bundle stood.
-    with Frontier.open(site_dir(config.root, SITE)) as frontier:
-        frontier.commit(frontier.next(), pages=1, bytes_=10)
-        frontier.save(frontier.mark())
+    with CrawlQueue.open(queue_dir(config.root, SITE)) as crawl_queue:
+        crawl_queue.commit(crawl_queue.next(), pages=1, bytes_=10)
+        crawl_queue.save(crawl_queue.mark())
     CommitPoint(commit_path(config.root, 0), writer.position())
     page(writer, f"{secure}/", b'<a href="/q">q</a> <a href="http://a.test/r">other scheme</a>')
     page(writer, f"{secure}/p", b'<a href="http://a.test:8080/">another port</a>')
@@ -128,13 +128,13 @@ def test_an_alias_origin_is_done_in_the_queue_of_the_site_visited(tmp_path):
     # Links on the alias origin stay in the site's queue, as the visit routes them.
     assert handed == [f"{secure}/q", f"{SITE}/r"]
     assert spooled(config) == [("http://a.test:8080/", SITE)]
-    assert not site_dir(config.root, secure).exists()
+    assert not queue_dir(config.root, secure).exists()
 
 
 def test_429_and_5xx_finish_nothing_but_a_copy_queued_again_stands_for_its_entry(tmp_path):
     config = config_for(tmp_path)
     entries = queue(config, SITE, [(f"{SITE}/{n}", 1) for n in range(1, 6)])
-    with (site_dir(config.root, SITE) / LOG).open("ab") as log:
+    with (queue_dir(config.root, SITE) / LOG).open("ab") as log:
         log.write(f"1\t{SITE}/1\n".encode())          # the visit queued /1 again after its 429
     writer = BundleWriter(config.root / "warcs")
     page(writer, f"{SITE}/1", status=429, headers="Retry-After: 1\r\n")
@@ -155,9 +155,9 @@ def test_records_of_a_rotated_bundle_past_the_commit_point_are_read_and_no_earli
     entries = queue(config, SITE, [(f"{SITE}/{n}", 1) for n in range(3)])
     writer = BundleWriter(config.root / "warcs")
     page(writer, f"{SITE}/0")
-    with Frontier.open(site_dir(config.root, SITE)) as frontier:
-        frontier.commit(frontier.next(), pages=1, bytes_=10)
-        frontier.save(frontier.mark())
+    with CrawlQueue.open(queue_dir(config.root, SITE)) as crawl_queue:
+        crawl_queue.commit(crawl_queue.next(), pages=1, bytes_=10)
+        crawl_queue.save(crawl_queue.mark())
     CommitPoint(commit_path(config.root, 0), writer.position())
     writer.max_size = writer.position()[1] + 1         # "/1" fills the bundle: "/2" rotates
     page(writer, f"{SITE}/1", b"x" * 1000)
@@ -180,11 +180,11 @@ def test_records_older_than_a_recrawl_restart_belong_to_the_visit_before(tmp_pat
     writer = BundleWriter(config.root / "warcs")
     page(writer, f"{SITE}/1", date=datetime.fromtimestamp(time.time() - 60, UTC))
     page(writer, f"{SITE}/2", date=datetime.fromtimestamp(time.time() - 60, UTC))
-    with Frontier.open(site_dir(config.root, SITE)) as frontier:
-        while (entry := frontier.next()) is not None:
-            frontier.commit(entry, pages=2, bytes_=20)
-        frontier.save(frontier.mark())
-        frontier.restart()                             # a recrawl starts over
+    with CrawlQueue.open(queue_dir(config.root, SITE)) as crawl_queue:
+        while (entry := crawl_queue.next()) is not None:
+            crawl_queue.commit(entry, pages=2, bytes_=20)
+        crawl_queue.save(crawl_queue.mark())
+        crawl_queue.restart()                             # a recrawl starts over
     page(writer, f"{SITE}/2")                          # the recrawl fetched /2 (say /1 failed)
 
     run(config)
@@ -284,7 +284,7 @@ def snapshot(config: Config) -> dict[str, object]:
     found: dict[str, object] = {}
     for origin in (SITE, "http://b.test"):
         found[origin] = state(config, origin)
-        found[origin + " log"] = (site_dir(config.root, origin) / LOG).read_bytes()
+        found[origin + " log"] = (queue_dir(config.root, origin) / LOG).read_bytes()
     with Catalog(config.root / "catalog", config.catalog.shards) as catalog:
         found["catalog"] = sorted((c.url, c.filename, c.offset) for c in catalog.iter_all())
     found["warcs"] = sorted(p.name for p in (config.root / "warcs").iterdir())

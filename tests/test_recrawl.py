@@ -10,8 +10,8 @@ import pytest
 import trio
 from warcio.archiveiterator import ArchiveIterator
 
-from archiver.bundle import REVISIT_PROFILE
-from archiver.catalog import Catalog
+from archiver.store.bundles import REVISIT_PROFILE
+from archiver.store.catalog import Catalog
 from tests.crawlkit import warc_files, warcio_check
 from tests.replaykit import two_date_archive
 

@@ -21,15 +21,15 @@ from urllib.parse import urlsplit
 import pytest
 import trio
 
-from archiver.catalog import Capture, Catalog
-from archiver.extract import decode_text, extract_css, extract_html
-from archiver.fetch import FetchResult, HttpClient
+from archiver.crawl.http import FetchResult, HttpClient
 from archiver.replay import pages
 from archiver.replay.app import CSP
 from archiver.replay.memento import http_date
 from archiver.replay.rewrite import rewrite_html
 from archiver.replay.serve import parse_listen, run
-from archiver.timestamps import from_datetime, to_datetime
+from archiver.store.catalog import Capture, Catalog
+from archiver.web.extract import decode_text, extract_css, extract_html
+from archiver.web.timestamps import from_datetime, to_datetime
 from tests.crawlkit import LOOPBACK
 from tests.replaykit import TwoDates, serving, two_date_archive
 

@@ -18,9 +18,9 @@ from urllib.parse import urlsplit
 import trio
 import trio.testing
 
-from archiver.catalog import Capture, Catalog
 from archiver.config import Config
-from archiver.crawler import Crawler, enqueue_seeds
+from archiver.crawl.crawler import Crawler, enqueue_seeds
+from archiver.store.catalog import Capture, Catalog
 from tests import cdp
 from tests.crawlkit import load, write_config
 from tests.replaykit import serving, write_archive

@@ -12,11 +12,11 @@ from hypercorn.config import Config as HyperConfig
 from hypercorn.trio import serve
 from starlette.applications import Starlette
 
-from archiver.catalog import Capture, Catalog, surt_key
-from archiver.fetch import HttpClient
+from archiver.crawl.http import HttpClient
 from archiver.replay import cdx, dnspages, statuspages
 from archiver.replay.archive import ReplayArchive
 from archiver.replay.cdxquery import MAX_LIMIT, CdxError, CdxQuery, parse_query, record, render, select
+from archiver.store.catalog import Capture, Catalog, surt_key
 from tests.crawlkit import LOOPBACK, Crawled
 from tools.demoweb import WebSpec
 

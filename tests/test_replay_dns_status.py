@@ -15,15 +15,15 @@ from hypercorn.trio import serve
 from starlette.applications import Starlette
 
 from archiver import config
-from archiver.catalog import Catalog
-from archiver.crawlstats import Stats
-from archiver.dnshistory import DnsHistory, Observation
-from archiver.fetch import HttpClient
+from archiver.crawl.http import HttpClient
+from archiver.crawl.stats import Stats
 from archiver.replay import cdx, dnspages, statuspages
 from archiver.replay.archive import ReplayArchive
 from archiver.replay.statuspages import metrics_text
-from archiver.status import status_path, write_status
-from archiver.timestamps import parse_date, to_datetime
+from archiver.store.catalog import Catalog
+from archiver.store.dnshistory import DnsHistory, Observation
+from archiver.store.status import status_path, write_status
+from archiver.web.timestamps import parse_date, to_datetime
 from tests.crawlkit import LOOPBACK
 
 T1 = to_datetime(parse_date("2020-01-01")).timestamp()

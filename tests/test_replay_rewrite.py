@@ -6,8 +6,6 @@ import re
 
 import pytest
 
-from archiver import urls
-from archiver.extract import decode_text, extract_css, extract_html
 from archiver.replay.rewrite import (
     WebTarget,
     archive_url,
@@ -21,6 +19,8 @@ from archiver.replay.rewrite import (
     rewrite_html,
     rewrite_html_text,
 )
+from archiver.web import urls
+from archiver.web.extract import decode_text, extract_css, extract_html
 from tools.demoweb import DemoWeb, WebSpec
 
 TS = "20260102030405"

@@ -14,10 +14,10 @@ import h11
 import pytest
 import trio
 
-from archiver.catalog import Capture, Catalog, surt_key
 from archiver.config import Config, load
-from archiver.fetch import HttpClient
+from archiver.crawl.http import HttpClient
 from archiver.replay.app import APP_CSP, CSP
+from archiver.store.catalog import Capture, Catalog, surt_key
 from tests.crawlkit import LOOPBACK
 from tests.replaykit import serving, write_archive
 

@@ -3,9 +3,9 @@ server on 127.0.0.1)."""
 
 import trio
 
-from archiver.dnshistory import DnsHistory
-from archiver.dnsresolver import DnsResolver, parse_nameserver
-from archiver.resolve import Resolution, Resolver, parse_hosts
+from archiver.dns.lookup import Resolution, Resolver, parse_hosts
+from archiver.dns.resolver import DnsResolver, parse_nameserver
+from archiver.store.dnshistory import DnsHistory
 from tests.dnsserver import LOCAL, TestZone, start_dns
 
 

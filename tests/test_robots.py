@@ -1,11 +1,11 @@
-"""Tests for archiver.robots: RFC 9309 parsing and matching, status policy, limits."""
+"""Tests for archiver.web.robots: RFC 9309 parsing and matching, status policy, limits."""
 
 import random
 import time
 
 import pytest
 
-from archiver.robots import (
+from archiver.web.robots import (
     MAX_ROBOTS_BYTES,
     MAX_ROBOTS_REDIRECTS,
     RobotsRules,

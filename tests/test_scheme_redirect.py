@@ -9,7 +9,7 @@ import h11
 import trio
 import trustme
 
-from archiver.crawler import Crawler, enqueue_seeds
+from archiver.crawl.crawler import Crawler, enqueue_seeds
 from tests.crawlkit import captures, load
 
 HOST = "alias.test"

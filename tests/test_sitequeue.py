@@ -1,6 +1,6 @@
 """The per-process site queue (SQLite)."""
 
-from archiver.sitequeue import SiteQueue, process_for, queue_path
+from archiver.queues.sitequeue import SiteQueue, process_for, queue_path
 
 
 def test_add_once_and_claim_most_linked_first(tmp_path):

@@ -21,15 +21,16 @@ import pytest
 import trio
 import trio.testing
 
-from archiver import dnshistory, sitequeue
-from archiver.crawler import Crawler, enqueue_seeds
-from archiver.dnshistory import DnsHistory
-from archiver.dnsresolver import DnsResolver
-from archiver.loopwatch import LoopWatch
-from archiver.offloop import OffLoop
-from archiver.resolve import Resolver
-from archiver.sitequeue import SiteQueue, queue_path
-from archiver.status import status_path
+from archiver.crawl.crawler import Crawler, enqueue_seeds
+from archiver.crawl.loopwatch import LoopWatch
+from archiver.dns.lookup import Resolver
+from archiver.dns.resolver import DnsResolver
+from archiver.queues import sitequeue
+from archiver.queues.sitequeue import SiteQueue, queue_path
+from archiver.store import dnshistory
+from archiver.store.dnshistory import DnsHistory
+from archiver.store.offloop import OffLoop
+from archiver.store.status import status_path
 from tests.crawlkit import captures, load, write_config
 from tools.demoweb import WebSpec, start_demo
 
@@ -165,7 +166,7 @@ async def test_a_queue_busy_past_its_timeout_is_asked_again(tmp_path, nursery, m
     monkeypatch.setattr(sitequeue, "_BUSY_TIMEOUT", 0.05)
     web, config, crawler = await crawler_for(tmp_path, nursery, sites_per_process=2)
     holder = await LockHolder.start(queue_path(config.root, 0))
-    with caplog.at_level(logging.WARNING, logger="archiver.crawler"), trio.fail_after(GUARD):
+    with caplog.at_level(logging.WARNING, logger="archiver.crawl.crawler"), trio.fail_after(GUARD):
         async with trio.open_nursery() as crawl:
             crawl.start_soon(crawler.run)
             await heartbeat(HELD_TICKS // 2)
@@ -185,7 +186,7 @@ async def test_a_dns_history_busy_past_its_timeout_does_not_hold_up_the_resoluti
                             dns=DnsResolver(nameservers=("127.0.0.1:9",), timeout=1),
                             min_age=60, max_age=3600, retry_base=10, retry_max=100)
         holder = await LockHolder.start(tmp_path / "dns.sqlite")
-        with caplog.at_level(logging.WARNING, logger="archiver.resolve"):
+        with caplog.at_level(logging.WARNING, logger="archiver.dns.lookup"):
             got = await resolver.resolve("www.demo")
         await holder.release()
         assert got.addresses == ("127.0.0.5",) and got.source == "hosts"

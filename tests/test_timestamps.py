@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from archiver.timestamps import from_datetime, parse_date, to_datetime, to_iso
+from archiver.web.timestamps import from_datetime, parse_date, to_datetime, to_iso
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from archiver.status import summary_line
+from archiver.store.status import summary_line
 from tests.crawlkit import Crawled, captures
 from tools.demoweb import WebSpec
 from tools.demoweb.model import CALENDAR_SITE

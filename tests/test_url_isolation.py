@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import logging
 
-from archiver import pagelinks, site
-from archiver.bundle import BundleWriter
+from archiver.crawl import visit as site
+from archiver.store.bundles import BundleWriter
+from archiver.web import pagelinks
 from tests.crawlkit import captures, warc_files, warcio_check
 from tests.sitekit import OneSite, crawl_site
 

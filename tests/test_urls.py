@@ -1,11 +1,11 @@
-"""Tests for archiver.urls: resolution, normalisation, origins, seeds, path segments."""
+"""Tests for archiver.web.urls: resolution, normalisation, origins, seeds, path segments."""
 
 import random
 import re
 
 import pytest
 
-from archiver.urls import (
+from archiver.web.urls import (
     normalize,
     origin,
     origin_parts,
@@ -335,7 +335,7 @@ def test_signed_or_underscored_ipv4_parts_never_raise(url):
 def test_is_normal_accepts_only_fixed_points_of_normalize():
     import random
 
-    from archiver.urls import is_normal
+    from archiver.web.urls import is_normal
     rng = random.Random(5)
     pieces = ["http://", "https://", "a", "B", "0", "1.2.3.4", "xn--bcher-kva", "-", "_", ".", "..",
               "/", "//", "/./", "/../", "/.", "?", "#", "%7e", "%2F", ":80", ":8080", "'", "[",
@@ -405,7 +405,7 @@ BASE_FOR_REJECTIONS = "http://a.test/dir/page.html"
     ],
 )
 def test_rejection_reasons(url, base, reason):
-    from archiver.urls import REJECTIONS, rejection
+    from archiver.web.urls import REJECTIONS, rejection
 
     assert normalize(url, base) is None
     assert rejection(url, base) == reason
@@ -427,7 +427,7 @@ def test_a_base_that_is_not_normalised_is_normalised_first(url, base, expected):
 
 
 def test_rejection_of_an_accepted_link_is_empty():
-    from archiver.urls import rejection
+    from archiver.web.urls import rejection
 
     assert rejection("/ok", BASE_FOR_REJECTIONS) == ""
     assert rejection("http://a.test/é") == ""
@@ -436,7 +436,7 @@ def test_rejection_of_an_accepted_link_is_empty():
 def test_a_gate_that_lets_everything_through_costs_the_link_not_a_non_uri(monkeypatch):
     # Simulate the issue-11 slip (a fast-path gate that matches raw text): the final URI check
     # must refuse the result rather than hand out a non-ASCII URL.
-    from archiver import urls
+    from archiver.web import urls
 
     anything = re.compile(r".*", re.DOTALL)
     monkeypatch.setattr(urls, "_PLAIN", anything)

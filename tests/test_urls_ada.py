@@ -1,4 +1,4 @@
-"""Differential test: archiver.urls.normalize against ada-url (the WHATWG URL parser of Node.js)
+"""Differential test: archiver.web.urls.normalize against ada-url (the WHATWG URL parser of Node.js)
 on a committed corpus of real-world-shaped links (tests/data/url_corpus.jsonl, made by
 tests/urlcorpus.py).
 
@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import ada_url
 
-from archiver.urls import normalize
+from archiver.web.urls import normalize
 from tests import urlcorpus
 
 _HEX = "0123456789ABCDEFabcdef"

@@ -1,11 +1,11 @@
-"""Property tests (hypothesis) for archiver.urls: whatever a page holds, a result is a URI."""
+"""Property tests (hypothesis) for archiver.web.urls: whatever a page holds, a result is a URI."""
 
 from __future__ import annotations
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from archiver.urls import (
+from archiver.web.urls import (
     REJECTIONS,
     is_normal,
     normalize,

@@ -1,4 +1,4 @@
-"""The visit's decisions without I/O (archiver.visitpolicy)."""
+"""The visit's decisions without I/O (archiver.crawl.policy)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from archiver.config import CrawlConfig
-from archiver.visitpolicy import (
+from archiver.crawl.policy import (
     _MAX_SHAPES,
     RobotsFetch,
     ShapeBudget,

@@ -1,7 +1,7 @@
 """Hypothesis strategies for odd URLs, and an RFC 3986 URI checker written apart from urls.py.
 
 The checker is transcribed from RFC 3986 Appendix A, independently of the regexes in
-archiver/urls.py, so a slip there cannot hide itself in the tests.
+archiver/web/urls.py, so a slip there cannot hide itself in the tests.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import re
 
 from hypothesis import strategies as st
 
-from archiver.urls import normalize
+from archiver.web.urls import normalize
 
 # -- RFC 3986 Appendix A, transcribed ----------------------------------------------------------
 _UNRESERVED = r"[A-Za-z0-9\-._~]"

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
 
-from archiver.catalog import Capture, Catalog, surt_key
+from archiver.store.catalog import Capture, Catalog, surt_key
 
 HOSTS = 100_000
 FILES_EVERY = 50_000  # entries per synthetic WARC file (about 1 GB of pages)

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from archiver.dnshistory import _AT, DnsHistory, Observation
+from archiver.store.dnshistory import _AT, DnsHistory, Observation
 
 START = 820_454_400.0  # 1996-01-01
 SPAN = 30 * 365 * 86_400.0

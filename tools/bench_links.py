@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from archiver import config
-from archiver.links import LinkBatch
+from archiver.links.batch import LinkBatch
 
 LINES_PER_FILE = 100_000  # outlinks.max_lines
 

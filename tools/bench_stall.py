@@ -9,13 +9,13 @@ second; the crawler's inline resolutions of the unresolvable seeds write failure
 ``--hold S``, the tool itself also takes the write lock of the site queue and of the DNS history for S
 seconds every ``--every`` seconds, as a links batch merging a million new sites or a slow disk would.
 
-The crawler child times every task step with :class:`archiver.loopwatch.LoopWatch` from the loop's
+The crawler child times every task step with :class:`archiver.crawl.loopwatch.LoopWatch` from the loop's
 start until SIGTERM (not the drain and final flush), runs a heartbeat task (how late a 10 ms sleep
 wakes up: blocking steps plus the CPU the other tasks and processes took), and a sampler thread
 records where the main thread was during any step longer than 50 ms. It prints, as JSON, the longest
 step, the heartbeat's worst lateness, the long steps, and the stacks of the worst few. It measures
 whichever ``archiver`` it imports: run it from an older checkout (with this file and
-``archiver/loopwatch.py`` copied in) for a before-and-after comparison.
+``archiver/crawl/loopwatch.py`` copied in) for a before-and-after comparison.
 
     python -m tools.bench_stall [--sites 60] [--pages 40] [--seconds 60] [--extra-seeds 3000]
                                 [--hold 0] [--every 3]
@@ -38,8 +38,8 @@ from pathlib import Path
 import trio
 
 from archiver import config, logs
-from archiver.crawler import Crawler
-from archiver.loopwatch import LoopWatch
+from archiver.crawl.crawler import Crawler
+from archiver.crawl.loopwatch import LoopWatch
 from tools.demoweb import WebSpec, run_demo_process
 
 CONFIG = """\

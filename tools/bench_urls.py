@@ -1,4 +1,4 @@
-"""python -m tools.bench_urls: µs per link for archiver.urls.normalize against ada-url.
+"""python -m tools.bench_urls: µs per link for archiver.web.urls.normalize against ada-url.
 
 ada-url (the WHATWG parser of Node.js, through its Python binding) is measured as a replacement
 for the resolver step: `join_url` alone (a lower bound), and `join_url` plus the post-processing
@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import ada_url
 
-from archiver.urls import normalize
+from archiver.web.urls import normalize
 from tools.demoweb import DemoWeb, WebSpec
 
 CORPUS = "tests/data/url_corpus.jsonl"

@@ -62,10 +62,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from archiver import urls
-from archiver.catalog import Capture
 from archiver.config import Config, public_url
-from archiver.httpbody import decode_body
 from archiver.logs import event
 from archiver.replay import cdx, dnspages, memento, pages, statuspages
 from archiver.replay.archive import ReplayArchive
@@ -85,8 +82,11 @@ from archiver.replay.rewrite import (
     rewrite_html,
 )
 from archiver.replay.scan import Scan, ScanLimit
-from archiver.timestamps import parse_date, to_datetime
-from archiver.warcindex import Stored, WarcError
+from archiver.store.catalog import Capture
+from archiver.store.warcindex import Stored, WarcError
+from archiver.web import urls
+from archiver.web.http import decode_body
+from archiver.web.timestamps import parse_date, to_datetime
 
 log = logging.getLogger("archiver.replay")
 

@@ -2,7 +2,7 @@
 
 One :class:`ReplayArchive` is shared by every request (``request.app.state.archive``). Everything
 is opened read-only; nothing a request names can reach a file outside ``<root>/warcs``
-(:func:`archiver.warcindex.locate` refuses names with a path in them). The catalog is reached
+(:func:`archiver.store.warcindex.locate` refuses names with a path in them). The catalog is reached
 through :attr:`ReplayArchive.scanner` (archiver.replay.scan), which keeps listings off the event
 loop and within the service's limits.
 """
@@ -12,13 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from archiver.catalog import Capture, Catalog
 from archiver.config import Config
-from archiver.dnshistory import DnsHistory
 from archiver.replay.scan import Scan, Scanner
-from archiver.status import read_statuses
-from archiver.timestamps import parse_date
-from archiver.warcindex import Stored, read_record
+from archiver.store.catalog import Capture, Catalog
+from archiver.store.dnshistory import DnsHistory
+from archiver.store.status import read_statuses
+from archiver.store.warcindex import Stored, read_record
+from archiver.web.timestamps import parse_date
 
 
 class ReplayArchive:

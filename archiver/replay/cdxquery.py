@@ -8,7 +8,7 @@ its own ``/cdx`` endpoint answers), with the Internet Archive's ``collapse`` and
   Listings are the catalog's (Catalog.list): unlike pywb, a domain match covers every port, and a
   prefix ending in "/" keeps the folder page itself.
 - ``from``/``to``: inclusive bounds of 1 to 14 digits, a partial stamp standing for every stamp it
-  begins ("2026" is all of 2026), or an ISO date (see archiver.timestamps.parse_date).
+  begins ("2026" is all of 2026), or an ISO date (see archiver.web.timestamps.parse_date).
 - ``closest``: 1 to 14 digits read as pywb (warcio) reads them, as the last second of the span
   they name ("2021" is 2021-12-31 23:59:59), or an ISO date (likewise); it orders by distance,
   ties to the earlier capture. An empty ``closest`` is no
@@ -58,8 +58,8 @@ from typing import Any
 
 import re2
 
-from archiver.catalog import Capture
-from archiver.timestamps import parse_date, to_datetime
+from archiver.store.catalog import Capture
+from archiver.web.timestamps import parse_date, to_datetime
 
 FIELDS = (
     "urlkey",

@@ -3,7 +3,7 @@
 JSON is chosen by ``?format=json``, or, without ``format``, by an Accept header that ranks
 ``application/json`` above ``text/html`` (``curl -H 'Accept: application/json'``); browsers, and
 ``*/*``, get HTML. The page shows every row ever recorded about the host's canonical hosts, what
-the name resolves to now, and with ``at`` (1-14 digits or ISO, archiver.timestamps.parse_date)
+the name resolves to now, and with ``at`` (1-14 digits or ISO, archiver.web.timestamps.parse_date)
 what it resolved to at that second.
 """
 
@@ -18,9 +18,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from archiver.dnshistory import DnsRow, Resolved
-from archiver.timestamps import parse_date, to_datetime, to_iso
-from archiver.urls import normalize, origin_parts, split_origin
+from archiver.store.dnshistory import DnsRow, Resolved
+from archiver.web.timestamps import parse_date, to_datetime, to_iso
+from archiver.web.urls import normalize, origin_parts, split_origin
 
 _templates = Environment(loader=PackageLoader("archiver.replay", "templates"), autoescape=True)
 

@@ -10,7 +10,7 @@ import json
 import re
 from datetime import UTC, datetime
 
-from archiver.timestamps import from_datetime, to_datetime, to_iso
+from archiver.web.timestamps import from_datetime, to_datetime, to_iso
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")

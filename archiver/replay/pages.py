@@ -13,9 +13,9 @@ from itertools import groupby
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from archiver.catalog import Capture
 from archiver.replay.rewrite import archive_url
-from archiver.timestamps import to_iso
+from archiver.store.catalog import Capture
+from archiver.web.timestamps import to_iso
 
 _ENV = Environment(
     loader=PackageLoader("archiver.replay", "templates"),

@@ -12,10 +12,10 @@ link-bearing attributes are replaced; every other byte stays as it was. Serialis
 (selectolax) would instead normalise the whole document (quotes, entities, implied tags, broken
 markup repaired), which is not what was archived. Attribute values are read with the HTML
 Standard's entity rules for attributes (``&copy=1`` in a query stays literal). The link kinds are
-those of :mod:`archiver.extract`, plus media (``video``/``audio``/``source``/``track``, poster),
+those of :mod:`archiver.web.extract`, plus media (``video``/``audio``/``source``/``track``, poster),
 forms and SVG ``image``. Relative links resolve against the first ``<base href>`` as there.
 
-Documents come out in UTF-8, decoded as :mod:`archiver.extract` decodes them (BOM, HTTP charset,
+Documents come out in UTF-8, decoded as :mod:`archiver.web.extract` decodes them (BOM, HTTP charset,
 ``<meta>`` prescan, UTF-8 or windows-1252); the server labels them ``charset=utf-8``, which wins
 over any ``<meta charset>`` inside (HTML Standard 13.2.3.1). Bytes that are not valid UTF-8 in a
 UTF-8 document pass through unchanged (``surrogateescape``).
@@ -29,12 +29,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from html.entities import html5
 
-from archiver import urls
+from archiver.web import urls
 
 # Shared with link extraction so that rewriting sees exactly the links the crawler followed.
-from archiver.extract import _SRCSET_CANDIDATE, _html_bytes, css_references
-from archiver.extract import decode_text as css_text
-from archiver.timestamps import to_datetime
+from archiver.web.extract import _SRCSET_CANDIDATE, _html_bytes, css_references
+from archiver.web.extract import decode_text as css_text
+from archiver.web.timestamps import to_datetime
 
 PAGE, IDENTITY = "", "id_"
 IMAGE, STYLE, SCRIPT, IFRAME, FRAME, OBJECT = "im_", "cs_", "js_", "if_", "fr_", "oe_"

@@ -1,6 +1,6 @@
 """The replay's catalog access: one user at a time, listings off the event loop, a slice at a time.
 
-Every request shares one read-only :class:`~archiver.catalog.Catalog`, whose connections and
+Every request shares one read-only :class:`~archiver.store.catalog.Catalog`, whose connections and
 caches must not be used by two threads at once, so every use holds :attr:`Scanner.lock`, a fair
 trio lock (it is handed to the longest waiter).
 
@@ -22,7 +22,7 @@ from typing import TypeVar
 
 import trio
 
-from archiver.catalog import Catalog
+from archiver.store.catalog import Catalog
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -15,10 +15,10 @@ import trio
 from hypercorn.config import Config as HyperConfig
 from hypercorn.trio import serve
 
-from archiver.catalog import CatalogError
 from archiver.config import Config, origin_of, parse_listen
 from archiver.reload import reread
 from archiver.replay.app import ReplayApps, create_apps
+from archiver.store.catalog import CatalogError
 
 __all__ = ["ListenError", "Listeners", "hypercorn_config", "listeners", "parse_listen", "run", "serve_apps"]
 

@@ -1,7 +1,7 @@
 """Crawl status: ``GET /status`` (a page that refreshes itself) and ``GET /metrics`` (Prometheus).
 
 Both read the status file each crawler process rewrites every ``crawl.status_interval`` seconds
-(``<root>/state/crawl-N.json``, archiver.status). A file that has not been rewritten for three
+(``<root>/state/crawl-N.json``, archiver.store.status). A file that has not been rewritten for three
 intervals belongs to a process that stopped or hangs: the page marks it stale, and /metrics gives
 ``archiver_status_time_seconds`` so that an alert can compare it with ``time()``.
 

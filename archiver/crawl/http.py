@@ -8,7 +8,7 @@ back in `FetchResult.error` (no response head) or `FetchResult.truncated` (a hea
 cut short). `error` is "kind: detail", the kind one of: `url` (not an http(s) URL of printable
 ASCII with a valid host and a port 1-65535: nothing is sent), `request` (h11 refused the
 request, e.g. a configured header), `address-refused` (the address is not a public one and not
-in `allowed_networks`: checked on the address connected to, see archiver.netpolicy; nothing is
+in `allowed_networks`: checked on the address connected to, see archiver.web.netpolicy; nothing is
 sent), `connect`, `timeout` (connect, first-byte or total), `tls`,
 `reset` (the connection broke before a response head) and `protocol` (the head broke HTTP/1.1).
 Each failure class is caught by name, so a programming error still surfaces.
@@ -56,7 +56,7 @@ from urllib.parse import urlsplit
 import h11
 import trio
 
-from archiver.netpolicy import Network, refusal
+from archiver.web.netpolicy import Network, refusal
 
 READ_SIZE = 64 * 1024
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -112,7 +112,7 @@ class _Target:
 
         Only printable ASCII goes on the wire: a target or host with anything else would make
         h11 raise (UnicodeEncodeError, LocalProtocolError) instead of sending a bad request.
-        `archiver.urls.normalize` output always passes; this guards every other caller.
+        `archiver.web.urls.normalize` output always passes; this guards every other caller.
         """
         if not (url.isascii() and url.isprintable()) or " " in url:
             raise ValueError("not an ASCII URI")
@@ -184,7 +184,7 @@ class HttpClient:
         allowed_networks: Sequence[Network] = (),
     ) -> None:
         """``allowed_networks``: non-public networks it may still connect to (see
-        archiver.netpolicy); every other non-public address is refused at connect time."""
+        archiver.web.netpolicy); every other non-public address is refused at connect time."""
         self.allowed_networks = tuple(allowed_networks)
         self.connect_timeout = connect_timeout
         self.first_byte_timeout = first_byte_timeout

@@ -7,7 +7,7 @@ Write order while crawling (see also README "Crash safety"):
    exchange); its catalog entry waits in memory; the crawl-queue cursor moves in memory.
 2. Every ``warc.sync_interval`` seconds (a group commit) the bundle, the crawl-queue logs and the
    external-link spool are fsynced; then the waiting catalog entries are committed, the cursors
-   marked before the fsync are written (``Frontier.save``), and the *commit point* advances.
+   marked before the fsync are written (``CrawlQueue.save``), and the *commit point* advances.
 3. A site is marked done only after its visit's last records are fsynced and its cursor saved.
 
 The commit point (``<root>/state/crawl-<process>.commit``, two CRC-checked slots like a cursor)
@@ -32,13 +32,13 @@ cursor: its origin's, and that of the same host under the other scheme, both on 
 ports (a visit that followed a redirect from http to https keeps the other scheme's URLs in its
 own queue). Its links go to the first of those queues, its own origin's first. A 429 or 5xx
 answer finishes nothing (``finishes``), and a site's records older than its last recrawl restart
-(``Frontier.restarted_at``) belong to the earlier visit.
+(``CrawlQueue.restarted_at``) belong to the earlier visit.
 
 Marking done (``plan_advance``): a visit takes entries in log order, so the entries past the
 cursor that have records form a run from the cursor, broken only by entries without one
 (robots-excluded, failed without an answer, answered 429 or 5xx, or in flight at the kill). The
 cursor moves over the leading run; done entries after the first gap go to the queue's done-set
-(``Frontier.recovered``), which ``Frontier.next`` skips. A done-set rather than re-appending the
+(``CrawlQueue.recovered``), which ``CrawlQueue.next`` skips. A done-set rather than re-appending the
 gaps at the log's tail: the queue keeps its order (a gap is fetched first, as it would have been),
 the log gains no second copy of a URL that a later run could fetch twice, and running recovery
 again after a kill during it finds the same run and the same set. An entry answered 429 or 5xx
@@ -77,20 +77,28 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.timeutils import iso_date_to_datetime
 
-from archiver import urls
-from archiver.bundle import OPEN, SUFFIX, repair_open_bundle
-from archiver.catalog import Capture, Catalog
 from archiver.config import Config
-from archiver.durable import fsync_directory
-from archiver.frontier import LOG, Entry, Frontier, FrontierBusy, read_slots, site_dir, write_slot
+from archiver.crawl.policy import scheme_twin
 from archiver.logs import event
-from archiver.outlinks import SpoolWriter
-from archiver.pagelinks import links_in_response
-from archiver.sitequeue import process_for
-from archiver.visitpolicy import scheme_twin
-from archiver.warcindex import INDEXED, capture_of
+from archiver.queues.crawlqueue import (
+    LOG,
+    CrawlQueue,
+    CrawlQueueBusy,
+    Entry,
+    queue_dir,
+    read_slots,
+    write_slot,
+)
+from archiver.queues.sitequeue import process_for
+from archiver.queues.spool import SpoolWriter
+from archiver.store.bundles import OPEN, SUFFIX, repair_open_bundle
+from archiver.store.catalog import Capture, Catalog
+from archiver.store.durable import fsync_directory
+from archiver.store.warcindex import INDEXED, capture_of
+from archiver.web import urls
+from archiver.web.pagelinks import links_in_response
 
-log = logging.getLogger("archiver.recovery")
+log = logging.getLogger("archiver.crawl.recovery")
 
 _BATCH = 5000  # catalog entries added at once
 # Another process (``archiver seeds``) may hold a crawl queue for a moment.
@@ -358,22 +366,22 @@ def _read_bundle(path: Path, offset: int) -> Iterator[tuple[_Record, Capture | N
             yield found, capture
 
 
-def _open_queue(config: Config, directory: Path) -> Frontier | None:
+def _open_queue(config: Config, directory: Path) -> CrawlQueue | None:
     """The crawl queue in ``directory``, waiting a little if another process holds it; None if
     it stays busy."""
     c = config.crawl
     for _ in range(_BUSY_TRIES):
         try:
-            return Frontier.open(directory, bloom_bits=c.site_bitmap_bits,
+            return CrawlQueue.open(directory, bloom_bits=c.site_bitmap_bits,
                                  max_fp=c.site_bitmap_max_fp)
-        except FrontierBusy:
+        except CrawlQueueBusy:
             time.sleep(_BUSY_WAIT)
     return None
 
 
 @dataclass
 class _Queue:
-    frontier: Frontier
+    crawl_queue: CrawlQueue
     origin: str
     restarted: float | None  # records older than this belong to the visit before a recrawl
     plan: Advance = field(default_factory=lambda: Advance(None, [], {}))
@@ -399,18 +407,18 @@ def _recover_host(config: Config, process: int, records: list[_Record], spool: S
     queues: dict[str, _Queue] = {}
     try:
         for origin in sorted(origins):
-            directory = site_dir(config.root, origin)
+            directory = queue_dir(config.root, origin)
             owned = process_for(origin, config.crawl.processes) == process
             if not owned or not (directory / LOG).exists():
                 continue
-            frontier = _open_queue(config, directory)
-            if frontier is None:  # its entries are fetched again: safe, only slower
+            crawl_queue = _open_queue(config, directory)
+            if crawl_queue is None:  # its entries are fetched again: safe, only slower
                 result.queues_busy.append(origin)
                 event(log, logging.WARNING, "recovery-queue-busy", site=origin)
                 continue
-            queue = _Queue(frontier, origin, frontier.restarted_at)
+            queue = _Queue(crawl_queue, origin, crawl_queue.restarted_at)
             mine = [record for record in records if queue.holds(record)]
-            queue.plan = plan_advance(frontier.pending_entries(),
+            queue.plan = plan_advance(crawl_queue.pending_entries(),
                                       {r.url for r in mine if finishes(r.status)},
                                       {r.url for r in mine if not finishes(r.status)})
             # The visit's alias, if it fetched from it: links there stay in this queue.
@@ -422,17 +430,17 @@ def _recover_host(config: Config, process: int, records: list[_Record], spool: S
                 _requeue_links(config, queue, record, spool, result)
         spool.sync()  # the links before the cursors that pass their pages
         for queue in queues.values():
-            frontier, plan = queue.frontier, queue.plan
+            crawl_queue, plan = queue.crawl_queue, queue.plan
             if plan.cursor is None and not plan.done and not plan.depths:
                 continue
             counted = [record for record in records if queue.finished_by(record)]
-            cursor = frontier.cursor if plan.cursor is None else plan.cursor
-            frontier.recovered(cursor, plan.done, pages=frontier.pages + len(counted),
-                               bytes_=frontier.bytes + sum(r.size for r in counted))
+            cursor = crawl_queue.cursor if plan.cursor is None else plan.cursor
+            crawl_queue.recovered(cursor, plan.done, pages=crawl_queue.pages + len(counted),
+                               bytes_=crawl_queue.bytes + sum(r.size for r in counted))
             result.marked_done += len(plan.depths)
     finally:
         for queue in queues.values():
-            queue.frontier.close()
+            queue.crawl_queue.close()
 
 
 def _links_queue(queues: dict[str, _Queue], record: _Record) -> _Queue | None:
@@ -463,7 +471,7 @@ def _requeue_links(config: Config, queue: _Queue, record: _Record, spool: SpoolW
             continue
         origin = urls.origin(url)
         if origin in local:
-            if depth <= c.max_depth and queue.frontier.add(url, depth):
+            if depth <= c.max_depth and queue.crawl_queue.add(url, depth):
                 result.links_queued += 1
         else:
             spool.add(url, queue.origin, now)

@@ -1,7 +1,7 @@
 """Resolving site hosts ahead of the crawl into the DNS history (dnspython's async resolver on trio).
 
 The crawler never waits on DNS: :func:`refresh` resolves the names that are due and records each answer in
-:class:`~archiver.dnshistory.DnsHistory`, which the crawler then reads. :func:`next_check` is the pure
+:class:`~archiver.store.dnshistory.DnsHistory`, which the crawler then reads. :func:`next_check` is the pure
 scheduling rule (the TTL clamped for answers, exponential back-off for failures).
 """
 
@@ -19,7 +19,7 @@ import dns.resolver
 import trio
 
 from archiver.config import parse_nameserver
-from archiver.dnshistory import DnsHistory, Observation
+from archiver.store.dnshistory import DnsHistory, Observation
 
 # When the A and AAAA queries fail differently, the most telling outcome wins (an authoritative
 # NXDOMAIN over a server's failure, a failure over silence).

@@ -33,7 +33,7 @@ record building, two SHA-1 passes and its base32.
 
 Durability: each exchange (its response and request records) reaches the OS in one write(2) as
 soon as it is written, so a killed process loses only the exchange it was writing: crash recovery
-counts every complete record as fetched (``archiver.recovery``). ``sync()`` adds an fsync, which is
+counts every complete record as fetched (``archiver.crawl.recovery``). ``sync()`` adds an fsync, which is
 what a power loss keeps. A write that fails part-way is cut back to the last record boundary, so a
 file only ever holds complete records plus, after a crash, one torn tail, which
 ``repair_open_bundle`` removes; after a failed write (a full disk) records stay in memory until
@@ -59,7 +59,7 @@ from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
-from archiver.durable import Retired, SyncJob, fsync_directory
+from archiver.store.durable import Retired, SyncJob, fsync_directory
 
 SUFFIX = ".warc.gz"
 OPEN = ".open"

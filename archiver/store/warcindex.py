@@ -19,10 +19,10 @@ from warcio.exceptions import ArchiveLoadFailed
 from warcio.recordloader import ArcWarcRecord
 from warcio.timeutils import iso_date_to_datetime
 
-from archiver import urls
-from archiver.bundle import complete_prefix
-from archiver.catalog import Capture, surt_key
-from archiver.timestamps import from_datetime
+from archiver.store.bundles import complete_prefix
+from archiver.store.catalog import Capture, surt_key
+from archiver.web import urls
+from archiver.web.timestamps import from_datetime
 
 INDEXED = ("response", "revisit")
 _SPLIT = re.compile(r"[;\s]")

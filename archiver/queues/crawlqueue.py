@@ -13,11 +13,11 @@ Files in a site's directory:
     other still holds the previous record (as LMDB alternates its two meta pages). The slots sit
     512 bytes apart, in different disk sectors.
 ``inbox``
-    ``depth<TAB>url\\n`` lines appended by other processes (``append_external``). The frontier
+    ``depth<TAB>url\\n`` lines appended by other processes (``append_external``). The queue
     merges them into the log through its bitmap when it opens and whenever the queue runs dry, so
     the log has one writer and external URLs are deduplicated like discovered ones.
 ``done``
-    Entries past the cursor that are already done: crash recovery (``archiver.recovery``) found
+    Entries past the cursor that are already done: crash recovery (``archiver.crawl.recovery``) found
     their WARC records complete but could not move the cursor over them, because an entry before
     them has no record; ``next`` skips them. A first line ``sequence cursor pages bytes`` (the
     cursor record recovery writes next), then one log offset (an entry's end) a line. Replaced
@@ -51,8 +51,8 @@ from urllib.parse import quote, unquote
 
 import mmh3
 
-from archiver.bloom import GrowingBloom
-from archiver.durable import SyncJob, fsync_all, fsync_directory
+from archiver.queues.bloom import GrowingBloom
+from archiver.store.durable import SyncJob, fsync_all, fsync_directory
 
 LOG = "queue.log"
 CURSOR = "cursor"
@@ -69,10 +69,11 @@ _READ_BUFFER = 65_536
 _NAME_MAX = 255
 
 
-def site_dir(root: Path, origin: str) -> Path:
-    """``<root>/frontier/<2 hex digits of mmh3(origin)>/<scheme,host[,port]>``, percent-escaped.
+def queue_dir(root: Path, origin: str) -> Path:
+    """``<root>/frontier/<2 hex digits of mmh3(origin)>/<scheme,host[,port]>``, percent-escaped
+    (``frontier/`` is the folder's name on disk since the first release; the code says crawl queue).
 
-    The name is reversible (``site_origin``) and holds only ``[A-Za-z0-9_.~%,-]``; the hash prefix
+    The name is reversible (``queue_origin``) and holds only ``[A-Za-z0-9_.~%,-]``; the hash prefix
     spreads sites over 256 folders. ValueError for a malformed origin or one too long for a name.
     """
     scheme, sep, hostport = origin.partition("://")
@@ -97,11 +98,11 @@ def site_dir(root: Path, origin: str) -> Path:
     return root / "frontier" / bucket / name
 
 
-def site_origin(directory: Path) -> str:
-    """The origin whose ``site_dir`` is ``directory`` (its last path component)."""
+def queue_origin(directory: Path) -> str:
+    """The origin whose ``queue_dir`` is ``directory`` (its last path component)."""
     parts = [unquote(part) for part in directory.name.split(",")]
     if len(parts) not in (2, 3):
-        raise ValueError(f"not a frontier directory name: {directory.name!r}")
+        raise ValueError(f"not a crawl-queue directory name: {directory.name!r}")
     scheme, host = parts[0], parts[1]
     return f"{scheme}://{host}" + (f":{parts[2]}" if len(parts) == 3 else "")
 
@@ -138,7 +139,7 @@ def _parse(line: bytes) -> tuple[str, int] | None:
 def read_slots(fd: int) -> tuple[int, int, int, int]:
     """(sequence, a, b, c) from the newest valid of a file's two slots; all zero if none is.
 
-    The cursor file holds (cursor, pages, bytes); ``archiver.recovery`` keeps its commit point
+    The cursor file holds (cursor, pages, bytes); ``archiver.crawl.recovery`` keeps its commit point
     in the same format."""
     best = (0, 0, 0, 0)
     for offset in _SLOT_OFFSETS:
@@ -194,12 +195,12 @@ class Inbox:
     data: bytes
 
 
-class FrontierBusy(RuntimeError):
+class CrawlQueueBusy(RuntimeError):
     """The site's crawl queue is open in another process (or another visit)."""
 
 
-class Frontier:
-    """One site's crawl queue. Not thread-safe; one open Frontier per directory (flock)."""
+class CrawlQueue:
+    """One site's crawl queue. Not thread-safe; one open CrawlQueue per directory (flock)."""
 
     def __init__(
         self,
@@ -227,7 +228,7 @@ class Frontier:
         self._done: set[int] = set()  # ends of entries past the open-time cursor known done
 
     @classmethod
-    def open(cls, directory: Path, *, bloom_bits: int = 262_144, max_fp: float = 1e-3) -> Frontier:
+    def open(cls, directory: Path, *, bloom_bits: int = 262_144, max_fp: float = 1e-3) -> CrawlQueue:
         """Open (creating if absent) the queue in ``directory``; rebuild its bitmap from the log."""
         bloom = GrowingBloom(initial_bits=bloom_bits, max_fp=max_fp)
         new_dirs = _make_dirs(directory)
@@ -238,7 +239,7 @@ class Frontier:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise FrontierBusy(f"frontier {directory} is already open") from None
+                raise CrawlQueueBusy(f"crawl queue {directory} is already open") from None
             cursor_fd = os.open(directory / CURSOR, os.O_RDWR | os.O_CREAT, 0o644)
             stack.callback(os.close, cursor_fd)
             reader = stack.enter_context(open(directory / LOG, "rb", buffering=_READ_BUFFER))
@@ -404,7 +405,7 @@ class Frontier:
         number (see the module docstring).
         """
         if self._pos != self.cursor or cursor < self.cursor:
-            raise ValueError("recovered() needs a fresh frontier and a cursor that moves forward")
+            raise ValueError("recovered() needs a fresh crawl queue and a cursor that moves forward")
         os.fsync(self.prepare_sync())
         remaining = {end for end in (*self._done, *done) if end > cursor}
         self._seq += 1
@@ -479,7 +480,7 @@ class Frontier:
             self._writer.close()
             os.close(self._cursor_fd)
 
-    def __enter__(self) -> Frontier:
+    def __enter__(self) -> CrawlQueue:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -4,7 +4,7 @@ A site is an origin (``scheme://host[:port]``). Each crawler process reads only 
 site belongs to exactly one queue, so no two processes ever crawl the same site. SQLite gives
 transactions (a crash never leaves a half-updated queue) and lets the external-link batch add sites
 while the crawler runs (WAL mode, busy timeout). A queue is used by one thread at a time, not always
-the same one: the crawler calls it from worker threads (see :mod:`archiver.offloop`, which also says
+the same one: the crawler calls it from worker threads (see :mod:`archiver.store.offloop`, which also says
 why the busy timeout is 30 s).
 
 States: ``waiting`` (ready once ``due``), ``active`` (in a slot now), ``retry`` (failed, back

@@ -1,7 +1,7 @@
 """Link extraction from HTML and CSS bodies: bytes in, raw link strings out (no I/O).
 
 Links come back as found (entities decoded, surrounding whitespace stripped, in document order,
-duplicates kept); resolving against the base and normalising is the job of `archiver.urls`.
+duplicates kept); resolving against the base and normalising is the job of `archiver.web.urls`.
 Any bytes are a document: nothing here raises on content, and the time spent is linear in the
 body's size (see "bounded parsing" for HTML; the CSS scanner never rescans what it passed).
 """

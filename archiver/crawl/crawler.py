@@ -21,29 +21,30 @@ from typing import ParamSpec, TypeVar
 
 import trio
 
-from archiver import __version__, urls
-from archiver.addresses import AddressSlots
-from archiver.bundle import BundleWriter
-from archiver.catalog import Capture, Catalog
+from archiver import __version__
 from archiver.config import Config
-from archiver.crawlcontext import CrawlContext
-from archiver.crawlstats import Stats
-from archiver.dnshistory import DnsHistory
-from archiver.dnsresolver import DnsResolver
-from archiver.durable import is_disk_error
-from archiver.frontier import Frontier, FrontierBusy, site_dir
+from archiver.crawl.addressslots import AddressSlots
+from archiver.crawl.context import CrawlContext
+from archiver.crawl.policy import Outcome
+from archiver.crawl.recovery import CommitPoint, commit_path, recover
+from archiver.crawl.stats import Stats
+from archiver.crawl.visit import SiteVisit
+from archiver.dns.lookup import Resolver
+from archiver.dns.resolver import DnsResolver
 from archiver.logs import event
-from archiver.offloop import OffLoop, is_busy
-from archiver.outlinks import SpoolWriter
-from archiver.recovery import CommitPoint, commit_path, recover
+from archiver.queues.crawlqueue import CrawlQueue, CrawlQueueBusy, queue_dir
+from archiver.queues.sitequeue import SiteQueue, process_for, queue_path
+from archiver.queues.spool import SpoolWriter
 from archiver.reload import reread
-from archiver.resolve import Resolver
-from archiver.site import SiteVisit
-from archiver.sitequeue import SiteQueue, process_for, queue_path
-from archiver.status import status_path, summary_line, write_status
-from archiver.visitpolicy import Outcome
+from archiver.store.bundles import BundleWriter
+from archiver.store.catalog import Capture, Catalog
+from archiver.store.dnshistory import DnsHistory
+from archiver.store.durable import is_disk_error
+from archiver.store.offloop import OffLoop, is_busy
+from archiver.store.status import status_path, summary_line, write_status
+from archiver.web import urls
 
-log = logging.getLogger("archiver.crawler")
+log = logging.getLogger("archiver.crawl.crawler")
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -117,20 +118,20 @@ def enqueue_seeds(config: Config, process: int, seeds: list[str], *, recrawl: bo
                 # Another process may be running on that queue: leave its active sites alone.
                 queues[owner] = SiteQueue(queue_path(root, owner), recover=False)
             try:
-                directory = site_dir(root, origin)
+                directory = queue_dir(root, origin)
             except ValueError as e:  # a host name too long for a crawl-queue directory
                 event(log, logging.WARNING, "bad-seed", value=url[:200], error=str(e))
                 continue
             entries = [(origin + "/", 0), (url, 0)]
             try:
-                frontier = Frontier.open(directory, bloom_bits=c.site_bitmap_bits,
+                crawl_queue = CrawlQueue.open(directory, bloom_bits=c.site_bitmap_bits,
                                          max_fp=c.site_bitmap_max_fp)
-            except FrontierBusy:
-                Frontier.append_external(directory, entries)
+            except CrawlQueueBusy:
+                CrawlQueue.append_external(directory, entries)
             else:
-                with frontier:
+                with crawl_queue:
                     for entry in entries:
-                        frontier.add(*entry)
+                        crawl_queue.add(*entry)
             added += queues[owner].add(origin)
             if recrawl:
                 queues[owner].recrawl(origin)
@@ -280,7 +281,7 @@ class Crawler:
 
     async def _queue(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """A site-queue call, in a worker thread; while another process holds the queue's write
-        lock past the busy timeout (see archiver.offloop), logged and made again after a pause."""
+        lock past the busy timeout (see archiver.store.offloop), logged and made again after a pause."""
         while True:
             try:
                 return await self._queue_calls.call(fn, *args, **kwargs)
@@ -345,9 +346,9 @@ class Crawler:
         c = self.config.crawl
 
         def restart() -> None:
-            with Frontier.open(site_dir(self.config.root, origin), bloom_bits=c.site_bitmap_bits,
-                               max_fp=c.site_bitmap_max_fp) as frontier:
-                frontier.restart()
+            with CrawlQueue.open(queue_dir(self.config.root, origin), bloom_bits=c.site_bitmap_bits,
+                               max_fp=c.site_bitmap_max_fp) as crawl_queue:
+                crawl_queue.restart()
 
         await trio.to_thread.run_sync(restart)
         await self._queue(self.queue.restarted, origin)
@@ -395,16 +396,16 @@ class Crawler:
         refused a write. Entries and cursors not committed stay for the next try."""
         ctx = self.ctx
         captures, ctx.captures = ctx.captures, []
-        marks: list[tuple[Frontier, tuple[int, int, int]]] = []
+        marks: list[tuple[CrawlQueue, tuple[int, int, int]]] = []
         position = ctx.bundle.position()
 
-        def take_marks() -> list[Frontier]:
+        def take_marks() -> list[CrawlQueue]:
             # When the job's turn comes: every record of an entry committed by then is written,
             # and the job flushes and fsyncs it.
             nonlocal position
-            marks[:] = [(frontier, frontier.mark()) for frontier in ctx.frontiers]
+            marks[:] = [(crawl_queue, crawl_queue.mark()) for crawl_queue in ctx.crawl_queues]
             position = ctx.bundle.position()
-            return [frontier for frontier, _ in marks]
+            return [crawl_queue for crawl_queue, _ in marks]
 
         try:
             await ctx.make_durable(take_marks,
@@ -418,9 +419,9 @@ class Crawler:
                 self.exit_status = EX_TEMPFAIL
                 self._main_scope.cancel()
             return False
-        for frontier, mark in marks:
-            if frontier in ctx.frontiers:  # still open (a visit that ended saved its own)
-                frontier.save(mark)
+        for crawl_queue, mark in marks:
+            if crawl_queue in ctx.crawl_queues:  # still open (a visit that ended saved its own)
+                crawl_queue.save(mark)
         self.commit_point.advance(position)
         if not ctx.disk_ok.is_set() and ctx.bundle.error is None:
             unsettled, self._unsettled = self._unsettled, []

@@ -9,19 +9,19 @@ from dataclasses import dataclass, field
 
 import trio
 
-from archiver.addresses import AddressSlots
-from archiver.bundle import BundleWriter
-from archiver.catalog import Capture, Catalog
 from archiver.config import Config
-from archiver.crawlstats import Stats
-from archiver.durable import SyncJob, is_disk_error
-from archiver.frontier import Frontier
+from archiver.crawl.addressslots import AddressSlots
+from archiver.crawl.stats import Stats
+from archiver.dns.lookup import Resolver
 from archiver.logs import event
-from archiver.offloop import OffLoop
-from archiver.outlinks import SpoolWriter
-from archiver.resolve import Resolver
+from archiver.queues.crawlqueue import CrawlQueue
+from archiver.queues.spool import SpoolWriter
+from archiver.store.bundles import BundleWriter
+from archiver.store.catalog import Capture, Catalog
+from archiver.store.durable import SyncJob, is_disk_error
+from archiver.store.offloop import OffLoop
 
-log = logging.getLogger("archiver.crawler")
+log = logging.getLogger("archiver.crawl.crawler")
 
 
 @dataclass
@@ -35,7 +35,7 @@ class CrawlContext:
     stats: Stats
     slots: AddressSlots
     lookup: Catalog  # read-only: the earlier captures a recrawl compares with (earlier_captures)
-    frontiers: set[Frontier] = field(default_factory=set)
+    crawl_queues: set[CrawlQueue] = field(default_factory=set)
     captures: list[Capture] = field(default_factory=list)  # written, not yet in the catalog
     draining: trio.Event = field(default_factory=trio.Event)  # set by SIGTERM: finish, take no more
     wake: trio.Event = field(default_factory=trio.Event)  # set (and replaced) on drain and reload
@@ -48,7 +48,7 @@ class CrawlContext:
         self.disk_ok.set()
 
     async def earlier_captures(self, url: str) -> list[Capture]:
-        """The captures of ``url`` in the catalog, read in a worker thread (see archiver.offloop)."""
+        """The captures of ``url`` in the catalog, read in a worker thread (see archiver.store.offloop)."""
         return await self.lookup_calls.call(self.lookup.captures, url)
 
     def disk_trouble(self, error: BaseException, where: str) -> None:
@@ -66,20 +66,20 @@ class CrawlContext:
         wake, self.wake = self.wake, trio.Event()
         wake.set()
 
-    async def make_durable(self, frontiers: Callable[[], Iterable[Frontier]],
+    async def make_durable(self, crawl_queues: Callable[[], Iterable[CrawlQueue]],
                            then: Callable[[], object] | None = None) -> None:
         """Make every record, spool line and crawl-queue line written so far durable, then run
         ``then`` (a catalog commit), all in a worker thread: the fsyncs, the full WARC bundles
         and spool files to finish, the new directory entries (a ``SyncJob``). One job at a time,
         so a visit that ends never saves its cursor while a bundle holding its records is still
-        being finished by another. ``frontiers`` is called once the job's turn has come (the crawl
+        being finished by another. ``crawl_queues`` is called once the job's turn has come (the crawl
         queues still open then). Raises the disk's error; what was not finished is finished by
         the next job."""
         async with self.sync_lock:
             job = SyncJob()
             try:
-                for frontier in frontiers():
-                    frontier.add_to(job)
+                for crawl_queue in crawl_queues():
+                    crawl_queue.add_to(job)
                 bundles = self.bundle.add_to(job)
                 spooled = self.spool.add_to(job)
             except BaseException:
@@ -96,14 +96,14 @@ class CrawlContext:
             self.bundle.finished(bundles)
             self.spool.finished(spooled)
 
-    async def settle(self, frontier: Frontier) -> None:
+    async def settle(self, crawl_queue: CrawlQueue) -> None:
         """End of a visit: make what it wrote durable (in a worker thread), then save its cursor."""
         try:
-            mark = frontier.mark()
-            await self.make_durable(lambda: [frontier])
+            mark = crawl_queue.mark()
+            await self.make_durable(lambda: [crawl_queue])
         except OSError as e:  # the cursor stays where the disk has the records: refetch later
             if not is_disk_error(e):
                 raise
             self.disk_trouble(e, "end of visit")
             return
-        frontier.save(mark)
+        crawl_queue.save(mark)

@@ -40,8 +40,8 @@ from typing import NamedTuple
 import mmh3
 import surt
 
-from .durable import fsync_directory
-from .timestamps import to_datetime
+from archiver.store.durable import fsync_directory
+from archiver.web.timestamps import to_datetime
 
 # Recorded in catalog.json; bump it if shard_of ever changes, and reindex.
 SHARD_FUNCTION = "mmh3_32(surt host part, seed 0, unsigned) % shards, v1"

@@ -1,6 +1,6 @@
 """The decisions of one site visit, without I/O: what a response means for the rest of the visit.
 
-The site visit (archiver.site) is a trio shell that performs I/O: it resolves, fetches, writes WARC
+The site visit (archiver.crawl.visit) is a trio shell that performs I/O: it resolves, fetches, writes WARC
 records and crawl-queue lines, and rests. It asks the objects here what to do, and they answer from
 what they were told, in the spirit of h11's sans-I/O design:
 
@@ -30,11 +30,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from archiver import robots, urls
-from archiver.bloom import GrowingBloom
 from archiver.config import CrawlConfig
-from archiver.httpbody import decode_body
-from archiver.politeness import RATE_LIMITED, Rest, RestPolicy
+from archiver.crawl.politeness import RATE_LIMITED, Rest, RestPolicy
+from archiver.queues.bloom import GrowingBloom
+from archiver.web import robots, urls
+from archiver.web.http import decode_body
 
 _DIGITS = re.compile(r"[0-9]+")
 # Shapes counted per visit; past this many, those with a single barren page are forgotten

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-from archiver.durable import Retired, SyncJob
+from archiver.store.durable import Retired, SyncJob
 
 
 def parse_line(line: str) -> tuple[str, str] | str:

@@ -41,16 +41,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from archiver import urls
-from archiver.bloom import BloomBitmap, false_positive_rate, optimal_hashes
 from archiver.config import Config
-from archiver.durable import fsync_directory
-from archiver.frontier import Frontier, site_dir
 from archiver.logs import event
-from archiver.outlinks import parse_line
-from archiver.sitequeue import SiteQueue, process_for, queue_path
+from archiver.queues.bloom import BloomBitmap, false_positive_rate, optimal_hashes
+from archiver.queues.crawlqueue import CrawlQueue, queue_dir
+from archiver.queues.sitequeue import SiteQueue, process_for, queue_path
+from archiver.queues.spool import parse_line
+from archiver.store.durable import fsync_directory
+from archiver.web import urls
 
-log = logging.getLogger("archiver.links")
+log = logging.getLogger("archiver.links.batch")
 
 STATE = "state.sqlite"
 DONE = "done"
@@ -263,7 +263,7 @@ class LinkBatch:
         """Why a site cannot have a crawl queue (its origin is too long for a directory name),
         or None."""
         try:
-            site_dir(self.root, origin)
+            queue_dir(self.root, origin)
         except ValueError as e:
             return str(e).partition(":")[0]
         return None
@@ -282,7 +282,7 @@ class LinkBatch:
             return
         started = time.monotonic()
         for origin, new_urls in self._pending.items():
-            Frontier.append_external(site_dir(self.root, origin), ((u, 0) for u in new_urls),
+            CrawlQueue.append_external(queue_dir(self.root, origin), ((u, 0) for u in new_urls),
                                      sync=False)
         os.sync()  # every inbox at once: one call instead of an fsync per site
         generation = self.generation + 1

@@ -1,4 +1,4 @@
-"""The counters of one crawler process, and the JSON status they make (written by archiver.status)."""
+"""The counters of one crawler process, and the JSON status they make (written by archiver.store.status)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from archiver.loopwatch import LoopWatch
+from archiver.crawl.loopwatch import LoopWatch
 
 
 @dataclass

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archiver import extract, urls
-from archiver.httpbody import decode_body, media_type
+from archiver.web import extract, urls
+from archiver.web.http import decode_body, media_type
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 CSS_TYPES = frozenset({"text/css"})

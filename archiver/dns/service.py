@@ -15,14 +15,14 @@ from pathlib import Path
 
 import trio
 
-from archiver import urls
 from archiver.config import Config
-from archiver.dnshistory import DnsHistory
-from archiver.dnsresolver import DnsResolver, RefreshStats, refresh
+from archiver.dns.lookup import parse_hosts
+from archiver.dns.resolver import DnsResolver, RefreshStats, refresh
 from archiver.logs import event
+from archiver.queues.sitequeue import SiteQueue
 from archiver.reload import reread
-from archiver.resolve import parse_hosts
-from archiver.sitequeue import SiteQueue
+from archiver.store.dnshistory import DnsHistory
+from archiver.web import urls
 
 log = logging.getLogger("archiver.dns")
 

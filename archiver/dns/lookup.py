@@ -11,7 +11,7 @@ A name whose last answer failed is not asked again before its retry time. After 
 (RFC 8767); an NXDOMAIN retires them in the history, so the site is retried later.
 
 The history is read and written in worker threads, one call at a time (``archiver dns`` may hold its
-write lock; see :mod:`archiver.offloop`). A recording that gives up waiting for that lock is logged and
+write lock; see :mod:`archiver.store.offloop`). A recording that gives up waiting for that lock is logged and
 skipped: the resolution is used all the same.
 """
 
@@ -26,12 +26,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from archiver.dnshistory import DnsHistory, NameState, Observation, Resolved
-from archiver.dnsresolver import Answer, DnsResolver, next_check
+from archiver.dns.resolver import Answer, DnsResolver, next_check
 from archiver.logs import event
-from archiver.offloop import OffLoop, is_busy
+from archiver.store.dnshistory import DnsHistory, NameState, Observation, Resolved
+from archiver.store.offloop import OffLoop, is_busy
 
-log = logging.getLogger("archiver.resolve")
+log = logging.getLogger("archiver.dns.lookup")
 
 
 @dataclass(frozen=True)

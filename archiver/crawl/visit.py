@@ -6,7 +6,7 @@ connection, resting between fetches. Every response goes to the WARC bundle; lin
 origin go to the crawl queue through its Bloom bitmap, links to other sites to the spool.
 
 Every decision (rests and back-off, what an answer means for the URL and the visit, where a link
-goes, robots.txt redirects) is made by the sans-I/O objects of archiver.visitpolicy; this module
+goes, robots.txt redirects) is made by the sans-I/O objects of archiver.crawl.policy; this module
 performs them. An unexpected error while handling one URL costs that URL only: it is logged with
 its traceback, counted as ``errors=internal``, and the visit goes on (``crawl.max_internal_errors``
 in a row end it).
@@ -22,21 +22,21 @@ from datetime import UTC, datetime
 
 import trio
 
-from archiver import pagelinks, robots, urls
-from archiver.bundle import payload_digest
-from archiver.catalog import Capture, CatalogError
-from archiver.crawlcontext import CrawlContext
-from archiver.durable import is_disk_error
-from archiver.fetch import FetchResult, HttpClient
-from archiver.frontier import Entry, Frontier, site_dir
-from archiver.httpbody import parse_retry_after
+from archiver.crawl.context import CrawlContext
+from archiver.crawl.http import FetchResult, HttpClient
+from archiver.crawl.policy import Outcome, RobotsFetch, VisitPolicy, url_shape
 from archiver.logs import event
-from archiver.netpolicy import parse_networks
-from archiver.timestamps import to_datetime
-from archiver.visitpolicy import Outcome, RobotsFetch, VisitPolicy, url_shape
-from archiver.warcindex import capture_fields
+from archiver.queues.crawlqueue import CrawlQueue, Entry, queue_dir
+from archiver.store.bundles import payload_digest
+from archiver.store.catalog import Capture, CatalogError
+from archiver.store.durable import is_disk_error
+from archiver.store.warcindex import capture_fields
+from archiver.web import pagelinks, robots, urls
+from archiver.web.http import parse_retry_after
+from archiver.web.netpolicy import parse_networks
+from archiver.web.timestamps import to_datetime
 
-log = logging.getLogger("archiver.site")
+log = logging.getLogger("archiver.crawl.visit")
 
 
 class _Draining(Exception):
@@ -71,23 +71,23 @@ class SiteVisit:
         self.addresses[self.host] = resolution.addresses[0]
         # Opening reads the whole log (the bitmap is rebuilt from it) and merges the inbox under
         # its lock: a worker thread's job, not the event loop's.
-        frontier = await trio.to_thread.run_sync(functools.partial(
-            Frontier.open, site_dir(ctx.config.root, self.origin),
+        crawl_queue = await trio.to_thread.run_sync(functools.partial(
+            CrawlQueue.open, queue_dir(ctx.config.root, self.origin),
             bloom_bits=c.site_bitmap_bits, max_fp=c.site_bitmap_max_fp))
-        self.frontier = frontier
-        ctx.frontiers.add(frontier)
-        self.policy.pages, self.policy.bytes = frontier.pages, frontier.bytes
+        self.crawl_queue = crawl_queue
+        ctx.crawl_queues.add(crawl_queue)
+        self.policy.pages, self.policy.bytes = crawl_queue.pages, crawl_queue.bytes
         client = HttpClient(user_agent=c.user_agent, connect_timeout=c.connect_timeout,
                             first_byte_timeout=c.first_byte_timeout, total_timeout=c.total_timeout,
                             max_size=c.max_response_size, max_header_size=c.max_header_size,
                             verify_tls=c.verify_tls,
                             allowed_networks=parse_networks(c.allowed_networks))
         self.client = client
-        ctx.stats.active[self.origin] = {"url": "", "queued": frontier.pending}
+        ctx.stats.active[self.origin] = {"url": "", "queued": crawl_queue.pending}
         try:
-            if len(frontier) == 0:
-                frontier.add(self.origin + "/", 0)
-            if frontier.pending == 0:  # woken for links it already had: no robots.txt needed
+            if len(crawl_queue) == 0:
+                crawl_queue.add(self.origin + "/", 0)
+            if crawl_queue.pending == 0:  # woken for links it already had: no robots.txt needed
                 return Outcome("done", "nothing new")
             if await self._robots(self.origin) is None:
                 return Outcome("retry", "robots.txt unavailable")
@@ -103,25 +103,25 @@ class SiteVisit:
             ctx.stats.active.pop(self.origin, None)
             try:
                 with trio.CancelScope(shield=True):
-                    await ctx.settle(frontier)
+                    await ctx.settle(crawl_queue)
             finally:
-                ctx.frontiers.discard(frontier)
-                frontier.close()
+                ctx.crawl_queues.discard(crawl_queue)
+                crawl_queue.close()
             with trio.CancelScope(shield=True), trio.move_on_after(1):
                 await self._let_go()
                 await client.aclose()
 
     async def _crawl(self) -> Outcome:
-        policy, frontier = self.policy, self.frontier
+        policy, crawl_queue = self.policy, self.crawl_queue
         while True:
             self._follow_config()
             limit = policy.limit_reached()
             if limit is not None:
                 return Outcome("done", limit)
-            entry = frontier.next(merge=False)
-            if entry is None and frontier.inbox_waiting():
+            entry = crawl_queue.next(merge=False)
+            if entry is None and crawl_queue.inbox_waiting():
                 await self._merge_inbox()
-                entry = frontier.next(merge=False)
+                entry = crawl_queue.next(merge=False)
             if entry is None:
                 return Outcome("done", "")
             try:
@@ -135,23 +135,23 @@ class SiteVisit:
                 end = self._failed(entry, e)
             if end is not None:
                 return end
-            self.ctx.stats.active[self.origin]["queued"] = frontier.pending
+            self.ctx.stats.active[self.origin]["queued"] = crawl_queue.pending
 
     async def _merge_inbox(self) -> None:
         """Merge the URLs other processes queued for this site: the inbox's lock (another process
         may hold it while it fsyncs) and the log's fsync are taken in a worker thread."""
-        frontier = self.frontier
-        inbox = await trio.to_thread.run_sync(frontier.take_inbox)
+        crawl_queue = self.crawl_queue
+        inbox = await trio.to_thread.run_sync(crawl_queue.take_inbox)
         if inbox is None:
             return
         try:
-            added = frontier.merge(inbox)
+            added = crawl_queue.merge(inbox)
         except BaseException:
             inbox.file.close()  # the lines stay in the inbox
             raise
-        log_fd = frontier.log_descriptor() if added else None
+        log_fd = crawl_queue.log_descriptor() if added else None
         with trio.CancelScope(shield=True):
-            await trio.to_thread.run_sync(frontier.finish_inbox, inbox, log_fd)
+            await trio.to_thread.run_sync(crawl_queue.finish_inbox, inbox, log_fd)
 
     async def _handle(self, entry: Entry) -> Outcome | None:
         """Fetch one queued URL (if robots.txt allows) and act on the answer;
@@ -172,7 +172,7 @@ class SiteVisit:
         if verdict.links:
             self._route_links(entry, result)
         if verdict.entry == "requeue":
-            self.frontier.requeue(entry.url, entry.depth)
+            self.crawl_queue.requeue(entry.url, entry.depth)
         if verdict.entry != "keep":
             self._commit(entry)
         return verdict.end
@@ -207,8 +207,8 @@ class SiteVisit:
         self.next_at = min(self.next_at, self._rest_from + self.policy.rest.floor())
 
     def _commit(self, entry: Entry) -> None:
-        """Record, in memory, that ``entry`` is finished (see Frontier.commit)."""
-        self.frontier.commit(entry, pages=self.policy.pages, bytes_=self.policy.bytes)
+        """Record, in memory, that ``entry`` is finished (see CrawlQueue.commit)."""
+        self.crawl_queue.commit(entry, pages=self.policy.pages, bytes_=self.policy.bytes)
 
     async def _robots(self, origin: str) -> robots.RobotsRules | None:
         """Fetch and parse ``origin``'s robots.txt (RFC 9309 §2.3); None when it is unavailable."""
@@ -232,7 +232,7 @@ class SiteVisit:
         return rules
 
     async def _hold(self, ip: str) -> None:
-        """Hold a connection slot of ``ip`` (see archiver.addresses) before fetching from it."""
+        """Hold a connection slot of ``ip`` (see archiver.crawl.addressslots) before fetching from it."""
         if self.held != ip:
             await self._let_go()
             await self.ctx.slots.acquire(ip)
@@ -348,7 +348,7 @@ class SiteVisit:
                 continue
             where = policy.route(url, depth, source_shape=shape, redirect=found.redirect)
             if where is None:
-                if self.frontier.add(url, depth):
+                if self.crawl_queue.add(url, depth):
                     stats.links_local += 1
                     new_local.append(url)
             elif where == "external":

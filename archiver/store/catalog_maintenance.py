@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from archiver.catalog import Capture, Catalog
-from archiver.warcindex import WarcError, index_warc, read_record
+from archiver.store.catalog import Capture, Catalog
+from archiver.store.warcindex import WarcError, index_warc, read_record
 
 BATCH = 10_000
 
