@@ -17,7 +17,7 @@ from warcio.archiveiterator import ArchiveIterator
 from archiver import config
 from archiver.crawl.crawler import Crawler, enqueue_seeds
 from archiver.web.netpolicy import parse_networks
-from tools.demoweb import WebSpec, start_demo
+from demoweb import WebSpec, start_demo
 
 # The networks the tests' crawlers and HTTP clients may reach: their servers live on loopback.
 LOOPBACK = parse_networks(["127.0.0.0/8", "::1/128"])

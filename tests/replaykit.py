@@ -28,8 +28,8 @@ from archiver.replay.serve import listeners, serve_apps
 from archiver.store.catalog import Capture, Catalog
 from archiver.store.catalog_maintenance import reindex
 from archiver.web.timestamps import to_iso
+from demoweb import DemoWeb, WebSpec, start_demo
 from tests.crawlkit import load, write_config
-from tools.demoweb import DemoWeb, WebSpec, start_demo
 
 SPEC = WebSpec(sites=3, pages_per_site=8, port=0, trap=False)
 

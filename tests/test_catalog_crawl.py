@@ -11,8 +11,8 @@ import pytest
 import trio
 
 from archiver.store.catalog import Catalog
+from demoweb import WebSpec
 from tests.crawlkit import Crawled, warc_files
-from tools.demoweb import WebSpec
 
 ARCHIVER = [sys.executable, "-m", "archiver"]
 

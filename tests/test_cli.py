@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from archiver.queues.sitequeue import SiteQueue, queue_path
+from demoweb import WebSpec, run_demo_process
 from tests.crawlkit import captures, load, warc_files, warcio_check, write_config
-from tools.demoweb import WebSpec, run_demo_process
 
 ARCHIVER = [sys.executable, "-m", "archiver"]
 

@@ -9,8 +9,8 @@ import pytest
 import trio
 
 from archiver.web.http import decode_body
+from demoweb import WebSpec
 from tests.crawlkit import Crawled, captures, records, sha1_b32, warc_files, warcio_check
-from tools.demoweb import WebSpec
 
 AGENT = "archiver"
 MIN_REST = 0.05

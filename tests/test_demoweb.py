@@ -1,4 +1,4 @@
-"""Tests for tools.demoweb: the model's truth, the server over real sockets, the CLI."""
+"""Tests for demoweb: the model's truth, the server over real sockets, the CLI."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 import trio
 from selectolax.lexbor import LexborHTMLParser
 
-from tools.demoweb import (
+from demoweb import (
     HOSTILE_PATHS,
     DemoServer,
     DemoWeb,
@@ -26,9 +26,9 @@ from tools.demoweb import (
     WebSpec,
     run_demo_process,
 )
-from tools.demoweb.content import gzip_bomb
-from tools.demoweb.model import ROBOTS_KINDS, canonical_target
-from tools.demoweb.server import start_demo
+from demoweb.content import gzip_bomb
+from demoweb.model import ROBOTS_KINDS, canonical_target
+from demoweb.server import start_demo
 
 SPEC = WebSpec(sites=8, pages_per_site=12, port=8080, hostile=True)
 AGENT = "archiver/0.1 (+http://archiver.test/)"
@@ -543,7 +543,7 @@ async def test_cli_process_serves_logs_and_stops(tmp_path: Path):
 
 def test_cli_hosts():
     out = subprocess.run(
-        [sys.executable, "-m", "tools.demoweb", "hosts", "--sites=3", "--hostile", "--no-trap"],
+        [sys.executable, "-m", "demoweb", "hosts", "--sites=3", "--hostile", "--no-trap"],
         cwd=Path(__file__).resolve().parents[1],
         capture_output=True,
         text=True,

@@ -10,9 +10,9 @@ import trio
 from archiver.crawl.crawler import Crawler, enqueue_seeds
 from archiver.dns.service import refresh_pass
 from archiver.store.dnshistory import DnsHistory
+from demoweb import WebSpec, start_demo
 from tests.crawlkit import captures, load, records, write_config
 from tests.dnsserver import DnsServer, TestZone
-from tools.demoweb import WebSpec, start_demo
 
 ARCHIVER = [sys.executable, "-m", "archiver"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import trio
 
 from archiver.crawl.crawler import Crawler, enqueue_seeds
+from demoweb import WebSpec, start_demo
 from tests.crawlkit import captures, load, records, warc_files, warcio_check, write_config
-from tools.demoweb import WebSpec, start_demo
 
 TOTAL = 1.5
 

@@ -23,8 +23,8 @@ from archiver.queues.crawlqueue import CrawlQueue, queue_dir
 from archiver.queues.sitequeue import SiteQueue, process_for, queue_path
 from archiver.queues.spool import parse_line
 from archiver.web import urls
+from demoweb import WebSpec, start_demo
 from tests.crawlkit import captures, warc_files, write_config
-from tools.demoweb import WebSpec, start_demo
 
 ARCHIVER = [sys.executable, "-m", "archiver"]
 LINKS = "\n[links]\nexpected_urls = 200000\nbits_per_url = 16\ncheckpoint_urls = {checkpoint}\n"

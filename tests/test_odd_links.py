@@ -8,9 +8,9 @@ import json
 import trio
 
 from archiver.web.urls import normalize, split_origin
+from demoweb import DemoWeb, WebSpec, start_demo
+from demoweb.model import ODD_EXTERNAL, ODD_LINKS
 from tests.crawlkit import Crawled, captures, records, warc_files, warcio_check
-from tools.demoweb import DemoWeb, WebSpec, start_demo
-from tools.demoweb.model import ODD_EXTERNAL, ODD_LINKS
 
 
 def is_request_line(line: bytes) -> bool:

@@ -21,10 +21,10 @@ import trio.testing
 from archiver.config import Config
 from archiver.crawl.crawler import Crawler, enqueue_seeds
 from archiver.store.catalog import Capture, Catalog
+from demoweb import DemoWeb, WebSpec, start_demo
 from tests import cdp
 from tests.crawlkit import load, write_config
 from tests.replaykit import serving, write_archive
-from tools.demoweb import DemoWeb, WebSpec, start_demo
 
 SPEC = WebSpec(sites=1, pages_per_site=4, port=0, trap=False)
 ERR_NAME_NOT_RESOLVED = -105  # net/base/net_error_list.h

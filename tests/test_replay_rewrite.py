@@ -21,7 +21,7 @@ from archiver.replay.rewrite import (
 )
 from archiver.web import urls
 from archiver.web.extract import decode_text, extract_css, extract_html
-from tools.demoweb import DemoWeb, WebSpec
+from demoweb import DemoWeb, WebSpec
 
 TS = "20260102030405"
 DOC = "http://example.org/dir/page.html"

@@ -31,8 +31,8 @@ from archiver.store import dnshistory
 from archiver.store.dnshistory import DnsHistory
 from archiver.store.offloop import OffLoop
 from archiver.store.status import status_path
+from demoweb import WebSpec, start_demo
 from tests.crawlkit import captures, load, write_config
-from tools.demoweb import WebSpec, start_demo
 
 HOLDER = r"""
 import os, sqlite3, sys

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 from archiver.store.status import summary_line
+from demoweb import WebSpec
+from demoweb.model import CALENDAR_SITE
 from tests.crawlkit import Crawled, captures
-from tools.demoweb import WebSpec
-from tools.demoweb.model import CALENDAR_SITE
 
 SPEC = WebSpec(sites=3, pages_per_site=25, port=0, trap=True)
 

@@ -25,7 +25,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.demoweb import WebSpec, run_demo_process
+from demoweb import WebSpec, run_demo_process
 
 ARCHIVER = [sys.executable, "-m", "archiver"]
 CONFIG = """\

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tools.demoweb import WebSpec, run_demo_process
+from demoweb import WebSpec, run_demo_process
 
 CONFIG = """\
 [archive]

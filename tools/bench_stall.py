@@ -40,7 +40,7 @@ import trio
 from archiver import config, logs
 from archiver.crawl.crawler import Crawler
 from archiver.crawl.loopwatch import LoopWatch
-from tools.demoweb import WebSpec, run_demo_process
+from demoweb import WebSpec, run_demo_process
 
 CONFIG = """\
 [archive]

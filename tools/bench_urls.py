@@ -21,7 +21,7 @@ from collections.abc import Callable
 import ada_url
 
 from archiver.web.urls import normalize
-from tools.demoweb import DemoWeb, WebSpec
+from demoweb import DemoWeb, WebSpec
 
 CORPUS = "tests/data/url_corpus.jsonl"
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})|%")

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tools.demoweb import WebSpec, run_demo_process
+from demoweb import WebSpec, run_demo_process
 
 CONFIG = """\
 # Written by tools/demo.py: the demo web lives on 127.0.0.1, so rests are short.

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import trio
 
+from demoweb import WebSpec
 from tests.crawlkit import Crawled, captures
-from tools.demoweb import WebSpec
 
 
 def measure(sites: int, pages: int, budget: int, work: Path) -> dict[str, int]:

@@ -1,4 +1,4 @@
-"""python -m tools.demoweb serve|hosts: run the demo web server, or print its hosts file."""
+"""python -m demoweb serve|hosts: run the demo web server, or print its hosts file."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from pathlib import Path
 
 import trio
 
-from tools.demoweb.model import DemoWeb, WebSpec
-from tools.demoweb.server import ADDRESS, DemoServer
+from demoweb.model import DemoWeb, WebSpec
+from demoweb.server import ADDRESS, DemoServer
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m tools.demoweb", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m demoweb", description=__doc__)
     verbs = parser.add_subparsers(dest="verb", required=True)
     serve = verbs.add_parser("serve", help="serve the demo web on 127.0.0.1 until SIGINT/SIGTERM")
     hosts = verbs.add_parser("hosts", help="print an /etc/hosts file for the demo web")

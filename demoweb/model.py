@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
-from tools.demoweb import content
+from demoweb import content
 
 ROBOTS_KINDS = (
     "allow-all",

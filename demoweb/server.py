@@ -24,7 +24,7 @@ from typing import IO
 import h11
 import trio
 
-from tools.demoweb.model import DemoWeb, Reply, WebSpec
+from demoweb.model import DemoWeb, Reply, WebSpec
 
 ADDRESS = "127.0.0.1"
 # Apache closes idle keep-alive connections after 5 s, nginx after 75 s; 20 s lets a polite
@@ -32,7 +32,7 @@ ADDRESS = "127.0.0.1"
 IDLE_TIMEOUT = 20.0
 CHUNK = 4096  # chunked replies are cut into chunks of this size
 RAW_BEHAVIOURS = frozenset({"drip", "hang", "endless", "bigheaders", "badstatus", "reset", "lie"})
-_ROOT = Path(__file__).resolve().parents[2]
+_ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass
@@ -290,7 +290,7 @@ async def start_demo(nursery: trio.Nursery, spec: WebSpec) -> tuple[DemoWeb, Dem
 
 
 def serve_args(spec: WebSpec) -> list[str]:
-    """Command-line options of `python -m tools.demoweb` that describe `spec`."""
+    """Command-line options of `python -m demoweb` that describe `spec`."""
     args = [f"--sites={spec.sites}", f"--pages={spec.pages_per_site}", f"--port={spec.port}"]
     args += [f"--seed={spec.seed}", f"--domain={spec.domain}", f"--version={spec.version}"]
     args += ["--hostile"] * spec.hostile + ["--odd"] * spec.odd
@@ -301,8 +301,8 @@ def serve_args(spec: WebSpec) -> list[str]:
 def run_demo_process(
     spec: WebSpec, log_path: Path | None = None
 ) -> Iterator[tuple[DemoWeb, int, subprocess.Popen[str]]]:
-    """Run `python -m tools.demoweb serve` in a child process; stop it (SIGTERM) on exit."""
-    command = [sys.executable, "-m", "tools.demoweb", "serve", *serve_args(spec)]
+    """Run `python -m demoweb serve` in a child process; stop it (SIGTERM) on exit."""
+    command = [sys.executable, "-m", "demoweb", "serve", *serve_args(spec)]
     if log_path is not None:
         command.append(f"--log={log_path}")
     proc = subprocess.Popen(command, cwd=_ROOT, stdout=subprocess.PIPE, text=True)
