@@ -8,7 +8,7 @@ import trio
 
 from archiver.crawl.addressslots import AddressSlots
 from demoweb import WebSpec
-from tests.crawlkit import Crawled, captures
+from tests.support.crawls import Crawled, captures
 
 
 def test_sites_on_one_address_take_turns(tmp_path):

@@ -5,16 +5,14 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 
 import pytest
 import trio
 
 from archiver.store.catalog import Catalog
 from demoweb import WebSpec
-from tests.crawlkit import Crawled, warc_files
-
-ARCHIVER = [sys.executable, "-m", "archiver"]
+from tests.support.crawls import Crawled, warc_files
+from tests.support.repo import ARCHIVER
 
 
 @pytest.fixture(scope="module")

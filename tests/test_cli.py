@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -13,9 +12,8 @@ import pytest
 
 from archiver.queues.sitequeue import SiteQueue, queue_path
 from demoweb import WebSpec, run_demo_process
-from tests.crawlkit import captures, load, warc_files, warcio_check, write_config
-
-ARCHIVER = [sys.executable, "-m", "archiver"]
+from tests.support.crawls import captures, load, warc_files, warcio_check, write_config
+from tests.support.repo import ARCHIVER
 
 
 def archiver(*args: str, **kw) -> subprocess.CompletedProcess[str]:

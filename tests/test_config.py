@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 
 from archiver import config
+from tests.support.repo import ROOT
 
-SHIPPED = Path(__file__).resolve().parent.parent / "config" / "archiver.toml"
+SHIPPED = ROOT / "config" / "archiver.toml"
 
 
 def write(tmp_path: Path, text: str) -> Path:

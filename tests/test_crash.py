@@ -15,8 +15,9 @@ from archiver.store.bundles import BundleWriter
 from archiver.store.catalog import Catalog
 from archiver.store.warcindex import read_record
 from demoweb import WebSpec, run_demo_process
-from tests.crawlkit import captures, load, records, warc_files, warcio_check, write_config
-from tools.bench_crash import ARCHIVER, kill_and_restart, kill_costs, run_until_fetches
+from tests.support.crashes import kill_and_restart, kill_costs, run_until_fetches
+from tests.support.crawls import captures, load, records, warc_files, warcio_check, write_config
+from tests.support.repo import ARCHIVER
 
 SYNC = 0.2
 MIN_REST = 0.02

@@ -10,7 +10,7 @@ import trio
 
 from archiver.web.http import decode_body
 from demoweb import WebSpec
-from tests.crawlkit import Crawled, captures, records, sha1_b32, warc_files, warcio_check
+from tests.support.crawls import Crawled, captures, records, sha1_b32, warc_files, warcio_check
 
 AGENT = "archiver"
 MIN_REST = 0.05

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from archiver.queues.crawlqueue import CURSOR, DONE, INBOX, LOG, CrawlQueue, Entry, queue_dir, queue_origin
-
-REPO = Path(__file__).resolve().parent.parent  # child processes import archiver from here
+from tests.support.repo import ROOT
 
 
 def drain(crawl_queue: CrawlQueue) -> list[Entry]:
@@ -277,7 +276,7 @@ def test_append_external_from_another_process_while_open(tmp_path: Path):
     with CrawlQueue.open(tmp_path) as f:
         f.add("http://a/p7", 1)
         children = [
-            subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], cwd=REPO)
+            subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], cwd=ROOT)
             for _ in range(2)
         ]
         assert [child.wait() for child in children] == [0, 0]
@@ -299,7 +298,7 @@ def test_process_crash_after_commit_keeps_progress_and_links(tmp_path: Path):
         "f.add('http://a/lost', 1)\n"  # found after the last commit: not promised
         "os._exit(9)\n"  # no close, no flush
     )
-    assert subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=REPO).returncode == 9
+    assert subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=ROOT).returncode == 9
     with CrawlQueue.open(tmp_path) as f:
         assert (f.pages, f.bytes) == (1, 123)
         assert [e.url for e in drain(f)] == ["http://a/found"]

@@ -29,6 +29,7 @@ from demoweb import (
 from demoweb.content import gzip_bomb
 from demoweb.model import ROBOTS_KINDS, canonical_target
 from demoweb.server import start_demo
+from tests.support.repo import ROOT
 
 SPEC = WebSpec(sites=8, pages_per_site=12, port=8080, hostile=True)
 AGENT = "archiver/0.1 (+http://archiver.test/)"
@@ -544,7 +545,7 @@ async def test_cli_process_serves_logs_and_stops(tmp_path: Path):
 def test_cli_hosts():
     out = subprocess.run(
         [sys.executable, "-m", "demoweb", "hosts", "--sites=3", "--hostile", "--no-trap"],
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import trio
 
@@ -11,10 +10,9 @@ from archiver.crawl.crawler import Crawler, enqueue_seeds
 from archiver.dns.service import refresh_pass
 from archiver.store.dnshistory import DnsHistory
 from demoweb import WebSpec, start_demo
-from tests.crawlkit import captures, load, records, write_config
-from tests.dnsserver import DnsServer, TestZone
-
-ARCHIVER = [sys.executable, "-m", "archiver"]
+from tests.support.crawls import captures, load, records, write_config
+from tests.support.dnsserver import DnsServer, TestZone
+from tests.support.repo import ARCHIVER
 
 
 async def cli(*args: str) -> trio.CompletedProcess:

@@ -1,4 +1,5 @@
-"""archiver.dns.resolver against a real DNS server on 127.0.0.1 (tests/dnsserver.py), over UDP and TCP."""
+"""archiver.dns.resolver against a real DNS server on 127.0.0.1 (tests/support/dnsserver.py), over UDP
+and TCP."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import trio
 
 from archiver.dns.resolver import Answer, DnsResolver, RefreshStats, next_check, refresh
 from archiver.store.dnshistory import DnsHistory, Observation
-from tests.dnsserver import LOCAL, DnsServer, TestZone, start_dns
+from tests.support.dnsserver import LOCAL, DnsServer, TestZone, start_dns
 
 TIMEOUT = 0.5
 AGES = {"min_age": 100.0, "max_age": 1000.0, "retry_base": 10.0, "retry_max": 80.0}

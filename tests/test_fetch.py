@@ -24,7 +24,7 @@ from warcio.warcwriter import WARCWriter
 
 from archiver.crawl.http import FetchResult, HttpClient
 from archiver.web.http import decode_body
-from tests.crawlkit import LOOPBACK
+from tests.support.crawls import LOOPBACK
 
 LOCAL = "127.0.0.1"
 Handler = Callable[[trio.abc.Stream], Awaitable[None]]

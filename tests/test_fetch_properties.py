@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from archiver.crawl.http import FetchResult, HttpClient
 from archiver.web.urls import normalize, origin_parts, split_origin
-from tests.crawlkit import LOOPBACK
-from tests.urlstrategies import bases, hosts, links, normal_bases, odd_text, paths, queries, userinfo
+from tests.support.crawls import LOOPBACK
+from tests.support.urlstrategies import bases, hosts, links, normal_bases, odd_text, paths, queries, userinfo
 
 LOCAL = "127.0.0.1"
 # The kinds before ':' in FetchResult.error that the crawler counts.

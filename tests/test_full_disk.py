@@ -17,7 +17,7 @@ from archiver.store.bundles import complete_prefix
 from archiver.store.catalog import Catalog
 from archiver.store.warcindex import read_record
 from demoweb import WebSpec, run_demo_process, start_demo
-from tests.crawlkit import captures, load, warc_files, warcio_check, write_config
+from tests.support.crawls import captures, load, warc_files, warcio_check, write_config
 
 LIMIT = 200_000  # bytes any one file may reach while the "disk" is full
 SPEC = WebSpec(sites=3, pages_per_site=25, port=0, trap=False)

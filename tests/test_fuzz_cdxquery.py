@@ -23,7 +23,7 @@ from archiver.replay.cdxquery import (
     select,
 )
 from archiver.store.catalog import Capture, surt_key
-from tests.fuzzkit import assert_cost_bounded, corpus, examples
+from tests.support.fuzzing import assert_cost_bounded, corpus, examples
 
 _STAMPS = ["19960101000000", "20200101000000", "20200601123456", "20210101000000", "20991231235959"]
 

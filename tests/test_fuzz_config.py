@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from archiver import config
 from archiver.config import Config, ConfigError
-from tests.fuzzkit import corpus, examples
+from tests.support.fuzzing import corpus, examples
 
 _SECTIONS = {f.name: f.default_factory().__class__ for f in dataclasses.fields(Config)
              if f.name not in ("path", "notices")}

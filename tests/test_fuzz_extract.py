@@ -26,7 +26,7 @@ from archiver.web.extract import (
     extract_css,
     extract_html,
 )
-from tests.fuzzkit import (
+from tests.support.fuzzing import (
     CHARSETS,
     assert_cost_bounded,
     corpus,

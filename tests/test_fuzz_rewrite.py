@@ -26,7 +26,7 @@ from archiver.replay.rewrite import (
     rewrite_css,
     rewrite_html,
 )
-from tests.fuzzkit import (
+from tests.support.fuzzing import (
     CHARSETS,
     assert_cost_bounded,
     corpus,

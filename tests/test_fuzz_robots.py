@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from archiver.web.robots import MAX_ROBOTS_BYTES, RobotsRules, parse_robots
-from tests.fuzzkit import assert_cost_bounded, examples, repeat_to
+from tests.support.fuzzing import assert_cost_bounded, examples, repeat_to
 
 AGENT = "archiver"
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from archiver.web.timestamps import parse_date, to_datetime, to_iso
-from tests.fuzzkit import assert_cost_bounded, examples
+from tests.support.fuzzing import assert_cost_bounded, examples
 
 _DIGITS = st.text("0123456789", max_size=30)
 _ISO_LIKE = st.builds(

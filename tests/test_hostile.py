@@ -6,7 +6,7 @@ import trio
 
 from archiver.crawl.crawler import Crawler, enqueue_seeds
 from demoweb import WebSpec, start_demo
-from tests.crawlkit import captures, load, records, warc_files, warcio_check, write_config
+from tests.support.crawls import captures, load, records, warc_files, warcio_check, write_config
 
 TOTAL = 1.5
 

@@ -8,17 +8,16 @@ import os
 import pty
 import stat
 import subprocess
-import sys
 
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from archiver.logs import LogfmtFormatter
-from tests.crawlkit import write_config
-from tests.sitekit import Answer, OneSite
+from tests.support.crawls import write_config
+from tests.support.onesite import Answer, OneSite
+from tests.support.repo import ARCHIVER
 
-ARCHIVER = [sys.executable, "-m", "archiver"]
 CONTROLS = {*map(chr, range(0x20)), *map(chr, range(0x7F, 0xA0)), "\u2028", "\u2029"}
 
 

@@ -9,10 +9,10 @@ import json
 import trio
 
 from archiver.crawl.crawler import Crawler, enqueue_seeds
-from tests.crawlkit import captures, load
-from tests.dnsserver import TestZone, start_dns
-from tests.sitekit import HOST, Answer, OneSite
-from tests.test_links import batch_once
+from tests.support.crawls import captures, load
+from tests.support.dnsserver import TestZone, start_dns
+from tests.support.linkbatch import batch_once
+from tests.support.onesite import HOST, Answer, OneSite
 
 INTERNAL = "127.0.0.2"
 

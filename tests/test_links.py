@@ -5,9 +5,7 @@ from __future__ import annotations
 import random
 import shutil
 import signal
-import sqlite3
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -24,26 +22,9 @@ from archiver.queues.sitequeue import SiteQueue, process_for, queue_path
 from archiver.queues.spool import parse_line
 from archiver.web import urls
 from demoweb import WebSpec, start_demo
-from tests.crawlkit import captures, warc_files, write_config
-
-ARCHIVER = [sys.executable, "-m", "archiver"]
-LINKS = "\n[links]\nexpected_urls = 200000\nbits_per_url = 16\ncheckpoint_urls = {checkpoint}\n"
-
-
-def links_config(directory: Path, *, processes: int = 2, checkpoint: int = 1000) -> config.Config:
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / "archiver.toml"
-    path.write_text(f'[archive]\nroot = "archive"\n[crawl]\nprocesses = {processes}\n'
-                    'allowed_networks = ["127.0.0.0/8"]\n'
-                    + LINKS.format(checkpoint=checkpoint))
-    return config.load(path)
-
-
-def write_spool(root: Path, name: str, lines: list[str]) -> Path:
-    path = root / "outlinks" / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(line + "\n" for line in lines))
-    return path
+from tests.support.crawls import captures, warc_files, write_config
+from tests.support.linkbatch import LINKS, batch_once, links_config, snapshot, write_spool
+from tests.support.repo import ARCHIVER
 
 
 def synthetic_spool(root: Path, *, files: int = 12, per_file: int = 1500, sites: int = 150) -> None:
@@ -55,23 +36,6 @@ def synthetic_spool(root: Path, *, files: int = 12, per_file: int = 1500, sites:
             page = rng.randrange(60)
             lines.append(f"http://S{target}.test/p/{page}.html\thttp://s{source}.test\t20261122000000")
         write_spool(root, f"{n % 2}-2026112200{n:04d}-{n:05d}.tsv", lines)
-
-
-def snapshot(root: Path, processes: int) -> tuple[dict, dict]:
-    """The site queues (origin -> state, in-links) and each site's crawl queue, inbox merged."""
-    sites = {}
-    for p in range(processes):
-        path = queue_path(root, p)
-        if path.exists():
-            db = sqlite3.connect(path)
-            sites.update({o: (p, s, i) for o, s, i in db.execute(
-                "SELECT origin, state, inlinks FROM sites")})
-            db.close()
-    queues = {}
-    for origin in sites:
-        with CrawlQueue.open(queue_dir(root, origin)) as crawl_queue:
-            queues[origin] = [e.url for e in iter(crawl_queue.next, None)]
-    return sites, queues
 
 
 # -- pure parts -------------------------------------------------------------------------------
@@ -195,11 +159,6 @@ def test_missing_bitmap_is_a_clear_error(tmp_path):
 
 
 # -- two crawler processes fed by the batch -----------------------------------------------
-
-def batch_once(cfg: config.Config):
-    with LinkBatch(cfg) as batch:
-        return batch.run(once=True)
-
 
 async def crawl_round(cfg: config.Config) -> None:
     async with trio.open_nursery() as nursery:

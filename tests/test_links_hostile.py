@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from archiver.links.batch import run_batch
-from tests.test_links import ARCHIVER, links_config, write_spool
+from tests.support.linkbatch import links_config, write_spool
+from tests.support.repo import ARCHIVER
 
 STAMP = "20261122000000"
 LONG_HOST = ".".join(["a" * 62] * 4)  # 251 characters: a valid name, too long for a directory

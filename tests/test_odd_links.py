@@ -10,7 +10,7 @@ import trio
 from archiver.web.urls import normalize, split_origin
 from demoweb import DemoWeb, WebSpec, start_demo
 from demoweb.model import ODD_EXTERNAL, ODD_LINKS
-from tests.crawlkit import Crawled, captures, records, warc_files, warcio_check
+from tests.support.crawls import Crawled, captures, records, warc_files, warcio_check
 
 
 def is_request_line(line: bytes) -> bool:

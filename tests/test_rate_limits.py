@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.crawlkit import captures
-from tests.sitekit import (
+from tests.support.crawls import captures
+from tests.support.onesite import (
     Answer,
     EveryNth,
     OneSite,

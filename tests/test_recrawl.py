@@ -12,8 +12,8 @@ from warcio.archiveiterator import ArchiveIterator
 
 from archiver.store.bundles import REVISIT_PROFILE
 from archiver.store.catalog import Catalog
-from tests.crawlkit import warc_files, warcio_check
-from tests.replaykit import two_date_archive
+from tests.support.crawls import warc_files, warcio_check
+from tests.support.replayarchive import two_date_archive
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from datetime import timedelta
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -30,10 +29,10 @@ from archiver.replay.serve import parse_listen, run
 from archiver.store.catalog import Capture, Catalog
 from archiver.web.extract import decode_text, extract_css, extract_html
 from archiver.web.timestamps import from_datetime, to_datetime
-from tests.crawlkit import LOOPBACK
-from tests.replaykit import TwoDates, serving, two_date_archive
+from tests.support.crawls import LOOPBACK
+from tests.support.replayarchive import TwoDates, serving, two_date_archive
+from tests.support.repo import ROOT
 
-ROOT_DIR = Path(__file__).resolve().parents[1]
 PAGE1 = "/articles/0001.html"  # page 1 of a demo site (unchanged in version 1)
 
 
@@ -471,7 +470,7 @@ async def test_service_stops_cleanly_on_signals(two, signum):
         "sys.exit(run(c, '127.0.0.1:0'))"
     )
     process = await trio.lowlevel.open_process(
-        [sys.executable, "-c", script, str(two.config.path)], cwd=ROOT_DIR, stderr=subprocess.PIPE
+        [sys.executable, "-c", script, str(two.config.path)], cwd=ROOT, stderr=subprocess.PIPE
     )
     try:
         seen = b""

@@ -3,7 +3,8 @@ while the crawled demo web keeps running: neither its request log nor Chromium's
 show a request that left the replay's content origin. And a hostile archived page, replayed in
 Chromium, can read neither the replay's own pages (/metrics) nor another archived site's storage.
 
-Chromium is Debian's package (.ci/run installs it), driven over the DevTools protocol (tests/cdp.py).
+Chromium is Debian's package (.ci/run installs it), driven over the DevTools protocol
+(tests/support/chromium.py).
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from archiver.config import Config
 from archiver.crawl.crawler import Crawler, enqueue_seeds
 from archiver.store.catalog import Capture, Catalog
 from demoweb import DemoWeb, WebSpec, start_demo
-from tests import cdp
-from tests.crawlkit import load, write_config
-from tests.replaykit import serving, write_archive
+from tests.support import chromium
+from tests.support.crawls import load, write_config
+from tests.support.replayarchive import serving, write_archive
 
 SPEC = WebSpec(sites=1, pages_per_site=4, port=0, trap=False)
 ERR_NAME_NOT_RESOLVED = -105  # net/base/net_error_list.h
@@ -106,10 +107,10 @@ async def test_chromium_follows_a_link_inside_the_archive_and_never_the_live_web
             origin = replay.content
             before = len(server.log)
             async with (
-                cdp.chromium(
+                chromium.chromium(
                     tmp_path / "chromium", resolver_rules(web), [f"--log-net-log={netlog}"]
                 ) as browser,
-                cdp.connect(browser.port, browser.path) as devtools,
+                chromium.connect(browser.port, browser.path) as devtools,
             ):
                 assert browser.active_port() == (browser.port, browser.path)
                 page = await devtools.open_page()
@@ -166,8 +167,8 @@ async def test_the_resolver_rules_send_demo_names_to_the_demo_server_and_no_othe
         web, server = await start_demo(nursery, SPEC)
         home = web.origin(web.hosts[0]) + "/"
         async with (
-            cdp.chromium(tmp_path / "chromium", resolver_rules(web)) as browser,
-            cdp.connect(browser.port, browser.path) as devtools,
+            chromium.chromium(tmp_path / "chromium", resolver_rules(web)) as browser,
+            chromium.connect(browser.port, browser.path) as devtools,
         ):
             page = await devtools.open_page()
             await page.enable()
@@ -222,8 +223,8 @@ async def test_a_hostile_archived_page_reads_neither_the_replay_nor_other_sites(
     rules = "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
     async with (
         serving(config) as replay,
-        cdp.chromium(tmp_path / "chromium", rules) as browser,
-        cdp.connect(browser.port, browser.path) as devtools,
+        chromium.chromium(tmp_path / "chromium", rules) as browser,
+        chromium.connect(browser.port, browser.path) as devtools,
     ):
         page = await devtools.open_page()
         await page.enable()

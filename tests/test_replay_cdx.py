@@ -18,7 +18,7 @@ from archiver.replay.archive import ReplayArchive
 from archiver.replay.cdxquery import MAX_LIMIT, CdxError, CdxQuery, parse_query, record, render, select
 from archiver.store.catalog import Capture, Catalog, surt_key
 from demoweb import WebSpec
-from tests.crawlkit import LOOPBACK, Crawled
+from tests.support.crawls import LOOPBACK, Crawled
 
 URL = "http://example.org/page"
 STAMPS = ["20200101000000", "20200601000000", "20210101000000", "20210101000000", "20220101000000"]

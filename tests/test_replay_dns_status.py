@@ -24,7 +24,7 @@ from archiver.store.catalog import Catalog
 from archiver.store.dnshistory import DnsHistory, Observation
 from archiver.store.status import status_path, write_status
 from archiver.web.timestamps import parse_date, to_datetime
-from tests.crawlkit import LOOPBACK
+from tests.support.crawls import LOOPBACK
 
 T1 = to_datetime(parse_date("2020-01-01")).timestamp()
 T2 = to_datetime(parse_date("2022-01-01")).timestamp()

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 
 import trio
 
-from tests.crawlkit import write_config
-from tests.sitekit import HOST, OneSite
-from tests.test_replay_security import ROOT_DIR, get
-
-ARCHIVER = [sys.executable, "-m", "archiver"]
+from tests.support.crawls import write_config
+from tests.support.onesite import HOST, OneSite
+from tests.support.rawhttp import get
+from tests.support.repo import ARCHIVER, ROOT
 
 
 async def test_replay_reads_a_read_only_archive(tmp_path):
@@ -36,7 +34,7 @@ async def test_replay_reads_a_read_only_archive(tmp_path):
               f'exec "$@"')
     process = await trio.lowlevel.open_process(
         ["unshare", "--mount", "sh", "-c", script, "sh", *ARCHIVER, "replay", "--config", str(path)],
-        cwd=ROOT_DIR, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+        cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
     try:
         seen = b""
         with trio.fail_after(30):

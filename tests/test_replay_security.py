@@ -10,7 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-import h11
 import pytest
 import trio
 
@@ -18,10 +17,11 @@ from archiver.config import Config, load
 from archiver.crawl.http import HttpClient
 from archiver.replay.app import APP_CSP, CSP
 from archiver.store.catalog import Capture, Catalog, surt_key
-from tests.crawlkit import LOOPBACK
-from tests.replaykit import serving, write_archive
+from tests.support.crawls import LOOPBACK
+from tests.support.rawhttp import get
+from tests.support.replayarchive import serving, write_archive
+from tests.support.repo import ROOT
 
-ROOT_DIR = Path(__file__).resolve().parents[1]
 STAMP = "20260101000000"
 PAGE = "http://site.test/"
 PAGES = {PAGE: b"<!DOCTYPE html><title>site</title><p>A page.</p>", "http://other.test/": b"<p>Other.</p>"}
@@ -57,31 +57,6 @@ def big(tmp_path_factory) -> Config:
         catalog.add(_capture(BUSY, stamp) for stamp in stamps)
         catalog.add(_capture(f"{FOLDER}{n:06d}", stamps[0]) for n in range(MANY))
     return config
-
-
-async def get(origin: str, path: str, **headers: str) -> tuple[int, dict[str, str], bytes]:
-    """GET with exactly the headers given (Host included): status, headers (last of each name), body."""
-    host, port = origin.removeprefix("http://").rsplit(":", 1)
-    stream = await trio.open_tcp_stream(host, int(port))
-    async with stream:
-        conn = h11.Connection(h11.CLIENT)
-        fields = {"Host": f"{host}:{port}", "Connection": "close", **headers}
-        await stream.send_all(conn.send(h11.Request(method="GET", target=path, headers=list(fields.items()))))
-        await stream.send_all(conn.send(h11.EndOfMessage()))
-        response, body = None, b""
-        while True:
-            event = conn.next_event()
-            if event is h11.NEED_DATA:
-                conn.receive_data(await stream.receive_some(1 << 16))
-            elif isinstance(event, h11.Response):
-                response = event
-            elif isinstance(event, h11.Data):
-                body += event.data
-            elif isinstance(event, h11.EndOfMessage):
-                break
-    assert response is not None
-    found = {name.decode().lower(): value.decode() for name, value in response.headers}
-    return response.status_code, found, body
 
 
 # --- origins and headers ---------------------------------------------------------------------
@@ -165,7 +140,7 @@ async def test_a_backtracking_filter_is_answered_at_once(tmp_path):
         catalog.add([_capture(long_url, STAMP)])
     process = await trio.lowlevel.open_process(
         [sys.executable, "-m", "archiver", "replay", "--config", str(config.path)],
-        cwd=ROOT_DIR, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+        cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
     )  # fmt: skip
     try:
         seen = b""

@@ -6,7 +6,7 @@ import trio
 from archiver.dns.lookup import Resolution, Resolver, parse_hosts
 from archiver.dns.resolver import DnsResolver, parse_nameserver
 from archiver.store.dnshistory import DnsHistory
-from tests.dnsserver import LOCAL, TestZone, start_dns
+from tests.support.dnsserver import LOCAL, TestZone, start_dns
 
 
 def test_parse_hosts():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
-from tests.sitekit import Answer, OneSite, crawl_site
+from tests.support.onesite import Answer, OneSite, crawl_site
 
 ROBOTS = b"User-agent: *\nDisallow: /p1.html\n" + b"# padding\n" * 8
 

@@ -10,7 +10,7 @@ import trio
 import trustme
 
 from archiver.crawl.crawler import Crawler, enqueue_seeds
-from tests.crawlkit import captures, load
+from tests.support.crawls import captures, load
 
 HOST = "alias.test"
 ADDRESS = "127.0.0.77"

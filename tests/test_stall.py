@@ -32,7 +32,7 @@ from archiver.store.dnshistory import DnsHistory
 from archiver.store.offloop import OffLoop
 from archiver.store.status import status_path
 from demoweb import WebSpec, start_demo
-from tests.crawlkit import captures, load, write_config
+from tests.support.crawls import captures, load, write_config
 
 HOLDER = r"""
 import os, sqlite3, sys

@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from archiver import cli, config
+from tests.support.repo import ROOT
 
-UNITS = Path(__file__).resolve().parent.parent / "systemd"
+UNITS = ROOT / "systemd"
 SERVICES = sorted(p.name for p in UNITS.glob("*.service"))
 UNIT_FILES = sorted(p.name for p in UNITS.iterdir() if p.suffix in (".service", ".timer", ".target"))
 INSTALLED = "/opt/archiver/venv/bin/archiver"

@@ -8,7 +8,7 @@ import json
 from archiver.store.status import summary_line
 from demoweb import WebSpec
 from demoweb.model import CALENDAR_SITE
-from tests.crawlkit import Crawled, captures
+from tests.support.crawls import Crawled, captures
 
 SPEC = WebSpec(sites=3, pages_per_site=25, port=0, trap=True)
 

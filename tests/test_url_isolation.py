@@ -8,8 +8,8 @@ import logging
 from archiver.crawl import visit as site
 from archiver.store.bundles import BundleWriter
 from archiver.web import pagelinks
-from tests.crawlkit import captures, warc_files, warcio_check
-from tests.sitekit import OneSite, crawl_site
+from tests.support.crawls import captures, warc_files, warcio_check
+from tests.support.onesite import OneSite, crawl_site
 
 
 async def test_a_url_whose_handling_raises_costs_only_that_url(tmp_path, monkeypatch, caplog):

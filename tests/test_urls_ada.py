@@ -1,6 +1,6 @@
 """Differential test: archiver.web.urls.normalize against ada-url (the WHATWG URL parser of Node.js)
 on a committed corpus of real-world-shaped links (tests/data/url_corpus.jsonl, made by
-tests/urlcorpus.py).
+tests/support/urlcorpus.py).
 
 Where we differ from WHATWG we do so on purpose, and each class of difference is listed in
 DIFFERENCES with its reason and a rewrite that turns ada's answer into ours. Every pair must be
@@ -18,7 +18,7 @@ from collections.abc import Callable
 import ada_url
 
 from archiver.web.urls import normalize
-from tests import urlcorpus
+from tests.support import urlcorpus
 
 _HEX = "0123456789ABCDEFabcdef"
 _UNRESERVED = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")

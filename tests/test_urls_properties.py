@@ -14,7 +14,7 @@ from archiver.web.urls import (
     rejection,
     split_origin,
 )
-from tests.urlstrategies import BASE_SOURCES, absolute_urls, bases, check_uri, links, queries
+from tests.support.urlstrategies import BASE_SOURCES, absolute_urls, bases, check_uri, links, queries
 
 EXAMPLES = settings(max_examples=250, deadline=None)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import trio
 
 from demoweb import WebSpec
-from tests.crawlkit import Crawled, captures
+from tests.support.crawls import Crawled, captures
 
 
 def measure(sites: int, pages: int, budget: int, work: Path) -> dict[str, int]:

@@ -29,7 +29,7 @@ from archiver.store.catalog import Capture, Catalog
 from archiver.store.catalog_maintenance import reindex
 from archiver.web.timestamps import to_iso
 from demoweb import DemoWeb, WebSpec, start_demo
-from tests.crawlkit import load, write_config
+from tests.support.crawls import load, write_config
 
 SPEC = WebSpec(sites=3, pages_per_site=8, port=0, trap=False)
 

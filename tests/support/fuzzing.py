@@ -21,7 +21,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-CORPUS = Path(__file__).parent / "fuzz_corpus"
+CORPUS = Path(__file__).parents[1] / "fuzz_corpus"
 SCALE = float(os.environ.get("ARCHIVER_FUZZ_SCALE", "1"))
 # Below this a benign run is too short to compare with (timer grain, cache and allocator noise).
 _FLOOR = 0.005

@@ -1,6 +1,6 @@
 """A seeded corpus of real-world-shaped links, each with the page URL it appears on.
 
-`python -m tests.urlcorpus` writes tests/data/url_corpus.jsonl (one {"base", "link"} object a
+`python -m tests.support.urlcorpus` writes tests/data/url_corpus.jsonl (one {"base", "link"} object a
 line); the differential test reads that file, and checks it is what this generator gives.
 The shapes are those the live web is full of: relative and absolute links, redirectors and share
 buttons with URLs in their queries, login `next=` links, tracking parameters, non-ASCII paths
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
-CORPUS = Path(__file__).parent / "data" / "url_corpus.jsonl"
+CORPUS = Path(__file__).parents[1] / "data" / "url_corpus.jsonl"
 SEED = 20261111
 SIZE = 3000
 

@@ -20,7 +20,7 @@ import h11
 import trio
 
 from archiver.crawl.crawler import Crawler, enqueue_seeds
-from tests.crawlkit import load, write_config
+from tests.support.crawls import load, write_config
 
 HOST = "limited.test"
 
