@@ -33,11 +33,8 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import sqlite3
 import time
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +44,7 @@ from archiver.queues.bloom import BloomBitmap, false_positive_rate, optimal_hash
 from archiver.queues.crawlqueue import CrawlQueue, queue_dir
 from archiver.queues.sitequeue import SiteQueue, process_for, queue_path
 from archiver.queues.spool import parse_line
+from archiver.store import sqlite
 from archiver.store.durable import fsync_directory
 from archiver.web import urls
 
@@ -121,8 +119,7 @@ class LinkBatch:
         self.totals = Totals()
         self.progress_interval = progress_interval
         self.stop_requested = False
-        self._db = sqlite3.connect(self.directory / STATE, timeout=30, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db = sqlite.open_writer(self.directory / STATE, sqlite.LINKS_STATE_TIMEOUT)
         self._db.executescript(_SCHEMA)
         row = self._db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
         self.generation = row[0] if row else 0
@@ -138,7 +135,7 @@ class LinkBatch:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._db.close()
+        sqlite.close(self._db, writer=True)
 
     # -- the bitmap ------------------------------------------------------------------------
 
@@ -289,7 +286,7 @@ class LinkBatch:
         self._save_bitmap(generation)
         touched = set(self._pending) | set(self._inlinks)
         now = time.time()
-        with self._transaction():
+        with sqlite.transaction(self._db):
             self.totals.new_sites += self._db.executemany(
                 "INSERT OR IGNORE INTO sites (origin) VALUES (?)", [(o,) for o in touched]).rowcount
             self._db.executemany(
@@ -316,16 +313,6 @@ class LinkBatch:
         event(log, logging.INFO, "links-checkpoint", generation=generation, sites=len(touched),
               seconds=round(took, 2), summary=self.totals.line())
 
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
-
     def _push_dirty(self) -> None:
         """Hand the changed sites to the queues of the processes that own them."""
         rows = self._db.execute("SELECT origin, inlinks, dirty FROM sites WHERE dirty > 0").fetchall()
@@ -341,7 +328,7 @@ class LinkBatch:
                 queue.merge_links(sites)
             finally:
                 queue.close()
-        with self._transaction():
+        with sqlite.transaction(self._db):
             self._db.executemany("UPDATE sites SET dirty=0 WHERE origin=?", [(r[0],) for r in rows])
 
     # -- runs -------------------------------------------------------------------------------------
