@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 a failure while running, 2 bad usage or bad input (conf
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -18,15 +19,17 @@ from pathlib import Path
 import trio
 
 from archiver import __version__, config, logs
-from archiver.crawl.crawler import Crawler, ProcessBusy, SeedError, enqueue_seeds, read_seeds
+from archiver.crawl.crawler import Crawler, SeedError, enqueue_seeds, read_seeds
 from archiver.dns.resolver import RefreshStats
 from archiver.dns.service import read_names, refresh_pass, run_service
 from archiver.links.batch import run_batch
-from archiver.store.catalog import Capture, Catalog, CatalogError, surt_key
-from archiver.store.catalog_maintenance import Progress, export_cdxj, reindex, verify, warc_paths
-from archiver.store.dnshistory import DnsHistory, DnsRow
-from archiver.store.status import format_status, read_statuses
-from archiver.store.warcindex import WarcError, read_record
+from archiver.store.catalog import Capture, CatalogError, surt_key
+from archiver.store.catalog_maintenance import Progress, export_cdxj
+from archiver.store.dnshistory import DnsRow
+from archiver.store.interfaces import CatalogStore
+from archiver.store.status import format_status
+from archiver.store.warcindex import WarcError
+from archiver.stores import ProcessBusy, open_stores
 from archiver.web import urls
 from archiver.web.timestamps import parse_date, to_datetime
 
@@ -70,9 +73,8 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     if args.recrawl and not args.seeds:
         print(f"recrawl: {crawler.queue.recrawl()} finished sites queued again")
     trio.run(crawler.run)
-    warcs = cfg.root / "warcs"
     print(f"crawl stopped: {crawler.stats.pages} pages, {crawler.stats.bytes} bytes; "
-          f"WARCs in {warcs}")
+          f"WARCs in {crawler.stores.warc_directory()}")
     if crawler.exit_status:
         print("archiver: crawl stopped because the disk is full (crawl.on_disk_full = \"exit\")",
               file=sys.stderr)
@@ -114,7 +116,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     cfg = _config(args)
-    statuses = read_statuses(cfg.root)
+    statuses = open_stores(cfg).status().read_all()
     if args.json:
         print(json.dumps(statuses, indent=1, sort_keys=True))
     elif not statuses:
@@ -147,9 +149,9 @@ def _url(text: str) -> str:
     return url
 
 
-def _catalog(cfg: config.Config) -> Catalog:
+def _catalog(cfg: config.Config) -> CatalogStore:
     try:
-        return Catalog(cfg.root / "catalog", cfg.catalog.shards, readonly=True)
+        return open_stores(cfg).catalog(readonly=True)
     except CatalogError as e:
         raise InputError(str(e)) from None
 
@@ -175,7 +177,7 @@ def cmd_catalog(args: argparse.Namespace) -> int:
 def _closest(cfg: config.Config, args: argparse.Namespace) -> Capture | None:
     """The capture of ``args.url`` nearest to ``args.at``; says so on stderr when there is none."""
     url, at = _url(args.url), _date(args.at)
-    with _catalog(cfg) as catalog:
+    with contextlib.closing(_catalog(cfg)) as catalog:
         found = catalog.closest(url, at)
     if found is None:
         print(f"no capture of {url}", file=sys.stderr)
@@ -194,7 +196,7 @@ def catalog_captures(cfg: config.Config, args: argparse.Namespace) -> int:
     url = _url(args.url)
     start = _date(args.from_) if args.from_ else None
     end = _date(args.to, upper=True) if args.to else None
-    with _catalog(cfg) as catalog:
+    with contextlib.closing(_catalog(cfg)) as catalog:
         found = catalog.captures(url, from_=start, to=end, limit=args.limit)
     _print_captures(found, args.json)
     return 0 if found else 1
@@ -202,7 +204,7 @@ def catalog_captures(cfg: config.Config, args: argparse.Namespace) -> int:
 
 def catalog_list(cfg: config.Config, args: argparse.Namespace) -> int:
     url = _url(args.url)
-    with _catalog(cfg) as catalog:
+    with contextlib.closing(_catalog(cfg)) as catalog:
         found = list(catalog.list(url, args.match, limit=args.limit))
     _print_captures(found, args.json)
     return 0 if found else 1
@@ -213,7 +215,7 @@ def catalog_get(cfg: config.Config, args: argparse.Namespace) -> int:
     if found is None:
         return 1
     try:
-        stored = read_record(cfg.root / "warcs", found.filename, found.offset, found.length)
+        stored = open_stores(cfg).warcs().read(found.filename, found.offset, found.length)
     except WarcError as e:
         return _fail(str(e))
     data = (stored.http_head if args.headers else b"") + stored.payload
@@ -240,7 +242,7 @@ def _printable(data: bytes) -> bool:
 
 
 def catalog_export(cfg: config.Config, args: argparse.Namespace) -> int:
-    with _catalog(cfg) as catalog:
+    with contextlib.closing(_catalog(cfg)) as catalog:
         if args.output:
             with open(args.output, "w", encoding="utf-8") as out:
                 lines = export_cdxj(catalog, out)
@@ -251,23 +253,28 @@ def catalog_export(cfg: config.Config, args: argparse.Namespace) -> int:
 
 
 def catalog_reindex(cfg: config.Config, args: argparse.Namespace) -> int:
-    paths = warc_paths(cfg.root, args.warcs)
+    stores = open_stores(cfg)
+    paths = stores.warcs().paths(args.warcs)
     if not paths:
-        raise InputError(f"no WARC files match {args.warcs or cfg.root / 'warcs' / '*.warc.gz'}")
+        raise InputError(f"no WARC files match {args.warcs or stores.warc_directory() / '*.warc.gz'}")
     progress = Progress(sum(p.stat().st_size for p in paths), "reindex")
     try:
-        entries = reindex(cfg.root, cfg.catalog.shards, paths, progress.update)
+        entries = stores.reindex_catalog(paths, progress.update)
     except WarcError as e:
         raise InputError(f"{e} (catalog left as it was)") from None
     progress.update(progress.total, entries, force=True)
-    print(f"reindexed {len(paths)} WARC file(s): {entries} entries in {cfg.root / 'catalog'}")
+    print(f"reindexed {len(paths)} WARC file(s): {entries} entries in the catalog")
     return 0
 
 
 def catalog_verify(cfg: config.Config, args: argparse.Namespace) -> int:
-    paths = warc_paths(cfg.root, args.warcs, include_open=True)
-    with _catalog(cfg) as catalog:
-        result = verify(cfg.root, catalog, paths)
+    stores = open_stores(cfg)
+    paths = stores.warcs().paths(args.warcs, include_open=True)
+    catalog = _catalog(cfg)
+    try:
+        result = stores.verify_catalog(catalog, paths)
+    finally:
+        catalog.close()
     for line in result.bad_entries:
         print(f"bad entry: {line}")
     for line in result.unindexed:
@@ -329,8 +336,11 @@ def cmd_dns(args: argparse.Namespace) -> int:
             return 0
 
         async def once() -> RefreshStats:
-            with DnsHistory(cfg.root / "dns.sqlite") as history:
+            history = open_stores(cfg).dns_history()
+            try:
                 return await refresh_pass(cfg, history, extra, force=args.force)
+            finally:
+                history.close()
 
         stats = trio.run(once)
         failed = ", ".join(f"{k} {v}" for k, v in sorted(stats.failed.items())) or "none"
@@ -341,10 +351,11 @@ def cmd_dns(args: argparse.Namespace) -> int:
         when = _when(getattr(args, "at", None))
     except InputError as e:
         return _fail(str(e))
-    path = cfg.root / "dns.sqlite"
-    if not path.exists():
-        return _fail(f"no DNS history at {path} (run `archiver dns refresh --once` first)")
-    with DnsHistory(path, readonly=True) as history:
+    try:
+        history = open_stores(cfg).dns_history(readonly=True)
+    except FileNotFoundError as e:
+        return _fail(f"{e} (run `archiver dns refresh --once` first)")
+    with contextlib.closing(history):
         if args.dns_verb == "history":
             rows = history.history(args.host)
             if args.json:

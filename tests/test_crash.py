@@ -14,6 +14,7 @@ from archiver.crawl.recovery import recover
 from archiver.store.bundles import BundleWriter
 from archiver.store.catalog import Catalog
 from archiver.store.warcindex import read_record
+from archiver.stores import open_stores
 from demoweb import WebSpec, run_demo_process
 from tests.support.crashes import kill_and_restart, kill_costs, run_until_fetches
 from tests.support.crawls import captures, load, records, warc_files, warcio_check, write_config
@@ -87,7 +88,7 @@ def test_a_torn_open_bundle_is_repaired_and_its_records_indexed_at_start(tmp_pat
     other.write_bytes(b"another process's bundle")
     config = from_dict({"archive": {"root": str(tmp_path)}})
     with Catalog(tmp_path / "catalog", 10) as catalog:
-        assert recover(config, 3, catalog).bundles_repaired == 1
+        assert recover(config, open_stores(config), 3, catalog).bundles_repaired == 1
         entries = list(catalog.iter_all())
     assert other.exists()                               # never another process's file
     assert sorted(e.url for e in entries) == ["http://a.test/0", "http://a.test/1", "http://a.test/2"]

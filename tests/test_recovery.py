@@ -17,6 +17,7 @@ from archiver.crawl.recovery import CommitPoint, commit_path, plan_advance, read
 from archiver.queues.crawlqueue import LOG, CrawlQueue, Entry, queue_dir
 from archiver.store.bundles import BundleWriter
 from archiver.store.catalog import Catalog
+from archiver.stores import open_stores
 
 GET = b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n"
 SITE = "http://a.test"
@@ -45,7 +46,7 @@ def page(writer: BundleWriter, url: str, body: bytes = b"", *, status: int = 200
 def run(config: Config) -> tuple[object, list[str]]:
     """Recover process 0; the result and the catalog's URLs."""
     with Catalog(config.root / "catalog", config.catalog.shards) as catalog:
-        result = recover(config, 0, catalog)
+        result = recover(config, open_stores(config), 0, catalog)
         return result, sorted(c.url for c in catalog.iter_all())
 
 
@@ -116,7 +117,7 @@ def test_an_alias_origin_is_done_in_the_queue_of_the_site_visited(tmp_path):
     with CrawlQueue.open(queue_dir(config.root, SITE)) as crawl_queue:
         crawl_queue.commit(crawl_queue.next(), pages=1, bytes_=10)
         crawl_queue.save(crawl_queue.mark())
-    CommitPoint(commit_path(config.root, 0), writer.position())
+    CommitPoint(commit_path(config.root / "state", 0), writer.position())
     page(writer, f"{secure}/", b'<a href="/q">q</a> <a href="http://a.test/r">other scheme</a>')
     page(writer, f"{secure}/p", b'<a href="http://a.test:8080/">another port</a>')
 
@@ -158,7 +159,7 @@ def test_records_of_a_rotated_bundle_past_the_commit_point_are_read_and_no_earli
     with CrawlQueue.open(queue_dir(config.root, SITE)) as crawl_queue:
         crawl_queue.commit(crawl_queue.next(), pages=1, bytes_=10)
         crawl_queue.save(crawl_queue.mark())
-    CommitPoint(commit_path(config.root, 0), writer.position())
+    CommitPoint(commit_path(config.root / "state", 0), writer.position())
     writer.max_size = writer.position()[1] + 1         # "/1" fills the bundle: "/2" rotates
     page(writer, f"{SITE}/1", b"x" * 1000)
     page(writer, f"{SITE}/2")

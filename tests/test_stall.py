@@ -27,7 +27,7 @@ from archiver.dns.lookup import Resolver
 from archiver.dns.resolver import DnsResolver
 from archiver.queues import sitequeue
 from archiver.queues.sitequeue import SiteQueue, queue_path
-from archiver.store import dnshistory
+from archiver.store import sqlite
 from archiver.store.dnshistory import DnsHistory
 from archiver.store.offloop import OffLoop
 from archiver.store.status import status_path
@@ -163,7 +163,7 @@ async def test_a_site_claimed_after_its_slot_was_cancelled_goes_back_to_the_queu
 
 
 async def test_a_queue_busy_past_its_timeout_is_asked_again(tmp_path, nursery, monkeypatch, caplog):
-    monkeypatch.setattr(sitequeue, "_BUSY_TIMEOUT", 0.05)
+    monkeypatch.setattr(sqlite, "SITE_QUEUE_TIMEOUT", 0.05)
     web, config, crawler = await crawler_for(tmp_path, nursery, sites_per_process=2)
     holder = await LockHolder.start(queue_path(config.root, 0))
     with caplog.at_level(logging.WARNING, logger="archiver.crawl.crawler"), trio.fail_after(GUARD):
@@ -178,7 +178,7 @@ async def test_a_queue_busy_past_its_timeout_is_asked_again(tmp_path, nursery, m
 
 async def test_a_dns_history_busy_past_its_timeout_does_not_hold_up_the_resolution(
         tmp_path, monkeypatch, caplog):
-    monkeypatch.setattr(dnshistory, "_BUSY_TIMEOUT", 0.05)
+    monkeypatch.setattr(sqlite, "DNS_HISTORY_TIMEOUT", 0.05)
     hosts = tmp_path / "hosts"
     hosts.write_text("127.0.0.5 www.demo\n")
     with DnsHistory(tmp_path / "dns.sqlite") as history:

@@ -14,7 +14,7 @@ from archiver.crawl.addressslots import AddressSlots
 from archiver.crawl.stats import Stats
 from archiver.dns.lookup import Resolver
 from archiver.logs import event
-from archiver.queues.crawlqueue import CrawlQueue
+from archiver.queues.interfaces import CrawlQueues, CrawlQueueStore
 from archiver.queues.spool import SpoolWriter
 from archiver.store.bundles import BundleWriter
 from archiver.store.catalog import Capture, Catalog
@@ -35,7 +35,8 @@ class CrawlContext:
     stats: Stats
     slots: AddressSlots
     lookup: Catalog  # read-only: the earlier captures a recrawl compares with (earlier_captures)
-    crawl_queues: set[CrawlQueue] = field(default_factory=set)
+    crawl_queues: CrawlQueues  # every site's crawl queue (archiver.stores)
+    open_queues: set[CrawlQueueStore] = field(default_factory=set)  # those visits hold now
     captures: list[Capture] = field(default_factory=list)  # written, not yet in the catalog
     draining: trio.Event = field(default_factory=trio.Event)  # set by SIGTERM: finish, take no more
     wake: trio.Event = field(default_factory=trio.Event)  # set (and replaced) on drain and reload
@@ -66,19 +67,19 @@ class CrawlContext:
         wake, self.wake = self.wake, trio.Event()
         wake.set()
 
-    async def make_durable(self, crawl_queues: Callable[[], Iterable[CrawlQueue]],
+    async def make_durable(self, queues: Callable[[], Iterable[CrawlQueueStore]],
                            then: Callable[[], object] | None = None) -> None:
         """Make every record, spool line and crawl-queue line written so far durable, then run
         ``then`` (a catalog commit), all in a worker thread: the fsyncs, the full WARC bundles
         and spool files to finish, the new directory entries (a ``SyncJob``). One job at a time,
         so a visit that ends never saves its cursor while a bundle holding its records is still
-        being finished by another. ``crawl_queues`` is called once the job's turn has come (the crawl
+        being finished by another. ``queues`` is called once the job's turn has come (the crawl
         queues still open then). Raises the disk's error; what was not finished is finished by
         the next job."""
         async with self.sync_lock:
             job = SyncJob()
             try:
-                for crawl_queue in crawl_queues():
+                for crawl_queue in queues():
                     crawl_queue.add_to(job)
                 bundles = self.bundle.add_to(job)
                 spooled = self.spool.add_to(job)
@@ -96,7 +97,7 @@ class CrawlContext:
             self.bundle.finished(bundles)
             self.spool.finished(spooled)
 
-    async def settle(self, crawl_queue: CrawlQueue) -> None:
+    async def settle(self, crawl_queue: CrawlQueueStore) -> None:
         """End of a visit: make what it wrote durable (in a worker thread), then save its cursor."""
         try:
             mark = crawl_queue.mark()

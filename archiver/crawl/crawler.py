@@ -8,7 +8,6 @@ flight are dropped, interrupted sites go back to the queue, and every file is fl
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import logging
 import os
@@ -21,7 +20,6 @@ from typing import ParamSpec, TypeVar
 
 import trio
 
-from archiver import __version__
 from archiver.config import Config
 from archiver.crawl.addressslots import AddressSlots
 from archiver.crawl.context import CrawlContext
@@ -32,16 +30,15 @@ from archiver.crawl.visit import SiteVisit
 from archiver.dns.lookup import Resolver
 from archiver.dns.resolver import DnsResolver
 from archiver.logs import event
-from archiver.queues.crawlqueue import CrawlQueue, CrawlQueueBusy, queue_dir
-from archiver.queues.sitequeue import SiteQueue, process_for, queue_path
-from archiver.queues.spool import SpoolWriter
+from archiver.queues.crawlqueue import CrawlQueue, CrawlQueueBusy
+from archiver.queues.interfaces import SiteQueueStore
+from archiver.queues.sitequeue import process_for
 from archiver.reload import reread
-from archiver.store.bundles import BundleWriter
-from archiver.store.catalog import Capture, Catalog
-from archiver.store.dnshistory import DnsHistory
+from archiver.store.catalog import Capture
 from archiver.store.durable import is_disk_error
 from archiver.store.offloop import OffLoop, is_busy
-from archiver.store.status import status_path, summary_line, write_status
+from archiver.store.status import summary_line
+from archiver.stores import open_stores
 from archiver.web import urls
 
 log = logging.getLogger("archiver.crawl.crawler")
@@ -53,24 +50,6 @@ EX_TEMPFAIL = 75  # sysexits.h: a temporary failure (crawl.on_disk_full = "exit"
 
 class SeedError(Exception):
     """A seeds file that cannot be used at all."""
-
-
-class ProcessBusy(Exception):
-    """Another crawler runs with the same process number on this archive."""
-
-
-def lock_process(root: Path, process: int) -> int:
-    """Hold ``<root>/sites/<process>.lock`` for the life of the process (released on exit or kill)."""
-    path = queue_path(root, process).with_suffix(".lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise ProcessBusy(f"crawler process {process} is already running on {root} "
-                          f"(it holds {path})") from None
-    return fd
 
 
 def read_seeds(path: Path) -> list[str]:
@@ -106,9 +85,10 @@ def enqueue_seeds(config: Config, process: int, seeds: list[str], *, recrawl: bo
     already done is queued for a new visit. ``process`` is the caller's; seeds of other processes
     are handed to their queues, which is how several processes share one seed list.
     """
-    root, processes = config.root, config.crawl.processes
-    c = config.crawl
-    queues: dict[int, SiteQueue] = {}
+    processes = config.crawl.processes
+    stores = open_stores(config)
+    crawl_queues = stores.crawl_queues()
+    queues: dict[int, SiteQueueStore] = {}
     added = 0
     try:
         for url in seeds:
@@ -116,18 +96,16 @@ def enqueue_seeds(config: Config, process: int, seeds: list[str], *, recrawl: bo
             owner = process_for(origin, processes)
             if owner not in queues:
                 # Another process may be running on that queue: leave its active sites alone.
-                queues[owner] = SiteQueue(queue_path(root, owner), recover=False)
-            try:
-                directory = queue_dir(root, origin)
-            except ValueError as e:  # a host name too long for a crawl-queue directory
-                event(log, logging.WARNING, "bad-seed", value=url[:200], error=str(e))
+                queues[owner] = stores.site_queue(owner)
+            unfit = crawl_queues.unfit(origin)
+            if unfit is not None:  # a host name too long for a crawl-queue directory
+                event(log, logging.WARNING, "bad-seed", value=url[:200], error=unfit)
                 continue
             entries = [(origin + "/", 0), (url, 0)]
             try:
-                crawl_queue = CrawlQueue.open(directory, bloom_bits=c.site_bitmap_bits,
-                                         max_fp=c.site_bitmap_max_fp)
+                crawl_queue = crawl_queues.open(origin)
             except CrawlQueueBusy:
-                CrawlQueue.append_external(directory, entries)
+                crawl_queues.append(origin, entries)
             else:
                 with crawl_queue:
                     for entry in entries:
@@ -152,24 +130,22 @@ class Crawler:
         self.until_idle = until_idle
         self.exit_status = 0  # EX_TEMPFAIL after stopping on a full disk
         self._unsettled: list[tuple[str, Outcome]] = []  # outcomes the full disk refused
-        root = config.root
-        self._lock = lock_process(root, process)
-        self.queue = SiteQueue(queue_path(root, process))
+        self.stores = stores = open_stores(config)
+        self._lock = stores.lock("crawl", process)
+        self.queue = stores.site_queue(process, recover=True)
         self.stats = Stats(process=process)
-        self.catalog = Catalog(root / "catalog", config.catalog.shards)
-        recover(config, process, self.catalog)
-        self.bundle = BundleWriter(
-            root / "warcs", prefix=config.warc.prefix, process=process,
-            max_size=config.warc.max_size, gzip_level=config.warc.gzip_level,
-            software=f"archiver/{__version__}", operator=config.archive.operator,
-            extra_info={"robots": "obey", "http-header-user-agent": config.crawl.user_agent})
-        self.commit_point = CommitPoint(commit_path(root, process), self.bundle.position())
-        self.lookup = Catalog(root / "catalog", config.catalog.shards, readonly=True)
-        self.dns_history = DnsHistory(root / "dns.sqlite")
-        self.spool = SpoolWriter(root / "outlinks", process, max_lines=config.outlinks.max_lines,
-                                 max_age=config.outlinks.max_age)
+        self.catalog = stores.catalog()
+        recover(config, stores, process, self.catalog)
+        self.bundle = stores.bundle_writer(process)
+        self.commit_point = CommitPoint(commit_path(stores.state_directory(), process),
+                                        self.bundle.position())
+        self.lookup = stores.catalog(readonly=True)
+        self.dns_history = stores.dns_history()
+        self.spool = stores.spool_writer(process)
+        self.status_files = stores.status()
         self.ctx = CrawlContext(
             config=config, bundle=self.bundle, spool=self.spool, stats=self.stats,
+            crawl_queues=stores.crawl_queues(),
             slots=AddressSlots(config.crawl.connections_per_address), lookup=self.lookup,
             resolver=Resolver(hosts_file=config.dns.hosts_file, history=self.dns_history,
                               dns=DnsResolver(nameservers=config.dns.nameservers,
@@ -343,12 +319,13 @@ class Crawler:
         """Restart the crawl queue of a site queued for a recrawl; True if it was."""
         if not await self._queue(self.queue.restart_pending, origin):
             return False
-        c = self.config.crawl
 
         def restart() -> None:
-            with CrawlQueue.open(queue_dir(self.config.root, origin), bloom_bits=c.site_bitmap_bits,
-                               max_fp=c.site_bitmap_max_fp) as crawl_queue:
+            crawl_queue = self.ctx.crawl_queues.open(origin)
+            try:
                 crawl_queue.restart()
+            finally:
+                crawl_queue.close()
 
         await trio.to_thread.run_sync(restart)
         await self._queue(self.queue.restarted, origin)
@@ -358,13 +335,13 @@ class Crawler:
     def _write_status(self) -> dict:
         """Write the status file on the calling thread (at close, once the slots are done)."""
         status = self.stats.snapshot(self.queue.counts())
-        write_status(status_path(self.config.root, self.process), status)
+        self.status_files.write(self.process, status)
         return status
 
     async def _write_status_off_loop(self) -> dict:
         """Write the status file, the queue counted and the file written in worker threads."""
         status = self.stats.snapshot(await self._queue(self.queue.counts))
-        await trio.to_thread.run_sync(write_status, status_path(self.config.root, self.process), status)
+        await trio.to_thread.run_sync(self.status_files.write, self.process, status)
         return status
 
     async def _report(self) -> None:
@@ -403,7 +380,7 @@ class Crawler:
             # When the job's turn comes: every record of an entry committed by then is written,
             # and the job flushes and fsyncs it.
             nonlocal position
-            marks[:] = [(crawl_queue, crawl_queue.mark()) for crawl_queue in ctx.crawl_queues]
+            marks[:] = [(crawl_queue, crawl_queue.mark()) for crawl_queue in ctx.open_queues]
             position = ctx.bundle.position()
             return [crawl_queue for crawl_queue, _ in marks]
 
@@ -420,7 +397,7 @@ class Crawler:
                 self._main_scope.cancel()
             return False
         for crawl_queue, mark in marks:
-            if crawl_queue in ctx.crawl_queues:  # still open (a visit that ended saved its own)
+            if crawl_queue in ctx.open_queues:  # still open (a visit that ended saved its own)
                 crawl_queue.save(mark)
         self.commit_point.advance(position)
         if not ctx.disk_ok.is_set() and ctx.bundle.error is None:

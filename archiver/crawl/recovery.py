@@ -81,20 +81,19 @@ from archiver.config import Config
 from archiver.crawl.policy import scheme_twin
 from archiver.logs import event
 from archiver.queues.crawlqueue import (
-    LOG,
-    CrawlQueue,
     CrawlQueueBusy,
     Entry,
-    queue_dir,
     read_slots,
     write_slot,
 )
+from archiver.queues.interfaces import CrawlQueues, CrawlQueueStore, SpoolWriterStore
 from archiver.queues.sitequeue import process_for
-from archiver.queues.spool import SpoolWriter
 from archiver.store.bundles import OPEN, SUFFIX, repair_open_bundle
-from archiver.store.catalog import Capture, Catalog
+from archiver.store.catalog import Capture
 from archiver.store.durable import fsync_directory
+from archiver.store.interfaces import CatalogStore
 from archiver.store.warcindex import INDEXED, capture_of
+from archiver.stores import EmbeddedStores
 from archiver.web import urls
 from archiver.web.pagelinks import links_in_response
 
@@ -136,8 +135,9 @@ def repair_bundles(paths: list[Path]) -> int:
     return repaired
 
 
-def commit_path(root: Path, process: int) -> Path:
-    return root / "state" / f"crawl-{process}.commit"
+def commit_path(state: Path, process: int) -> Path:
+    """The commit point of crawler ``process`` in the archive's state directory."""
+    return state / f"crawl-{process}.commit"
 
 
 def read_commit_point(path: Path) -> tuple[int, int] | None:
@@ -278,11 +278,12 @@ class Recovered:
     queues_busy: list[str] = field(default_factory=list)  # crawl queues left as they were
 
 
-def recover(config: Config, process: int, catalog: Catalog) -> Recovered:
+def recover(config: Config, stores: EmbeddedStores, process: int, catalog: CatalogStore
+            ) -> Recovered:
     """Repair, index and mark result what process ``process`` wrote past its commit point."""
-    root, warcs, prefix = config.root, config.root / "warcs", config.warc.prefix
+    warcs, prefix = stores.warc_directory(), config.warc.prefix
     result = Recovered()
-    point = commit_path(root, process)
+    point = commit_path(stores.state_directory(), process)
     start = read_commit_point(point)
     left_open = bundles(warcs, prefix, process, left_open=True)
     if start is None and left_open:
@@ -306,11 +307,11 @@ def recover(config: Config, process: int, catalog: Catalog) -> Recovered:
             batch = []
     result.catalog_added += catalog.add(batch)
     if by_host:
-        spool = SpoolWriter(root / "outlinks", process, max_lines=config.outlinks.max_lines,
-                            max_age=config.outlinks.max_age)
+        spool = stores.spool_writer(process)
+        crawl_queues = stores.crawl_queues()
         try:
             for records in by_host.values():
-                _recover_host(config, process, records, spool, result)
+                _recover_host(config, crawl_queues, process, records, spool, result)
         finally:
             spool.close()
     if result.records or result.bundles_repaired:
@@ -366,14 +367,12 @@ def _read_bundle(path: Path, offset: int) -> Iterator[tuple[_Record, Capture | N
             yield found, capture
 
 
-def _open_queue(config: Config, directory: Path) -> CrawlQueue | None:
-    """The crawl queue in ``directory``, waiting a little if another process holds it; None if
-    it stays busy."""
-    c = config.crawl
+def _open_queue(crawl_queues: CrawlQueues, origin: str) -> CrawlQueueStore | None:
+    """The crawl queue of ``origin``, waiting a little if another process holds it; None if it
+    stays busy."""
     for _ in range(_BUSY_TRIES):
         try:
-            return CrawlQueue.open(directory, bloom_bits=c.site_bitmap_bits,
-                                 max_fp=c.site_bitmap_max_fp)
+            return crawl_queues.open(origin)
         except CrawlQueueBusy:
             time.sleep(_BUSY_WAIT)
     return None
@@ -381,7 +380,7 @@ def _open_queue(config: Config, directory: Path) -> CrawlQueue | None:
 
 @dataclass
 class _Queue:
-    crawl_queue: CrawlQueue
+    crawl_queue: CrawlQueueStore
     origin: str
     restarted: float | None  # records older than this belong to the visit before a recrawl
     plan: Advance = field(default_factory=lambda: Advance(None, [], {}))
@@ -398,8 +397,8 @@ class _Queue:
         return record.url in self.plan.depths and finishes(record.status) and self.holds(record)
 
 
-def _recover_host(config: Config, process: int, records: list[_Record], spool: SpoolWriter,
-                  result: Recovered) -> None:
+def _recover_host(config: Config, crawl_queues: CrawlQueues, process: int, records: list[_Record],
+                  spool: SpoolWriterStore, result: Recovered) -> None:
     """Mark done, in every crawl queue of this host that this process owns, the entries these
     records finished; extract their links again; make it durable."""
     origins = {record.origin for record in records}
@@ -407,11 +406,10 @@ def _recover_host(config: Config, process: int, records: list[_Record], spool: S
     queues: dict[str, _Queue] = {}
     try:
         for origin in sorted(origins):
-            directory = queue_dir(config.root, origin)
             owned = process_for(origin, config.crawl.processes) == process
-            if not owned or not (directory / LOG).exists():
+            if not owned or not crawl_queues.exists(origin):
                 continue
-            crawl_queue = _open_queue(config, directory)
+            crawl_queue = _open_queue(crawl_queues, origin)
             if crawl_queue is None:  # its entries are fetched again: safe, only slower
                 result.queues_busy.append(origin)
                 event(log, logging.WARNING, "recovery-queue-busy", site=origin)
@@ -453,7 +451,7 @@ def _links_queue(queues: dict[str, _Queue], record: _Record) -> _Queue | None:
     return None
 
 
-def _requeue_links(config: Config, queue: _Queue, record: _Record, spool: SpoolWriter,
+def _requeue_links(config: Config, queue: _Queue, record: _Record, spool: SpoolWriterStore,
                    result: Recovered) -> None:
     """Route the links of ``record`` as its visit did: local ones into the queue, others to the
     spool."""

@@ -14,7 +14,6 @@ in a row end it).
 
 from __future__ import annotations
 
-import functools
 import logging
 import sqlite3
 import time
@@ -26,7 +25,7 @@ from archiver.crawl.context import CrawlContext
 from archiver.crawl.http import FetchResult, HttpClient
 from archiver.crawl.policy import Outcome, RobotsFetch, VisitPolicy, url_shape
 from archiver.logs import event
-from archiver.queues.crawlqueue import CrawlQueue, Entry, queue_dir
+from archiver.queues.crawlqueue import Entry
 from archiver.store.bundles import payload_digest
 from archiver.store.catalog import Capture, CatalogError
 from archiver.store.durable import is_disk_error
@@ -71,11 +70,9 @@ class SiteVisit:
         self.addresses[self.host] = resolution.addresses[0]
         # Opening reads the whole log (the bitmap is rebuilt from it) and merges the inbox under
         # its lock: a worker thread's job, not the event loop's.
-        crawl_queue = await trio.to_thread.run_sync(functools.partial(
-            CrawlQueue.open, queue_dir(ctx.config.root, self.origin),
-            bloom_bits=c.site_bitmap_bits, max_fp=c.site_bitmap_max_fp))
+        crawl_queue = await trio.to_thread.run_sync(ctx.crawl_queues.open, self.origin)
         self.crawl_queue = crawl_queue
-        ctx.crawl_queues.add(crawl_queue)
+        ctx.open_queues.add(crawl_queue)
         self.policy.pages, self.policy.bytes = crawl_queue.pages, crawl_queue.bytes
         client = HttpClient(user_agent=c.user_agent, connect_timeout=c.connect_timeout,
                             first_byte_timeout=c.first_byte_timeout, total_timeout=c.total_timeout,
@@ -105,7 +102,7 @@ class SiteVisit:
                 with trio.CancelScope(shield=True):
                     await ctx.settle(crawl_queue)
             finally:
-                ctx.crawl_queues.discard(crawl_queue)
+                ctx.open_queues.discard(crawl_queue)
                 crawl_queue.close()
             with trio.CancelScope(shield=True), trio.move_on_after(1):
                 await self._let_go()

@@ -7,6 +7,7 @@ override: they are not asked (the crawler records them, as ``hosts``, when it us
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import time
@@ -19,19 +20,19 @@ from archiver.config import Config
 from archiver.dns.lookup import parse_hosts
 from archiver.dns.resolver import DnsResolver, RefreshStats, refresh
 from archiver.logs import event
-from archiver.queues.sitequeue import SiteQueue
 from archiver.reload import reread
-from archiver.store.dnshistory import DnsHistory
+from archiver.store.interfaces import DnsHistoryStore
+from archiver.stores import EmbeddedStores, open_stores
 from archiver.web import urls
 
 log = logging.getLogger("archiver.dns")
 
 
-def queued_hosts(root: Path) -> list[str]:
+def queued_hosts(stores: EmbeddedStores) -> list[str]:
     """Hosts of the sites waiting, active, retrying or deferred in any crawler's site queue."""
     hosts: dict[str, None] = {}
-    for path in sorted((root / "sites").glob("*.sqlite")):
-        queue = SiteQueue(path, recover=False)
+    for number in stores.site_queue_numbers():
+        queue = stores.site_queue(number)
         try:
             for origin in queue.origins():
                 hosts[urls.origin_parts(origin)[1]] = None
@@ -50,14 +51,14 @@ def read_names(path: Path) -> list[str]:
     return names
 
 
-async def refresh_pass(config: Config, history: DnsHistory, extra: Iterable[str] = (), *,
+async def refresh_pass(config: Config, history: DnsHistoryStore, extra: Iterable[str] = (), *,
                        force: bool = False) -> RefreshStats:
     """One pass over the queued sites' hosts and ``extra``, with a progress line per few seconds."""
     d = config.dns
     overrides = set()
     if d.hosts_file is not None and d.hosts_file.exists():
         overrides = set(parse_hosts(d.hosts_file.read_text(encoding="utf-8", errors="replace")))
-    names = [n for n in [*queued_hosts(config.root), *extra] if n.lower() not in overrides]
+    names = [n for n in [*queued_hosts(open_stores(config)), *extra] if n.lower() not in overrides]
     last = [time.monotonic()]
 
     def progress(stats: RefreshStats) -> None:
@@ -80,7 +81,8 @@ async def run_service(config: Config, extra: Iterable[str] = ()) -> None:
     """Refresh every ``dns.refresh_interval`` until SIGINT/SIGTERM."""
     extra = list(extra)
     current = [config]
-    with DnsHistory(config.root / "dns.sqlite") as history, \
+    history = open_stores(config).dns_history()
+    with contextlib.closing(history), \
             trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
         async with trio.open_nursery() as nursery:
             async def watch() -> None:

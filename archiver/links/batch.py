@@ -6,14 +6,8 @@ tests-and-sets it in the global Bloom bitmap. A new URL goes to its site's crawl
 inbox, created if absent); a site's in-link count (distinct other sites linking to it) orders the
 site queues, and a site seen for the first time joins the queue of the one process that owns it.
 
-State in ``<root>/links/``:
-
-``state.sqlite``
-    The ledger of spool files done, the sites with their in-link counts, and the generation of
-    the bitmap that matches them.
-``bitmap-<generation>.bloom``
-    The global bitmap, saved when the batch stops (and at checkpoints): written to a temporary
-    name, fsynced, renamed. Not in memory when the batch is not running.
+Its state (the ledger of spool files done, in-link counts, the bitmap's generations) is a store of its
+own: archiver.queues.linksstate.
 
 A checkpoint is one atomic step: (1) new URLs are appended to the sites' inboxes and made durable,
 (2) the bitmap is saved as the next generation, (3) one SQLite transaction records the spool files
@@ -33,59 +27,24 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import sqlite3
 import time
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from archiver.config import Config
 from archiver.logs import event
 from archiver.queues.bloom import BloomBitmap, false_positive_rate, optimal_hashes
-from archiver.queues.crawlqueue import CrawlQueue, queue_dir
-from archiver.queues.sitequeue import SiteQueue, process_for, queue_path
+from archiver.queues.sitequeue import process_for
 from archiver.queues.spool import parse_line
-from archiver.store.durable import fsync_directory
+from archiver.stores import open_stores
 from archiver.web import urls
 
 log = logging.getLogger("archiver.links.batch")
 
-STATE = "state.sqlite"
-DONE = "done"
 # Bad lines logged one by one per spool file; the rest are only counted.
 _REPORTED_BAD = 20
 _PAIR = "\x00"  # no normalised URL starts with a NUL
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS ledger (
-    name TEXT PRIMARY KEY, generation INTEGER NOT NULL, lines INTEGER NOT NULL,
-    new_urls INTEGER NOT NULL, bad INTEGER NOT NULL, done REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS sites (
-    origin TEXT PRIMARY KEY, inlinks INTEGER NOT NULL DEFAULT 0,
-    dirty INTEGER NOT NULL DEFAULT 0   -- 1: count to push, 2: also new URLs (wake the site)
-);
-CREATE INDEX IF NOT EXISTS sites_dirty ON sites (dirty) WHERE dirty > 0;
-"""
-
-
-def bitmap_path(directory: Path, generation: int) -> Path:
-    return directory / f"bitmap-{generation}.bloom"
-
-
-def spool_order(path: Path) -> tuple[str, int, str]:
-    """Spool files ``<process>-<time>-<serial>.tsv`` in time order, then by process."""
-    process, _, rest = path.name.partition("-")
-    return rest[:14], int(process) if process.isdigit() else -1, path.name
-
-
-def closed_spool_files(outlinks: Path) -> list[Path]:
-    """Spool files the crawlers have closed (never one still ``.open``), oldest first."""
-    if not outlinks.is_dir():
-        return []
-    return sorted((p for p in outlinks.glob("*.tsv") if p.is_file()), key=spool_order)
 
 
 @dataclass
@@ -114,18 +73,13 @@ class LinkBatch:
 
     def __init__(self, config: Config, *, progress_interval: float = 5.0) -> None:
         self.config = config
-        self.root = config.root
-        self.directory = self.root / "links"
-        self.outlinks = self.root / "outlinks"
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.stores = open_stores(config)
+        self.state = self.stores.links_state()
+        self.spool = self.stores.spool_files()
+        self.crawl_queues = self.stores.crawl_queues()
         self.totals = Totals()
         self.progress_interval = progress_interval
         self.stop_requested = False
-        self._db = sqlite3.connect(self.directory / STATE, timeout=30, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(_SCHEMA)
-        row = self._db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
-        self.generation = row[0] if row else 0
         self.bitmap = self._load_bitmap()
         self._pending: dict[str, list[str]] = defaultdict(list)  # origin -> new URLs, in order
         self._pending_count = 0
@@ -134,67 +88,45 @@ class LinkBatch:
         self._last_progress = time.monotonic()
         self._push_dirty()
 
+    @property
+    def generation(self) -> int:
+        return self.state.generation
+
     def __enter__(self) -> LinkBatch:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._db.close()
+        self.state.close()
 
     # -- the bitmap ------------------------------------------------------------------------
 
     def _load_bitmap(self) -> BloomBitmap:
         links = self.config.links
-        path = bitmap_path(self.directory, self.generation)
-        for stale in self.directory.glob("bitmap-*"):
-            if stale != path:  # a checkpoint that never committed, or one already superseded
-                stale.unlink()
-        if self.generation == 0 or not path.exists():
-            if self.generation:
-                raise RuntimeError(f"{path} is missing: the ledger says generation "
-                                   f"{self.generation}; restore it or start {self.directory} anew")
-            bits = links.expected_urls * links.bits_per_url
-            bitmap = BloomBitmap(bits, optimal_hashes(links.bits_per_url))
-        else:
-            with path.open("rb") as f:
-                try:
-                    bitmap = BloomBitmap.read(f)
-                except ValueError as e:
-                    raise RuntimeError(f"{path}: not a bitmap this batch wrote: {e}") from None
+        bitmap = self.state.load_bitmap()
+        if bitmap is None:
+            bitmap = BloomBitmap(links.expected_urls * links.bits_per_url,
+                                 optimal_hashes(links.bits_per_url))
         design = false_positive_rate(bitmap.bits, links.expected_urls, bitmap.hashes)
-        event(log, logging.INFO, "bitmap", path=str(path), bits=bitmap.bits, hashes=bitmap.hashes,
-              mib=round(bitmap.bits / 8 / 2**20, 1), expected_urls=links.expected_urls,
-              fp_at_design_load=f"{design:.2e}", keys=bitmap.count,
-              fp_now=f"{bitmap.fp_rate():.2e}", generation=self.generation)
+        event(log, logging.INFO, "bitmap", path=self.state.bitmap_name(self.generation),
+              bits=bitmap.bits, hashes=bitmap.hashes, mib=round(bitmap.bits / 8 / 2**20, 1),
+              expected_urls=links.expected_urls, fp_at_design_load=f"{design:.2e}",
+              keys=bitmap.count, fp_now=f"{bitmap.fp_rate():.2e}", generation=self.generation)
         return bitmap
-
-    def _save_bitmap(self, generation: int) -> None:
-        path = bitmap_path(self.directory, generation)
-        tmp = path.with_name(path.name + ".tmp")
-        with tmp.open("wb") as f:
-            self.bitmap.write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        fsync_directory(self.directory)
 
     # -- reading spool files -----------------------------------------------------------------
 
     def pending_files(self) -> list[Path]:
         """Closed spool files not done yet; files the ledger has are moved to ``done/``
         (a kill between a checkpoint's commit and its moves leaves some behind)."""
-        done = {row[0] for row in self._db.execute("SELECT name FROM ledger")}
+        done = self.state.files_done()
         waiting = {p.name for p, *_ in self._files}
         out = []
-        for path in closed_spool_files(self.outlinks):
+        for path in self.spool.closed():
             if path.name in done:
-                self._move_done(path)
+                self.spool.done(path)
             elif path.name not in waiting:
                 out.append(path)
         return out
-
-    def _move_done(self, path: Path) -> None:
-        (self.outlinks / DONE).mkdir(exist_ok=True)
-        path.replace(self.outlinks / DONE / path.name)
 
     def process_file(self, path: Path) -> None:
         """Test-and-set every URL of one spool file; new ones wait for the next checkpoint.
@@ -222,7 +154,7 @@ class LinkBatch:
                 else:
                     target = url[: url.find("/", 8)]
                     if target not in unfit:
-                        unfit[target] = self._unfit(target)
+                        unfit[target] = self.crawl_queues.unfit(target)
                     if unfit[target] is not None:
                         parsed, url = f"{unfit[target]}: {url[:100]!r}", None
             if url is None:
@@ -259,15 +191,6 @@ class LinkBatch:
                                                t.new_urls + new)
         self._progress()
 
-    def _unfit(self, origin: str) -> str | None:
-        """Why a site cannot have a crawl queue (its origin is too long for a directory name),
-        or None."""
-        try:
-            queue_dir(self.root, origin)
-        except ValueError as e:
-            return str(e).partition(":")[0]
-        return None
-
     def _progress(self) -> None:
         now = time.monotonic()
         if now - self._last_progress >= self.progress_interval:
@@ -282,29 +205,16 @@ class LinkBatch:
             return
         started = time.monotonic()
         for origin, new_urls in self._pending.items():
-            CrawlQueue.append_external(queue_dir(self.root, origin), ((u, 0) for u in new_urls),
-                                     sync=False)
+            self.crawl_queues.append(origin, ((u, 0) for u in new_urls), sync=False)
         os.sync()  # every inbox at once: one call instead of an fsync per site
         generation = self.generation + 1
-        self._save_bitmap(generation)
+        self.state.save_bitmap(self.bitmap, generation)
         touched = set(self._pending) | set(self._inlinks)
-        now = time.time()
-        with self._transaction():
-            self.totals.new_sites += self._db.executemany(
-                "INSERT OR IGNORE INTO sites (origin) VALUES (?)", [(o,) for o in touched]).rowcount
-            self._db.executemany(
-                "UPDATE sites SET inlinks = inlinks + ?, dirty = max(dirty, ?) WHERE origin = ?",
-                [(self._inlinks.get(o, 0), 2 if o in self._pending else 1, o) for o in touched])
-            self._db.executemany(
-                "INSERT INTO ledger (name, generation, lines, new_urls, bad, done) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                [(p.name, generation, lines, new, bad, now) for p, lines, new, bad in self._files])
-            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)",
-                             (generation,))
-        bitmap_path(self.directory, self.generation).unlink(missing_ok=True)
-        self.generation = generation
+        self.totals.new_sites += self.state.commit(
+            generation, [(p.name, lines, new, bad) for p, lines, new, bad in self._files],
+            dict(self._inlinks), set(self._pending), time.time())
         for path, *_ in self._files:
-            self._move_done(path)
+            self.spool.done(path)
         self._pending.clear()
         self._inlinks.clear()
         self._files.clear()
@@ -316,33 +226,22 @@ class LinkBatch:
         event(log, logging.INFO, "links-checkpoint", generation=generation, sites=len(touched),
               seconds=round(took, 2), summary=self.totals.line())
 
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
-
     def _push_dirty(self) -> None:
         """Hand the changed sites to the queues of the processes that own them."""
-        rows = self._db.execute("SELECT origin, inlinks, dirty FROM sites WHERE dirty > 0").fetchall()
+        rows = self.state.dirty_sites()
         if not rows:
             return
         processes = self.config.crawl.processes
         by_owner: dict[int, list[tuple[str, int, bool]]] = defaultdict(list)
-        for origin, inlinks, dirty in rows:
-            by_owner[process_for(origin, processes)].append((origin, inlinks, dirty == 2))
+        for origin, inlinks, woken in rows:
+            by_owner[process_for(origin, processes)].append((origin, inlinks, woken))
         for owner, sites in sorted(by_owner.items()):
-            queue = SiteQueue(queue_path(self.root, owner), recover=False)
+            queue = self.stores.site_queue(owner)
             try:
                 queue.merge_links(sites)
             finally:
                 queue.close()
-        with self._transaction():
-            self._db.executemany("UPDATE sites SET dirty=0 WHERE origin=?", [(r[0],) for r in rows])
+        self.state.pushed([origin for origin, _, _ in rows])
 
     # -- runs -------------------------------------------------------------------------------------
 

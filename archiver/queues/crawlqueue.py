@@ -614,3 +614,29 @@ def _make_dirs(directory: Path) -> list[Path]:
         changed.append(top)
     directory.mkdir(parents=True, exist_ok=True)
     return changed
+
+
+class EmbeddedCrawlQueues:
+    """Every site's crawl queue as a folder under ``<root>/frontier/`` (see ``queue_dir``)."""
+
+    def __init__(self, root: Path, *, bloom_bits: int, max_fp: float) -> None:
+        self.root = root
+        self.bloom_bits = bloom_bits
+        self.max_fp = max_fp
+
+    def open(self, origin: str) -> CrawlQueue:
+        return CrawlQueue.open(queue_dir(self.root, origin), bloom_bits=self.bloom_bits,
+                               max_fp=self.max_fp)
+
+    def append(self, origin: str, entries: Iterable[tuple[str, int]], *, sync: bool = True) -> None:
+        CrawlQueue.append_external(queue_dir(self.root, origin), entries, sync=sync)
+
+    def unfit(self, origin: str) -> str | None:
+        try:
+            queue_dir(self.root, origin)
+        except ValueError as e:
+            return str(e).partition(":")[0]
+        return None
+
+    def exists(self, origin: str) -> bool:
+        return self.unfit(origin) is None and (queue_dir(self.root, origin) / LOG).exists()

@@ -14,11 +14,12 @@ after ``due``), ``deferred`` (failed too often; revisited by a daemon when due, 
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from pathlib import Path
 
 import mmh3
+
+from archiver.store import sqlite
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sites (
@@ -36,7 +37,6 @@ CREATE INDEX IF NOT EXISTS sites_ready ON sites (state, inlinks DESC, due);
 """
 
 STATES = ("waiting", "active", "retry", "deferred", "done")
-_BUSY_TIMEOUT = 30.0  # seconds a write waits for another process's write transaction
 
 
 def _ready(include_deferred: bool) -> tuple[tuple[str, ...], str]:
@@ -62,10 +62,7 @@ class SiteQueue:
         waiting again, which other readers must not do."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(path, timeout=_BUSY_TIMEOUT, isolation_level=None,
-                                   check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db = sqlite.open_writer(path, sqlite.SITE_QUEUE_TIMEOUT)
         self._db.executescript(_SCHEMA)
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(sites)")}
         if "restart" not in columns:  # a queue made before recrawls existed
@@ -74,7 +71,7 @@ class SiteQueue:
             self._db.execute("UPDATE sites SET state='waiting' WHERE state='active'")
 
     def close(self) -> None:
-        self._db.close()
+        sqlite.close(self._db, writer=True)
 
     def __enter__(self) -> SiteQueue:
         return self
@@ -94,8 +91,7 @@ class SiteQueue:
         sites are added; known ones get the count; a finished site with new URLs waits again
         (its visit resumes at its cursor, where the new URLs are). Returns the sites added."""
         now = time.time() if now is None else now
-        with self._db:
-            self._db.execute("BEGIN IMMEDIATE")
+        with sqlite.transaction(self._db):
             added = self._db.executemany(
                 "INSERT OR IGNORE INTO sites (origin, added) VALUES (?, ?)",
                 [(origin, now) for origin, _, _ in sites]).rowcount
@@ -110,8 +106,7 @@ class SiteQueue:
         """Take the most linked-to site that is due, mark it active, and return it."""
         now = time.time() if now is None else now
         states, marks = _ready(include_deferred)
-        with self._db:
-            self._db.execute("BEGIN IMMEDIATE")
+        with sqlite.transaction(self._db):
             row = self._db.execute(
                 f"SELECT origin FROM sites WHERE state IN ({marks}) AND due <= ? "
                 "ORDER BY inlinks DESC, due LIMIT 1", (*states, now)).fetchone()

@@ -15,6 +15,8 @@ from typing import IO
 
 from archiver.store.durable import Retired, SyncJob
 
+DONE = "done"  # the folder of spool files the links batch has read
+
 
 def parse_line(line: str) -> tuple[str, str] | str:
     """(URL, linking origin) of one spool line, or why the line is unusable. The URL is taken as
@@ -132,3 +134,31 @@ class SpoolWriter:
         self._file = self._path.open("x", encoding="utf-8", newline="\n")
         self._lines = 0
         self._opened = now
+
+
+def spool_order(path: Path) -> tuple[str, int, str]:
+    """Spool files ``<process>-<time>-<serial>.tsv`` in time order, then by process."""
+    process, _, rest = path.name.partition("-")
+    return rest[:14], int(process) if process.isdigit() else -1, path.name
+
+
+def closed_spool_files(outlinks: Path) -> list[Path]:
+    """Spool files the crawlers have closed (never one still ``.open``), oldest first."""
+    if not outlinks.is_dir():
+        return []
+    return sorted((p for p in outlinks.glob("*.tsv") if p.is_file()), key=spool_order)
+
+
+class SpoolDirectory:
+    """The spool as the links batch reads it: the crawlers' closed files in ``directory``, oldest
+    first; a file the batch is done with moves to ``done/`` (the operator may prune it)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def closed(self) -> list[Path]:
+        return closed_spool_files(self.directory)
+
+    def done(self, path: Path) -> None:
+        (self.directory / DONE).mkdir(exist_ok=True)
+        path.replace(self.directory / DONE / path.name)

@@ -9,15 +9,14 @@ loop and within the service's limits.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from archiver.config import Config
 from archiver.replay.scan import Scan, Scanner
-from archiver.store.catalog import Capture, Catalog
-from archiver.store.dnshistory import DnsHistory
-from archiver.store.status import read_statuses
-from archiver.store.warcindex import Stored, read_record
+from archiver.store.catalog import Capture
+from archiver.store.interfaces import DnsHistoryStore
+from archiver.store.warcindex import Stored
+from archiver.stores import open_stores
 from archiver.web.timestamps import parse_date
 
 
@@ -26,9 +25,10 @@ class ReplayArchive:
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.root: Path = config.root
-        self.warcs = self.root / "warcs"
-        self.catalog = Catalog(self.root / "catalog", config.catalog.shards, readonly=True)
+        self.stores = open_stores(config)
+        self.warcs = self.stores.warcs()
+        self.status = self.stores.status()
+        self.catalog = self.stores.catalog(readonly=True)
         limits = config.replay
         self.scanner = Scanner(
             self.catalog,
@@ -36,11 +36,11 @@ class ReplayArchive:
             max_rows=limits.scan_max_rows,
             deadline=limits.scan_deadline,
         )
-        self._dns: DnsHistory | None = None
+        self._dns: DnsHistoryStore | None = None
 
     def record(self, capture: Capture) -> Stored:
         """The WARC record a catalog entry points at (raises WarcError if it is not there)."""
-        return read_record(self.warcs, capture.filename, capture.offset, capture.length)
+        return self.warcs.read(capture.filename, capture.offset, capture.length)
 
     async def original(self, revisit: Capture, stored: Stored) -> tuple[Capture, Stored] | None:
         """The response a revisit record stands for, with its record; None if it is not archived.
@@ -76,18 +76,18 @@ class ReplayArchive:
             return None
         return None if found is None else (found, self.record(found))
 
-    def dns(self) -> DnsHistory | None:
+    def dns(self) -> DnsHistoryStore | None:
         """The DNS history, or None while no crawl or DNS service has made one."""
         if self._dns is None:
-            path = self.root / "dns.sqlite"
-            if not path.exists():
+            try:
+                self._dns = self.stores.dns_history(readonly=True)
+            except FileNotFoundError:
                 return None
-            self._dns = DnsHistory(path, readonly=True)
         return self._dns
 
     def statuses(self) -> list[dict[str, Any]]:
         """The last status each crawler process wrote (``<root>/state/crawl-N.json``)."""
-        return read_statuses(self.root)
+        return self.status.read_all()
 
     def close(self) -> None:
         self.catalog.close()

@@ -22,7 +22,7 @@ from typing import TypeVar
 
 import trio
 
-from archiver.store.catalog import Catalog
+from archiver.store.interfaces import CatalogStore
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -81,7 +81,7 @@ class Scan:
 class Scanner:
     """The catalog of one replay service and the limits of its listings."""
 
-    def __init__(self, catalog: Catalog, *, slice_rows: int, max_rows: int, deadline: float) -> None:
+    def __init__(self, catalog: CatalogStore, *, slice_rows: int, max_rows: int, deadline: float) -> None:
         self.catalog = catalog
         self.slice_rows = slice_rows
         self.max_rows = max_rows

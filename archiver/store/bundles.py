@@ -13,23 +13,10 @@ from its parsed fields (respacing names, joining folded lines, %-encoding non-AS
 handed to it pre-serialised (``_RawHead``) and stored byte for byte. Digests are computed once,
 by warcio, in the pass that writes the record: WARC-Block-Digest over head + body and
 WARC-Payload-Digest over the body exactly as stored, which is what ``warcio check`` recomputes.
-Callers that store a de-chunked body rename Transfer-Encoding in the head (see ``fetch``).
+Callers that store a de-chunked body rename Transfer-Encoding in the head (see
+``archiver.crawl.http``).
 
-gzip level, measured with zlib on this 2-core AMD EPYC (best of 5; 76 HTML documents, 4.5 MB,
-median 28 KB, from the Node.js, Rust, libxslt, valgrind, npm and CPython docs on this machine):
-
-    level   ms per 100 KB   output / input
-      1         0.70            23.8 %
-      3         0.90            22.2 %
-      6         2.08            19.7 %
-      9         3.36            19.6 %
-
-JavaScript (60 files) gave 2.1 / 2.3 / 4.0 / 8.1 ms for 32.5 / 30.8 / 28.3 / 28.2 %; PNG and JPEG
-shrink by 9-19 % at every level. Level 6 (zlib's and gzip's default) is chosen: level 9 costs
-1.6-2x its time for 0.1 point less output, while level 3 would save 0.15-0.25 ms per 20 KB page
-for 9-13 % more disk, and the archive is kept for good. A whole 20 KB HTML exchange (both
-records) costs ~0.5 ms here at level 6 (0.33 at level 3), ~0.2 ms of it outside zlib: warcio's
-record building, two SHA-1 passes and its base32.
+gzip level 6 (zlib's default): measured against levels 1, 3 and 9 in the README, "Benchmarks".
 
 Durability: each exchange (its response and request records) reaches the OS in one write(2) as
 soon as it is written, so a killed process loses only the exchange it was writing: crash recovery

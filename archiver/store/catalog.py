@@ -22,7 +22,6 @@ WAL lets readers go on meanwhile.
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import json
 import os
@@ -40,6 +39,7 @@ from typing import NamedTuple
 import mmh3
 import surt
 
+from archiver.store import sqlite
 from archiver.store.durable import fsync_directory
 from archiver.web.timestamps import to_datetime
 
@@ -57,7 +57,6 @@ _PORT = re.compile(r":\d+\Z")
 _REVISIT_MIME = "warc/revisit"
 # Writers wait this long for another process's write transaction on the same shard (SQLite's
 # busy timeout); each transaction is one batch for one shard, milliseconds long.
-_BUSY_TIMEOUT = 60.0
 # Page cache per shard connection. SQLite's default, 2 MiB, would let 1000 open shards take
 # 2 GiB per process; reads beyond it come from the OS page cache at a syscall per page.
 _CACHE_KIB = 1024
@@ -411,13 +410,8 @@ class Catalog:
             found = conn.execute("SELECT id FROM files WHERE name = ?", (filename,)).fetchone()
             if found is None:
                 continue
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with sqlite.transaction(conn):
                 removed += conn.execute("DELETE FROM captures WHERE file = ?", found).rowcount
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
         return removed
 
     def close(self) -> None:
@@ -426,14 +420,7 @@ class Catalog:
             self._release(self._conns.popitem()[1])
 
     def _release(self, conn: sqlite3.Connection) -> None:
-        """Close a shard connection. A writer first turns the shard back to rollback-journal mode
-        (best effort: another connection may hold it), so that a reader on a read-only file
-        system (the replay under systemd's ReadOnlyPaths=) can open it with no writer running: a
-        WAL database is readable there only while its -shm file exists."""
-        if not self.readonly:
-            with contextlib.suppress(sqlite3.OperationalError):
-                conn.execute("PRAGMA journal_mode=DELETE")
-        conn.close()
+        sqlite.close(conn, writer=not self.readonly)
 
     # -- internals
 
@@ -490,16 +477,9 @@ class Catalog:
                 return None
             _create_exclusive(path, _make_shard)
         if self.readonly:
-            uri = f"{path.resolve().as_uri()}?mode=ro"
-            conn = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT, check_same_thread=False)
+            conn = sqlite.open_reader(path, sqlite.CATALOG_TIMEOUT)
         else:
-            conn = sqlite3.connect(path, timeout=_BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
-            # WAL while written (readers never wait on the writer), rollback journal while closed
-            # (see _release); synchronous is per connection. In WAL mode NORMAL syncs at
-            # checkpoints only: the SQLite docs' recommended pairing.
-            with contextlib.suppress(sqlite3.OperationalError):  # a reader holds it: stay as is
-                conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
+            conn = sqlite.open_writer(path, sqlite.CATALOG_TIMEOUT)
         conn.execute(f"PRAGMA cache_size=-{_CACHE_KIB}")
         self._conns[shard] = conn
         if len(self._conns) > self._max_open:
@@ -510,37 +490,38 @@ class Catalog:
         conn = self._conn(shard, create=True)
         assert conn is not None
         ids = self._file_ids.setdefault(shard, {})
-        conn.execute("BEGIN IMMEDIATE")
         try:
-            for name in {c.filename for c in group}.difference(ids):
-                conn.execute("INSERT OR IGNORE INTO files (name) VALUES (?)", (name,))
-                ids[name] = conn.execute("SELECT id FROM files WHERE name = ?", (name,)).fetchone()[0]
-                self._file_names.setdefault(shard, {})[ids[name]] = name
-            rows = [
-                (
-                    c.urlkey,
-                    c.timestamp,
-                    ids[c.filename],
-                    c.offset,
-                    c.url,
-                    c.status,
-                    c.mime,
-                    c.digest,
-                    c.redirect,
-                    c.length,
-                    c.rectype == "revisit",
-                )
-                for c in group
-            ]
-            added = conn.executemany(_INSERT, rows).rowcount
-            conn.execute("COMMIT")
+            with sqlite.transaction(conn):
+                return self._insert(conn, shard, ids, group)
         except BaseException:
-            conn.execute("ROLLBACK")
             # Ids made in the rolled-back transaction are gone.
             self._file_ids.pop(shard, None)
             self._file_names.pop(shard, None)
             raise
-        return added
+
+    def _insert(self, conn: sqlite3.Connection, shard: int, ids: dict[str, int],
+                group: list[Capture]) -> int:
+        for name in {c.filename for c in group}.difference(ids):
+            conn.execute("INSERT OR IGNORE INTO files (name) VALUES (?)", (name,))
+            ids[name] = conn.execute("SELECT id FROM files WHERE name = ?", (name,)).fetchone()[0]
+            self._file_names.setdefault(shard, {})[ids[name]] = name
+        rows = [
+            (
+                c.urlkey,
+                c.timestamp,
+                ids[c.filename],
+                c.offset,
+                c.url,
+                c.status,
+                c.mime,
+                c.digest,
+                c.redirect,
+                c.length,
+                c.rectype == "revisit",
+            )
+            for c in group
+        ]
+        return conn.executemany(_INSERT, rows).rowcount
 
     def _read(self, shard: int, rng: _Range) -> Iterator[Capture]:
         """Captures of one shard in ``rng``, in key order, fetched _PAGE at a time by keyset paging."""

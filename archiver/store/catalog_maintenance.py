@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from archiver.store.catalog import Capture, Catalog
-from archiver.store.warcindex import WarcError, index_warc, read_record
+from archiver.store.warcindex import Stored, WarcError, index_warc, read_record
 
 BATCH = 10_000
 
@@ -154,3 +154,16 @@ def export_cdxj(catalog: Catalog, out: TextIO) -> int:
             out.write("\n")
             lines += 1
     return lines
+
+
+class WarcFiles:
+    """The WARC bundles in ``<root>/warcs``: read one record, list the files."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def read(self, filename: str, offset: int, length: int) -> Stored:
+        return read_record(self.root / "warcs", filename, offset, length)
+
+    def paths(self, pattern: str | None = None, *, include_open: bool = False) -> list[Path]:
+        return warc_paths(self.root, pattern, include_open=include_open)

@@ -45,7 +45,6 @@ may be a different thread each time); several processes may share the file.
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import re
 import sqlite3
@@ -55,10 +54,11 @@ from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
+from archiver.store import sqlite
+
 CANONICAL, ADDRESS, ALIAS = "canonical", "address", "alias"
 SCHEMA_VERSION = 1
 # Writers wait this long for another process's write transaction (SQLite's busy timeout).
-_BUSY_TIMEOUT = 60.0
 _SPACE = re.compile(r"\s")
 # Names per "IN (...)" query in due(); SQLite allows 32766 parameters since 3.32.
 _CHUNK = 500
@@ -114,6 +114,7 @@ _HISTORY = (
 # aliased by every shop or blog it hosts) has many alias rows but few addresses.
 _HOST_ADDRESSES = f"SELECT row, value, type FROM dns WHERE id = ? AND superseded IS NULL AND {_ADDRESS}"
 _INSERT = "INSERT INTO dns (id, value, type, entered, superseded, source) VALUES (?, ?, ?, ?, NULL, ?)"
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,12 +223,9 @@ class DnsHistory:
         if readonly:
             if not self.path.exists():
                 raise FileNotFoundError(f"no DNS history at {self.path}")
-            target, uri = self.path.resolve().as_uri() + "?mode=ro", True
+            self._db = sqlite.open_reader(self.path, sqlite.DNS_HISTORY_TIMEOUT)
         else:
-            target, uri = str(self.path), False
-        self._db = sqlite3.connect(
-            target, uri=uri, timeout=_BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
-        )
+            self._db = sqlite.open_writer(self.path, sqlite.DNS_HISTORY_TIMEOUT)
         try:
             self._setup()
         except BaseException:
@@ -241,14 +239,7 @@ class DnsHistory:
         self.close()
 
     def close(self) -> None:
-        """Close; a writer first turns the file back to rollback-journal mode (best effort:
-        another process may hold it), so a reader on a read-only file system (the replay under
-        systemd's ReadOnlyPaths=) can open it with no writer running: a WAL database is readable
-        there only while its -shm file exists."""
-        if not self.readonly:
-            with contextlib.suppress(sqlite3.OperationalError):
-                self._db.execute("PRAGMA journal_mode = DELETE")
-        self._db.close()
+        sqlite.close(self._db, writer=not self.readonly)
 
     # -- writes
 
@@ -353,15 +344,10 @@ class DnsHistory:
 
     def _setup(self) -> None:
         db = self._db
-        db.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT * 1000)}")
         if self.readonly:
             version = db.execute("PRAGMA user_version").fetchone()[0]
         else:
-            with contextlib.suppress(sqlite3.OperationalError):  # a reader holds it: stay as is
-                db.execute("PRAGMA journal_mode = WAL")
-            db.execute("PRAGMA synchronous = NORMAL")
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with sqlite.transaction(db):
                 version = db.execute("PRAGMA user_version").fetchone()[0]
                 if version == 0:
                     for statement in _SCHEMA.split(";"):
@@ -369,10 +355,6 @@ class DnsHistory:
                             db.execute(statement)
                     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                     version = SCHEMA_VERSION
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
         if version != SCHEMA_VERSION:
             raise RuntimeError(
                 f"{self.path}: DNS history schema {version}, this program reads {SCHEMA_VERSION}"
@@ -381,14 +363,9 @@ class DnsHistory:
     @contextmanager
     def _transaction(self, now: float) -> Iterator[float]:
         """A write transaction; yields ``now`` raised to the latest date already written."""
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
+        with sqlite.transaction(self._db):
             (last,) = self._db.execute("SELECT last FROM clock").fetchone()
             yield max(now, last)
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
 
 
 class _Writer:

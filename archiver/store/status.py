@@ -58,3 +58,16 @@ def format_status(s: dict[str, Any], now: float | None = None) -> str:
     for site, info in s["active"].items():
         lines.append(f"  {site}  queued={info.get('queued', 0)}  {info.get('url', '')}")
     return "\n".join(lines)
+
+
+class StatusFiles:
+    """Each crawler process's status as ``<root>/state/crawl-<process>.json``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def write(self, process: int, status: dict[str, Any]) -> None:
+        write_status(status_path(self.root, process), status)
+
+    def read_all(self) -> list[dict[str, Any]]:
+        return read_statuses(self.root)

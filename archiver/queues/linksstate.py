@@ -1,0 +1,122 @@
+"""The external-link batch's state (``<root>/links/``): the global bitmap's generations, the ledger
+of spool files done, and each site's in-link count with what is still to be pushed to the site queues.
+
+``state.sqlite``
+    The ledger of spool files done, the sites with their in-link counts, and the generation of the
+    bitmap that matches them.
+``bitmap-<generation>.bloom``
+    The global bitmap, saved at each checkpoint: written to a temporary name, fsynced, renamed.
+
+A checkpoint commits in one transaction (``commit``) what the bitmap saved as the next generation
+(``save_bitmap``) already holds; the previous bitmap goes only after the commit. So the state on
+disk is always one generation's ledger with that generation's bitmap (see archiver.links.batch).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from archiver.queues.bloom import BloomBitmap
+from archiver.store import sqlite
+from archiver.store.durable import fsync_directory
+
+STATE = "state.sqlite"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS ledger (
+    name TEXT PRIMARY KEY, generation INTEGER NOT NULL, lines INTEGER NOT NULL,
+    new_urls INTEGER NOT NULL, bad INTEGER NOT NULL, done REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sites (
+    origin TEXT PRIMARY KEY, inlinks INTEGER NOT NULL DEFAULT 0,
+    dirty INTEGER NOT NULL DEFAULT 0   -- 1: count to push, 2: also new URLs (wake the site)
+);
+CREATE INDEX IF NOT EXISTS sites_dirty ON sites (dirty) WHERE dirty > 0;
+"""
+
+
+def bitmap_path(directory: Path, generation: int) -> Path:
+    return directory / f"bitmap-{generation}.bloom"
+
+
+class EmbeddedLinksState:
+    """The batch's state as files in ``directory``."""
+
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.directory = directory
+        self._db = sqlite.open_writer(directory / STATE, sqlite.LINKS_STATE_TIMEOUT)
+        self._db.executescript(_SCHEMA)
+        row = self._db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
+        self.generation: int = row[0] if row else 0
+
+    def close(self) -> None:
+        sqlite.close(self._db, writer=True)
+
+    def load_bitmap(self) -> BloomBitmap | None:
+        """The current generation's bitmap (None before the first checkpoint); stale files of
+        generations that never committed, or were superseded, are removed."""
+        path = bitmap_path(self.directory, self.generation)
+        for stale in self.directory.glob("bitmap-*"):
+            if stale != path:
+                stale.unlink()
+        if self.generation == 0:
+            return None
+        if not path.exists():
+            raise RuntimeError(f"{path} is missing: the ledger says generation {self.generation}; "
+                               f"restore it or start {self.directory} anew")
+        with path.open("rb") as f:
+            try:
+                return BloomBitmap.read(f)
+            except ValueError as e:
+                raise RuntimeError(f"{path}: not a bitmap this batch wrote: {e}") from None
+
+    def bitmap_name(self, generation: int) -> str:
+        return str(bitmap_path(self.directory, generation))
+
+    def save_bitmap(self, bitmap: BloomBitmap, generation: int) -> None:
+        """Durably store ``bitmap`` as ``generation`` (write, fsync, rename)."""
+        path = bitmap_path(self.directory, generation)
+        tmp = path.with_name(path.name + ".tmp")
+        with tmp.open("wb") as f:
+            bitmap.write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        fsync_directory(self.directory)
+
+    def files_done(self) -> set[str]:
+        return {row[0] for row in self._db.execute("SELECT name FROM ledger")}
+
+    def commit(self, generation: int, files: Iterable[tuple[str, int, int, int]],
+               inlinks: dict[str, int], woken: set[str], now: float) -> int:
+        """One checkpoint in one transaction: the spool files done (name, lines, new URLs, bad
+        lines), the new in-link counts, the sites with new URLs to wake, and ``generation``. The
+        previous generation's bitmap is then removed. Returns the sites new to the state."""
+        touched = set(inlinks) | woken
+        with sqlite.transaction(self._db):
+            added = self._db.executemany(
+                "INSERT OR IGNORE INTO sites (origin) VALUES (?)", [(o,) for o in touched]).rowcount
+            self._db.executemany(
+                "UPDATE sites SET inlinks = inlinks + ?, dirty = max(dirty, ?) WHERE origin = ?",
+                [(inlinks.get(o, 0), 2 if o in woken else 1, o) for o in touched])
+            self._db.executemany(
+                "INSERT INTO ledger (name, generation, lines, new_urls, bad, done) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(name, generation, lines, new, bad, now) for name, lines, new, bad in files])
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)",
+                             (generation,))
+        bitmap_path(self.directory, self.generation).unlink(missing_ok=True)
+        self.generation = generation
+        return added
+
+    def dirty_sites(self) -> list[tuple[str, int, bool]]:
+        """(origin, in-links, has new URLs) of the sites not pushed to the site queues yet."""
+        rows = self._db.execute("SELECT origin, inlinks, dirty FROM sites WHERE dirty > 0")
+        return [(origin, inlinks, dirty == 2) for origin, inlinks, dirty in rows]
+
+    def pushed(self, origins: list[str]) -> None:
+        with sqlite.transaction(self._db):
+            self._db.executemany("UPDATE sites SET dirty=0 WHERE origin=?", [(o,) for o in origins])

@@ -1,0 +1,77 @@
+"""The doors to archiver's stores: what the processes may ask of each kind of shared state.
+
+Every process reaches a store through one of these protocols, and gets it from
+:func:`archiver.stores.open_stores`, the one place that chooses an implementation (today the
+embedded default: SQLite files and plain files under ``archive.root``). They are written for
+distributed implementations as well: writes come in batches (``CatalogStore.add``), every write is
+one transaction, and nothing assumes a shared file system between processes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+from archiver.store.catalog import Capture
+from archiver.store.dnshistory import DnsRow, NameState, Observation, Resolved
+from archiver.store.warcindex import Stored
+
+
+class CatalogStore(Protocol):
+    """The card catalog: one entry per response or revisit record, by URL key and timestamp."""
+
+    def add(self, captures: Iterable[Capture]) -> int:
+        """Store a batch of entries (their records already durable); how many were new."""
+
+    def closest(self, url: str, at: str) -> Capture | None: ...
+
+    def captures(self, url: str, *, from_: str | None = None, to: str | None = None,
+                 limit: int | None = None) -> list[Capture]: ...
+
+    def list(self, url: str, match: str, *, limit: int | None = None) -> Iterator[Capture]: ...
+
+    def iter_all(self) -> Iterator[Capture]: ...
+
+    def count(self) -> int: ...
+
+    def remove_file(self, filename: str) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class DnsHistoryStore(Protocol):
+    """The temporal DNS history: what each name resolved to, and since when."""
+
+    def record(self, obs: Observation, now: float, *, next_check: float) -> bool: ...
+
+    def record_failure(self, name: str, outcome: str, now: float, *, next_check: float) -> None: ...
+
+    def current(self, name: str) -> Resolved | None: ...
+
+    def at(self, name: str, when: float) -> Resolved | None: ...
+
+    def history(self, name: str) -> list[DnsRow]: ...
+
+    def state(self, name: str) -> NameState | None: ...
+
+    def due(self, now: float, names: Iterable[str] | None = None, *,
+            limit: int | None = None) -> list[str]: ...
+
+    def close(self) -> None: ...
+
+
+class WarcReader(Protocol):
+    """The archived records: read one by the catalog's coordinates, list the bundles."""
+
+    def read(self, filename: str, offset: int, length: int) -> Stored: ...
+
+    def paths(self, pattern: str | None = None, *, include_open: bool = False) -> list[Path]: ...
+
+
+class StatusStore(Protocol):
+    """What each crawler process last said of itself (``archiver status``, the replay's pages)."""
+
+    def write(self, process: int, status: dict[str, Any]) -> None: ...
+
+    def read_all(self) -> list[dict[str, Any]]: ...

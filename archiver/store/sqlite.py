@@ -1,0 +1,84 @@
+"""The one way archiver opens, writes and closes its SQLite files (site queues, catalog shards, DNS
+history, the links batch's state).
+
+- **Writers** get WAL mode with ``synchronous=NORMAL`` (the SQLite documentation's pairing: a commit
+  is durable at the next checkpoint, and readers never wait for a writer), autocommit outside
+  explicit transactions, and ``transaction()``: ``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any
+  exception. IMMEDIATE takes the write lock at the start, so two writers never deadlock upgrading a
+  read lock.
+- **Readers** open the file read-only (``mode=ro``): they cannot write it by mistake, and they work on
+  a read-only mount.
+- **Closing** a writer turns the file back to rollback-journal mode (best effort: another connection
+  may hold it, and then it stays in WAL until that one closes). A WAL file is readable on a read-only
+  file system only while its ``-shm`` index exists, so this keeps the archive readable by the replay
+  under systemd's ``ReadOnlyPaths=`` when no writer runs. The next writer switches back to WAL.
+- **Busy timeouts** are SQLite's wait for another process's write lock; past them the statement
+  raises "database is locked". They are short where a caller can come back later and long where
+  giving up would lose work:
+
+  ================  =======  ================================================================
+  store             timeout  why
+  ================  =======  ================================================================
+  site queue        30 s     claims and outcomes are retried by the crawler (``store.offloop``)
+  catalog shard     60 s     a batch of entries whose records are already durable
+  DNS history       60 s     an observation; the crawler skips one that gives up
+  links state       60 s     a checkpoint of the batch; a rerun redoes it
+  ================  =======  ================================================================
+
+  The crawler makes every one of these calls in a worker thread, so a wait never holds its event
+  loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+SITE_QUEUE_TIMEOUT = 30.0
+CATALOG_TIMEOUT = 60.0
+DNS_HISTORY_TIMEOUT = 60.0
+LINKS_STATE_TIMEOUT = 60.0
+
+
+def open_writer(path: Path, timeout: float, *, wal: bool = True) -> sqlite3.Connection:
+    """A read-write connection to ``path`` (created if absent), usable from any one thread at a
+    time; ``wal=False`` leaves the journal mode as it is (a file being built)."""
+    conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
+    try:
+        if wal:
+            with contextlib.suppress(sqlite3.OperationalError):  # a reader holds it: stay as is
+                conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def open_reader(path: Path, timeout: float) -> sqlite3.Connection:
+    """A read-only connection to the existing file ``path``."""
+    uri = f"{Path(path).resolve().as_uri()}?mode=ro"
+    return sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None,
+                           check_same_thread=False)
+
+
+@contextlib.contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``; ``ROLLBACK`` and re-raise on any exception."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def close(conn: sqlite3.Connection, *, writer: bool) -> None:
+    """Close; a writer first leaves the file in rollback-journal mode (see the module docstring)."""
+    if writer:
+        with contextlib.suppress(sqlite3.OperationalError):
+            conn.execute("PRAGMA journal_mode=DELETE")
+    conn.close()

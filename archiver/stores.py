@@ -1,0 +1,131 @@
+"""The one place that chooses where archiver's shared state lives.
+
+Every process (crawler, DNS service, links batch, replay, the command line) asks ``open_stores``
+for its stores and reaches them through the protocols of :mod:`archiver.store.interfaces` and
+:mod:`archiver.queues.interfaces`; none opens a SQLite file or a path under the archive root itself.
+Today there is one implementation, the embedded default: SQLite files and plain files under
+``archive.root``, laid out as README "Files" says.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from archiver import __version__
+from archiver.config import Config
+from archiver.queues.crawlqueue import EmbeddedCrawlQueues
+from archiver.queues.interfaces import CrawlQueues, SiteQueueStore, SpoolFiles, SpoolWriterStore
+from archiver.queues.linksstate import EmbeddedLinksState
+from archiver.queues.sitequeue import SiteQueue, queue_path
+from archiver.queues.spool import SpoolDirectory, SpoolWriter
+from archiver.store.bundles import BundleWriter
+from archiver.store.catalog import Catalog
+from archiver.store.catalog_maintenance import Verification, WarcFiles, reindex, verify
+from archiver.store.dnshistory import DnsHistory
+from archiver.store.interfaces import CatalogStore, DnsHistoryStore, StatusStore, WarcReader
+from archiver.store.status import StatusFiles
+
+
+class ProcessBusy(Exception):
+    """Another process runs with the same role and number on this archive."""
+
+
+class EmbeddedStores:
+    """Every store as files under ``config.root``."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.root = config.root
+
+    # -- queues
+
+    def site_queue(self, process: int, *, recover: bool = False) -> SiteQueueStore:
+        """The site queue of crawler ``process``; ``recover`` (only its owner) puts the sites a
+        crash left active back to waiting."""
+        return SiteQueue(queue_path(self.root, process), recover=recover)
+
+    def site_queue_numbers(self) -> list[int]:
+        """The process numbers that have a site queue."""
+        folder = self.root / "sites"
+        return sorted(int(p.stem) for p in folder.glob("*.sqlite") if p.stem.isdigit()) \
+            if folder.is_dir() else []
+
+    def crawl_queues(self) -> CrawlQueues:
+        c = self.config.crawl
+        return EmbeddedCrawlQueues(self.root, bloom_bits=c.site_bitmap_bits,
+                                   max_fp=c.site_bitmap_max_fp)
+
+    def spool_writer(self, process: int) -> SpoolWriterStore:
+        o = self.config.outlinks
+        return SpoolWriter(self.root / "outlinks", process, max_lines=o.max_lines, max_age=o.max_age)
+
+    def spool_files(self) -> SpoolFiles:
+        return SpoolDirectory(self.root / "outlinks")
+
+    def links_state(self) -> EmbeddedLinksState:
+        return EmbeddedLinksState(self.root / "links")
+
+    # -- stores
+
+    def catalog(self, *, readonly: bool = False) -> CatalogStore:
+        return Catalog(self.root / "catalog", self.config.catalog.shards, readonly=readonly)
+
+    def dns_history(self, *, readonly: bool = False) -> DnsHistoryStore:
+        """The DNS history (created by a writer; FileNotFoundError for a reader when absent)."""
+        return DnsHistory(self.root / "dns.sqlite", readonly=readonly)
+
+    def bundle_writer(self, process: int) -> BundleWriter:
+        """The WARC bundles crawler ``process`` writes."""
+        w = self.config.warc
+        return BundleWriter(
+            self.root / "warcs", prefix=w.prefix, process=process, max_size=w.max_size,
+            gzip_level=w.gzip_level, software=f"archiver/{__version__}",
+            operator=self.config.archive.operator,
+            extra_info={"robots": "obey", "http-header-user-agent": self.config.crawl.user_agent})
+
+    def warcs(self) -> WarcReader:
+        return WarcFiles(self.root)
+
+    def reindex_catalog(self, paths: list[Path], progress: Callable[[int, int], None]) -> int:
+        """Rebuild the catalog from the WARC files ``paths`` beside the live one, then swap."""
+        return reindex(self.root, self.config.catalog.shards, paths, progress)
+
+    def verify_catalog(self, catalog: CatalogStore, paths: list[Path]) -> Verification:
+        """Compare the catalog with the records of ``paths``, both ways."""
+        return verify(self.root, catalog, paths)
+
+    def warc_directory(self) -> Path:
+        """Where bundles are written (crash recovery repairs this process's ``.open`` ones there)."""
+        return self.root / "warcs"
+
+    def state_directory(self) -> Path:
+        """Per-process files: status, commit points."""
+        return self.root / "state"
+
+    def status(self) -> StatusStore:
+        return StatusFiles(self.root)
+
+    def lock(self, role: str, number: int | None = None) -> int:
+        """Hold the lock of one process role (``crawl`` with its number, ``links``...) for the life
+        of the process; ProcessBusy if another holds it. Returns the descriptor (released on exit)."""
+        if role == "crawl" and number is not None:
+            path = queue_path(self.root, number).with_suffix(".lock")
+        else:
+            path = self.root / "state" / f"{role}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o640)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            what = {"crawl": "crawler"}.get(role, role) + ("" if number is None else f" process {number}")
+            raise ProcessBusy(f"{what} is already running on {self.root} (it holds {path})") from None
+        return fd
+
+
+def open_stores(config: Config) -> EmbeddedStores:
+    """The stores ``config`` names (the embedded default)."""
+    return EmbeddedStores(config)
