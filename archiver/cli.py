@@ -98,6 +98,8 @@ def cmd_links(args: argparse.Namespace) -> int:
     logs.setup(cfg.log.level)
     try:
         totals = run_batch(cfg, once=args.once)
+    except ProcessBusy as e:
+        return _fail(str(e))
     except (RuntimeError, OSError, sqlite3.Error) as e:
         print(f"archiver: links: {e}", file=sys.stderr)
         return 1

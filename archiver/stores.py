@@ -108,9 +108,9 @@ class EmbeddedStores:
     def status(self) -> StatusStore:
         return StatusFiles(self.root)
 
-    def lock(self, role: str, number: int | None = None) -> int:
-        """Hold the lock of one process role (``crawl`` with its number, ``links``...) for the life
-        of the process; ProcessBusy if another holds it. Returns the descriptor (released on exit)."""
+    def lock(self, role: str, number: int | None = None) -> ProcessLock:
+        """Hold the lock of one process role (``crawl`` with its number, ``links``) until released
+        (or the process ends, however it ends); ProcessBusy if another holds it."""
         if role == "crawl" and number is not None:
             path = queue_path(self.root, number).with_suffix(".lock")
         else:
@@ -123,7 +123,19 @@ class EmbeddedStores:
             os.close(fd)
             what = {"crawl": "crawler"}.get(role, role) + ("" if number is None else f" process {number}")
             raise ProcessBusy(f"{what} is already running on {self.root} (it holds {path})") from None
-        return fd
+        return ProcessLock(fd)
+
+
+class ProcessLock:
+    """An ``flock`` held on a lock file: the kernel drops it when the process dies."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def open_stores(config: Config) -> EmbeddedStores:

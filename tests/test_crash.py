@@ -146,7 +146,7 @@ def wait_line(proc: subprocess.Popen[str], needle: str, pages_over: int | None =
     return False
 
 
-def test_the_dns_and_replay_services_reload_on_sighup_and_stop_cleanly(tmp_path):
+def test_the_dns_links_and_replay_services_reload_on_sighup_and_stop_cleanly(tmp_path):
     from archiver.store.catalog import Catalog as MakeCatalog
 
     cfg = tmp_path / "archiver.toml"
@@ -155,6 +155,7 @@ def test_the_dns_and_replay_services_reload_on_sighup_and_stop_cleanly(tmp_path)
     cfg.write_text(good)
     MakeCatalog(tmp_path / "archive" / "catalog", 1000).close()
     for command, ready in ((["dns"], "event=dns-pass"),
+                           (["links", "run"], "event=service-ready"),
                            (["replay", "--listen", "127.0.0.1:0"], "Running on")):
         proc = subprocess.Popen([*ARCHIVER, *command, "--config", str(cfg)],
                                 stderr=subprocess.PIPE, text=True)

@@ -244,3 +244,13 @@ def test_a_second_crawler_with_the_same_process_number_is_refused(tmp_path):
         first.close()
     other = Crawler(cfg, process=1)                   # released on close
     other.close()
+
+
+def test_a_second_links_batch_is_refused_while_one_runs(tmp_path):
+    cfg = links_config(tmp_path)
+    with LinkBatch(cfg):
+        done = subprocess.run([*ARCHIVER, "links", "run", "--once", "--config", str(cfg.path)],
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 2 and "links is already running" in done.stderr
+    with LinkBatch(cfg) as again:                     # released on exit
+        assert again.run(once=True).files == 0

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
-import signal
 import sqlite3
 import time
 from collections.abc import Callable
@@ -33,7 +31,7 @@ from archiver.logs import event
 from archiver.queues.crawlqueue import CrawlQueue, CrawlQueueBusy
 from archiver.queues.interfaces import SiteQueueStore
 from archiver.queues.sitequeue import process_for
-from archiver.reload import reread
+from archiver.service import Service
 from archiver.store.catalog import Capture
 from archiver.store.durable import is_disk_error
 from archiver.store.offloop import OffLoop, is_busy
@@ -159,24 +157,23 @@ class Crawler:
               slots=self.config.crawl.sites_per_process, root=str(self.config.root),
               until_idle=self.until_idle)
         self._queue_calls = OffLoop()
+        self.service = Service(self.config, drain_timeout=lambda config: config.crawl.drain_timeout,
+                               on_stop=self._drain, on_reload=self._reloaded)
         trio.lowlevel.add_instrument(self.stats.loop)
         try:
-            async with trio.open_nursery() as nursery:
-                self._main_scope = nursery.cancel_scope
-                nursery.start_soon(self._watch_signals, nursery.cancel_scope)
-                nursery.start_soon(self._report)
-                nursery.start_soon(self._sync)
-                async with trio.open_nursery() as slots:
-                    self._slots_scope = slots.cancel_scope
-                    for number in range(self.config.crawl.sites_per_process):
-                        slots.start_soon(self._slot, number)
-                if self._slots_scope.cancelled_caught:
-                    event(log, logging.WARNING, "drain-timeout",
-                          seconds=self.config.crawl.drain_timeout)
-                nursery.cancel_scope.cancel()
+            await self.service.run(self._crawl)
         finally:
             trio.lowlevel.remove_instrument(self.stats.loop)
             self.close()
+
+    async def _crawl(self) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._report)
+            nursery.start_soon(self._sync)
+            async with trio.open_nursery() as slots:
+                for number in range(self.config.crawl.sites_per_process):
+                    slots.start_soon(self._slot, number)
+            nursery.cancel_scope.cancel()
 
     def close(self) -> None:
         """Commit and close everything; on a full disk leave the bundle ``.open`` (the next start
@@ -199,34 +196,20 @@ class Crawler:
         self.lookup.close()
         self.dns_history.close()
         self.queue.close()
-        os.close(self._lock)
+        self._lock.release()
         event(log, logging.INFO, "crawler-stop", process=self.process,
               **{"pages": self.stats.pages, "bytes": self.stats.bytes})
 
-    async def _watch_signals(self, scope: trio.CancelScope) -> None:
-        """SIGTERM/SIGINT drain (a second one, or ``drain_timeout``, cancels); SIGHUP reloads."""
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
-            async for signum in signals:
-                name = signal.Signals(signum).name
-                if signum == signal.SIGHUP:
-                    self.reload()
-                elif self.ctx.draining.is_set():
-                    event(log, logging.WARNING, "stopping-now", signal=name)
-                    scope.cancel()
-                else:
-                    timeout = self.config.crawl.drain_timeout
-                    event(log, logging.INFO, "stopping", signal=name, drain_timeout=timeout,
-                          active=len(self.stats.active))
-                    self.ctx.draining.set()
-                    self.ctx.nudge()
-                    self._slots_scope.deadline = trio.current_time() + timeout
+    def _drain(self) -> None:
+        """SIGTERM/SIGINT: every visit ends after its current fetch (``drain_timeout`` cancels)."""
+        event(log, logging.INFO, "draining", active=len(self.stats.active))
+        self.ctx.draining.set()
+        self.ctx.nudge()
 
-    def reload(self) -> None:
+    def _reloaded(self, new: Config) -> None:
         """SIGHUP: new rests, limits and log level apply at once (see archiver.reload)."""
-        new = reread(self.config)
-        if new is not None:
-            self.config = self.ctx.config = new
-            self.ctx.nudge()
+        self.config = self.ctx.config = new
+        self.ctx.nudge()
 
     async def _slot(self, number: int) -> None:
         include_deferred = not self.until_idle
@@ -394,7 +377,7 @@ class Crawler:
             ctx.disk_trouble(e, "sync")
             if self.config.crawl.on_disk_full == "exit":
                 self.exit_status = EX_TEMPFAIL
-                self._main_scope.cancel()
+                self.service.stop_now()
             return False
         for crawl_queue, mark in marks:
             if crawl_queue in ctx.open_queues:  # still open (a visit that ended saved its own)

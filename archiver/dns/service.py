@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import signal
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -20,7 +19,7 @@ from archiver.config import Config
 from archiver.dns.lookup import parse_hosts
 from archiver.dns.resolver import DnsResolver, RefreshStats, refresh
 from archiver.logs import event
-from archiver.reload import reread
+from archiver.service import Service
 from archiver.store.interfaces import DnsHistoryStore
 from archiver.stores import EmbeddedStores, open_stores
 from archiver.web import urls
@@ -78,22 +77,16 @@ async def refresh_pass(config: Config, history: DnsHistoryStore, extra: Iterable
 
 
 async def run_service(config: Config, extra: Iterable[str] = ()) -> None:
-    """Refresh every ``dns.refresh_interval`` until SIGINT/SIGTERM."""
+    """Refresh every ``dns.refresh_interval`` until SIGINT/SIGTERM, which stop at once (every
+    answer is in the history the moment it arrives); SIGHUP's ``[dns]`` settings apply from the next
+    pass."""
     extra = list(extra)
-    current = [config]
-    history = open_stores(config).dns_history()
-    with contextlib.closing(history), \
-            trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
-        async with trio.open_nursery() as nursery:
-            async def watch() -> None:
-                async for signum in signals:
-                    if signum == signal.SIGHUP:  # [dns] settings apply from the next pass
-                        current[0] = reread(current[0]) or current[0]
-                        continue
-                    event(log, logging.INFO, "stopping", signal=signal.Signals(signum).name)
-                    nursery.cancel_scope.cancel()
+    service = Service(config, drain_timeout=lambda _config: 0.0)
 
-            nursery.start_soon(watch)
-            while True:
-                await refresh_pass(current[0], history, extra)
-                await trio.sleep(current[0].dns.refresh_interval)
+    async def passes() -> None:
+        while True:
+            await refresh_pass(service.config, history, extra)
+            await trio.sleep(service.config.dns.refresh_interval)
+
+    with contextlib.closing(open_stores(config).dns_history()) as history:
+        await service.run(passes)

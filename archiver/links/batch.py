@@ -26,17 +26,21 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
+import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+
+import trio
 
 from archiver.config import Config
 from archiver.logs import event
 from archiver.queues.bloom import BloomBitmap, false_positive_rate, optimal_hashes
 from archiver.queues.sitequeue import process_for
 from archiver.queues.spool import parse_line
+from archiver.service import Service
 from archiver.stores import open_stores
 from archiver.web import urls
 
@@ -74,19 +78,24 @@ class LinkBatch:
     def __init__(self, config: Config, *, progress_interval: float = 5.0) -> None:
         self.config = config
         self.stores = open_stores(config)
-        self.state = self.stores.links_state()
-        self.spool = self.stores.spool_files()
-        self.crawl_queues = self.stores.crawl_queues()
-        self.totals = Totals()
-        self.progress_interval = progress_interval
-        self.stop_requested = False
-        self.bitmap = self._load_bitmap()
-        self._pending: dict[str, list[str]] = defaultdict(list)  # origin -> new URLs, in order
-        self._pending_count = 0
-        self._inlinks: dict[str, int] = defaultdict(int)  # origin -> new distinct linking sites
-        self._files: list[tuple[Path, int, int, int]] = []  # (path, lines, new URLs, bad)
-        self._last_progress = time.monotonic()
-        self._push_dirty()
+        self._lock = self.stores.lock("links")
+        try:
+            self.state = self.stores.links_state()
+            self.spool = self.stores.spool_files()
+            self.crawl_queues = self.stores.crawl_queues()
+            self.totals = Totals()
+            self.progress_interval = progress_interval
+            self.stop_requested = threading.Event()
+            self.bitmap = self._load_bitmap()
+            self._pending: dict[str, list[str]] = defaultdict(list)  # origin -> new URLs, in order
+            self._pending_count = 0
+            self._inlinks: dict[str, int] = defaultdict(int)  # origin -> new distinct linking sites
+            self._files: list[tuple[Path, int, int, int]] = []  # (path, lines, new URLs, bad)
+            self._last_progress = time.monotonic()
+            self._push_dirty()
+        except BaseException:
+            self._lock.release()
+            raise
 
     @property
     def generation(self) -> int:
@@ -97,6 +106,7 @@ class LinkBatch:
 
     def __exit__(self, *exc: object) -> None:
         self.state.close()
+        self._lock.release()
 
     # -- the bitmap ------------------------------------------------------------------------
 
@@ -246,38 +256,31 @@ class LinkBatch:
     # -- runs -------------------------------------------------------------------------------------
 
     def run(self, *, once: bool) -> Totals:
-        """Process closed spool files; with ``once`` stop when none is left, else wait for more."""
+        """Process closed spool files; with ``once`` stop when none is left, else wait for more.
+        ``stop_requested`` ends the run at the next file, after a checkpoint."""
         limit = self.config.links.checkpoint_urls
-        while not self.stop_requested:
-            files = self.pending_files()
-            for path in files:
+        while not self.stop_requested.is_set():
+            for path in self.pending_files():
                 self.process_file(path)
-                if self.stop_requested:
+                if self.stop_requested.is_set():
                     break
                 if self._pending_count >= limit:
                     self.checkpoint()
             self.checkpoint()
-            if once or self.stop_requested:
+            if once:
                 break
-            deadline = time.monotonic() + self.config.links.poll_interval
-            while not self.stop_requested and time.monotonic() < deadline:
-                time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
+            self.stop_requested.wait(self.config.links.poll_interval)
         return self.totals
 
 
 def run_batch(config: Config, *, once: bool) -> Totals:
-    """``archiver links run``: SIGTERM/SIGINT finish the current checkpoint and stop."""
+    """``archiver links run``: SIGTERM/SIGINT finish the current file and checkpoint, then stop."""
     with LinkBatch(config) as batch:
-        def stop(signum: int, _frame: object) -> None:
-            event(log, logging.INFO, "stopping", signal=signal.Signals(signum).name)
-            batch.stop_requested = True
+        def reloaded(new: Config) -> None:
+            batch.config = new  # read afresh at each file and checkpoint
 
-        previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
-        try:
-            totals = batch.run(once=once)
-        finally:
-            for s, handler in previous.items():
-                signal.signal(s, handler)
-        event(log, logging.INFO, "links-done", summary=totals.line(),
+        service = Service(config, on_stop=batch.stop_requested.set, on_reload=reloaded)
+        trio.run(service.run, partial(trio.to_thread.run_sync, partial(batch.run, once=once)))
+        event(log, logging.INFO, "links-done", summary=batch.totals.line(),
               bitmap_keys=batch.bitmap.count, fp_now=f"{batch.bitmap.fp_rate():.2e}")
-        return totals
+        return batch.totals

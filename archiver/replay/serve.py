@@ -5,7 +5,6 @@ worker (which sits on h11), the replay's own pages on ``replay.listen`` and arch
 from __future__ import annotations
 
 import dataclasses
-import signal
 import socket
 import sys
 from collections.abc import Awaitable, Callable
@@ -16,8 +15,8 @@ from hypercorn.config import Config as HyperConfig
 from hypercorn.trio import serve
 
 from archiver.config import Config, origin_of, parse_listen
-from archiver.reload import reread
 from archiver.replay.app import ReplayApps, create_apps
+from archiver.service import Service
 from archiver.store.catalog import CatalogError
 
 __all__ = ["ListenError", "Listeners", "hypercorn_config", "listeners", "parse_listen", "run", "serve_apps"]
@@ -125,20 +124,6 @@ async def serve_apps(
         apps.archive.close()
 
 
-async def _serve(apps: ReplayApps, binds: Listeners, config: Config) -> None:
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
-
-        async def stop() -> None:
-            current = config
-            async for signum in signals:
-                if signum != signal.SIGHUP:
-                    return
-                # The log level applies at once; the rest of the config at the next start.
-                current = reread(current) or current
-
-        await serve_apps(apps, binds, stop)
-
-
 def run(config: Config, listen: str | None = None) -> int:
     """Serve until SIGINT or SIGTERM (then 0); 2 for a bad address, 1 when it cannot be used.
     ``listen`` overrides ``replay.listen``."""
@@ -157,5 +142,7 @@ def run(config: Config, listen: str | None = None) -> int:
             socket.close(int(bind.removeprefix("fd://")))
         print(f"archiver replay: {exc}", file=sys.stderr)
         return 1
-    trio.run(partial(_serve, apps, binds, binds.config))
+    # SIGHUP: the log level applies at once, the rest of the config at the next start.
+    service = Service(binds.config)
+    trio.run(service.run, partial(serve_apps, apps, binds, service.stopping.wait))
     return 0
