@@ -1,0 +1,128 @@
+"""The systemd units in systemd/: `systemd-analyze verify` and `security`, the sysusers and
+tmpfiles entries, and the archiver command lines the units run.
+
+systemd-analyze works without root and without systemd as PID 1: it loads unit files from the
+folders of the files it is given. It checks that ExecStart= programs exist, so the units are
+verified as copies whose /opt/archiver/venv/bin/archiver is this test's Python interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.systemdunits import INSTALLED, SERVICES, UNIT_FILES, UNITS, one
+
+ANALYZE = shutil.which("systemd-analyze")
+needs_analyze = pytest.mark.skipif(ANALYZE is None, reason="systemd-analyze is not installed")
+
+
+def copies(directory: Path, program: str = sys.executable) -> list[Path]:
+    """The units copied into ``directory`` with ``program`` as the installed archiver."""
+    paths = []
+    for name in UNIT_FILES:
+        path = directory / name
+        path.write_text((UNITS / name).read_text().replace(INSTALLED, program))
+        paths.append(path)
+    return paths
+
+
+def verify(paths: list[Path]) -> tuple[int, str]:
+    """``systemd-analyze verify``: exit code and everything it said (clean means 0 and nothing)."""
+    assert ANALYZE is not None
+    done = subprocess.run(
+        [ANALYZE, "verify", *map(str, paths)], capture_output=True, text=True, timeout=60, cwd=paths[0].parent
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+@needs_analyze
+def test_units_verify_clean(tmp_path):
+    paths = copies(tmp_path)
+    assert {p.name for p in paths} >= {
+        "archiver-crawl@.service",
+        "archiver-dns.service",
+        "archiver-links.service",
+        "archiver-links.timer",
+        "archiver-replay.service",
+        "archiver.target",
+    }
+    assert verify(paths) == (0, "")
+
+
+@needs_analyze
+@pytest.mark.parametrize("broken", ["misspelled directive", "missing program"])
+def test_verify_catches_a_broken_unit(tmp_path, broken):
+    if broken == "misspelled directive":
+        paths = copies(tmp_path)
+        unit = tmp_path / "archiver-crawl@.service"
+        unit.write_text(unit.read_text().replace("NoNewPrivileges=", "NoNewPrivilegs="))
+        expected = "Unknown key 'NoNewPrivilegs'"
+    else:
+        paths = copies(tmp_path, program=str(tmp_path / "no-such-archiver"))
+        expected = "is not executable"
+    code, said = verify(paths)
+    assert (code, said) != (0, "")
+    assert expected in said
+
+
+@needs_analyze
+@pytest.mark.parametrize("service", SERVICES)
+def test_exposure_stays_low(tmp_path, service):
+    copies(tmp_path)
+    # --threshold is in tenths: the unit fails above an exposure of 2.0 ("OK" in systemd's words;
+    # 10 is a service with no sandboxing at all).
+    done = subprocess.run(
+        [ANALYZE, "security", "--offline=yes", "--threshold=20", str(tmp_path / service)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    level = re.search(r"Overall exposure level for \S+: (\d+\.\d)", done.stdout)
+    assert level, done.stdout + done.stderr
+    assert done.returncode == 0, f"{service}: exposure {level[1]}"
+
+
+@pytest.mark.skipif(
+    not (shutil.which("systemd-sysusers") and shutil.which("systemd-tmpfiles")),
+    reason="systemd-sysusers or systemd-tmpfiles is not installed",
+)
+def test_sysusers_and_tmpfiles_make_the_user_and_the_archive_root(tmp_path):
+    (tmp_path / "etc").mkdir()
+    made = subprocess.run(
+        ["systemd-sysusers", f"--root={tmp_path}", str(UNITS / "archiver.sysusers.conf")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert made.returncode == 0, made.stderr
+    (user,) = [
+        line.split(":")
+        for line in (tmp_path / "etc/passwd").read_text().splitlines()
+        if line.startswith("archiver:")
+    ]
+    assert user[5:] == ["/var/lib/archiver", "/usr/sbin/nologin"]
+    assert int(user[2]) < 1000  # a system user
+    made = subprocess.run(
+        ["systemd-tmpfiles", f"--root={tmp_path}", "--create", str(UNITS / "archiver.tmpfiles.conf")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    root = tmp_path / "var/lib/archiver"
+    assert stat.S_IMODE(root.stat().st_mode) == 0o750
+    assert int(one("archiver-crawl@.service", "Service.StateDirectoryMode"), 8) == 0o750
+    if os.geteuid() == 0:
+        assert made.returncode == 0, made.stderr
+        assert (root.stat().st_uid, root.stat().st_gid) == (int(user[2]), int(user[3]))
+    else:
+        # Only the chown to the new user is refused; the user name resolved in the new root.
+        assert all("fchownat" in line for line in made.stderr.splitlines()), made.stderr

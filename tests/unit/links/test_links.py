@@ -1,0 +1,99 @@
+"""The external-link batch: spool lines, global bitmap, ledger, in-link counts."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from archiver.crawl.crawler import enqueue_seeds
+from archiver.links.batch import run_batch
+from archiver.queues.bloom import BloomBitmap, false_positive_rate, optimal_hashes
+from archiver.queues.crawlqueue import CrawlQueue, queue_dir
+from archiver.queues.sitequeue import SiteQueue, process_for, queue_path
+from archiver.queues.spool import parse_line
+from tests.support.linkbatch import links_config, snapshot, write_spool
+
+# -- pure parts -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("line", "result"), [
+    ("http://a.test/x\thttp://b.test\t20261122000000\n", ("http://a.test/x", "http://b.test")),
+    ("http://a.test/x\thttp://b.test\n", "expected 3 tab-separated fields, found 2"),
+    ("http://a.test/x\tb.test\t20261122000000", "linking site 'b.test' is not an origin"),
+    ("http://a.test/x\thttp://b.test/p\t20261122000000", "linking site 'http://b.test/p' is not an origin"),
+    ("http://a.test/x\thttp://b.test\t2026-11-22", "time '2026-11-22' is not 14 digits"),
+])
+def test_parse_spool_line(line, result):
+    assert parse_line(line) == result
+
+
+def test_false_positive_rate_at_design_load_is_within_its_bound():
+    expected, bits_per_url = 100_000, 16
+    bitmap = BloomBitmap(expected * bits_per_url, optimal_hashes(bits_per_url))
+    bound = false_positive_rate(bitmap.bits, expected, bitmap.hashes)
+    assert bound < 1e-3                                    # 16 bits per URL: about 0.05 %
+    for n in range(expected):
+        bitmap.add(f"http://site{n % 997}.test/page/{n}")     # a few are already false positives
+    probes = 400_000
+    false = sum(f"http://other{n % 991}.test/doc/{n}" in bitmap for n in range(probes))
+    # 400,000 probes at ~4.6e-4 expect ~185 false positives; 1.25x leaves > 3 standard deviations.
+    assert 0 < false / probes <= bound * 1.25
+
+
+# -- the batch ------------------------------------------------------------------------------
+
+def test_batch_queues_new_urls_counts_distinct_linking_sites_and_keeps_a_ledger(tmp_path):
+    cfg = links_config(tmp_path)
+    root = cfg.root
+    write_spool(root, "0-20261122000000-00001.tsv", [
+        "http://A.test/one\thttp://x.test\t20261122000000",
+        "http://a.test/one\thttp://y.test\t20261122000000",      # same URL once normalised
+        "http://a.test/two\thttp://x.test\t20261122000000",      # x -> a again: one in-link
+        "http://b.test:80/\thttp://x.test\t20261122000000",
+        "http://a.test/self\thttp://a.test\t20261122000000",     # a site's link to itself
+    ])
+    write_spool(root, "1-20261122000001-00001.tsv.open", ["http://c.test/\thttp://x.test\t20261122000000"])
+    totals = run_batch(cfg, once=True)
+    assert (totals.files, totals.lines, totals.new_urls, totals.new_sites) == (1, 5, 4, 2)
+    sites, queues = snapshot(root, 2)
+    assert {o: s[1:] for o, s in sites.items()} == {
+        "http://a.test": ("waiting", 2), "http://b.test": ("waiting", 1)}
+    for origin, (owner, *_) in sites.items():
+        assert owner == process_for(origin, 2)             # one queue only, the owner's
+    assert queues["http://a.test"] == ["http://a.test/one", "http://a.test/two", "http://a.test/self"]
+    assert queues["http://b.test"] == ["http://b.test/"]
+    assert not (root / "outlinks" / "0-20261122000000-00001.tsv").exists()
+    assert (root / "outlinks" / "done" / "0-20261122000000-00001.tsv").exists()
+    assert (root / "outlinks" / "1-20261122000001-00001.tsv.open").exists()   # never read open files
+    # The same file again (an operator copying it back): the ledger makes it a no-op.
+    shutil.copy(root / "outlinks" / "done" / "0-20261122000000-00001.tsv", root / "outlinks")
+    assert run_batch(cfg, once=True).files == 0
+    # New links: a site done gets woken, in-links grow, and nothing known is queued again.
+    with SiteQueue(queue_path(root, process_for("http://b.test", 2))) as q:
+        q.finish("http://b.test")
+    write_spool(root, "0-20261122000100-00002.tsv", [
+        "http://b.test/new\thttp://z.test\t20261122000100",
+        "http://a.test/one\thttp://z.test\t20261122000100",
+    ])
+    totals = run_batch(cfg, once=True)
+    assert (totals.new_urls, totals.new_sites) == (1, 0)
+    sites, queues = snapshot(root, 2)
+    assert sites["http://b.test"][1:] == ("waiting", 2) and sites["http://a.test"][1:] == ("waiting", 3)
+    assert queues["http://b.test"] == ["http://b.test/", "http://b.test/new"]
+    assert [p.name for p in (root / "links").glob("bitmap-*")] == ["bitmap-2.bloom"]
+
+
+def test_seeds_go_to_their_owners_queue_and_a_busy_site_gets_them_in_its_inbox(tmp_path):
+    cfg = links_config(tmp_path, processes=3)
+    seeds = [f"http://s{n}.test/start" for n in range(30)]
+    busy = queue_dir(cfg.root, "http://s0.test")
+    with CrawlQueue.open(busy) as crawl_queue:              # s0 is being crawled right now
+        crawl_queue.add("http://s0.test/", 0)
+        enqueue_seeds(cfg, 1, seeds)
+        enqueue_seeds(cfg, 2, seeds)                   # seeded twice: still one queue each
+    sites, queues = snapshot(cfg.root, 3)
+    assert set(sites) == {f"http://s{n}.test" for n in range(30)}
+    for origin, (owner, state, _) in sites.items():
+        assert owner == process_for(origin, 3) and state == "waiting"
+        assert queues[origin] == [origin + "/", origin + "/start"]
+    assert len({owner for owner, *_ in sites.values()}) == 3

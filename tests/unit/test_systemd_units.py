@@ -1,0 +1,88 @@
+"""The systemd units in systemd/ as files: the archiver command lines they run, their hardening,
+their timeouts and the target that pulls them in."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+import pytest
+
+from archiver import cli, config
+from tests.support.systemdunits import INSTALLED, SERVICES, UNIT_FILES, directives, one
+
+CONFIG = "/etc/archiver/archiver.toml"
+# Every service runs as this user on these directories, with at least this sandbox.
+SHARED = {
+    "NoNewPrivileges": "yes",
+    "CapabilityBoundingSet": "",
+    "ProtectSystem": "strict",
+    "ProtectHome": "yes",
+    "PrivateTmp": "yes",
+    "PrivateDevices": "yes",
+    "ProtectKernelTunables": "yes",
+    "ProtectControlGroups": "yes",
+    "RestrictNamespaces": "yes",
+    "LockPersonality": "yes",
+    "SystemCallArchitectures": "native",
+    "User": "archiver",
+    "ConfigurationDirectory": "archiver",
+}
+# The private ranges the crawler and DNS units deny at the socket level (IPAddressDeny=).
+PRIVATE_RANGES = {"127.0.0.0/8", "::1/128", "169.254.0.0/16", "fe80::/10", "10.0.0.0/8",
+                  "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7"}
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_exec_start_is_a_valid_archiver_command(service):
+    argv = shlex.split(one(service, "Service.ExecStart").replace("%i", "0"))
+    assert argv[0] == INSTALLED
+    args = cli.parser().parse_args(argv[1:])
+    assert args.config == CONFIG == f"/etc/{one(service, 'Service.ConfigurationDirectory')}/archiver.toml"
+    expected = {
+        "archiver-crawl@.service": ["crawl", "--process", "0"],
+        "archiver-dns.service": ["dns"],
+        "archiver-links.service": ["links", "run", "--once"],
+        "archiver-replay.service": ["replay"],
+    }[service]
+    assert [a for a in argv[1:] if a not in ("--config", CONFIG)] == expected
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_every_service_is_hardened_alike(service):
+    found = directives(service)
+    assert {k: found.get(f"Service.{k}") for k in SHARED} == {k: [v] for k, v in SHARED.items()}
+    assert found["Unit.PartOf"] == ["archiver.target"]
+
+
+@pytest.mark.parametrize("service", ["archiver-crawl@.service", "archiver-dns.service"])
+def test_fetching_units_deny_private_ranges_but_the_resolver(service):
+    assert set(one(service, "Service.IPAddressDeny").split()) >= PRIVATE_RANGES
+    assert one(service, "Service.IPAddressAllow") == "127.0.0.53/32"
+    assert one(service, "Service.StateDirectory") == "archiver"
+
+
+def test_replay_reads_a_read_only_archive_and_reaches_no_network():
+    found = directives("archiver-replay.service")
+    assert found["Service.ReadOnlyPaths"] == ["/var/lib/archiver"]
+    assert "Service.StateDirectory" not in found and "Service.ReadWritePaths" not in found
+    assert found["Service.IPAddressDeny"] == ["any"]
+    assert found["Service.IPAddressAllow"] == ["localhost"]
+
+
+def test_crawler_stop_timeout_exceeds_the_drain():
+    stop = int(one("archiver-crawl@.service", "Service.TimeoutStopSec"))
+    assert stop >= config.Config().crawl.drain_timeout + 30  # room to flush and fsync after it
+
+
+def test_target_pulls_in_shipped_units():
+    wanted = one("archiver.target", "Unit.Wants").split()
+    assert wanted == [
+        "archiver-dns.service",
+        "archiver-links.timer",
+        "archiver-replay.service",
+        "archiver-crawl@0.service",
+    ]
+    shipped = {re.sub(r"@[^.]+\.", "@.", name) for name in wanted}
+    assert shipped <= set(UNIT_FILES)
+    assert one("archiver-crawl@.service", "Install.WantedBy") == "archiver.target"
