@@ -14,7 +14,6 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from archiver import __version__
 from archiver.config import Config
 from archiver.queues.crawlqueue import EmbeddedCrawlQueues
 from archiver.queues.interfaces import CrawlQueues, SiteQueueStore, SpoolFiles, SpoolWriterStore
@@ -79,10 +78,8 @@ class EmbeddedStores:
 
     def bundle_writer(self, process: int) -> BundleWriter:
         """The WARC bundles crawler ``process`` writes."""
-        w = self.config.warc
         return BundleWriter(
-            self.root / "warcs", prefix=w.prefix, process=process, max_size=w.max_size,
-            gzip_level=w.gzip_level, software=f"archiver/{__version__}",
+            self.root / "warcs", self.config.warc, process=process,
             operator=self.config.archive.operator,
             extra_info={"robots": "obey", "http-header-user-agent": self.config.crawl.user_agent})
 

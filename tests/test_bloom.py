@@ -147,6 +147,6 @@ def test_bad_parameters():
     for args in ((0, 3), (64, 0), (64, 256), (64, 3, -1)):
         with pytest.raises(ValueError):
             BloomBitmap(*args)
-    for kwargs in ({"max_fp": 0}, {"max_fp": 1}, {"growth": 0}):
+    for kwargs in ({"max_fp": 0}, {"max_fp": 1}, {"max_fp": 1e-3, "growth": 0}):
         with pytest.raises(ValueError):
-            GrowingBloom(**kwargs)
+            GrowingBloom(initial_bits=1024, **kwargs)

@@ -17,6 +17,8 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.checker import Checker
 
+from archiver import __version__
+from archiver.config import WarcConfig
 from archiver.store.bundles import BundleWriter, RecordLocation, repair_open_bundle
 
 DATE = datetime(2026, 11, 22, 3, 15, 0, 123456, tzinfo=UTC)
@@ -140,9 +142,8 @@ def write_all(writer: BundleWriter, count: int = len(EXCHANGES)) -> list:
 
 
 def test_exchanges_read_back(tmp_path):
-    writer = BundleWriter(
-        tmp_path, operator="tests", extra_info={"isPartOf": "test-crawl", "robots": "obey"}
-    )
+    writer = BundleWriter(tmp_path, WarcConfig(), operator="tests",
+                          extra_info={"isPartOf": "test-crawl", "robots": "obey"})
     written = write_all(writer)
     path = tmp_path / written[0].response.filename
     assert writer.current_path == path.with_name(path.name + ".open")
@@ -160,7 +161,7 @@ def test_exchanges_read_back(tmp_path):
         "operator: tests",
         "isPartOf: test-crawl",
         "robots: obey",
-        "software: archiver/0.1",
+        f"software: archiver/{__version__}",
     ):
         assert line + "\r\n" in fields
 
@@ -187,7 +188,7 @@ def test_exchanges_read_back(tmp_path):
 
 
 def test_http_heads_and_blocks_are_stored_byte_for_byte(tmp_path):
-    with BundleWriter(tmp_path) as writer:
+    with BundleWriter(tmp_path, WarcConfig()) as writer:
         written = write_all(writer)
     for (name, _, request, head, body, _), result in zip(EXCHANGES, written, strict=True):
         path = tmp_path / result.response.filename
@@ -200,7 +201,7 @@ def test_http_heads_and_blocks_are_stored_byte_for_byte(tmp_path):
 
 
 def test_warcio_check_command_passes(tmp_path):
-    with BundleWriter(tmp_path) as writer:
+    with BundleWriter(tmp_path, WarcConfig()) as writer:
         written = write_all(writer)
         writer.write_metadata(url="http://example.org/", date=DATE, fields={"reason": "x"})
     path = tmp_path / written[0].response.filename
@@ -215,7 +216,7 @@ def test_warcio_check_command_passes(tmp_path):
 
 
 def test_locations_are_the_gzip_members(tmp_path):
-    with BundleWriter(tmp_path) as writer:
+    with BundleWriter(tmp_path, WarcConfig()) as writer:
         written = write_all(writer)
         meta = writer.write_metadata(url="http://example.org/", date=DATE, fields={"a": "b"})
         total = writer.bytes_written
@@ -233,7 +234,7 @@ def test_locations_are_the_gzip_members(tmp_path):
 
 
 def test_metadata_record(tmp_path):
-    with BundleWriter(tmp_path) as writer:
+    with BundleWriter(tmp_path, WarcConfig()) as writer:
         location = writer.write_metadata(
             url="http://example.org/gone",
             date=DATE.astimezone(timezone(timedelta(hours=2))),
@@ -252,7 +253,7 @@ def test_metadata_record(tmp_path):
 
 
 def test_rotation_by_size(tmp_path):
-    writer = BundleWriter(tmp_path, max_size=6000)
+    writer = BundleWriter(tmp_path, WarcConfig(max_size=6000))
     bodies = [RNG.randbytes(2500) for _ in range(9)]
     written = [
         writer.write_exchange(
@@ -289,7 +290,7 @@ def test_rotation_by_size(tmp_path):
 
 
 def test_close_renames_and_serial_continues(tmp_path):
-    writer = BundleWriter(tmp_path, prefix="CRAWL", process=3)
+    writer = BundleWriter(tmp_path, WarcConfig(prefix="CRAWL"), process=3)
     writer.sync()
     writer.close()
     assert writer.current_path is None
@@ -314,10 +315,10 @@ def test_close_renames_and_serial_continues(tmp_path):
     (tmp_path / "CRAWL-20200101000000-3-00007.warc.gz.corrupt").touch()
     (tmp_path / "CRAWL-20200101000000-4-00042.warc.gz").touch()
     (tmp_path / "OTHER-20200101000000-3-00099.warc.gz").touch()
-    again = BundleWriter(tmp_path, prefix="CRAWL", process=3)
+    again = BundleWriter(tmp_path, WarcConfig(prefix="CRAWL"), process=3)
     third = again.write_metadata(url="dns:example.org", date=DATE, fields={"a": "3"})
     assert third.filename.endswith("-3-00008.warc.gz")
-    other = BundleWriter(tmp_path, prefix="CRAWL", process=4)
+    other = BundleWriter(tmp_path, WarcConfig(prefix="CRAWL"), process=4)
     fourth = other.write_metadata(url="dns:x", date=DATE, fields={"a": "4"})
     assert fourth.filename.endswith("-4-00043.warc.gz")
     for w in (again, other):
@@ -337,7 +338,7 @@ def test_close_renames_and_serial_continues(tmp_path):
     ],
 )
 def test_bad_exchange_is_refused_before_anything_is_written(tmp_path, kwargs):
-    writer = BundleWriter(tmp_path)
+    writer = BundleWriter(tmp_path, WarcConfig())
     exchange = {
         "url": "http://example.org/",
         "ip": "127.0.0.1",
@@ -354,10 +355,10 @@ def test_bad_exchange_is_refused_before_anything_is_written(tmp_path, kwargs):
 
 def test_bad_fields_are_refused(tmp_path):
     with pytest.raises(ValueError):
-        BundleWriter(tmp_path, extra_info={"isPartOf": "a\r\nb"})
+        BundleWriter(tmp_path, WarcConfig(), extra_info={"isPartOf": "a\r\nb"})
     with pytest.raises(ValueError):
-        BundleWriter(tmp_path, prefix="a/b")
-    writer = BundleWriter(tmp_path)
+        BundleWriter(tmp_path, WarcConfig(prefix="a/b"))
+    writer = BundleWriter(tmp_path, WarcConfig())
     for fields in ({"bad name": "x"}, {"reason": "two\nlines"}, {"": "x"}):
         with pytest.raises(ValueError):
             writer.write_metadata(url="http://example.org/", date=DATE, fields=fields)
@@ -366,7 +367,7 @@ def test_bad_fields_are_refused(tmp_path):
 
 def small_bundle(directory: Path) -> tuple[bytes, list[int]]:
     """A closed bundle's bytes and the end offset of each of its records."""
-    with BundleWriter(directory) as writer:
+    with BundleWriter(directory, WarcConfig()) as writer:
         written = write_all(writer, 3)
         meta = writer.write_metadata(url="http://example.org/", date=DATE, fields={"a": "b"})
     path = directory / meta.filename
@@ -433,7 +434,7 @@ def test_repair_cuts_zeroed_or_garbage_tails(tmp_path):
 
 
 def test_failed_write_is_cut_back_to_a_record_boundary(tmp_path):
-    writer = BundleWriter(tmp_path)
+    writer = BundleWriter(tmp_path, WarcConfig())
     writer.write_exchange(
         url="http://example.org/1",
         ip=None,
@@ -473,7 +474,7 @@ def test_failed_write_is_cut_back_to_a_record_boundary(tmp_path):
 
 def test_position_is_where_the_next_record_goes(tmp_path):
     (tmp_path / "ARCHIVER-20200101000000-1-00004.warc.gz").touch()
-    writer = BundleWriter(tmp_path, process=1, max_size=10)
+    writer = BundleWriter(tmp_path, WarcConfig(max_size=10), process=1)
     assert writer.position() == (5, 0)                 # no bundle open: the next one's start
     first = writer.write_metadata(url="dns:example.org", date=DATE, fields={"a": "1"})
     assert first.filename.endswith("-1-00005.warc.gz")

@@ -22,6 +22,7 @@ from archiver.queues.bloom import BloomBitmap, false_positive_rate, optimal_hash
 from archiver.queues.crawlqueue import CrawlQueue, queue_dir
 from archiver.queues.sitequeue import SiteQueue, process_for, queue_path
 from archiver.queues.spool import parse_line
+from archiver.stores import open_stores
 from archiver.web import urls
 from tests.crawlkit import captures, warc_files, write_config
 from tools.demoweb import WebSpec, start_demo
@@ -60,6 +61,7 @@ def synthetic_spool(root: Path, *, files: int = 12, per_file: int = 1500, sites:
 def snapshot(root: Path, processes: int) -> tuple[dict, dict]:
     """The site queues (origin -> state, in-links) and each site's crawl queue, inbox merged."""
     sites = {}
+    crawl = config.CrawlConfig()
     for p in range(processes):
         path = queue_path(root, p)
         if path.exists():
@@ -69,7 +71,8 @@ def snapshot(root: Path, processes: int) -> tuple[dict, dict]:
             db.close()
     queues = {}
     for origin in sites:
-        with CrawlQueue.open(queue_dir(root, origin)) as crawl_queue:
+        with CrawlQueue.open(queue_dir(root, origin), bloom_bits=crawl.site_bitmap_bits,
+                             max_fp=crawl.site_bitmap_max_fp) as crawl_queue:
             queues[origin] = [e.url for e in iter(crawl_queue.next, None)]
     return sites, queues
 
@@ -261,8 +264,8 @@ def _sites_in_warcs(root: Path, process: int) -> set[str]:
 def test_seeds_go_to_their_owners_queue_and_a_busy_site_gets_them_in_its_inbox(tmp_path):
     cfg = links_config(tmp_path, processes=3)
     seeds = [f"http://s{n}.test/start" for n in range(30)]
-    busy = queue_dir(cfg.root, "http://s0.test")
-    with CrawlQueue.open(busy) as crawl_queue:              # s0 is being crawled right now
+    # s0 is being crawled right now
+    with open_stores(cfg).crawl_queues().open("http://s0.test") as crawl_queue:
         crawl_queue.add("http://s0.test/", 0)
         enqueue_seeds(cfg, 1, seeds)
         enqueue_seeds(cfg, 2, seeds)                   # seeded twice: still one queue each

@@ -67,7 +67,7 @@ def _is_literal(name: str) -> bool:
 class DnsResolver:
     """A and AAAA of one name at a time, through the given nameservers (or the system's)."""
 
-    def __init__(self, *, nameservers: Sequence[str], timeout: float = 5.0) -> None:
+    def __init__(self, *, nameservers: Sequence[str], timeout: float) -> None:
         self.timeout = timeout
         self._dns = dns.asyncresolver.Resolver(configure=not nameservers)
         if nameservers:

@@ -226,7 +226,7 @@ class GrowingBloom:
     )
 
     def __init__(
-        self, initial_bits: int = 262_144, max_fp: float = 1e-3, growth: int = 4, seed: int = 0
+        self, initial_bits: int, max_fp: float, growth: int = 4, seed: int = 0
     ) -> None:
         if not 0 < max_fp < 1 or growth < 1:
             raise ValueError(f"bad GrowingBloom parameters: max_fp={max_fp} growth={growth}")

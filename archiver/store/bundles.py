@@ -46,6 +46,8 @@ from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
+from archiver import __version__
+from archiver.config import WarcConfig
 from archiver.store.durable import Retired, SyncJob, fsync_directory
 
 SUFFIX = ".warc.gz"
@@ -138,15 +140,15 @@ class BundleWriter:
     def __init__(
         self,
         directory: Path,
+        settings: WarcConfig,
         *,
-        prefix: str = "ARCHIVER",
         process: int = 0,
-        max_size: int = 2**30,
-        gzip_level: int = 6,
-        software: str = "archiver/0.1",
+        software: str = f"archiver/{__version__}",
         operator: str = "",
         extra_info: Mapping[str, str] | None = None,
     ) -> None:
+        """``settings``: the ``[warc]`` section (bundle name prefix, rotation size, gzip level)."""
+        prefix, max_size, gzip_level = settings.prefix, settings.max_size, settings.gzip_level
         if not prefix or "/" in prefix or _CONTROL.search(prefix):
             raise ValueError(f"bad bundle prefix {prefix!r}")
         if process < 0 or max_size <= 0 or not 0 <= gzip_level <= 9:

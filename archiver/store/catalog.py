@@ -283,7 +283,7 @@ class Catalog:
     """
 
     def __init__(
-        self, directory: Path, shards: int = 1000, *, readonly: bool = False, max_open: int | None = None
+        self, directory: Path, shards: int, *, readonly: bool = False, max_open: int | None = None
     ) -> None:
         if shards < 1:
             raise ValueError(f"shards must be at least 1, not {shards}")
