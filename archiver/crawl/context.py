@@ -41,7 +41,6 @@ class CrawlContext:
     draining: trio.Event = field(default_factory=trio.Event)  # set by SIGTERM: finish, take no more
     wake: trio.Event = field(default_factory=trio.Event)  # set (and replaced) on drain and reload
     disk_ok: trio.Event = field(default_factory=trio.Event)  # clear while writes fail (full disk)
-    disk_full: trio.Event = field(default_factory=trio.Event)  # set while they fail
     lookup_calls: OffLoop = field(default_factory=OffLoop)
     sync_lock: trio.Lock = field(default_factory=trio.Lock)  # one SyncJob at a time
 
@@ -59,7 +58,6 @@ class CrawlContext:
             event(log, logging.ERROR, "disk-full", where=where, error=str(error),
                   action=self.config.crawl.on_disk_full)
             self.disk_ok = trio.Event()
-            self.disk_full.set()
             self.nudge()
 
     def nudge(self) -> None:

@@ -389,7 +389,6 @@ class Crawler:
                 await self._settle_site(origin, outcome)
             if not self._unsettled:
                 event(log, logging.WARNING, "disk-ok", resumed=True)
-                ctx.disk_full = trio.Event()
                 ctx.disk_ok.set()
         return True
 

@@ -100,7 +100,7 @@ _CURRENT = (
     " WHERE n.value = :name AND n.superseded IS NULL AND r.superseded IS NULL"
     " ORDER BY r.entered, r.row"
 )
-_AT = (
+AT_QUERY = (
     f"SELECT {_COLUMNS} FROM dns n CROSS JOIN dns r ON r.id = n.id"
     " WHERE n.value = :name AND n.entered <= :when AND (n.superseded IS NULL OR n.superseded > :when)"
     " AND r.entered <= :when AND (r.superseded IS NULL OR r.superseded > :when)"
@@ -306,7 +306,7 @@ class DnsHistory:
         name = normalize(name)
         if _is_address(name):
             return None
-        return _resolved(name, self._rows(_AT, {"name": name, "when": when}))
+        return _resolved(name, self._rows(AT_QUERY, {"name": name, "when": when}))
 
     def history(self, name: str) -> list[DnsRow]:
         """Every row ever about the hosts ``name`` ever belonged to, by entered then row."""
