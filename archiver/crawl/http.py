@@ -297,7 +297,7 @@ class HttpClient:
         http = h11.Connection(our_role=h11.CLIENT, max_incomplete_event_size=self.max_header_size)
         return _Connection(key, sock, stream, http)
 
-    async def _handshake(self, stream: trio.SocketStream, host: str) -> trio.SSLStream:
+    async def _handshake(self, stream: trio.abc.Stream, host: str) -> trio.SSLStream[trio.abc.Stream]:
         try:
             tls = trio.SSLStream(
                 stream,
@@ -352,7 +352,7 @@ class HttpClient:
                             raise _Dead("closed before response")
                         result.first_byte = trio.current_time() - t0
                     raw += data
-                    http.receive_data(data)
+                    http.receive_data(bytes(data))
                     continue
                 consumed = len(raw) - len(http.trailing_data[0])
                 if isinstance(event, h11.Response):
@@ -384,7 +384,7 @@ class HttpClient:
                 if event is h11.NEED_DATA:
                     data = await conn.stream.receive_some(READ_SIZE)
                     eof = not data
-                    http.receive_data(data)
+                    http.receive_data(bytes(data))
                 elif isinstance(event, h11.Data):
                     room = self.max_size - len(body)
                     if len(event.data) > room:

@@ -19,7 +19,8 @@ import dns.resolver
 import trio
 
 from archiver.config import parse_nameserver
-from archiver.store.dnshistory import DnsHistory, Observation
+from archiver.store.dnshistory import Observation
+from archiver.store.interfaces import DnsHistoryStore
 
 # When the A and AAAA queries fail differently, the most telling outcome wins (an authoritative
 # NXDOMAIN over a server's failure, a failure over silence).
@@ -181,7 +182,7 @@ def next_check(
 
 
 async def refresh(
-    history: DnsHistory,
+    history: DnsHistoryStore,
     resolver: DnsResolver,
     names: Iterable[str],
     *,

@@ -100,7 +100,7 @@ class BloomBitmap:
         index = (start[:, None] + np.arange(self.hashes, dtype=np.uint64) * step[:, None]) % m
         byte = (index >> np.uint64(3)).astype(np.intp)
         mask = np.left_shift(np.uint8(1), (index & np.uint64(7)).astype(np.uint8))
-        bits = np.frombuffer(self._array, dtype=np.uint8)  # little-endian: bit i is 1 << (i % 8)
+        bits = np.frombuffer(memoryview(self._array), dtype=np.uint8)  # little-endian: bit i is 1 << (i % 8)
         new = ~np.all(bits[byte] & mask, axis=1)
         byte, mask = byte[new].ravel(), mask[new].ravel()
         # A plain |= keeps one write per byte; bits lost where two land in one byte are set again

@@ -150,12 +150,12 @@ def create_apps(config: Config) -> ReplayApps:
             *statuspages.routes,
         ],
         middleware=[Middleware(_SecurityHeaders, policy=APP_CSP)],
-        exception_handlers=handlers,  # type: ignore[arg-type]
+        exception_handlers=handlers,
     )
     content = Starlette(
         routes=[Route("/web/{rest:path}", content_web)],
         middleware=[Middleware(_SecurityHeaders, policy=CSP)],
-        exception_handlers=handlers,  # type: ignore[arg-type]
+        exception_handlers=handlers,
     )
     for one in (app, content):
         one.state.archive = archive
@@ -458,13 +458,13 @@ def _replay(
     if target.modifier != IDENTITY and (mime in _HTML or mime == "text/css") and codings <= _CODINGS:
         decoded = decode_body(body, coding, _archive(request).config.crawl.max_decoded_size)
         charset = media_type(content_type)[1]
-        common = {"url": url, "timestamp": capture.timestamp, "prefix": "", "charset": charset}
         if mime == "text/css":
-            body = rewrite_css(decoded, **common)
+            body = rewrite_css(decoded, url=url, timestamp=capture.timestamp, prefix="", charset=charset)
         else:
             if status is not None and 300 <= status < 400:
                 banner = None
-            body = rewrite_html(decoded, banner=banner, **common)
+            body = rewrite_html(decoded, url=url, timestamp=capture.timestamp, prefix="", charset=charset,
+                                banner=banner)
         rewritten = True
     location = None
     if capture.redirect is not None:

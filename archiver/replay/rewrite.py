@@ -391,7 +391,8 @@ class _Document:
         while (lt := text.find("<", pos)) >= 0:
             after = text[lt + 1 : lt + 2]
             if text.startswith("<!--", lt):
-                pos = _COMMENT.match(text, lt).end()
+                comment = _COMMENT.match(text, lt)  # always matches: "<!--" up to the end at most
+                pos = comment.end() if comment else len(text)
             elif after in ("!", "?") or (after == "/" and not _is_letter(text[lt + 2 : lt + 3])):
                 close = text.find(">", lt)  # doctype or bogus comment; "</>" is dropped
                 pos = len(text) if close < 0 else close + 1
@@ -407,8 +408,8 @@ class _Document:
                 if name == "plaintext":
                     return
                 if name in _RAW_TEXT:
-                    close = re.compile(rf"</{name}[\t\n\f\r />]", re.I).search(text, pos)
-                    end = len(text) if close is None else close.start()
+                    closing = re.compile(rf"</{name}[\t\n\f\r />]", re.I).search(text, pos)
+                    end = len(text) if closing is None else closing.start()
                     if name == "style":
                         self.found.append(("css", None, STYLE, pos, end))
                     pos = end
@@ -446,9 +447,9 @@ class _Document:
         for what, attr, modifier, start, end in self.found:
             if attr is None:
                 css = self.text[start:end]
-                new = _css(css, links)
-                if new != css:
-                    out.append((start, end, new))
+                rewritten = _css(css, links)
+                if rewritten != css:
+                    out.append((start, end, rewritten))
                 continue
             if what == "url":
                 new = links.rewrite(attr.value, modifier)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from archiver.store.catalog import Capture, Catalog
+from archiver.store.interfaces import CatalogStore
 from archiver.store.warcindex import Stored, WarcError, index_warc, read_record
 
 BATCH = 10_000
@@ -112,7 +113,7 @@ class Verification:
         return not (self.bad_entries or self.unindexed or self.unreadable)
 
 
-def verify(root: Path, catalog: Catalog, paths: Iterable[Path]) -> Verification:
+def verify(root: Path, catalog: CatalogStore, paths: Iterable[Path]) -> Verification:
     """Check every entry against its record, and every response/revisit record against the catalog."""
     result = Verification()
     warcs = root / "warcs"
@@ -141,7 +142,7 @@ def verify(root: Path, catalog: Catalog, paths: Iterable[Path]) -> Verification:
     return result
 
 
-def export_cdxj(catalog: Catalog, out: TextIO) -> int:
+def export_cdxj(catalog: CatalogStore, out: TextIO) -> int:
     """Write every entry as one CDXJ index sorted as text (as ``sort`` would), for pywb.
 
     The catalog orders by (urlkey, timestamp); captures sharing both (a retry within one second)

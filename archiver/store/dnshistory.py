@@ -48,7 +48,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import islice
@@ -201,7 +201,7 @@ def _check(obs: Observation) -> tuple[str, str, tuple[str, ...], tuple[str, ...]
 def _resolved(name: str, rows: list[DnsRow]) -> Resolved | None:
     if not rows:
         return None
-    canonical, address = "", ()
+    canonical, address = "", ()  # type: tuple[str, tuple[str, ...]]
     aliases: list[str] = []
     extra: list[str] = []
     for r in rows:
@@ -339,7 +339,7 @@ class DnsHistory:
 
     # -- internals
 
-    def _rows(self, sql: str, params: object) -> list[DnsRow]:
+    def _rows(self, sql: str, params: tuple[str, ...] | Mapping[str, object]) -> list[DnsRow]:
         return [DnsRow(*r) for r in self._db.execute(sql, params)]
 
     def _setup(self) -> None:
@@ -416,6 +416,7 @@ class _Writer:
                 first = (row, value)
             else:
                 extra[value] = row
+        primary: str | None
         if first is not None and first[1] in answered:
             primary = first[1]
         else:

@@ -143,6 +143,7 @@ def html_as_utf8(body: bytes, charset: str | None) -> bytes:
     windows-1252 otherwise, the legacy default browsers use for most locales.
     """
     sniffed = _sniff_bom(body)
+    codec: str | None
     if sniffed is not None:
         codec, body = sniffed
     else:
@@ -157,6 +158,7 @@ def html_as_utf8(body: bytes, charset: str | None) -> bytes:
 def decode_text(body: bytes, charset: str | None) -> str:
     """Decode a stylesheet: byte-order mark, else charset, else `@charset`, else UTF-8."""
     sniffed = _sniff_bom(body)
+    codec: str | None
     if sniffed is not None:
         codec, body = sniffed
     else:
@@ -421,7 +423,7 @@ _REFRESH_URL = re.compile(r"url[\t\n\f\r ]*=[\t\n\f\r ]*", re.I)
 def _selector() -> LexborCSSSelector:
     selector = getattr(_local, "selector", None)
     if selector is None:
-        selector = _local.selector = LexborCSSSelector()
+        selector = _local.selector = LexborCSSSelector()  # type: ignore[no-untyped-call]
     return selector
 
 
@@ -522,7 +524,7 @@ def _links_of(parts: list[bytes]) -> HtmlLinks:
         if root is None:
             continue
         for node in _selector().find(_QUERY, root):
-            tag = node.tag
+            tag = node.tag or ""
             attrs = node.attributes
             for attr, kind in _ATTR_KINDS.get(tag, ()):
                 url = _clean(attrs.get(attr))
