@@ -118,11 +118,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     cfg = _config(args)
-    statuses = open_stores(cfg).status().read_all()
+    stores = open_stores(cfg)
+    statuses = stores.status().read_all()
     if args.json:
         print(json.dumps(statuses, indent=1, sort_keys=True))
     elif not statuses:
-        print(f"no crawler status under {cfg.root / 'state'}")
+        print(f"no crawler status under {stores.state_directory()}")
     else:
         print("\n".join(format_status(s) for s in statuses))
     return 0
