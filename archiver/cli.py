@@ -29,7 +29,7 @@ from archiver.store.dnshistory import DnsRow
 from archiver.store.interfaces import CatalogStore
 from archiver.store.status import format_status
 from archiver.store.warcindex import WarcError
-from archiver.stores import ProcessBusy, open_stores
+from archiver.stores import ProcessBusy, StoreUnavailable, check_stores, open_stores
 from archiver.web import urls
 from archiver.web.timestamps import parse_date, to_datetime
 
@@ -39,7 +39,8 @@ def _config(args: argparse.Namespace) -> config.Config:
         raise SystemExit(_fail("--config FILE is required"))
     try:
         cfg = config.load(args.config)
-    except config.ConfigError as e:
+        check_stores(cfg)
+    except (config.ConfigError, StoreUnavailable) as e:
         raise SystemExit(_fail(str(e))) from None
     for notice in cfg.notices:
         print(f"archiver: warning: {notice}", file=sys.stderr)

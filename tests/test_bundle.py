@@ -289,6 +289,33 @@ def test_rotation_by_size(tmp_path):
     assert check(*paths) == (0, 5 + 2 * 9)
 
 
+def test_rotation_by_age_before_a_write_and_at_a_group_commit(tmp_path):
+    now = [0.0]
+    writer = BundleWriter(tmp_path, WarcConfig(max_age=60.0), clock=lambda: now[0])
+
+    def fetch(n: int) -> str:
+        return writer.write_exchange(url=f"http://example.org/{n}", ip=None, date=DATE, request=GET,
+                                     response_head=b"HTTP/1.1 200 OK\r\n\r\n",
+                                     response_body=b"x").response.filename
+
+    first = [fetch(0), fetch(1)]
+    now[0] = 59.0
+    assert fetch(2) == first[0]                     # not yet 60 s old
+    now[0] = 60.0
+    second = fetch(3)                               # old before this write: a new bundle
+    assert second != first[0]
+    writer.sync()
+    assert (tmp_path / first[0]).exists()           # the old one is closed and published
+    now[0] = 130.0
+    writer.sync()                                   # idle past max_age: closed at the commit
+    assert (tmp_path / second).exists()
+    assert writer.current_path is None
+    third = fetch(4)
+    writer.close()
+    assert len({first[0], second, third}) == 3
+    assert check(*sorted(tmp_path.iterdir())) == (0, 3 + 2 * 5)
+
+
 def test_close_renames_and_serial_continues(tmp_path):
     writer = BundleWriter(tmp_path, WarcConfig(prefix="CRAWL"), process=3)
     writer.sync()
