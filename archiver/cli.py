@@ -29,7 +29,7 @@ from archiver.store.dnshistory import DnsRow
 from archiver.store.interfaces import CatalogStore
 from archiver.store.status import format_status
 from archiver.store.warcindex import WarcError
-from archiver.stores import ProcessBusy, open_stores
+from archiver.stores import ProcessBusy, StoreUnavailable, check_stores, open_stores
 from archiver.web import urls
 from archiver.web.timestamps import parse_date, to_datetime
 
@@ -39,7 +39,8 @@ def _config(args: argparse.Namespace) -> config.Config:
         raise SystemExit(_fail("--config FILE is required"))
     try:
         cfg = config.load(args.config)
-    except config.ConfigError as e:
+        check_stores(cfg)
+    except (config.ConfigError, StoreUnavailable) as e:
         raise SystemExit(_fail(str(e))) from None
     for notice in cfg.notices:
         print(f"archiver: warning: {notice}", file=sys.stderr)
@@ -118,11 +119,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     cfg = _config(args)
-    statuses = open_stores(cfg).status().read_all()
+    stores = open_stores(cfg)
+    statuses = stores.status().read_all()
     if args.json:
         print(json.dumps(statuses, indent=1, sort_keys=True))
     elif not statuses:
-        print(f"no crawler status under {cfg.root / 'state'}")
+        print(f"no crawler status under {stores.state_directory()}")
     else:
         print("\n".join(format_status(s) for s in statuses))
     return 0

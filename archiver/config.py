@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import math
+import re
 import tomllib
 import types
 import typing
@@ -94,6 +95,10 @@ class CrawlConfig:
     # what is left; either way the process flushes, fsyncs and exits 0 (systemd's
     # TimeoutStopSec must be larger).
     drain_timeout: float = 30.0
+    # With shared state in PostgreSQL, a claimed site is leased: the holder renews the lease while
+    # it visits the site, and another process may take the site once lease_ttl seconds pass
+    # without a renewal (its holder died or hung).
+    lease_ttl: float = 300.0
     # A full disk (or EIO, EROFS, over quota): "pause" stops fetching and retries the writes every
     # warc.sync_interval until they succeed; "exit" stops the process with exit status 75.
     on_disk_full: str = "pause"
@@ -121,6 +126,29 @@ class WarcConfig:
     max_size: int = 2**30
     gzip_level: int = 6
     sync_interval: float = 2.0
+    # Seconds a bundle may stay open before it is closed (and, with an object store, shipped).
+    max_age: float = 3600.0
+    # Where closed bundles live: "" for <archive.root>/warcs, another folder, or
+    # "s3://bucket/prefix" for S3-compatible object storage (see [s3]).
+    store: str = ""
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    # Where the shared state lives (site queues, crawl queues, catalog, DNS history, links
+    # state): "sqlite" for files under archive.root, or a PostgreSQL URL such as
+    # "postgresql://archiver@db.example.org:5432/archive". The password is never written here:
+    # it comes from PGPASSWORD or ~/.pgpass, as for every libpq client.
+    url: str = "sqlite"
+
+
+@dataclass(frozen=True)
+class S3Config:
+    # The endpoint of S3-compatible storage other than AWS (MinIO, Ceph...), e.g.
+    # "http://127.0.0.1:9000"; "" for AWS. Credentials come from the standard AWS environment
+    # variables or files (AWS_ACCESS_KEY_ID, ~/.aws/credentials...), never from this file.
+    endpoint_url: str = ""
+    region: str = ""
 
 
 @dataclass(frozen=True)
@@ -178,6 +206,8 @@ class Config:
     crawl: CrawlConfig = field(default_factory=CrawlConfig)
     dns: DnsConfig = field(default_factory=DnsConfig)
     warc: WarcConfig = field(default_factory=WarcConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
+    s3: S3Config = field(default_factory=S3Config)
     catalog: CatalogConfig = field(default_factory=CatalogConfig)
     outlinks: OutlinksConfig = field(default_factory=OutlinksConfig)
     links: LinksConfig = field(default_factory=LinksConfig)
@@ -211,6 +241,7 @@ _POSITIVE = {
     ("crawl", "site_bitmap_bits"), ("crawl", "status_interval"), ("crawl", "poll_interval"),
     ("crawl", "max_failures"), ("crawl", "max_internal_errors"), ("crawl", "max_rate_limited"),
     ("crawl", "backoff_recovery_fetches"), ("crawl", "max_per_shape"), ("crawl", "drain_timeout"),
+    ("crawl", "lease_ttl"), ("warc", "max_age"),
     ("dns", "timeout"), ("dns", "refresh_interval"),
     ("dns", "concurrency"), ("warc", "max_size"),
     ("outlinks", "max_lines"), ("outlinks", "max_age"), ("catalog", "shards"),
@@ -280,6 +311,40 @@ def public_url(text: str, *, origin_only: bool) -> str:
     return text.rstrip("/")
 
 
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+
+
+def parse_s3_url(text: str) -> tuple[str, str]:
+    """``s3://bucket/prefix`` -> (bucket, prefix without slashes at its ends); ValueError."""
+    parts = urlsplit(text)
+    if parts.scheme != "s3" or not parts.netloc:
+        raise ValueError(f"{text!r} is not s3://bucket/prefix")
+    if not _BUCKET.fullmatch(parts.netloc) or ".." in parts.netloc:
+        raise ValueError(f"{parts.netloc!r} is not an S3 bucket name (3-63 of a-z, 0-9, '.', '-')")
+    if parts.query or parts.fragment:
+        raise ValueError(f"{text!r}: no query or fragment in an s3:// URL")
+    return parts.netloc, parts.path.strip("/")
+
+
+def database_url(text: str) -> str | None:
+    """None for ``"sqlite"`` (the embedded stores), else the PostgreSQL URL ``text``; ValueError
+    if it is neither, or if it holds a password (PGPASSWORD or ~/.pgpass hold that)."""
+    if text == "sqlite":
+        return None
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises for a port out of range
+    except ValueError as e:
+        raise ValueError(f"not a URL: {e}") from None
+    if parts.scheme not in ("postgresql", "postgres"):
+        raise ValueError('"sqlite", or a URL postgresql://user@host:port/dbname')
+    if parts.password is not None:
+        raise ValueError("no password here: put it in PGPASSWORD or ~/.pgpass, as for psql")
+    if not parts.path.strip("/"):
+        raise ValueError("name the database: postgresql://user@host:port/dbname")
+    return text
+
+
 def origin_of(url: str) -> tuple[str, str, int]:
     """(scheme, host, port) of an http(s) URL, the port filled in."""
     parts = urlsplit(url)
@@ -318,12 +383,15 @@ def from_dict(data: dict[str, Any], path: Path | None = None) -> Config:
     archive = sections.get("archive", ArchiveConfig())
     if not archive.root.is_absolute():
         sections["archive"] = dataclasses.replace(archive, root=base / archive.root)
+    warc = sections.get("warc", WarcConfig())
+    if warc.store and not warc.store.startswith("s3:") and not Path(warc.store).is_absolute():
+        sections["warc"] = dataclasses.replace(warc, store=str(base / warc.store))
     return Config(path=path, notices=tuple(notices), **sections)
 
 
 # What a running crawler takes from a new config on SIGHUP; everything else needs a restart.
 _FIXED_CRAWL_KEYS = ("processes", "sites_per_process")
-_FIXED_SECTIONS = ("archive", "warc", "catalog")
+_FIXED_SECTIONS = ("archive", "warc", "store", "s3", "catalog")
 
 
 def reloaded(old: Config, new: Config) -> tuple[Config, list[str]]:
@@ -444,6 +512,23 @@ def _check(where: str, name: str, section: Any) -> None:
             raise ConfigError(f"{where}: warc.gzip_level: must be 0..9")
         if not section.prefix or "/" in section.prefix or "\x00" in section.prefix:
             raise ConfigError(f"{where}: warc.prefix: must be a non-empty name without '/'")
+        if section.store.startswith("s3:"):
+            try:
+                parse_s3_url(section.store)
+            except ValueError as e:
+                raise ConfigError(f"{where}: warc.store: {e}") from None
+        elif "\x00" in section.store:
+            raise ConfigError(f"{where}: warc.store: a folder or s3://bucket/prefix, got {section.store!r}")
+    elif name == "store":
+        try:
+            database_url(section.url)
+        except ValueError as e:
+            raise ConfigError(f"{where}: store.url: {e}") from None
+    elif name == "s3" and section.endpoint_url:
+        try:
+            public_url(section.endpoint_url, origin_only=True)
+        except ValueError as e:
+            raise ConfigError(f"{where}: s3.endpoint_url: {e}") from None
     elif name == "replay":
         for key in ("listen", "content_listen"):
             try:

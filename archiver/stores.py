@@ -14,8 +14,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from archiver import __version__
-from archiver.config import Config
+from archiver.config import Config, database_url
 from archiver.queues.crawlqueue import EmbeddedCrawlQueues
 from archiver.queues.interfaces import CrawlQueues, SiteQueueStore, SpoolFiles, SpoolWriterStore
 from archiver.queues.linksstate import EmbeddedLinksState
@@ -79,15 +78,13 @@ class EmbeddedStores:
 
     def bundle_writer(self, process: int) -> BundleWriter:
         """The WARC bundles crawler ``process`` writes."""
-        w = self.config.warc
         return BundleWriter(
-            self.root / "warcs", prefix=w.prefix, process=process, max_size=w.max_size,
-            gzip_level=w.gzip_level, software=f"archiver/{__version__}",
+            self.warc_directory(), self.config.warc, process=process,
             operator=self.config.archive.operator,
             extra_info={"robots": "obey", "http-header-user-agent": self.config.crawl.user_agent})
 
     def warcs(self) -> WarcReader:
-        return WarcFiles(self.root)
+        return WarcFiles(self.warc_directory())
 
     def reindex_catalog(self, paths: list[Path], progress: Callable[[int, int], None]) -> int:
         """Rebuild the catalog from the WARC files ``paths`` beside the live one, then swap."""
@@ -95,11 +92,11 @@ class EmbeddedStores:
 
     def verify_catalog(self, catalog: CatalogStore, paths: list[Path]) -> Verification:
         """Compare the catalog with the records of ``paths``, both ways."""
-        return verify(self.root, catalog, paths)
+        return verify(self.warc_directory(), catalog, paths)
 
     def warc_directory(self) -> Path:
         """Where bundles are written (crash recovery repairs this process's ``.open`` ones there)."""
-        return self.root / "warcs"
+        return Path(self.config.warc.store) if self.config.warc.store else self.root / "warcs"
 
     def state_directory(self) -> Path:
         """Per-process files: status, commit points."""
@@ -138,6 +135,21 @@ class ProcessLock:
             self._fd = None
 
 
+class StoreUnavailable(Exception):
+    """The config names stores this version cannot open."""
+
+
+def check_stores(config: Config) -> None:
+    """StoreUnavailable, saying what to change, if ``config`` names stores not built in yet."""
+    if database_url(config.store.url) is not None:
+        raise StoreUnavailable(f"{config.path}: store.url: PostgreSQL stores are not available in "
+                               'this version yet; use "sqlite" (files under archive.root)')
+    if config.warc.store.startswith("s3:"):
+        raise StoreUnavailable(f"{config.path}: warc.store: object storage is not available in this "
+                               "version yet; name a folder, or leave it empty for archive.root/warcs")
+
+
 def open_stores(config: Config) -> EmbeddedStores:
     """The stores ``config`` names (the embedded default)."""
+    check_stores(config)
     return EmbeddedStores(config)

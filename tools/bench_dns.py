@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from archiver.store.dnshistory import _AT, DnsHistory, Observation
+from archiver.store.dnshistory import AT_QUERY, DnsHistory, Observation
 
 START = 820_454_400.0  # 1996-01-01
 SPAN = 30 * 365 * 86_400.0
@@ -122,7 +122,8 @@ def main() -> None:
         db = sqlite3.connect(path)
         rows = db.execute("SELECT count(*) FROM dns").fetchone()[0]
         current_rows = db.execute("SELECT count(*) FROM dns WHERE superseded IS NULL").fetchone()[0]
-        plan = [d for *_, d in db.execute(f"EXPLAIN QUERY PLAN {_AT}", {"name": "host1.test", "when": START})]
+        plan = [d for *_, d in db.execute(f"EXPLAIN QUERY PLAN {AT_QUERY}",
+                                          {"name": "host1.test", "when": START})]
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         db.close()
         result = {

@@ -14,11 +14,11 @@ from archiver.crawl.addressslots import AddressSlots
 from archiver.crawl.stats import Stats
 from archiver.dns.lookup import Resolver
 from archiver.logs import event
-from archiver.queues.interfaces import CrawlQueues, CrawlQueueStore
-from archiver.queues.spool import SpoolWriter
+from archiver.queues.interfaces import CrawlQueues, CrawlQueueStore, SpoolWriterStore
 from archiver.store.bundles import BundleWriter
-from archiver.store.catalog import Capture, Catalog
+from archiver.store.catalog import Capture
 from archiver.store.durable import SyncJob, is_disk_error
+from archiver.store.interfaces import CatalogStore
 from archiver.store.offloop import OffLoop
 
 log = logging.getLogger("archiver.crawl.crawler")
@@ -30,18 +30,17 @@ class CrawlContext:
 
     config: Config
     bundle: BundleWriter
-    spool: SpoolWriter
+    spool: SpoolWriterStore
     resolver: Resolver
     stats: Stats
     slots: AddressSlots
-    lookup: Catalog  # read-only: the earlier captures a recrawl compares with (earlier_captures)
+    lookup: CatalogStore  # read-only: the earlier captures a recrawl compares with (earlier_captures)
     crawl_queues: CrawlQueues  # every site's crawl queue (archiver.stores)
     open_queues: set[CrawlQueueStore] = field(default_factory=set)  # those visits hold now
     captures: list[Capture] = field(default_factory=list)  # written, not yet in the catalog
     draining: trio.Event = field(default_factory=trio.Event)  # set by SIGTERM: finish, take no more
     wake: trio.Event = field(default_factory=trio.Event)  # set (and replaced) on drain and reload
     disk_ok: trio.Event = field(default_factory=trio.Event)  # clear while writes fail (full disk)
-    disk_full: trio.Event = field(default_factory=trio.Event)  # set while they fail
     lookup_calls: OffLoop = field(default_factory=OffLoop)
     sync_lock: trio.Lock = field(default_factory=trio.Lock)  # one SyncJob at a time
 
@@ -59,7 +58,6 @@ class CrawlContext:
             event(log, logging.ERROR, "disk-full", where=where, error=str(error),
                   action=self.config.crawl.on_disk_full)
             self.disk_ok = trio.Event()
-            self.disk_full.set()
             self.nudge()
 
     def nudge(self) -> None:

@@ -28,8 +28,8 @@ from archiver.crawl.visit import SiteVisit
 from archiver.dns.lookup import Resolver
 from archiver.dns.resolver import DnsResolver
 from archiver.logs import event
-from archiver.queues.crawlqueue import CrawlQueue, CrawlQueueBusy
-from archiver.queues.interfaces import SiteQueueStore
+from archiver.queues.crawlqueue import CrawlQueueBusy
+from archiver.queues.interfaces import CrawlQueueStore, SiteQueueStore
 from archiver.queues.sitequeue import process_for
 from archiver.service import Service
 from archiver.store.catalog import Capture
@@ -356,10 +356,10 @@ class Crawler:
         refused a write. Entries and cursors not committed stay for the next try."""
         ctx = self.ctx
         captures, ctx.captures = ctx.captures, []
-        marks: list[tuple[CrawlQueue, tuple[int, int, int]]] = []
+        marks: list[tuple[CrawlQueueStore, tuple[int, int, int]]] = []
         position = ctx.bundle.position()
 
-        def take_marks() -> list[CrawlQueue]:
+        def take_marks() -> list[CrawlQueueStore]:
             # When the job's turn comes: every record of an entry committed by then is written,
             # and the job flushes and fsyncs it.
             nonlocal position
@@ -389,7 +389,6 @@ class Crawler:
                 await self._settle_site(origin, outcome)
             if not self._unsettled:
                 event(log, logging.WARNING, "disk-ok", resumed=True)
-                ctx.disk_full = trio.Event()
                 ctx.disk_ok.set()
         return True
 

@@ -56,7 +56,8 @@ from urllib.parse import urlsplit
 import h11
 import trio
 
-from archiver.web.netpolicy import Network, refusal
+from archiver.config import CrawlConfig
+from archiver.web.netpolicy import Network, parse_networks, refusal
 
 READ_SIZE = 64 * 1024
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -172,26 +173,25 @@ class HttpClient:
 
     def __init__(
         self,
+        settings: CrawlConfig,
         *,
-        user_agent: str,
-        connect_timeout: float = 10,
-        first_byte_timeout: float = 30,
-        total_timeout: float = 120,
-        max_size: int = 10 * 2**20,
-        max_header_size: int = 64 * 1024,
-        verify_tls: bool = False,
         extra_headers: Sequence[tuple[str, str]] = (),
-        allowed_networks: Sequence[Network] = (),
+        allowed_networks: Sequence[Network] | None = None,
     ) -> None:
-        """``allowed_networks``: non-public networks it may still connect to (see
-        archiver.web.netpolicy); every other non-public address is refused at connect time."""
+        """Timeouts, size limits, TLS checking and the user agent come from the ``[crawl]`` section.
+        ``allowed_networks`` (default: ``crawl.allowed_networks``): non-public networks it may still
+        connect to (see archiver.web.netpolicy); every other non-public address is refused at connect
+        time."""
+        if allowed_networks is None:
+            allowed_networks = parse_networks(settings.allowed_networks)
         self.allowed_networks = tuple(allowed_networks)
-        self.connect_timeout = connect_timeout
-        self.first_byte_timeout = first_byte_timeout
-        self.total_timeout = total_timeout
-        self.max_size = max_size
-        self.max_header_size = max_header_size
-        self.verify_tls = verify_tls
+        self.connect_timeout = settings.connect_timeout
+        self.first_byte_timeout = settings.first_byte_timeout
+        self.total_timeout = settings.total_timeout
+        self.max_size = settings.max_response_size
+        self.max_header_size = settings.max_header_size
+        self.verify_tls = settings.verify_tls
+        user_agent = settings.user_agent
         defaults = [
             ("User-Agent", user_agent),
             ("Accept", ACCEPT),
@@ -297,7 +297,7 @@ class HttpClient:
         http = h11.Connection(our_role=h11.CLIENT, max_incomplete_event_size=self.max_header_size)
         return _Connection(key, sock, stream, http)
 
-    async def _handshake(self, stream: trio.SocketStream, host: str) -> trio.SSLStream:
+    async def _handshake(self, stream: trio.abc.Stream, host: str) -> trio.SSLStream[trio.abc.Stream]:
         try:
             tls = trio.SSLStream(
                 stream,
@@ -352,7 +352,7 @@ class HttpClient:
                             raise _Dead("closed before response")
                         result.first_byte = trio.current_time() - t0
                     raw += data
-                    http.receive_data(data)
+                    http.receive_data(bytes(data))
                     continue
                 consumed = len(raw) - len(http.trailing_data[0])
                 if isinstance(event, h11.Response):
@@ -384,7 +384,7 @@ class HttpClient:
                 if event is h11.NEED_DATA:
                     data = await conn.stream.receive_some(READ_SIZE)
                     eof = not data
-                    http.receive_data(data)
+                    http.receive_data(bytes(data))
                 elif isinstance(event, h11.Data):
                     room = self.max_size - len(body)
                     if len(event.data) > room:

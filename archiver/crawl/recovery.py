@@ -423,9 +423,9 @@ def _recover_host(config: Config, crawl_queues: CrawlQueues, process: int, recor
             queue.local = {origin} | {urls.origin(url) for url in queue.plan.depths}
             queues[origin] = queue
         for record in records:
-            queue = _links_queue(queues, record)
-            if queue is not None:
-                _requeue_links(config, queue, record, spool, result)
+            linking = _links_queue(queues, record)
+            if linking is not None:
+                _requeue_links(config, linking, record, spool, result)
         spool.sync()  # the links before the cursors that pass their pages
         for queue in queues.values():
             crawl_queue, plan = queue.crawl_queue, queue.plan

@@ -32,7 +32,6 @@ from archiver.store.durable import is_disk_error
 from archiver.store.warcindex import capture_fields
 from archiver.web import pagelinks, robots, urls
 from archiver.web.http import parse_retry_after
-from archiver.web.netpolicy import parse_networks
 from archiver.web.timestamps import to_datetime
 
 log = logging.getLogger("archiver.crawl.visit")
@@ -74,11 +73,7 @@ class SiteVisit:
         self.crawl_queue = crawl_queue
         ctx.open_queues.add(crawl_queue)
         self.policy.pages, self.policy.bytes = crawl_queue.pages, crawl_queue.bytes
-        client = HttpClient(user_agent=c.user_agent, connect_timeout=c.connect_timeout,
-                            first_byte_timeout=c.first_byte_timeout, total_timeout=c.total_timeout,
-                            max_size=c.max_response_size, max_header_size=c.max_header_size,
-                            verify_tls=c.verify_tls,
-                            allowed_networks=parse_networks(c.allowed_networks))
+        client = HttpClient(c)
         self.client = client
         ctx.stats.active[self.origin] = {"url": "", "queued": crawl_queue.pending}
         try:

@@ -28,7 +28,8 @@ from pathlib import Path
 
 from archiver.dns.resolver import Answer, DnsResolver, next_check
 from archiver.logs import event
-from archiver.store.dnshistory import DnsHistory, NameState, Observation, Resolved
+from archiver.store.dnshistory import NameState, Observation, Resolved
+from archiver.store.interfaces import DnsHistoryStore
 from archiver.store.offloop import OffLoop, is_busy
 
 log = logging.getLogger("archiver.dns.lookup")
@@ -61,7 +62,7 @@ def parse_hosts(text: str) -> dict[str, list[str]]:
 class Resolver:
     """A site host's addresses: literal, hosts file, DNS history (cached), else DNS inline."""
 
-    def __init__(self, *, hosts_file: Path | None, history: DnsHistory, dns: DnsResolver,
+    def __init__(self, *, hosts_file: Path | None, history: DnsHistoryStore, dns: DnsResolver,
                  min_age: float, max_age: float, retry_base: float, retry_max: float,
                  cache_size: int = 4096) -> None:
         self.hosts: dict[str, list[str]] = {}

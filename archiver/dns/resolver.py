@@ -19,7 +19,8 @@ import dns.resolver
 import trio
 
 from archiver.config import parse_nameserver
-from archiver.store.dnshistory import DnsHistory, Observation
+from archiver.store.dnshistory import Observation
+from archiver.store.interfaces import DnsHistoryStore
 
 # When the A and AAAA queries fail differently, the most telling outcome wins (an authoritative
 # NXDOMAIN over a server's failure, a failure over silence).
@@ -67,7 +68,7 @@ def _is_literal(name: str) -> bool:
 class DnsResolver:
     """A and AAAA of one name at a time, through the given nameservers (or the system's)."""
 
-    def __init__(self, *, nameservers: Sequence[str], timeout: float = 5.0) -> None:
+    def __init__(self, *, nameservers: Sequence[str], timeout: float) -> None:
         self.timeout = timeout
         self._dns = dns.asyncresolver.Resolver(configure=not nameservers)
         if nameservers:
@@ -181,7 +182,7 @@ def next_check(
 
 
 async def refresh(
-    history: DnsHistory,
+    history: DnsHistoryStore,
     resolver: DnsResolver,
     names: Iterable[str],
     *,

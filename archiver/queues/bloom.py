@@ -23,9 +23,6 @@ _LOW64 = (1 << 64) - 1
 # Serialized layer: magic, bits, hashes, seed, count, then the bits (little-endian, zero-padded).
 _LAYER = struct.Struct("<4sQBIQ")
 _LAYER_MAGIC = b"ABL1"
-# Serialized stack: magic, initial bits, max fp, growth, seed, layer count, then each layer.
-_STACK = struct.Struct("<4sQdIII")
-_STACK_MAGIC = b"ABS1"
 # Each new layer gets this fraction r of the previous layer's fp share, so the shares
 # max_fp * (1 - r) * r**i sum to max_fp (Almeida et al. 2007, section 4). With r = 0.5 the first
 # layer, the only one most sites ever have, gets half the budget, and each later layer needs
@@ -103,7 +100,7 @@ class BloomBitmap:
         index = (start[:, None] + np.arange(self.hashes, dtype=np.uint64) * step[:, None]) % m
         byte = (index >> np.uint64(3)).astype(np.intp)
         mask = np.left_shift(np.uint8(1), (index & np.uint64(7)).astype(np.uint8))
-        bits = np.frombuffer(self._array, dtype=np.uint8)  # little-endian: bit i is 1 << (i % 8)
+        bits = np.frombuffer(memoryview(self._array), dtype=np.uint8)  # little-endian: bit i is 1 << (i % 8)
         new = ~np.all(bits[byte] & mask, axis=1)
         byte, mask = byte[new].ravel(), mask[new].ravel()
         # A plain |= keeps one write per byte; bits lost where two land in one byte are set again
@@ -150,12 +147,8 @@ class BloomBitmap:
         """Estimated false-positive rate at the current count."""
         return false_positive_rate(self.bits, self.count, self.hashes)
 
-    def to_bytes(self) -> bytes:
-        header = _LAYER.pack(_LAYER_MAGIC, self.bits, self.hashes, self.seed, self.count)
-        return header + self._array.tobytes()
-
     def write(self, f: BinaryIO) -> None:
-        """Write ``to_bytes()`` to ``f`` without a second copy of the bits in memory."""
+        """Write the layer (a header, then the bits) to ``f`` without a copy of the bits in memory."""
         f.write(_LAYER.pack(_LAYER_MAGIC, self.bits, self.hashes, self.seed, self.count))
         self._array.tofile(f)
 
@@ -182,33 +175,6 @@ class BloomBitmap:
         layer._array = array
         return layer
 
-    @classmethod
-    def from_bytes(cls, data: bytes) -> BloomBitmap:
-        layer, end = cls._read(memoryview(data), 0)
-        if end != len(data):
-            raise ValueError(f"Bloom layer: {len(data) - end} bytes after the bits")
-        return layer
-
-    @classmethod
-    def _read(cls, data: memoryview, offset: int) -> tuple[BloomBitmap, int]:
-        """Parse one serialized layer at ``offset``; return it and the offset just after it."""
-        if len(data) - offset < _LAYER.size:
-            raise ValueError("Bloom layer: truncated header")
-        magic, bits, hashes, seed, count = _LAYER.unpack_from(data, offset)
-        if magic != _LAYER_MAGIC:
-            raise ValueError(f"Bloom layer: bad magic {bytes(magic)!r}")
-        layer = cls(bits, hashes, seed)
-        start = offset + _LAYER.size
-        end = start + (bits + 7) // 8
-        if end > len(data):
-            raise ValueError("Bloom layer: truncated bits")
-        array = bitarray(endian="little")
-        array.frombytes(data[start:end])
-        del array[bits:]
-        layer._array = array
-        layer.count = count
-        return layer, end
-
 
 class GrowingBloom:
     """A stack of Bloom layers that grows when the newest one is full ("scalable Bloom filter")."""
@@ -226,7 +192,7 @@ class GrowingBloom:
     )
 
     def __init__(
-        self, initial_bits: int = 262_144, max_fp: float = 1e-3, growth: int = 4, seed: int = 0
+        self, initial_bits: int, max_fp: float, growth: int = 4, seed: int = 0
     ) -> None:
         if not 0 < max_fp < 1 or growth < 1:
             raise ValueError(f"bad GrowingBloom parameters: max_fp={max_fp} growth={growth}")
@@ -280,32 +246,3 @@ class GrowingBloom:
         """Compound estimate: a key is a false positive if any layer says yes."""
         return 1 - math.prod(1 - layer.fp_rate() for layer in self.layers)
 
-    def to_bytes(self) -> bytes:
-        header = _STACK.pack(
-            _STACK_MAGIC, self.initial_bits, self.max_fp, self.growth, self.seed, len(self.layers)
-        )
-        return header + b"".join(layer.to_bytes() for layer in self.layers)
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> GrowingBloom:
-        view = memoryview(data)
-        if len(view) < _STACK.size:
-            raise ValueError("GrowingBloom: truncated header")
-        magic, initial_bits, max_fp, growth, seed, nlayers = _STACK.unpack_from(view)
-        if magic != _STACK_MAGIC or nlayers < 1:
-            raise ValueError("GrowingBloom: bad header")
-        bloom = cls(initial_bits, max_fp, growth, seed)
-        bloom.layers = []
-        offset = _STACK.size
-        for i in range(nlayers):
-            layer, offset = BloomBitmap._read(view, offset)
-            bits, hashes, bloom._capacity = bloom._layer_shape(i)
-            if (layer.bits, layer.hashes, layer.seed) != (bits, hashes, seed):
-                raise ValueError(f"GrowingBloom: layer {i} does not match the stack's parameters")
-            bloom.layers.append(layer)
-        if offset != len(view):
-            raise ValueError(f"GrowingBloom: {len(view) - offset} bytes after the layers")
-        bloom._older = tuple(bloom.layers[:-1])
-        bloom._newest = bloom.layers[-1]
-        bloom.count = sum(layer.count for layer in bloom.layers)
-        return bloom

@@ -228,8 +228,9 @@ class CrawlQueue:
         self._done: set[int] = set()  # ends of entries past the open-time cursor known done
 
     @classmethod
-    def open(cls, directory: Path, *, bloom_bits: int = 262_144, max_fp: float = 1e-3) -> CrawlQueue:
-        """Open (creating if absent) the queue in ``directory``; rebuild its bitmap from the log."""
+    def open(cls, directory: Path, *, bloom_bits: int, max_fp: float) -> CrawlQueue:
+        """Open (creating if absent) the queue in ``directory``; rebuild its bitmap from the log
+        (``crawl.site_bitmap_bits`` and ``crawl.site_bitmap_max_fp`` size a new one)."""
         bloom = GrowingBloom(initial_bits=bloom_bits, max_fp=max_fp)
         new_dirs = _make_dirs(directory)
         new_log = not (directory / LOG).exists()

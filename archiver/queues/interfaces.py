@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Protocol
+from types import TracebackType
+from typing import Protocol, Self
 
 from archiver.queues.crawlqueue import Entry, Inbox
 from archiver.store.durable import Retired, SyncJob
@@ -60,6 +61,7 @@ class CrawlQueueStore(Protocol):
 
     pages: int
     bytes: int
+    cursor: int  # where in the log the next entry to fetch starts
 
     def add(self, url: str, depth: int) -> bool: ...
 
@@ -102,6 +104,11 @@ class CrawlQueueStore(Protocol):
     def sync(self) -> None: ...
 
     def close(self) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None: ...
 
 
 class CrawlQueues(Protocol):

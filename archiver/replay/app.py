@@ -71,7 +71,6 @@ from archiver.replay.rewrite import (
     IDENTITY,
     WebTarget,
     archive_url,
-    charset_of,
     header,
     parse_head,
     parse_web_path,
@@ -85,7 +84,7 @@ from archiver.replay.scan import Scan, ScanLimit
 from archiver.store.catalog import Capture
 from archiver.store.warcindex import Stored, WarcError
 from archiver.web import urls
-from archiver.web.http import decode_body
+from archiver.web.http import decode_body, media_type
 from archiver.web.timestamps import parse_date, to_datetime
 
 log = logging.getLogger("archiver.replay")
@@ -151,12 +150,12 @@ def create_apps(config: Config) -> ReplayApps:
             *statuspages.routes,
         ],
         middleware=[Middleware(_SecurityHeaders, policy=APP_CSP)],
-        exception_handlers=handlers,  # type: ignore[arg-type]
+        exception_handlers=handlers,
     )
     content = Starlette(
         routes=[Route("/web/{rest:path}", content_web)],
         middleware=[Middleware(_SecurityHeaders, policy=CSP)],
-        exception_handlers=handlers,  # type: ignore[arg-type]
+        exception_handlers=handlers,
     )
     for one in (app, content):
         one.state.archive = archive
@@ -452,20 +451,20 @@ def _replay(
     status, headers = parse_head(head.http_head)
     url = urls.normalize(capture.url) or target.url
     content_type = header(headers, "content-type")
-    mime = (content_type or capture.mime).split(";")[0].strip().lower()
+    mime = media_type(content_type or capture.mime)[0]
     coding = header(headers, "content-encoding") or ""
     codings = {c.strip().lower() for c in coding.split(",") if c.strip()}
     rewritten = False
     if target.modifier != IDENTITY and (mime in _HTML or mime == "text/css") and codings <= _CODINGS:
         decoded = decode_body(body, coding, _archive(request).config.crawl.max_decoded_size)
-        charset = charset_of(content_type)
-        common = {"url": url, "timestamp": capture.timestamp, "prefix": "", "charset": charset}
+        charset = media_type(content_type)[1]
         if mime == "text/css":
-            body = rewrite_css(decoded, **common)
+            body = rewrite_css(decoded, url=url, timestamp=capture.timestamp, prefix="", charset=charset)
         else:
             if status is not None and 300 <= status < 400:
                 banner = None
-            body = rewrite_html(decoded, banner=banner, **common)
+            body = rewrite_html(decoded, url=url, timestamp=capture.timestamp, prefix="", charset=charset,
+                                banner=banner)
         rewritten = True
     location = None
     if capture.redirect is not None:

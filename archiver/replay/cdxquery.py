@@ -51,7 +51,7 @@ import heapq
 import json
 import re
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
@@ -318,7 +318,7 @@ def _positive(name: str, text: str) -> int:
     return int(text)
 
 
-def _count(name: str, given: list[object]) -> None:
+def _count(name: str, given: Sized) -> None:
     if len(given) >= MAX_REPEATS:
         raise CdxError(f"{name} given more than {MAX_REPEATS} times")
 

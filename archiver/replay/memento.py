@@ -45,7 +45,8 @@ def parse_http_date(text: str, now: datetime | None = None) -> str:
     else:
         raise ValueError(f"not an HTTP date: {text[:100]!r}; use an IMF-fixdate such as {_EXAMPLE!r}")
     try:
-        when = datetime(int(year), _MONTHS.index(month) + 1, int(day), *map(int, clock), tzinfo=UTC)
+        hour, minute, second = map(int, clock)
+        when = datetime(int(year), _MONTHS.index(month) + 1, int(day), hour, minute, second, tzinfo=UTC)
     except ValueError as exc:
         raise ValueError(f"not an HTTP date: {text[:100]!r} ({exc})") from None
     return from_datetime(when)

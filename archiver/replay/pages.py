@@ -66,8 +66,8 @@ def capture_list(*, prefix: str, content: str, url: str, captures: list[Capture]
     years = []
     for year, in_year in groupby(captures, key=lambda c: c.timestamp[:4]):
         days = []
-        in_year = list(in_year)
-        for day, in_day in groupby(in_year, key=lambda c: c.timestamp[:8]):
+        of_year = list(in_year)
+        for day, in_day in groupby(of_year, key=lambda c: c.timestamp[:8]):
             items = [
                 {
                     "href": archive_url(content, c.timestamp, "", url),
@@ -80,7 +80,7 @@ def capture_list(*, prefix: str, content: str, url: str, captures: list[Capture]
                 for c in in_day
             ]
             days.append({"day": f"{day[:4]}-{day[4:6]}-{day[6:8]}", "captures": items})
-        years.append({"year": year, "count": len(in_year), "days": days})
+        years.append({"year": year, "count": len(of_year), "days": days})
     return _ENV.get_template("captures.html").render(
         prefix=prefix,
         query_url=url,

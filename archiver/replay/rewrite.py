@@ -32,7 +32,7 @@ from html.entities import html5
 from archiver.web import urls
 
 # Shared with link extraction so that rewriting sees exactly the links the crawler followed.
-from archiver.web.extract import _SRCSET_CANDIDATE, _html_bytes, css_references
+from archiver.web.extract import SRCSET_CANDIDATE, css_references, html_as_utf8, refresh_url_span
 from archiver.web.extract import decode_text as css_text
 from archiver.web.timestamps import to_datetime
 
@@ -164,10 +164,7 @@ class _Links:
             return None  # spent: not even worth resolving (which costs the base's length)
         cut = value.find("#")
         fragment = value[cut:] if cut >= 0 else ""
-        try:
-            target = urls.normalize(value[:cut] if cut >= 0 else value, self.base)
-        except ValueError:  # urls.normalize raises for a few odd hosts ("-1.2.3.4")
-            return None
+        target = urls.normalize(value[:cut] if cut >= 0 else value, self.base)
         if target is None:
             return None
         new = archive_url(self.prefix, self.timestamp, modifier, target) + fragment
@@ -243,8 +240,6 @@ _HEAD_TAGS = frozenset(
 )
 _LONGEST_ENTITY = max(map(len, html5))
 _CHARREF = re.compile(r"&(?:#[xX]([0-9a-fA-F]+);?|#([0-9]+);?|([A-Za-z][A-Za-z0-9]*;?))")
-_REFRESH_TIME = re.compile(r"[\t\n\f\r ]*[0-9.]+")
-_REFRESH_URL = re.compile(r"[\t\n\f\r ]*[;,]?[\t\n\f\r ]*(?:url[\t\n\f\r ]*=[\t\n\f\r ]*)?", re.I)
 
 # (tag, attribute) -> modifier of the link it holds; "link/href" depends on rel.
 _URL_ATTRS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -329,23 +324,9 @@ def _attributes(text: str, start: int, end: int) -> dict[str, _Attr]:
     return found
 
 
-def _refresh_split(content: str) -> tuple[int, int] | None:
-    """Span of the URL in a meta refresh ``content`` (HTML Standard, "shared declarative refresh")."""
-    match = _REFRESH_TIME.match(content)
-    if match is None or match.end() == len(content) or content[match.end()] not in ";," + _WS:
-        return None
-    start = _REFRESH_URL.match(content, match.end()).end()
-    if start == len(content):
-        return None
-    if content[start] in "'\"":
-        close = content.find(content[start], start + 1)
-        return start + 1, close if close >= 0 else len(content)
-    return start, len(content)
-
-
 def rewrite_refresh(content: str, links: _Links) -> str | None:
     """A refresh value (``5; url=...``) with its URL rewritten; None if it has none to rewrite."""
-    span = _refresh_split(content)
+    span = refresh_url_span(content)
     if span is None:
         return None
     new = links.rewrite(content[span[0] : span[1]], PAGE)
@@ -355,7 +336,7 @@ def rewrite_refresh(content: str, links: _Links) -> str | None:
 def _srcset(value: str, links: _Links) -> str | None:
     out: list[str] = []
     last = 0
-    for match in _SRCSET_CANDIDATE.finditer(value):
+    for match in SRCSET_CANDIDATE.finditer(value):
         candidate = match.group(1).rstrip(",")
         new = links.rewrite(candidate, IMAGE)
         if new is not None:
@@ -410,7 +391,8 @@ class _Document:
         while (lt := text.find("<", pos)) >= 0:
             after = text[lt + 1 : lt + 2]
             if text.startswith("<!--", lt):
-                pos = _COMMENT.match(text, lt).end()
+                comment = _COMMENT.match(text, lt)  # always matches: "<!--" up to the end at most
+                pos = comment.end() if comment else len(text)
             elif after in ("!", "?") or (after == "/" and not _is_letter(text[lt + 2 : lt + 3])):
                 close = text.find(">", lt)  # doctype or bogus comment; "</>" is dropped
                 pos = len(text) if close < 0 else close + 1
@@ -426,8 +408,8 @@ class _Document:
                 if name == "plaintext":
                     return
                 if name in _RAW_TEXT:
-                    close = re.compile(rf"</{name}[\t\n\f\r />]", re.I).search(text, pos)
-                    end = len(text) if close is None else close.start()
+                    closing = re.compile(rf"</{name}[\t\n\f\r />]", re.I).search(text, pos)
+                    end = len(text) if closing is None else closing.start()
                     if name == "style":
                         self.found.append(("css", None, STYLE, pos, end))
                     pos = end
@@ -465,9 +447,9 @@ class _Document:
         for what, attr, modifier, start, end in self.found:
             if attr is None:
                 css = self.text[start:end]
-                new = _css(css, links)
-                if new != css:
-                    out.append((start, end, new))
+                rewritten = _css(css, links)
+                if rewritten != css:
+                    out.append((start, end, rewritten))
                 continue
             if what == "url":
                 new = links.rewrite(attr.value, modifier)
@@ -507,10 +489,7 @@ def rewrite_html_text(text: str, *, url: str, timestamp: str, prefix: str, banne
     """
     doc = _Document(text)
     doc.scan()
-    try:
-        base = urls.normalize(doc.base, url) if doc.base is not None else None
-    except ValueError:  # as in _Links.rewrite: a base that is no URL is no base
-        base = None
+    base = urls.normalize(doc.base, url) if doc.base is not None else None  # None: no URL, no base
     edits = doc.edits(_Links(base or url, timestamp, prefix, len(text)))
     if banner is not None and not doc.frameset:
         at = doc.banner_at if doc.banner_at is not None else _after_doctype(text)
@@ -539,7 +518,7 @@ def rewrite_html(
     Never raises, whatever the bytes and charset; the result is at most about 32 times the body's
     size plus the relative links' allowance (see _Links).
     """
-    text = _html_bytes(body, charset).decode("utf-8", "surrogateescape")
+    text = html_as_utf8(body, charset).decode("utf-8", "surrogateescape")
     out = rewrite_html_text(text, url=url, timestamp=timestamp, prefix=prefix, banner=banner)
     return out.encode("utf-8", "surrogateescape")
 
@@ -573,15 +552,6 @@ def header(headers: list[tuple[str, str]], name: str) -> str | None:
     """The first value of ``name`` (case-insensitive) in a header list."""
     name = name.lower()
     return next((v for k, v in headers if k.lower() == name), None)
-
-
-def charset_of(content_type: str | None) -> str | None:
-    """The ``charset`` parameter of a Content-Type value."""
-    for param in (content_type or "").split(";")[1:]:
-        key, _, value = param.partition("=")
-        if key.strip().lower() == "charset":
-            return value.strip().strip("\"'") or None
-    return None
 
 
 def replay_headers(

@@ -116,7 +116,9 @@ async def serve_apps(
             served = []
             for app, bind in ((apps.app, binds.app_bind), (apps.content, binds.content_bind)):
                 config = hypercorn_config(bind)
-                served.append(await nursery.start(partial(serve, app, config, shutdown_trigger=stop.wait)))
+                # Starlette is an ASGI 3 app; Hypercorn's hint names its own scope and event types.
+                asgi = partial(serve, app, config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
+                served.append(await nursery.start(asgi))
             task_status.started((served[0], served[1]))
             await shutdown()
             stop.set()

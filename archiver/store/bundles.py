@@ -4,7 +4,8 @@ A bundle is named ``<prefix>-<yyyymmddhhmmss>-<process>-<serial>.warc.gz`` (UTC 
 5-digit serial that continues past every name already in the directory) and carries a ``.open``
 suffix until it is closed. Its first record is a ``warcinfo``; a new bundle is started once the
 current one has reached ``max_size`` (checked before each write, so a bundle ends at most one
-exchange past it, as Heritrix does).
+exchange past it, as Heritrix does), or has been open ``max_age`` seconds (checked before each
+write and at each group commit, so an idle bundle is closed too).
 
 warcio builds, hashes and serialises every record; this module only chooses the gzip level. Each
 record is written uncompressed by warcio into a reused buffer and then compressed as one gzip
@@ -34,8 +35,9 @@ import hashlib
 import io
 import os
 import re
+import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,6 +48,8 @@ from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
+from archiver import __version__
+from archiver.config import WarcConfig
 from archiver.store.durable import Retired, SyncJob, fsync_directory
 
 SUFFIX = ".warc.gz"
@@ -138,15 +142,16 @@ class BundleWriter:
     def __init__(
         self,
         directory: Path,
+        settings: WarcConfig,
         *,
-        prefix: str = "ARCHIVER",
         process: int = 0,
-        max_size: int = 2**30,
-        gzip_level: int = 6,
-        software: str = "archiver/0.1",
+        software: str = f"archiver/{__version__}",
         operator: str = "",
         extra_info: Mapping[str, str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``settings``: the ``[warc]`` section (bundle name prefix, rotation size, gzip level)."""
+        prefix, max_size, gzip_level = settings.prefix, settings.max_size, settings.gzip_level
         if not prefix or "/" in prefix or _CONTROL.search(prefix):
             raise ValueError(f"bad bundle prefix {prefix!r}")
         if process < 0 or max_size <= 0 or not 0 <= gzip_level <= 9:
@@ -156,6 +161,9 @@ class BundleWriter:
         self.prefix = prefix
         self.process = process
         self.max_size = max_size
+        self.max_age = settings.max_age
+        self._clock = clock
+        self._opened = 0.0  # clock() when the current bundle was opened
         self.gzip_level = gzip_level
         self._buffer = io.BytesIO()
         self._writer = _RecordWriter(self._buffer, gzip=False, warc_version="1.1")
@@ -332,6 +340,8 @@ class BundleWriter:
         """Flush, and give ``job`` what makes every record written so far durable: the current
         bundle's descriptor (a duplicate), the full bundles to finish, the new directory entry.
         Returns the retired bundles handed over; ``finished`` drops them once the job ran."""
+        if self._fd is not None and self._too_old():
+            self._retire_current()
         fd = self.prepare_sync()
         if fd is not None:
             job.fds.append(os.dup(fd))
@@ -371,12 +381,9 @@ class BundleWriter:
     def _ready(self) -> None:
         """Make sure a bundle is open with room left. A full one is retired: flushed here, then
         fsynced, closed and renamed by the next sync job, in a worker thread (``add_to``)."""
-        if self._fd is not None and self._size < self.max_size:
+        if self._fd is not None and self._size < self.max_size and not self._too_old():
             return
-        if self._fd is not None and self.current_path is not None:
-            self.flush()
-            self._retired.append(Retired(self._fd, self.current_path, self.directory / self._name))
-            self._fd = self.current_path = None
+        self._retire_current()
         self._serial = max(self._serial, self._highest_serial() + 1)
         stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
         name = f"{self.prefix}-{stamp}-{self.process}-{self._serial:05d}{SUFFIX}"
@@ -388,8 +395,19 @@ class BundleWriter:
         self._serial += 1
         self._name, self.current_path = name, path
         self._size = self._on_disk = 0
+        self._opened = self._clock()
         self._append(self._compress(self._writer.create_warcinfo_record(name, self._info)))
         self.flush()  # a bundle on disk always starts with its warcinfo
+
+    def _too_old(self) -> bool:
+        return self._clock() - self._opened >= self.max_age
+
+    def _retire_current(self) -> None:
+        """Hand the current bundle to the next sync job to fsync, close and rename."""
+        if self._fd is not None and self.current_path is not None:
+            self.flush()
+            self._retired.append(Retired(self._fd, self.current_path, self.directory / self._name))
+            self._fd = self.current_path = None
 
     def _highest_serial(self) -> int:
         serials = (self._name_pattern.fullmatch(entry.name) for entry in os.scandir(self.directory))

@@ -22,6 +22,7 @@ WAL lets readers go on meanwhile.
 
 from __future__ import annotations
 
+import builtins
 import heapq
 import json
 import os
@@ -283,7 +284,7 @@ class Catalog:
     """
 
     def __init__(
-        self, directory: Path, shards: int = 1000, *, readonly: bool = False, max_open: int | None = None
+        self, directory: Path, shards: int, *, readonly: bool = False, max_open: int | None = None
     ) -> None:
         if shards < 1:
             raise ValueError(f"shards must be at least 1, not {shards}")
@@ -375,6 +376,7 @@ class Catalog:
         The iterator reads lazily, a page at a time; a bad ``url`` or ``match`` raises at once.
         """
         key, rng = _key_range(url, match)
+        found: Iterator[Capture]
         if match == "domain":
             found = heapq.merge(*(self._read(s, rng) for s in self._existing()), key=_order)
         else:
@@ -431,7 +433,7 @@ class Catalog:
     def _path(self, shard: int) -> Path:
         return self.directory / f"{shard:0{self._width}d}.sqlite"
 
-    def _existing(self) -> list[int]:
+    def _existing(self) -> builtins.list[int]:
         """The shards that have a file, in order."""
         found = []
         for entry in os.scandir(self.directory):
@@ -486,7 +488,7 @@ class Catalog:
             self._release(self._conns.popitem(last=False)[1])
         return conn
 
-    def _add_shard(self, shard: int, group: list[Capture]) -> int:
+    def _add_shard(self, shard: int, group: builtins.list[Capture]) -> int:
         conn = self._conn(shard, create=True)
         assert conn is not None
         ids = self._file_ids.setdefault(shard, {})
@@ -500,7 +502,7 @@ class Catalog:
             raise
 
     def _insert(self, conn: sqlite3.Connection, shard: int, ids: dict[str, int],
-                group: list[Capture]) -> int:
+                group: builtins.list[Capture]) -> int:
         for name in {c.filename for c in group}.difference(ids):
             conn.execute("INSERT OR IGNORE INTO files (name) VALUES (?)", (name,))
             ids[name] = conn.execute("SELECT id FROM files WHERE name = ?", (name,)).fetchone()[0]

@@ -18,19 +18,20 @@ from pathlib import Path
 from typing import TextIO
 
 from archiver.store.catalog import Capture, Catalog
+from archiver.store.interfaces import CatalogStore
 from archiver.store.warcindex import Stored, WarcError, index_warc, read_record
 
 BATCH = 10_000
 
 
-def warc_paths(root: Path, pattern: str | None = None, *, include_open: bool = False) -> list[Path]:
-    """The bundles to read: ``pattern`` (a glob) or every closed bundle under ``<root>/warcs``."""
+def warc_paths(warcs: Path, pattern: str | None = None, *, include_open: bool = False) -> list[Path]:
+    """The bundles to read: ``pattern`` (a glob) or every closed bundle in the folder ``warcs``."""
     if pattern:
         paths = [Path(p) for p in glob.glob(pattern)]
     else:
-        paths = list((root / "warcs").glob("*.warc.gz"))
+        paths = list(warcs.glob("*.warc.gz"))
         if include_open:
-            paths += (root / "warcs").glob("*.warc.gz.open")
+            paths += warcs.glob("*.warc.gz.open")
     return sorted(p for p in paths if p.is_file())
 
 
@@ -112,10 +113,9 @@ class Verification:
         return not (self.bad_entries or self.unindexed or self.unreadable)
 
 
-def verify(root: Path, catalog: Catalog, paths: Iterable[Path]) -> Verification:
+def verify(warcs: Path, catalog: CatalogStore, paths: Iterable[Path]) -> Verification:
     """Check every entry against its record, and every response/revisit record against the catalog."""
     result = Verification()
-    warcs = root / "warcs"
     indexed: set[tuple[str, int]] = set()
     for entry in catalog.iter_all():
         result.entries += 1
@@ -141,7 +141,7 @@ def verify(root: Path, catalog: Catalog, paths: Iterable[Path]) -> Verification:
     return result
 
 
-def export_cdxj(catalog: Catalog, out: TextIO) -> int:
+def export_cdxj(catalog: CatalogStore, out: TextIO) -> int:
     """Write every entry as one CDXJ index sorted as text (as ``sort`` would), for pywb.
 
     The catalog orders by (urlkey, timestamp); captures sharing both (a retry within one second)
@@ -157,13 +157,13 @@ def export_cdxj(catalog: Catalog, out: TextIO) -> int:
 
 
 class WarcFiles:
-    """The WARC bundles in ``<root>/warcs``: read one record, list the files."""
+    """The WARC bundles in the folder ``directory``: read one record, list the files."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
 
     def read(self, filename: str, offset: int, length: int) -> Stored:
-        return read_record(self.root / "warcs", filename, offset, length)
+        return read_record(self.directory, filename, offset, length)
 
     def paths(self, pattern: str | None = None, *, include_open: bool = False) -> list[Path]:
-        return warc_paths(self.root, pattern, include_open=include_open)
+        return warc_paths(self.directory, pattern, include_open=include_open)

@@ -48,7 +48,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import islice
@@ -100,7 +100,7 @@ _CURRENT = (
     " WHERE n.value = :name AND n.superseded IS NULL AND r.superseded IS NULL"
     " ORDER BY r.entered, r.row"
 )
-_AT = (
+AT_QUERY = (
     f"SELECT {_COLUMNS} FROM dns n CROSS JOIN dns r ON r.id = n.id"
     " WHERE n.value = :name AND n.entered <= :when AND (n.superseded IS NULL OR n.superseded > :when)"
     " AND r.entered <= :when AND (r.superseded IS NULL OR r.superseded > :when)"
@@ -201,7 +201,7 @@ def _check(obs: Observation) -> tuple[str, str, tuple[str, ...], tuple[str, ...]
 def _resolved(name: str, rows: list[DnsRow]) -> Resolved | None:
     if not rows:
         return None
-    canonical, address = "", ()
+    canonical, address = "", ()  # type: tuple[str, tuple[str, ...]]
     aliases: list[str] = []
     extra: list[str] = []
     for r in rows:
@@ -306,7 +306,7 @@ class DnsHistory:
         name = normalize(name)
         if _is_address(name):
             return None
-        return _resolved(name, self._rows(_AT, {"name": name, "when": when}))
+        return _resolved(name, self._rows(AT_QUERY, {"name": name, "when": when}))
 
     def history(self, name: str) -> list[DnsRow]:
         """Every row ever about the hosts ``name`` ever belonged to, by entered then row."""
@@ -339,7 +339,7 @@ class DnsHistory:
 
     # -- internals
 
-    def _rows(self, sql: str, params: object) -> list[DnsRow]:
+    def _rows(self, sql: str, params: tuple[str, ...] | Mapping[str, object]) -> list[DnsRow]:
         return [DnsRow(*r) for r in self._db.execute(sql, params)]
 
     def _setup(self) -> None:
@@ -416,6 +416,7 @@ class _Writer:
                 first = (row, value)
             else:
                 extra[value] = row
+        primary: str | None
         if first is not None and first[1] in answered:
             primary = first[1]
         else:

@@ -135,7 +135,7 @@ def _is_utf8(body: bytes) -> bool:
     return True
 
 
-def _html_bytes(body: bytes, charset: str | None) -> bytes:
+def html_as_utf8(body: bytes, charset: str | None) -> bytes:
     """The document as UTF-8 bytes, the parser's own encoding.
 
     Follows the HTML Standard's order (13.2.3.2): byte-order mark, transport-layer charset,
@@ -143,6 +143,7 @@ def _html_bytes(body: bytes, charset: str | None) -> bytes:
     windows-1252 otherwise, the legacy default browsers use for most locales.
     """
     sniffed = _sniff_bom(body)
+    codec: str | None
     if sniffed is not None:
         codec, body = sniffed
     else:
@@ -157,6 +158,7 @@ def _html_bytes(body: bytes, charset: str | None) -> bytes:
 def decode_text(body: bytes, charset: str | None) -> str:
     """Decode a stylesheet: byte-order mark, else charset, else `@charset`, else UTF-8."""
     sniffed = _sniff_bom(body)
+    codec: str | None
     if sniffed is not None:
         codec, body = sniffed
     else:
@@ -413,7 +415,7 @@ _local = threading.local()
 _HTML_WS = "\t\n\f\r "
 # A candidate's URL runs to the next whitespace and may hold commas; if it ends with commas they
 # end the candidate, else its descriptors run to the next comma outside parentheses.
-_SRCSET_CANDIDATE = re.compile(r"[\t\n\f\r ,]*+([^\t\n\f\r ]++)(?:(?<=,)|(?:[^,(]|\([^)]*\)?)*+,?)")
+SRCSET_CANDIDATE = re.compile(r"[\t\n\f\r ,]*+([^\t\n\f\r ]++)(?:(?<=,)|(?:[^,(]|\([^)]*\)?)*+,?)")
 _REFRESH_TIME = re.compile(r"[\t\n\f\r ]*[0-9.]+")
 _REFRESH_URL = re.compile(r"url[\t\n\f\r ]*=[\t\n\f\r ]*", re.I)
 
@@ -421,7 +423,7 @@ _REFRESH_URL = re.compile(r"url[\t\n\f\r ]*=[\t\n\f\r ]*", re.I)
 def _selector() -> LexborCSSSelector:
     selector = getattr(_local, "selector", None)
     if selector is None:
-        selector = _local.selector = LexborCSSSelector()
+        selector = _local.selector = LexborCSSSelector()  # type: ignore[no-untyped-call]
     return selector
 
 
@@ -431,29 +433,38 @@ def _srcset_urls(srcset: str) -> list[str]:
     Descriptors are skipped, not validated: a candidate the spec would drop for a malformed
     descriptor is still reported, as an archive would rather fetch too much than too little.
     """
-    return [url.rstrip(",") for url in _SRCSET_CANDIDATE.findall(srcset)]
+    return [url.rstrip(",") for url in SRCSET_CANDIDATE.findall(srcset)]
 
 
-def _refresh_url(content: str) -> str | None:
-    """The URL of a `<meta http-equiv=refresh>` content (HTML Standard, declarative refresh)."""
+def refresh_url_span(content: str) -> tuple[int, int] | None:
+    """Where the URL of a ``<meta http-equiv=refresh>`` content is (HTML Standard, shared
+    declarative refresh steps); None if it names none. Crawling reads it, replay rewrites it."""
     match = _REFRESH_TIME.match(content)
     if match is None:
         return None
-    rest = content[match.end() :]
-    if rest:
-        if rest[0] not in ";," + _HTML_WS:
+    end = len(content)
+    pos = match.end()
+    if pos < end:
+        if content[pos] not in ";," + _HTML_WS:
             return None
-        rest = rest.lstrip(_HTML_WS)
-        if rest[:1] in (";", ","):
-            rest = rest[1:].lstrip(_HTML_WS)
-    prefix = _REFRESH_URL.match(rest)
+        pos = _skip_space(content, pos)
+        if content[pos : pos + 1] in (";", ","):
+            pos = _skip_space(content, pos + 1)
+    prefix = _REFRESH_URL.match(content, pos)
     if prefix is not None:
-        rest = rest[prefix.end() :]
-    elif rest[:1] in ("u", "U"):
-        return rest  # "u..." that is not "url=": the spec takes the whole remainder
-    if rest[:1] in ("'", '"'):
-        rest = rest[1:].split(rest[0], 1)[0]
-    return rest
+        pos = prefix.end()
+    elif content[pos : pos + 1] in ("u", "U"):
+        return pos, end  # "u..." that is not "url=": the spec takes the whole remainder
+    if content[pos : pos + 1] in ("'", '"'):
+        close = content.find(content[pos], pos + 1)
+        return pos + 1, close if close >= 0 else end
+    return (pos, end) if pos < end else None
+
+
+def _skip_space(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in _HTML_WS:
+        pos += 1
+    return pos
 
 
 def _applet_url(code: str, codebase: str | None) -> str:
@@ -480,7 +491,9 @@ def _special_links(node: LexborNode, tag: str, attrs: dict[str, str | None]) -> 
                 yield Link(url, kind)
     elif tag == "meta":
         if (attrs.get("http-equiv") or "").strip().lower() == "refresh":
-            url = _clean(_refresh_url(attrs.get("content") or ""))
+            content = attrs.get("content") or ""
+            span = refresh_url_span(content)
+            url = None if span is None else _clean(content[span[0] : span[1]])
             if url:
                 yield Link(url, "meta/refresh")
     elif tag == "applet":
@@ -498,7 +511,7 @@ def extract_html(body: bytes, charset: str | None = None) -> HtmlLinks:
     CSS found in `<style>` blocks (imports included) is reported as "style/url" and in style
     attributes as "style-attr/url".
     """
-    return _links_of([prefix + part for prefix, part in _parts(_html_bytes(body, charset))])
+    return _links_of([prefix + part for prefix, part in _parts(html_as_utf8(body, charset))])
 
 
 def _links_of(parts: list[bytes]) -> HtmlLinks:
@@ -511,7 +524,7 @@ def _links_of(parts: list[bytes]) -> HtmlLinks:
         if root is None:
             continue
         for node in _selector().find(_QUERY, root):
-            tag = node.tag
+            tag = node.tag or ""
             attrs = node.attributes
             for attr, kind in _ATTR_KINDS.get(tag, ()):
                 url = _clean(attrs.get(attr))

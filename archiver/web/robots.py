@@ -86,8 +86,8 @@ def _compile_rule(value: bytes, allow: bool) -> _Rule:
     head, *rest = [_canon_octets(part) for part in value.split(b"*")]
     if not rest:
         return _Rule(2 * (len(head) + anchored) + allow, head, (), None, anchored)
-    *middle, last = rest
-    middle = tuple(part for part in middle if part)
+    *between, last = rest
+    middle = tuple(part for part in between if part)
     rank = 2 * (len("*".join((head, *middle, last))) + anchored) + allow
     if not middle and not last:  # "/a*" and "/a*$" match what "/a" does
         return _Rule(rank, head, (), None, False)

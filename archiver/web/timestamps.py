@@ -64,10 +64,9 @@ def parse_date(text: str, *, upper: bool = False) -> str:
         raise ValueError(f"invalid date {text!r}: month {month:02d} is not 01-12; {_FORMS}")
     # Missing fields: the first instant of the span, or its last second for an upper bound.
     day = rest[1] if len(rest) > 1 else (calendar.monthrange(year, month)[1] if upper else 1)
-    clock = rest[2:]
-    clock += ((23, 59, 59) if upper else (0, 0, 0))[len(clock) :]
+    hour, minute, second = (*rest[2:], *((23, 59, 59) if upper else (0, 0, 0))[len(rest[2:]) :])
     try:
-        dt = datetime(year, month, day, *clock, tzinfo=UTC)
+        dt = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
     except ValueError as exc:
         raise ValueError(f"invalid date {text!r}: {exc}; {_FORMS}") from None
     if tz is not None and tz.upper() != "Z":

@@ -61,6 +61,34 @@ def test_crawl_until_idle_then_status(tmp_path):
     assert as_json[0]["pages"] == sum(captures(root).values())
 
 
+def test_warc_store_names_another_folder_for_the_bundles(tmp_path):
+    spec = WebSpec(sites=1, pages_per_site=5, port=0, trap=False)
+    with run_demo_process(spec) as (web, _port, _proc):
+        cfg = write_config(tmp_path, web)
+        cfg.write_text(cfg.read_text() + '[warc]\nstore = "bundles"\n')
+        seeds = write_seeds(tmp_path / "seeds.txt", [o + "/" for o in web.origins()])
+        done = archiver("crawl", "--config", str(cfg), "--seeds", str(seeds), "--until-idle")
+    assert done.returncode == 0, done.stderr
+    bundles = sorted((tmp_path / "bundles").glob("*.warc.gz"))
+    assert bundles and str(tmp_path / "bundles") in done.stdout
+    assert not (load(cfg).root / "warcs").exists()
+    assert warcio_check(bundles).returncode == 0
+    verified = archiver("catalog", "verify", "--config", str(cfg))
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+@pytest.mark.parametrize("text, needle", [
+    ('[store]\nurl = "postgresql://archiver@127.0.0.1/archive"\n', "store.url: PostgreSQL stores"),
+    ('[warc]\nstore = "s3://bundles/crawl"\n', "warc.store: object storage"),
+])  # fmt: skip
+def test_stores_not_built_in_are_refused_before_anything_runs(tmp_path, text, needle):
+    cfg = tmp_path / "archiver.toml"
+    cfg.write_text('[archive]\nroot = "archive"\n' + text)
+    done = archiver("status", "--config", str(cfg))
+    assert done.returncode == 2 and needle in done.stderr
+    assert not (tmp_path / "archive").exists()
+
+
 def test_sigterm_stops_cleanly_and_a_restart_resumes(tmp_path):
     spec = WebSpec(sites=4, pages_per_site=40, port=0, trap=False)
     with run_demo_process(spec) as (web, _port, _proc):

@@ -33,6 +33,7 @@ def write_spool(root: Path, name: str, lines: list[str]) -> Path:
 def snapshot(root: Path, processes: int) -> tuple[dict, dict]:
     """The site queues (origin -> state, in-links) and each site's crawl queue, inbox merged."""
     sites = {}
+    crawl = config.CrawlConfig()
     for p in range(processes):
         path = queue_path(root, p)
         if path.exists():
@@ -42,7 +43,8 @@ def snapshot(root: Path, processes: int) -> tuple[dict, dict]:
             db.close()
     queues = {}
     for origin in sites:
-        with CrawlQueue.open(queue_dir(root, origin)) as crawl_queue:
+        with CrawlQueue.open(queue_dir(root, origin), bloom_bits=crawl.site_bitmap_bits,
+                             max_fp=crawl.site_bitmap_max_fp) as crawl_queue:
             queues[origin] = [e.url for e in iter(crawl_queue.next, None)]
     return sites, queues
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from archiver.config import Config, from_dict
 from archiver.crawl.recovery import recover
-from archiver.queues.crawlqueue import CrawlQueue, Entry, queue_dir
+from archiver.queues.crawlqueue import Entry
 from archiver.store.bundles import BundleWriter
 from archiver.store.catalog import Catalog
 from archiver.stores import open_stores
@@ -24,7 +24,7 @@ def config_for(root: Path, **crawl: object) -> Config:
 
 def queue(config: Config, origin: str, entries: list[tuple[str, int]]) -> dict[str, Entry]:
     """A site's crawl queue holding ``entries`` (url, depth); its entries by URL."""
-    with CrawlQueue.open(queue_dir(config.root, origin)) as crawl_queue:
+    with open_stores(config).crawl_queues().open(origin) as crawl_queue:
         for url, depth in entries:
             assert crawl_queue.add(url, depth)
         return {entry.url: entry for entry, _ in crawl_queue.pending_entries()}
@@ -46,7 +46,7 @@ def run(config: Config) -> tuple[object, list[str]]:
 
 def state(config: Config, origin: str) -> tuple[int, int, int, list[str]]:
     """Cursor, pages, bytes, and the URLs the queue hands out next."""
-    with CrawlQueue.open(queue_dir(config.root, origin)) as crawl_queue:
+    with open_stores(config).crawl_queues().open(origin) as crawl_queue:
         handed = []
         while (entry := crawl_queue.next()) is not None:
             handed.append(entry.url)

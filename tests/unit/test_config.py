@@ -129,3 +129,39 @@ scan_max_rows = 10
     assert cfg.replay.base_url == "https://archive.example.org/wayback/"
     assert config.public_url(cfg.replay.base_url, origin_only=False) == "https://archive.example.org/wayback"
     assert cfg.replay.scan_max_rows == 10
+
+
+@pytest.mark.parametrize("text, needle", [
+    ('[store]\nurl = "mysql://db/archive"\n', 'store.url: "sqlite", or a URL postgresql://'),
+    ('[store]\nurl = "postgresql://archiver:secret@db/archive"\n', "store.url: no password here"),
+    ('[store]\nurl = "postgresql://archiver@db:99999/archive"\n', "store.url: not a URL"),
+    ('[store]\nurl = "postgresql://archiver@db/"\n', "store.url: name the database"),
+    ('[warc]\nstore = "s3://A_Bucket/x"\n', "warc.store: 'A_Bucket' is not an S3 bucket name"),
+    ('[warc]\nstore = "s3:///x"\n', "warc.store: 's3:///x' is not s3://bucket/prefix"),
+    ('[s3]\nendpoint_url = "minio:9000"\n', "s3.endpoint_url:"),
+    ("[crawl]\nlease_ttl = 0\n", "crawl.lease_ttl: must be greater than 0"),
+    ("[warc]\nmax_age = -1\n", "warc.max_age: must be greater than 0"),
+])  # fmt: skip
+def test_store_keys_are_checked(tmp_path, text, needle):
+    with pytest.raises(config.ConfigError, match=re.escape(needle)):
+        config.load(write(tmp_path, text))
+
+
+def test_store_keys_load(tmp_path):
+    cfg = config.load(write(tmp_path, '''
+[store]
+url = "postgresql://archiver@127.0.0.1:5432/archive"
+[warc]
+store = "s3://archive-bundles/crawl/2026/"
+max_age = 600
+[s3]
+endpoint_url = "http://127.0.0.1:9000"
+[crawl]
+lease_ttl = 90
+'''))
+    assert config.database_url(cfg.store.url) == "postgresql://archiver@127.0.0.1:5432/archive"
+    assert config.parse_s3_url(cfg.warc.store) == ("archive-bundles", "crawl/2026")
+    assert (cfg.warc.max_age, cfg.crawl.lease_ttl) == (600.0, 90.0)
+    assert config.database_url(config.Config().store.url) is None
+    folder = config.load(write(tmp_path, '[warc]\nstore = "bundles"\n'))
+    assert folder.warc.store == str(tmp_path / "bundles")

@@ -9,7 +9,7 @@ import time
 from collections import Counter
 from datetime import UTC, datetime
 
-from archiver.config import from_dict
+from archiver.config import WarcConfig, from_dict
 from archiver.crawl.recovery import recover
 from archiver.store.bundles import BundleWriter
 from archiver.store.catalog import Catalog
@@ -71,7 +71,7 @@ def test_kill_9_at_random_points_costs_only_the_fetches_in_flight(tmp_path):
 
 def test_a_torn_open_bundle_is_repaired_and_its_records_indexed_at_start(tmp_path):
     warcs = tmp_path / "warcs"
-    writer = BundleWriter(warcs, process=3)
+    writer = BundleWriter(warcs, WarcConfig(), process=3)
     for n in range(3):
         writer.write_exchange(url=f"http://a.test/{n}", ip="127.0.0.1",
                               date=datetime(2026, 11, 22, 0, 0, n, tzinfo=UTC),

@@ -20,24 +20,12 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeadersParser
 from warcio.warcwriter import WARCWriter
 
-from archiver.crawl.http import FetchResult, HttpClient
+from archiver.crawl.http import FetchResult
 from archiver.web.http import decode_body
-from tests.support.crawls import LOOPBACK
+from tests.support.httpclient import client
 
 LOCAL = "127.0.0.1"
 Handler = Callable[[trio.abc.Stream], Awaitable[None]]
-
-
-def client(**options: object) -> HttpClient:
-    settings: dict = {
-        "user_agent": "archiver-test/1.0",
-        "connect_timeout": 1,
-        "first_byte_timeout": 1,
-        "total_timeout": 2,
-        "allowed_networks": LOOPBACK,
-    }
-    settings.update(options)
-    return HttpClient(**settings)
 
 
 def quiet(handler: Handler) -> Handler:
@@ -284,12 +272,12 @@ async def test_size_cap_truncates_and_closes(nursery: trio.Nursery) -> None:
             await stream.send_all(response(b"x" * 100_000 if big else b"small"))
 
     port = await serve(nursery, handler)
-    http = client(max_size=1000)
+    http = client(max_response_size=1000)
     result = await http.fetch(f"http://{LOCAL}:{port}/big", LOCAL)
     assert (result.status, result.truncated, result.body) == (200, "length", b"x" * 1000)
     after = await http.fetch(f"http://{LOCAL}:{port}/small", LOCAL)
     assert (after.body, after.truncated, len(connections)) == (b"small", None, 2)
-    at_cap = await client(max_size=5).fetch(f"http://{LOCAL}:{port}/small", LOCAL)
+    at_cap = await client(max_response_size=5).fetch(f"http://{LOCAL}:{port}/small", LOCAL)
     assert (at_cap.body, at_cap.truncated) == (b"small", None)
 
 

@@ -14,6 +14,7 @@ import trustme
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from archiver.config import CrawlConfig
 from archiver.crawl.http import FetchResult, HttpClient
 from archiver.web.urls import normalize, origin_parts, split_origin
 from tests.support.crawls import LOOPBACK
@@ -50,8 +51,9 @@ def fetch_all(handler: Handler, make_urls: Callable[[int], list[str]],
             listeners = await nursery.start(serve)
             listener = listeners[0]
             port = getattr(listener, "transport_listener", listener).socket.getsockname()[1]
-            http = HttpClient(user_agent="archiver-test/1.0", connect_timeout=2,
-                              first_byte_timeout=2, total_timeout=4, allowed_networks=LOOPBACK)
+            http = HttpClient(CrawlConfig(user_agent="archiver-test/1.0", connect_timeout=2,
+                                          first_byte_timeout=2, total_timeout=4),
+                              allowed_networks=LOOPBACK)
             results = [await http.fetch(url, LOCAL) for url in make_urls(port)]
             await http.aclose()
             nursery.cancel_scope.cancel()

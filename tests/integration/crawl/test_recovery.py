@@ -20,7 +20,7 @@ def scene(root: Path) -> Config:
     other = "http://b.test"
     queue(config, SITE, [(f"{SITE}/{n}", 1) for n in range(5)])
     queue(config, other, [(f"{other}/{n}", 1) for n in range(4)])
-    writer = BundleWriter(config.root / "warcs")
+    writer = BundleWriter(config.root / "warcs", config.warc)
     for n in (0, 1, 3):
         page(writer, f"{SITE}/{n}", f'<a href="/new{n}">x</a> <a href="{other}/x">b</a>'.encode())
     page(writer, f"{other}/0", status=429)

@@ -2,15 +2,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from archiver.queues.crawlqueue import CrawlQueue, Entry
+from tests.support.crawlqueues import drain, open_queue
 from tests.support.repo import ROOT
-
-
-def drain(crawl_queue: CrawlQueue) -> list[Entry]:
-    entries = []
-    while (entry := crawl_queue.next()) is not None:
-        entries.append(entry)
-    return entries
 
 
 def test_append_external_from_another_process_while_open(tmp_path: Path):
@@ -18,7 +11,7 @@ def test_append_external_from_another_process_while_open(tmp_path: Path):
         "import sys\nfrom pathlib import Path\nfrom archiver.queues.crawlqueue import CrawlQueue\n"
         "CrawlQueue.append_external(Path(sys.argv[1]), [(f'http://a/p{i}', 1) for i in range(500)])\n"
     )
-    with CrawlQueue.open(tmp_path) as f:
+    with open_queue(tmp_path) as f:
         f.add("http://a/p7", 1)
         children = [
             subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], cwd=ROOT)
@@ -33,7 +26,7 @@ def test_append_external_from_another_process_while_open(tmp_path: Path):
 def test_process_crash_after_commit_keeps_progress_and_links(tmp_path: Path):
     script = (
         "import os, sys\nfrom pathlib import Path\nfrom archiver.queues.crawlqueue import CrawlQueue\n"
-        "f = CrawlQueue.open(Path(sys.argv[1]))\n"
+        "f = CrawlQueue.open(Path(sys.argv[1]), bloom_bits=262_144, max_fp=1e-3)\n"
         "f.add('http://a/', 0)\n"
         "f.sync()\n"
         "entry = f.next()\n"
@@ -44,6 +37,6 @@ def test_process_crash_after_commit_keeps_progress_and_links(tmp_path: Path):
         "os._exit(9)\n"  # no close, no flush
     )
     assert subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=ROOT).returncode == 9
-    with CrawlQueue.open(tmp_path) as f:
+    with open_queue(tmp_path) as f:
         assert (f.pages, f.bytes) == (1, 123)
         assert [e.url for e in drain(f)] == ["http://a/found"]

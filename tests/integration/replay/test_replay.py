@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 import trio
 
+from archiver.config import CrawlConfig
 from archiver.crawl.http import FetchResult, HttpClient
 from archiver.replay.app import CSP
 from archiver.replay.memento import http_date
@@ -48,8 +49,8 @@ class Origin:
 
     async def get(self, path: str, **headers: str) -> FetchResult:
         extra = [(name.replace("_", "-"), value) for name, value in headers.items()]
-        client = HttpClient(user_agent="replay-test", extra_headers=extra, total_timeout=10,
-                            allowed_networks=LOOPBACK)
+        client = HttpClient(CrawlConfig(user_agent="replay-test", total_timeout=10),
+                            extra_headers=extra, allowed_networks=LOOPBACK)
         try:
             result = await client.fetch(self.origin + path, "127.0.0.1")
         finally:
@@ -435,7 +436,7 @@ def test_run_reports_a_bad_or_busy_address(two, capsys):
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 async def test_service_stops_cleanly_on_signals(two, signum):
     script = (
-        "import sys, dataclasses as d; from archiver.config import load; "
+        "import sys, dataclasses as d; from archiver.config import CrawlConfig, load; "
         "from archiver.replay.serve import run; c = load(sys.argv[1]); "
         "c = d.replace(c, replay=d.replace(c.replay, content_listen='127.0.0.1:0')); "
         "sys.exit(run(c, '127.0.0.1:0'))"

@@ -12,6 +12,7 @@ from hypercorn.config import Config as HyperConfig
 from hypercorn.trio import serve
 from starlette.applications import Starlette
 
+from archiver.config import CrawlConfig
 from archiver.crawl.http import HttpClient
 from archiver.replay import cdx, dnspages, statuspages
 from archiver.replay.archive import ReplayArchive
@@ -65,7 +66,7 @@ async def start(nursery: trio.Nursery, config) -> tuple[HttpClient, str]:
     hyper = HyperConfig()
     hyper.bind = ["127.0.0.1:0"]
     binds = await nursery.start(partial(serve, app, hyper))
-    return HttpClient(user_agent="archiver-test", allowed_networks=LOOPBACK), binds[0]
+    return HttpClient(CrawlConfig(user_agent="archiver-test"), allowed_networks=LOOPBACK), binds[0]
 
 
 async def get(client: HttpClient, base: str, query: str) -> tuple[int, str, str]:

@@ -15,6 +15,7 @@ from hypercorn.trio import serve
 from starlette.applications import Starlette
 
 from archiver import config
+from archiver.config import CrawlConfig
 from archiver.crawl.http import HttpClient
 from archiver.crawl.stats import Stats
 from archiver.replay import cdx, dnspages, statuspages
@@ -64,7 +65,8 @@ async def start(nursery: trio.Nursery, cfg: config.Config) -> str:
 
 async def get(base: str, path: str, accept: str | None = None):
     headers = [("Accept", accept)] if accept else []
-    client = HttpClient(user_agent="archiver-test", extra_headers=headers, allowed_networks=LOOPBACK)
+    client = HttpClient(CrawlConfig(user_agent="archiver-test"), extra_headers=headers,
+                        allowed_networks=LOOPBACK)
     result = await client.fetch(base + path, "127.0.0.1")
     assert result.error is None, result.error
     return result

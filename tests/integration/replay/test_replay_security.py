@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from archiver.config import Config, load
+from archiver.config import Config, CrawlConfig, load
 from archiver.crawl.http import HttpClient
 from archiver.replay.app import APP_CSP, CSP
 from archiver.store.catalog import Capture, Catalog, surt_key
@@ -201,7 +201,7 @@ async def test_other_requests_are_answered_while_a_long_listing_runs(big):
     """A CDX query that examines every row of the big catalog and keeps few, against quick
     requests sent one after another meanwhile: they keep being answered while it runs. With the
     scan on the event loop, at most the one that came before it is."""
-    client = HttpClient(user_agent="replay-test", total_timeout=60, allowed_networks=LOOPBACK)
+    client = HttpClient(CrawlConfig(user_agent="replay-test", total_timeout=60), allowed_networks=LOOPBACK)
     answered_during: list[int] = []
     heavy = f"/cdx?url={FOLDER}*&filter=~url:.*9999$&fl=url&output=text"
     async with serving(big) as replay:
@@ -216,7 +216,8 @@ async def test_other_requests_are_answered_while_a_long_listing_runs(big):
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(long_listing)
-            quick = HttpClient(user_agent="replay-test", total_timeout=60, allowed_networks=LOOPBACK)
+            quick = HttpClient(CrawlConfig(user_agent="replay-test", total_timeout=60),
+                               allowed_networks=LOOPBACK)
             while not done.is_set():
                 first = f"{replay.app}/cdx?url={BUSY}&limit=1&fl=url&output=text"
                 result = await quick.fetch(first, "127.0.0.1")

@@ -4,12 +4,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from archiver.config import WarcConfig
 from archiver.store.bundles import BundleWriter
 from tests.support.warcexchanges import DATE, EXCHANGES, check, write_all
 
 
 def test_warcio_check_command_passes(tmp_path):
-    with BundleWriter(tmp_path) as writer:
+    with BundleWriter(tmp_path, WarcConfig()) as writer:
         written = write_all(writer)
         writer.write_metadata(url="http://example.org/", date=DATE, fields={"reason": "x"})
     path = tmp_path / written[0].response.filename

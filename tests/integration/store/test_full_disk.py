@@ -4,10 +4,12 @@ privileges: past it every write fails with EFBIG, as a full file system fails wi
 
 from __future__ import annotations
 
+import logging
 import resource
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import trio
@@ -47,6 +49,25 @@ def assert_archive_consistent(root, config) -> None:
             assert stored.url == capture.url
 
 
+@contextmanager
+def logged(name: str) -> Iterator[trio.Event]:
+    """An event set when the crawler logs event ``name`` (on the event loop, as disk-full is)."""
+    seen = trio.Event()
+
+    class Handler(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.msg == name:
+                seen.set()
+
+    handler = Handler()
+    logger = logging.getLogger("archiver")
+    logger.addHandler(handler)
+    try:
+        yield seen
+    finally:
+        logger.removeHandler(handler)
+
+
 async def test_a_full_disk_pauses_fetching_and_the_crawl_resumes_when_space_returns(tmp_path):
     async with trio.open_nursery() as nursery:
         web, server = await start_demo(nursery, SPEC)
@@ -61,10 +82,10 @@ async def test_a_full_disk_pauses_fetching_and_the_crawl_resumes_when_space_retu
             await crawler.run()
             done.set()
 
-        with file_size_limit(LIMIT) as space_returns:
+        with file_size_limit(LIMIT) as space_returns, logged("disk-full") as disk_full:
             nursery.start_soon(crawl)
             with trio.fail_after(60):
-                await crawler.ctx.disk_full.wait()
+                await disk_full.wait()
             assert not done.is_set()
             fetched = len(server.log)
             # Paused: several retries of the writes go by (sync_interval = 0.1 s) without a fetch.

@@ -9,23 +9,10 @@ import zlib
 import brotli
 import pytest
 
-from archiver.crawl.http import HttpClient
 from archiver.web.http import decode_body
-from tests.support.crawls import LOOPBACK
+from tests.support.httpclient import client
 
 LOCAL = "127.0.0.1"
-
-
-def client(**options: object) -> HttpClient:
-    settings: dict = {
-        "user_agent": "archiver-test/1.0",
-        "connect_timeout": 1,
-        "first_byte_timeout": 1,
-        "total_timeout": 2,
-        "allowed_networks": LOOPBACK,
-    }
-    settings.update(options)
-    return HttpClient(**settings)
 
 
 async def test_unusable_url_or_address() -> None:

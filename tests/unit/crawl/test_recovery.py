@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 
 from archiver.config import Config
 from archiver.crawl.recovery import CommitPoint, commit_path, plan_advance, read_commit_point
-from archiver.queues.crawlqueue import LOG, CrawlQueue, Entry, queue_dir
+from archiver.queues.crawlqueue import LOG, Entry, queue_dir
 from archiver.store.bundles import BundleWriter
+from archiver.stores import open_stores
 from tests.support.recoveryscene import SITE, config_for, page, queue, run, state
 
 
@@ -26,7 +27,7 @@ def test_records_past_the_cursor_are_done_and_their_links_queued_again(tmp_path)
     config = config_for(tmp_path, max_depth=1, max_url_length=40)
     entries = queue(config, SITE, [(f"{SITE}/", 0), (f"{SITE}/1", 1), (f"{SITE}/2", 1),
                                    (f"{SITE}/3", 1), (f"{SITE}/4", 1)])
-    writer = BundleWriter(config.root / "warcs")
+    writer = BundleWriter(config.root / "warcs", config.warc)
     page(writer, f"{SITE}/", b'<a href="/5">5</a> <a href="/1">1</a> <a href="http://b.test/x">b</a>'
                              b' <a href="/' + b"long" * 20 + b'">too long</a>')
     page(writer, f"{SITE}/1", b'<a href="/deep">past max_depth</a>')
@@ -51,7 +52,7 @@ def test_a_second_run_finds_the_same_state(tmp_path):
     """A kill during recovery: the next start does it again (the commit point has not moved)."""
     config = config_for(tmp_path)
     queue(config, SITE, [(f"{SITE}/{n}", 1) for n in range(4)])
-    writer = BundleWriter(config.root / "warcs")
+    writer = BundleWriter(config.root / "warcs", config.warc)
     for n in (0, 2):
         page(writer, f"{SITE}/{n}", f'<a href="/new{n}">x</a>'.encode())
     run(config)
@@ -67,10 +68,10 @@ def test_an_alias_origin_is_done_in_the_queue_of_the_site_visited(tmp_path):
     config = config_for(tmp_path)
     secure = "https://a.test"
     entries = queue(config, SITE, [(f"{SITE}/", 0), (f"{secure}/", 0), (f"{secure}/p", 1)])
-    writer = BundleWriter(config.root / "warcs")
+    writer = BundleWriter(config.root / "warcs", config.warc)
     page(writer, f"{SITE}/", status=301, headers=f"Location: {secure}/\r\n")
     # A group commit saved the cursor past "/" and recorded where the bundle stood.
-    with CrawlQueue.open(queue_dir(config.root, SITE)) as crawl_queue:
+    with open_stores(config).crawl_queues().open(SITE) as crawl_queue:
         crawl_queue.commit(crawl_queue.next(), pages=1, bytes_=10)
         crawl_queue.save(crawl_queue.mark())
     CommitPoint(commit_path(config.root / "state", 0), writer.position())
@@ -93,7 +94,7 @@ def test_429_and_5xx_finish_nothing_but_a_copy_queued_again_stands_for_its_entry
     entries = queue(config, SITE, [(f"{SITE}/{n}", 1) for n in range(1, 6)])
     with (queue_dir(config.root, SITE) / LOG).open("ab") as log:
         log.write(f"1\t{SITE}/1\n".encode())          # the visit queued /1 again after its 429
-    writer = BundleWriter(config.root / "warcs")
+    writer = BundleWriter(config.root / "warcs", config.warc)
     page(writer, f"{SITE}/1", status=429, headers="Retry-After: 1\r\n")
     page(writer, f"{SITE}/2")
     page(writer, f"{SITE}/3", status=503)              # killed before /3 was queued again
@@ -110,9 +111,9 @@ def test_429_and_5xx_finish_nothing_but_a_copy_queued_again_stands_for_its_entry
 def test_records_of_a_rotated_bundle_past_the_commit_point_are_read_and_no_earlier_ones(tmp_path):
     config = config_for(tmp_path)
     entries = queue(config, SITE, [(f"{SITE}/{n}", 1) for n in range(3)])
-    writer = BundleWriter(config.root / "warcs")
+    writer = BundleWriter(config.root / "warcs", config.warc)
     page(writer, f"{SITE}/0")
-    with CrawlQueue.open(queue_dir(config.root, SITE)) as crawl_queue:
+    with open_stores(config).crawl_queues().open(SITE) as crawl_queue:
         crawl_queue.commit(crawl_queue.next(), pages=1, bytes_=10)
         crawl_queue.save(crawl_queue.mark())
     CommitPoint(commit_path(config.root / "state", 0), writer.position())
@@ -134,10 +135,10 @@ def test_records_of_a_rotated_bundle_past_the_commit_point_are_read_and_no_earli
 def test_records_older_than_a_recrawl_restart_belong_to_the_visit_before(tmp_path):
     config = config_for(tmp_path)
     queue(config, SITE, [(f"{SITE}/1", 1), (f"{SITE}/2", 1)])
-    writer = BundleWriter(config.root / "warcs")
+    writer = BundleWriter(config.root / "warcs", config.warc)
     page(writer, f"{SITE}/1", date=datetime.fromtimestamp(time.time() - 60, UTC))
     page(writer, f"{SITE}/2", date=datetime.fromtimestamp(time.time() - 60, UTC))
-    with CrawlQueue.open(queue_dir(config.root, SITE)) as crawl_queue:
+    with open_stores(config).crawl_queues().open(SITE) as crawl_queue:
         while (entry := crawl_queue.next()) is not None:
             crawl_queue.commit(entry, pages=2, bytes_=20)
         crawl_queue.save(crawl_queue.mark())

@@ -9,9 +9,9 @@ import pytest
 from archiver.crawl.crawler import enqueue_seeds
 from archiver.links.batch import run_batch
 from archiver.queues.bloom import BloomBitmap, false_positive_rate, optimal_hashes
-from archiver.queues.crawlqueue import CrawlQueue, queue_dir
 from archiver.queues.sitequeue import SiteQueue, process_for, queue_path
 from archiver.queues.spool import parse_line
+from archiver.stores import open_stores
 from tests.support.linkbatch import links_config, snapshot, write_spool
 
 # -- pure parts -------------------------------------------------------------------------------
@@ -86,8 +86,8 @@ def test_batch_queues_new_urls_counts_distinct_linking_sites_and_keeps_a_ledger(
 def test_seeds_go_to_their_owners_queue_and_a_busy_site_gets_them_in_its_inbox(tmp_path):
     cfg = links_config(tmp_path, processes=3)
     seeds = [f"http://s{n}.test/start" for n in range(30)]
-    busy = queue_dir(cfg.root, "http://s0.test")
-    with CrawlQueue.open(busy) as crawl_queue:              # s0 is being crawled right now
+    # s0 is being crawled right now
+    with open_stores(cfg).crawl_queues().open("http://s0.test") as crawl_queue:
         crawl_queue.add("http://s0.test/", 0)
         enqueue_seeds(cfg, 1, seeds)
         enqueue_seeds(cfg, 2, seeds)                   # seeded twice: still one queue each

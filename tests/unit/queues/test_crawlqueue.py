@@ -6,17 +6,11 @@ from pathlib import Path
 import pytest
 
 from archiver.queues.crawlqueue import CURSOR, DONE, INBOX, LOG, CrawlQueue, Entry, queue_dir, queue_origin
-
-
-def drain(crawl_queue: CrawlQueue) -> list[Entry]:
-    entries = []
-    while (entry := crawl_queue.next()) is not None:
-        entries.append(entry)
-    return entries
+from tests.support.crawlqueues import drain, open_queue
 
 
 def test_add_dedups_and_appends_lines(tmp_path: Path):
-    with CrawlQueue.open(tmp_path / "s") as f:
+    with open_queue(tmp_path / "s") as f:
         assert f.add("http://a/", 0)
         assert f.add("http://a/x?q=1\tz", 1)  # a tab inside the URL survives
         assert not f.add("http://a/", 3)
@@ -33,7 +27,7 @@ def test_add_dedups_and_appends_lines(tmp_path: Path):
 
 
 def test_next_and_commit(tmp_path: Path):
-    with CrawlQueue.open(tmp_path) as f:
+    with open_queue(tmp_path) as f:
         f.add("http://a/", 0)
         first = f.next()
         assert first == Entry("http://a/", 0, len(b"0\thttp://a/\n"))
@@ -59,7 +53,7 @@ def test_next_and_commit(tmp_path: Path):
 
 def test_reopen_resumes_at_cursor_and_rebuilds_bloom(tmp_path: Path):
     urls = [f"http://a/{i}" for i in range(10)]
-    with CrawlQueue.open(tmp_path) as f:
+    with open_queue(tmp_path) as f:
         for i, url in enumerate(urls):
             f.add(url, i)
         handed = [f.next() for _ in range(5)]
@@ -67,7 +61,7 @@ def test_reopen_resumes_at_cursor_and_rebuilds_bloom(tmp_path: Path):
         f.commit(handed[2], pages=3, bytes_=3000)  # entries 3 and 4 are handed out, not committed
         f.save(f.mark())
         assert f.pending == 5
-    with CrawlQueue.open(tmp_path) as f:
+    with open_queue(tmp_path) as f:
         assert (f.cursor, f.pages, f.bytes) == (handed[2].end, 3, 3000)
         assert len(f) == 10
         assert f.pending == 7
@@ -79,14 +73,14 @@ def test_reopen_resumes_at_cursor_and_rebuilds_bloom(tmp_path: Path):
 
 
 def test_torn_tail_is_truncated(tmp_path: Path):
-    with CrawlQueue.open(tmp_path) as f:
+    with open_queue(tmp_path) as f:
         f.add("http://a/1", 0)
         f.add("http://a/2", 0)
     good = (tmp_path / LOG).read_bytes()
     for torn in (b"1\thttp://a/tor", b"garbage\n", b"x\tno-depth\n\xff\n", b"7\t\n"):
         with (tmp_path / LOG).open("ab") as log:
             log.write(torn)
-        with CrawlQueue.open(tmp_path) as f:
+        with open_queue(tmp_path) as f:
             assert (tmp_path / LOG).read_bytes() == good
             assert len(f) == 2
             assert f.add("http://a/tor", 1)  # the torn URL was never queued
@@ -97,14 +91,14 @@ def test_torn_tail_is_truncated(tmp_path: Path):
 
 def test_bad_line_inside_the_log_is_skipped(tmp_path: Path):
     (tmp_path / LOG).write_bytes(b"0\thttp://a/1\nnot a line\n0\thttp://a/2\n")
-    with CrawlQueue.open(tmp_path) as f:
+    with open_queue(tmp_path) as f:
         assert len(f) == 2
         assert [e.url for e in drain(f)] == ["http://a/1", "http://a/2"]
         assert f.pending == 0
 
 
 def write_committed(directory: Path, commits: int) -> list[Entry]:
-    with CrawlQueue.open(directory) as f:
+    with open_queue(directory) as f:
         for i in range(5):
             f.add(f"http://a/{i}", 0)
         entries = drain(f)
@@ -119,12 +113,12 @@ def test_torn_cursor_slot_falls_back_to_the_other(tmp_path: Path):
     raw = bytearray((tmp_path / CURSOR).read_bytes())
     raw[512 + 10] ^= 0xFF  # a torn write of the newest slot
     (tmp_path / CURSOR).write_bytes(raw)
-    with CrawlQueue.open(tmp_path) as f:
+    with open_queue(tmp_path) as f:
         assert (f.cursor, f.pages, f.bytes) == (entries[1].end, 2, 200)
         assert f.next() == entries[2]
         f.commit(entries[2], pages=3, bytes_=300)  # overwrites the damaged slot, not the good one
         f.save(f.mark())
-    with CrawlQueue.open(tmp_path) as f:
+    with open_queue(tmp_path) as f:
         assert (f.cursor, f.pages, f.bytes) == (entries[2].end, 3, 300)
 
 
@@ -138,7 +132,7 @@ def test_unreadable_cursor_restarts_from_the_first_entry(tmp_path: Path, damage:
         cursor.write_bytes(cursor.read_bytes()[:20])
     else:
         cursor.write_bytes(b"")
-    with CrawlQueue.open(tmp_path) as f:
+    with open_queue(tmp_path) as f:
         assert (f.cursor, f.pages, f.bytes) == (0, 0, 0)
         assert f.pending == 5
         assert drain(f) == entries
@@ -148,19 +142,19 @@ def test_cursor_past_the_log_or_between_lines_rounds_down(tmp_path: Path):
     entries = write_committed(tmp_path, 5)
     log = (tmp_path / LOG).read_bytes()
     (tmp_path / LOG).write_bytes(log[: entries[2].end])  # the log's tail never reached the disk
-    with CrawlQueue.open(tmp_path) as f:
+    with open_queue(tmp_path) as f:
         assert (f.cursor, f.pages) == (entries[2].end, 5)
         assert f.pending == 0
         assert f.next() is None
         f.commit(Entry("http://a/1", 0, entries[1].end + 3), pages=5, bytes_=500)  # mid-line
         f.save(f.mark())
-    with CrawlQueue.open(tmp_path) as f:
+    with open_queue(tmp_path) as f:
         assert f.cursor == entries[1].end
         assert f.next() == entries[2]
 
 
 def test_pending_counts(tmp_path: Path):
-    with CrawlQueue.open(tmp_path) as f:
+    with open_queue(tmp_path) as f:
         assert (len(f), f.pending) == (0, 0)
         for i in range(4):
             f.add(f"http://a/{i}", 0)
@@ -175,7 +169,7 @@ def test_pending_counts(tmp_path: Path):
 
 def test_long_urls_across_the_write_buffer(tmp_path: Path):
     urls = [f"http://a/{i}/" + "x" * 3000 for i in range(40)]
-    with CrawlQueue.open(tmp_path) as f:
+    with open_queue(tmp_path) as f:
         out = []
         for url in urls:
             f.add(url, 2)
@@ -187,11 +181,11 @@ def test_long_urls_across_the_write_buffer(tmp_path: Path):
 
 
 def test_second_open_of_a_site_is_refused(tmp_path: Path):
-    f = CrawlQueue.open(tmp_path)
+    f = open_queue(tmp_path)
     with pytest.raises(RuntimeError, match="already open"):
-        CrawlQueue.open(tmp_path)
+        open_queue(tmp_path)
     f.close()
-    CrawlQueue.open(tmp_path).close()
+    open_queue(tmp_path).close()
 
 
 def test_site_dir_names():
@@ -236,7 +230,7 @@ def test_append_external_creates_and_merges_on_open(tmp_path: Path):
     CrawlQueue.append_external(d, [("http://a/x", 2), ("http://a/y", 3)])
     CrawlQueue.append_external(d, [])
     assert (d / INBOX).read_bytes() == b"2\thttp://a/x\n3\thttp://a/y\n"
-    with CrawlQueue.open(d) as f:
+    with open_queue(d) as f:
         assert (d / INBOX).read_bytes() == b""
         assert not f.add("http://a/x", 0)
         assert [(e.url, e.depth) for e in drain(f)] == [("http://a/x", 2), ("http://a/y", 3)]
@@ -246,7 +240,7 @@ def test_append_external_creates_and_merges_on_open(tmp_path: Path):
 
 
 def test_append_external_dedups_against_the_log_and_merges_when_dry(tmp_path: Path):
-    with CrawlQueue.open(tmp_path) as f:
+    with open_queue(tmp_path) as f:
         f.add("http://a/", 0)
         assert f.next() is not None
         CrawlQueue.append_external(tmp_path, [("http://a/", 0), ("http://a/new", 1)])
@@ -266,20 +260,20 @@ def test_append_external_cuts_a_torn_fragment(tmp_path: Path):
 
 
 def test_a_commit_not_saved_is_fetched_again_after_a_crash(tmp_path: Path):
-    with CrawlQueue.open(tmp_path) as f:
+    with open_queue(tmp_path) as f:
         for n in range(3):
             f.add(f"http://a/{n}", 0)
         first = f.next()
         f.commit(first, pages=1, bytes_=10)
         f.save(f.mark())                                  # page 0 is durable
         f.commit(f.next(), pages=2, bytes_=20)            # page 1: its WARC record is not yet
-    with CrawlQueue.open(tmp_path) as f:
+    with open_queue(tmp_path) as f:
         assert (f.pages, f.bytes) == (1, 10)
         assert [e.url for e in drain(f)] == ["http://a/1", "http://a/2"]
 
 
 def test_restart_hands_every_entry_out_again_and_survives_reopen(tmp_path: Path):
-    with CrawlQueue.open(tmp_path / "s") as f:
+    with open_queue(tmp_path / "s") as f:
         for n in range(3):
             f.add(f"http://a.test/{n}", 0)
         while (entry := f.next()) is not None:
@@ -290,13 +284,13 @@ def test_restart_hands_every_entry_out_again_and_survives_reopen(tmp_path: Path)
         first = f.next()
         assert first is not None and first.url == "http://a.test/0"
         assert not f.add("http://a.test/1", 0)           # still known: not queued twice
-    with CrawlQueue.open(tmp_path / "s") as f:             # the restart was durable
+    with open_queue(tmp_path / "s") as f:             # the restart was durable
         assert f.pending == 3 and f.pages == 0
         assert [f.next().url for _ in range(3)] == [f"http://a.test/{n}" for n in range(3)]
 
 
 def test_recovered_moves_the_cursor_and_keeps_done_entries_beyond_a_gap(tmp_path: Path):
-    with CrawlQueue.open(tmp_path) as f:
+    with open_queue(tmp_path) as f:
         for n in range(5):
             f.add(f"http://a/{n}", 1)
         pending = [entry for entry, known in f.pending_entries()]
@@ -310,21 +304,21 @@ def test_recovered_moves_the_cursor_and_keeps_done_entries_beyond_a_gap(tmp_path
         with pytest.raises(ValueError):                # only on a fresh queue
             f.recovered(pending[4].end, [], pages=3, bytes_=300)
     assert (tmp_path / DONE).read_text().splitlines()[1:] == [str(pending[3].end)]
-    with CrawlQueue.open(tmp_path) as f:                 # durable, and the cursor file agrees
+    with open_queue(tmp_path) as f:                 # durable, and the cursor file agrees
         assert (f.cursor, f.pages, f.pending) == (pending[0].end, 2, 3)
         first = f.next()
         assert first is not None and first.url == "http://a/1"
         # Once the visit's cursor passes the done entries, they are plain history.
         f.commit(pending[4], pages=5, bytes_=500)
         f.save(f.mark())
-    with CrawlQueue.open(tmp_path) as f:
+    with open_queue(tmp_path) as f:
         assert f.pending == 0 and f.next() is None
         f.recovered(f.cursor, [], pages=5, bytes_=500)
     assert not (tmp_path / DONE).exists()
 
 
 def test_restart_forgets_the_done_set_and_records_when_it_ran(tmp_path: Path):
-    with CrawlQueue.open(tmp_path) as f:
+    with open_queue(tmp_path) as f:
         for n in range(3):
             f.add(f"http://a/{n}", 1)
         ends = [entry.end for entry, _ in f.pending_entries()]
@@ -335,5 +329,5 @@ def test_restart_forgets_the_done_set_and_records_when_it_ran(tmp_path: Path):
         assert before <= f.restarted_at <= time.time()
         assert f.pending == 3 and [e.url for e in drain(f)] == [f"http://a/{n}" for n in range(3)]
     assert not (tmp_path / DONE).exists()
-    with CrawlQueue.open(tmp_path) as f:
+    with open_queue(tmp_path) as f:
         assert f.pending == 3 and f.restarted_at is not None

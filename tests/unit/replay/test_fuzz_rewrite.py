@@ -1,6 +1,6 @@
 """Fuzz tests for archiver.replay.rewrite: any archived body rewrites, any /web/ path parses.
 
-rewrite_html, rewrite_css, parse_head, charset_of and replay_headers never raise: an archived
+rewrite_html, rewrite_css, parse_head, media_type and replay_headers never raise: an archived
 response is served whatever it holds. The rewritten body is bounded by the original's size (a
 constant factor plus a fixed allowance), so no page can make the server build a huge answer.
 parse_web_path, requested_url and pad_timestamp raise only ValueError (a 400 for the user).
@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 from archiver.replay.rewrite import (
     MODIFIERS,
     WebTarget,
-    charset_of,
     pad_timestamp,
     parse_head,
     parse_web_path,
@@ -26,6 +25,7 @@ from archiver.replay.rewrite import (
     rewrite_css,
     rewrite_html,
 )
+from archiver.web.http import media_type
 from tests.support.fuzzing import (
     CHARSETS,
     assert_cost_bounded,
@@ -80,7 +80,8 @@ def test_any_archived_head_gives_servable_headers(head: bytes, refresh: bytes) -
     status, headers = parse_head(head + b"\r\nRefresh: 0; url=" + refresh)
     assert status is None or 100 <= status <= 999
     content_type = next((v for k, v in headers if k.lower() == "content-type"), None)
-    assert charset_of(content_type) is None or isinstance(charset_of(content_type), str)
+    mime, charset = media_type(content_type)
+    assert mime == mime.strip().lower() and (charset is None or charset != "")
     served = replay_headers(
         headers, rewritten=True, location=None, refresh=refresher(URL, TS, "")
     )

@@ -12,6 +12,8 @@ from types import SimpleNamespace
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from archiver import __version__
+from archiver.config import WarcConfig
 from archiver.store.bundles import BundleWriter, RecordLocation, repair_open_bundle
 from tests.support.warcexchanges import DATE, EXCHANGES, GET, RNG, check, write_all
 
@@ -52,9 +54,8 @@ def member(path: Path, location: RecordLocation) -> bytes:
 
 
 def test_exchanges_read_back(tmp_path):
-    writer = BundleWriter(
-        tmp_path, operator="tests", extra_info={"isPartOf": "test-crawl", "robots": "obey"}
-    )
+    writer = BundleWriter(tmp_path, WarcConfig(), operator="tests",
+                          extra_info={"isPartOf": "test-crawl", "robots": "obey"})
     written = write_all(writer)
     path = tmp_path / written[0].response.filename
     assert writer.current_path == path.with_name(path.name + ".open")
@@ -72,7 +73,7 @@ def test_exchanges_read_back(tmp_path):
         "operator: tests",
         "isPartOf: test-crawl",
         "robots: obey",
-        "software: archiver/0.1",
+        f"software: archiver/{__version__}",
     ):
         assert line + "\r\n" in fields
 
@@ -99,7 +100,7 @@ def test_exchanges_read_back(tmp_path):
 
 
 def test_http_heads_and_blocks_are_stored_byte_for_byte(tmp_path):
-    with BundleWriter(tmp_path) as writer:
+    with BundleWriter(tmp_path, WarcConfig()) as writer:
         written = write_all(writer)
     for (name, _, request, head, body, _), result in zip(EXCHANGES, written, strict=True):
         path = tmp_path / result.response.filename
@@ -112,7 +113,7 @@ def test_http_heads_and_blocks_are_stored_byte_for_byte(tmp_path):
 
 
 def test_locations_are_the_gzip_members(tmp_path):
-    with BundleWriter(tmp_path) as writer:
+    with BundleWriter(tmp_path, WarcConfig()) as writer:
         written = write_all(writer)
         meta = writer.write_metadata(url="http://example.org/", date=DATE, fields={"a": "b"})
         total = writer.bytes_written
@@ -130,7 +131,7 @@ def test_locations_are_the_gzip_members(tmp_path):
 
 
 def test_metadata_record(tmp_path):
-    with BundleWriter(tmp_path) as writer:
+    with BundleWriter(tmp_path, WarcConfig()) as writer:
         location = writer.write_metadata(
             url="http://example.org/gone",
             date=DATE.astimezone(timezone(timedelta(hours=2))),
@@ -149,7 +150,7 @@ def test_metadata_record(tmp_path):
 
 
 def test_rotation_by_size(tmp_path):
-    writer = BundleWriter(tmp_path, max_size=6000)
+    writer = BundleWriter(tmp_path, WarcConfig(max_size=6000))
     bodies = [RNG.randbytes(2500) for _ in range(9)]
     written = [
         writer.write_exchange(
@@ -185,8 +186,35 @@ def test_rotation_by_size(tmp_path):
     assert check(*paths) == (0, 5 + 2 * 9)
 
 
+def test_rotation_by_age_before_a_write_and_at_a_group_commit(tmp_path):
+    now = [0.0]
+    writer = BundleWriter(tmp_path, WarcConfig(max_age=60.0), clock=lambda: now[0])
+
+    def fetch(n: int) -> str:
+        return writer.write_exchange(url=f"http://example.org/{n}", ip=None, date=DATE, request=GET,
+                                     response_head=b"HTTP/1.1 200 OK\r\n\r\n",
+                                     response_body=b"x").response.filename
+
+    first = [fetch(0), fetch(1)]
+    now[0] = 59.0
+    assert fetch(2) == first[0]                     # not yet 60 s old
+    now[0] = 60.0
+    second = fetch(3)                               # old before this write: a new bundle
+    assert second != first[0]
+    writer.sync()
+    assert (tmp_path / first[0]).exists()           # the old one is closed and published
+    now[0] = 130.0
+    writer.sync()                                   # idle past max_age: closed at the commit
+    assert (tmp_path / second).exists()
+    assert writer.current_path is None
+    third = fetch(4)
+    writer.close()
+    assert len({first[0], second, third}) == 3
+    assert check(*sorted(tmp_path.iterdir())) == (0, 3 + 2 * 5)
+
+
 def test_close_renames_and_serial_continues(tmp_path):
-    writer = BundleWriter(tmp_path, prefix="CRAWL", process=3)
+    writer = BundleWriter(tmp_path, WarcConfig(prefix="CRAWL"), process=3)
     writer.sync()
     writer.close()
     assert writer.current_path is None
@@ -211,10 +239,10 @@ def test_close_renames_and_serial_continues(tmp_path):
     (tmp_path / "CRAWL-20200101000000-3-00007.warc.gz.corrupt").touch()
     (tmp_path / "CRAWL-20200101000000-4-00042.warc.gz").touch()
     (tmp_path / "OTHER-20200101000000-3-00099.warc.gz").touch()
-    again = BundleWriter(tmp_path, prefix="CRAWL", process=3)
+    again = BundleWriter(tmp_path, WarcConfig(prefix="CRAWL"), process=3)
     third = again.write_metadata(url="dns:example.org", date=DATE, fields={"a": "3"})
     assert third.filename.endswith("-3-00008.warc.gz")
-    other = BundleWriter(tmp_path, prefix="CRAWL", process=4)
+    other = BundleWriter(tmp_path, WarcConfig(prefix="CRAWL"), process=4)
     fourth = other.write_metadata(url="dns:x", date=DATE, fields={"a": "4"})
     assert fourth.filename.endswith("-4-00043.warc.gz")
     for w in (again, other):
@@ -234,7 +262,7 @@ def test_close_renames_and_serial_continues(tmp_path):
     ],
 )
 def test_bad_exchange_is_refused_before_anything_is_written(tmp_path, kwargs):
-    writer = BundleWriter(tmp_path)
+    writer = BundleWriter(tmp_path, WarcConfig())
     exchange = {
         "url": "http://example.org/",
         "ip": "127.0.0.1",
@@ -251,10 +279,10 @@ def test_bad_exchange_is_refused_before_anything_is_written(tmp_path, kwargs):
 
 def test_bad_fields_are_refused(tmp_path):
     with pytest.raises(ValueError):
-        BundleWriter(tmp_path, extra_info={"isPartOf": "a\r\nb"})
+        BundleWriter(tmp_path, WarcConfig(), extra_info={"isPartOf": "a\r\nb"})
     with pytest.raises(ValueError):
-        BundleWriter(tmp_path, prefix="a/b")
-    writer = BundleWriter(tmp_path)
+        BundleWriter(tmp_path, WarcConfig(prefix="a/b"))
+    writer = BundleWriter(tmp_path, WarcConfig())
     for fields in ({"bad name": "x"}, {"reason": "two\nlines"}, {"": "x"}):
         with pytest.raises(ValueError):
             writer.write_metadata(url="http://example.org/", date=DATE, fields=fields)
@@ -263,7 +291,7 @@ def test_bad_fields_are_refused(tmp_path):
 
 def small_bundle(directory: Path) -> tuple[bytes, list[int]]:
     """A closed bundle's bytes and the end offset of each of its records."""
-    with BundleWriter(directory) as writer:
+    with BundleWriter(directory, WarcConfig()) as writer:
         written = write_all(writer, 3)
         meta = writer.write_metadata(url="http://example.org/", date=DATE, fields={"a": "b"})
     path = directory / meta.filename
@@ -330,7 +358,7 @@ def test_repair_cuts_zeroed_or_garbage_tails(tmp_path):
 
 
 def test_failed_write_is_cut_back_to_a_record_boundary(tmp_path):
-    writer = BundleWriter(tmp_path)
+    writer = BundleWriter(tmp_path, WarcConfig())
     writer.write_exchange(
         url="http://example.org/1",
         ip=None,
@@ -370,7 +398,7 @@ def test_failed_write_is_cut_back_to_a_record_boundary(tmp_path):
 
 def test_position_is_where_the_next_record_goes(tmp_path):
     (tmp_path / "ARCHIVER-20200101000000-1-00004.warc.gz").touch()
-    writer = BundleWriter(tmp_path, process=1, max_size=10)
+    writer = BundleWriter(tmp_path, WarcConfig(max_size=10), process=1)
     assert writer.position() == (5, 0)                 # no bundle open: the next one's start
     first = writer.write_metadata(url="dns:example.org", date=DATE, fields={"a": "1"})
     assert first.filename.endswith("-1-00005.warc.gz")

@@ -6,9 +6,9 @@ import pytest
 
 from archiver.store.dnshistory import (
     _ADDRESS,
-    _AT,
     _CURRENT,
     _HOST_ADDRESSES,
+    AT_QUERY,
     DnsHistory,
     DnsRow,
     NameState,
@@ -317,7 +317,7 @@ def test_current_and_at_are_index_searches(tmp_path, analyze):
     db = sqlite3.connect(path)
     if analyze:  # an operator's ANALYZE must not turn the plans into scans
         db.execute("ANALYZE")
-    for sql, params in ((_CURRENT, {"name": "h7.test"}), (_AT, {"name": "h7.test", "when": 1500.0})):
+    for sql, params in ((_CURRENT, {"name": "h7.test"}), (AT_QUERY, {"name": "h7.test", "when": 1500.0})):
         plan = [detail for *_, detail in db.execute(f"EXPLAIN QUERY PLAN {sql}", params)]
         tables = [step for step in plan if not step.startswith("USE TEMP B-TREE")]
         assert len(tables) == 2, plan
