@@ -1,6 +1,8 @@
 """The two kinds of test: everything under tests/integration carries the ``integration`` marker
 (``pytest -m "not integration"`` runs the fast set), and a test under tests/unit may neither use a
-socket nor start a process, so one put in the wrong folder fails loudly instead of slowing the set."""
+socket nor start a process, so one put in the wrong folder fails loudly instead of slowing the set.
+The fast set runs the fuzz tests at a tenth of their examples (ARCHIVER_FUZZ_SCALE=0.1,
+unless set); the full suite, which CI runs, at full count."""
 
 from __future__ import annotations
 
@@ -15,6 +17,12 @@ import pytest
 TESTS = Path(__file__).parent
 INTEGRATION = TESTS / "integration"
 UNIT = TESTS / "unit"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before any test module is imported (tests/support/fuzzing.py reads the scale at import)."""
+    if config.getoption("markexpr") == "not integration":
+        os.environ.setdefault("ARCHIVER_FUZZ_SCALE", "0.1")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
