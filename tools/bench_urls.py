@@ -4,7 +4,7 @@ ada-url (the WHATWG parser of Node.js, through its Python binding) is measured a
 for the resolver step: `join_url` alone (a lower bound), and `join_url` plus the post-processing
 we would still need for the archive's URL identity (http(s) only, userinfo and fragment dropped,
 trailing host dot dropped, port 0 and non-DNS hosts refused, RFC 3986 escapes in path and query;
-see tests/test_urls_ada.py for why). Two workloads: the committed differential corpus (3,000
+see tests/unit/web/test_urls_ada.py for why). Two workloads: the committed differential corpus (3,000
 real-world-shaped links over ten bases) and a typical page's links against its one base (every
 link of the demo web's pages, page by page).
 """

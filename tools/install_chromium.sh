@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install Debian's Chromium for the replay's browser test (tests/test_replay_browser.py), if absent.
+# Install Debian's Chromium for the replay's browser test (tests/integration/replay/test_replay_browser.py), if absent.
 # Part of the README's test command; needs root or sudo and Debian's package archive.
 set -euo pipefail
 command -v chromium >/dev/null && exit 0
