@@ -27,6 +27,7 @@ from archiver.store.catalog import Capture, CatalogError, surt_key
 from archiver.store.catalog_maintenance import Progress, export_cdxj
 from archiver.store.dnshistory import DnsRow
 from archiver.store.interfaces import CatalogStore
+from archiver.store.pgschema import CURRENT_VERSION, StoreError, init_schema
 from archiver.store.status import format_status
 from archiver.store.warcindex import WarcError
 from archiver.stores import ProcessBusy, StoreUnavailable, check_stores, open_stores
@@ -34,12 +35,14 @@ from archiver.web import urls
 from archiver.web.timestamps import parse_date, to_datetime
 
 
-def _config(args: argparse.Namespace) -> config.Config:
+def _config(args: argparse.Namespace, *, stores_built: bool = True) -> config.Config:
+    """The config of ``--config``; ``stores_built`` also refuses stores this version cannot open yet."""
     if not getattr(args, "config", None):
         raise SystemExit(_fail("--config FILE is required"))
     try:
         cfg = config.load(args.config)
-        check_stores(cfg)
+        if stores_built:
+            check_stores(cfg)
     except (config.ConfigError, StoreUnavailable) as e:
         raise SystemExit(_fail(str(e))) from None
     for notice in cfg.notices:
@@ -387,6 +390,26 @@ def cmd_dns(args: argparse.Namespace) -> int:
     return 0 if found else 1
 
 
+def cmd_store(args: argparse.Namespace) -> int:
+    """``store init``: create or upgrade the PostgreSQL schema of ``store.url``."""
+    cfg = _config(args, stores_built=False)
+    url = config.database_url(cfg.store.url)
+    if url is None:
+        print(f'store init: store.url is "sqlite": the embedded store has nothing to initialise '
+              f"(its files under {cfg.root} are made on first use)")
+        return 0
+    try:
+        applied = init_schema(url)
+    except StoreError as e:
+        print(f"archiver: store init: {e}", file=sys.stderr)
+        return 1
+    if not applied:
+        print(f"store init: {url} is at schema version {CURRENT_VERSION} already; nothing to do")
+    for migration in applied:
+        print(f"store init: {url}: applied version {migration.version}: {migration.description}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="archiver", description="An archival web crawler.")
     p.add_argument("--version", action="version", version=f"archiver {__version__}")
@@ -465,6 +488,13 @@ def parser() -> argparse.ArgumentParser:
     reindex_.add_argument("--warcs", help="glob of WARC files (default: <root>/warcs/*.warc.gz)")
     verify_ = verb("verify", "check the catalog against the WARC files", url=False, json_=False)
     verify_.add_argument("--warcs", help="glob of WARC files (default: every bundle)")
+
+    store = verbs.add_parser("store", help="the shared stores (store.url)")
+    store_verbs = store.add_subparsers(dest="store_verb", required=True)
+    store_init = store_verbs.add_parser(
+        "init", help="create or upgrade the PostgreSQL schema (idempotent; nothing to do for sqlite)")
+    store_init.add_argument("--config", required=True, help="the TOML config file")
+    store_init.set_defaults(func=cmd_store)
 
     dns = verbs.add_parser("dns", help="the DNS history service and its queries "
                            "(without a sub-verb: run the service)")

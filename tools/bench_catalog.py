@@ -7,6 +7,10 @@ one-connection LRU, so nearly every lookup opens its shard (OS page cache warm).
 remove_file() of one 50,000-entry WARC file. Targets on the project's 2-core machine at 10M
 entries: >= 100,000 inserts/s and p99 closest < 1 ms.
 
+--store postgresql://user@host:port/dbname measures the PostgreSQL catalog instead (its schema made
+by init_schema; the database's catalog must be empty): the same inserts and lookups, through one
+connection, and no cold-open figure (a server keeps no per-shard files to open).
+
 --order crawl (default) writes captures as crawlers do: each host visited once in each of three
 rounds, 64 sites at a time with their captures interleaved, so a 10,000 batch holds ~300 hosts'
 captures (as a reindex of a WARC file reads them). --order random draws a random host for every
@@ -14,7 +18,7 @@ entry, so every batch touches every shard: the worst case. Without --dir the cat
 temporary directory, deleted at the end.
 
     python -m tools.bench_catalog [--entries 10000000] [--shards 1000] [--batch 10000]
-                                  [--order crawl|random] [--dir PATH]
+                                  [--order crawl|random] [--dir PATH | --store URL]
 """
 
 from __future__ import annotations
@@ -32,7 +36,12 @@ from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
 
+import psycopg
+
 from archiver.store.catalog import Capture, Catalog, surt_key
+from archiver.store.interfaces import CatalogStore
+from archiver.store.pgcatalog import PgCatalog
+from archiver.store.pgschema import init_schema
 
 HOSTS = 100_000
 FILES_EVERY = 50_000  # entries per synthetic WARC file (about 1 GB of pages)
@@ -94,7 +103,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def time_lookups(catalog: Catalog, urls: list[str], ats: list[str]) -> dict[str, float]:
+def time_lookups(catalog: CatalogStore, urls: list[str], ats: list[str]) -> dict[str, float]:
     times = []
     found = 0
     for url, at in zip(urls, ats, strict=True):
@@ -110,10 +119,18 @@ def time_lookups(catalog: Catalog, urls: list[str], ats: list[str]) -> dict[str,
     }
 
 
-def run(entries: int, shards: int, directory: Path, order: str, batch_size: int) -> dict[str, object]:
+def run(entries: int, shards: int, where: Path | str, order: str, batch_size: int) -> dict[str, object]:
+    """Measure the SQLite catalog in the folder ``where``, or the PostgreSQL one at the URL ``where``."""
     rng = random.Random(1997)
     hosts = [f"www{rng.randrange(3)}.site{i}.example{i % 7}.org" for i in range(HOSTS)]
-    catalog = Catalog(directory, shards)
+    catalog: CatalogStore
+    if isinstance(where, str):
+        init_schema(where)
+        catalog = PgCatalog(where, shards)
+        if catalog.count():
+            raise SystemExit(f"{where}: the catalog there is not empty; use an empty database")
+    else:
+        catalog = Catalog(where, shards)
     sample: list[str] = []
     insert_seconds = 0.0
     added = 0
@@ -134,18 +151,23 @@ def run(entries: int, shards: int, directory: Path, order: str, batch_size: int)
     ats = [_timestamp(rng.randrange(entries), entries) for _ in urls]
     warm = time_lookups(catalog, urls, ats)
     catalog.close()
-    size = sum(p.stat().st_size for p in directory.iterdir())
-
-    cold_catalog = Catalog(directory, shards, readonly=True, max_open=1)
-    cold = time_lookups(cold_catalog, urls[:2000], ats[:2000])
-    cold_catalog.close()
-
-    writer = Catalog(directory, shards)
+    cold: dict[str, float] | None = None
+    writer: CatalogStore
+    if isinstance(where, str):
+        size = _database_size(where)
+        writer = PgCatalog(where, shards)
+    else:
+        size = sum(p.stat().st_size for p in where.iterdir())
+        cold_catalog = Catalog(where, shards, readonly=True, max_open=1)
+        cold = time_lookups(cold_catalog, urls[:2000], ats[:2000])
+        cold_catalog.close()
+        writer = Catalog(where, shards)
     t0 = time.perf_counter()
     removed = writer.remove_file(_capture(0, hosts[0], "/", "", rng).filename)
     remove_seconds = time.perf_counter() - t0
     writer.close()
     return {
+        "store": "postgresql" if isinstance(where, str) else "sqlite",
         "entries": added,
         "shards": shards,
         "order": order,
@@ -161,15 +183,29 @@ def run(entries: int, shards: int, directory: Path, order: str, batch_size: int)
     }
 
 
+def _database_size(url: str) -> int:
+    """Bytes of the catalog's tables and indexes in the database at ``url``."""
+    with psycopg.connect(url) as conn:
+        found = conn.execute(
+            "SELECT sum(pg_total_relation_size(inhrelid)) FROM pg_inherits"
+            " WHERE inhparent = 'catalog_captures'::regclass").fetchone()
+        files = conn.execute("SELECT pg_total_relation_size('catalog_files')").fetchone()
+    return int(found[0] or 0) + int(files[0] or 0) if found and files else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="archiver catalog benchmark")
     parser.add_argument("--entries", type=int, default=10_000_000)
     parser.add_argument("--shards", type=int, default=1000)
     parser.add_argument("--batch", type=int, default=10_000, help="captures per add() call")
     parser.add_argument("--order", choices=("crawl", "random"), default="crawl")
-    parser.add_argument("--dir", type=Path, help="catalog directory (default: a temporary one, deleted)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--dir", type=Path, help="catalog directory (default: a temporary one, deleted)")
+    where.add_argument("--store", help="postgresql://user@host:port/dbname: measure PostgreSQL instead")
     args = parser.parse_args()
-    if args.dir is not None:
+    if args.store is not None:
+        result = run(args.entries, args.shards, args.store, args.order, args.batch)
+    elif args.dir is not None:
         result = run(args.entries, args.shards, args.dir, args.order, args.batch)
     else:
         tmp = Path(tempfile.mkdtemp(prefix="bench-catalog-"))

@@ -47,12 +47,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
-import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
+from typing import Any, Protocol
 
 from archiver.store import sqlite
 
@@ -252,19 +252,7 @@ class DnsHistory:
         name, canonical, chain, addresses = _check(obs)
         with self._transaction(now) as now:
             write = _Writer(self._db, now, obs.source)
-            target = write.id_of(canonical)
-            roles = write.roles(canonical)
-            for row, _, kind in roles:
-                if kind == ALIAS:  # a former alias, now a canonical name of its own
-                    write.supersede(row)
-            if not any(kind == CANONICAL for _, _, kind in roles):
-                write.insert(target, canonical, CANONICAL)
-            for alias in chain:
-                roles = write.roles(alias)
-                if (target, ALIAS) not in {(rid, kind) for _, rid, kind in roles}:
-                    write.retire(roles)
-                    write.insert(target, alias, ALIAS)
-            write.addresses(target, addresses)
+            write.observation(canonical, chain, addresses)
             outcome = "ok" if addresses else "no-address"
             self._db.execute(
                 "INSERT INTO names VALUES (?, ?, ?, ?, 0) ON CONFLICT (name) DO UPDATE SET"
@@ -368,41 +356,75 @@ class DnsHistory:
             yield max(now, last)
 
 
-class _Writer:
-    """The row changes of one write transaction, all dated ``now``."""
+class _Cursor(Protocol):
+    def fetchone(self) -> Any: ...
 
-    def __init__(self, db: sqlite3.Connection, now: float, source: str = "dns") -> None:
+    def fetchall(self) -> list[Any]: ...
+
+
+class SqlConnection(Protocol):
+    """What _Writer needs of a database connection (sqlite3's, psycopg's)."""
+
+    def execute(self, sql: str, params: Sequence[object], /) -> _Cursor: ...
+
+
+class _Writer:
+    """The row changes of one write transaction, all dated ``now``. The statements are SQLite's; a
+    subclass gives another database's (``store.pgdnshistory``)."""
+
+    ID_OF = "SELECT id FROM dns WHERE value = ? AND type = 'canonical' LIMIT 1"
+    NEXT_ID = "SELECT coalesce(max(id), 0) + 1 FROM dns"
+    ROLES = "SELECT row, id, type FROM dns WHERE value = ? AND superseded IS NULL"
+    INSERT = _INSERT
+    SUPERSEDE = "UPDATE dns SET superseded = ? WHERE row = ?"
+    RETIRE_HOST = "UPDATE dns SET superseded = ? WHERE id = ? AND superseded IS NULL"
+    HOST_ADDRESSES = _HOST_ADDRESSES
+    CLOCK = "UPDATE clock SET last = ?"
+
+    def __init__(self, db: SqlConnection, now: float, source: str = "dns") -> None:
         self.db, self.now, self.source = db, now, source
         self.changed = False
 
+    def observation(self, canonical: str, chain: tuple[str, ...], addresses: tuple[str, ...]) -> None:
+        """Make the rows say what one checked observation says (see the module doc)."""
+        target = self.id_of(canonical)
+        roles = self.roles(canonical)
+        for row, _, kind in roles:
+            if kind == ALIAS:  # a former alias, now a canonical name of its own
+                self.supersede(row)
+        if not any(kind == CANONICAL for _, _, kind in roles):
+            self.insert(target, canonical, CANONICAL)
+        for alias in chain:
+            roles = self.roles(alias)
+            if (target, ALIAS) not in {(rid, kind) for _, rid, kind in roles}:
+                self.retire(roles)
+                self.insert(target, alias, ALIAS)
+        self.addresses(target, addresses)
+
     def id_of(self, canonical: str) -> int:
         """The id of a canonical name: the one it always had, or a new one."""
-        found = self.db.execute(
-            "SELECT id FROM dns WHERE value = ? AND type = 'canonical' LIMIT 1", (canonical,)
-        ).fetchone()
+        found = self.db.execute(self.ID_OF, (canonical,)).fetchone()
         if found is None:
-            found = self.db.execute("SELECT coalesce(max(id), 0) + 1 FROM dns").fetchone()
-        return found[0]
+            found = self.db.execute(self.NEXT_ID, ()).fetchone()
+        return int(found[0])
 
     def roles(self, name: str) -> list[tuple[int, int, str]]:
         """(row, id, type) of the current rows whose value is ``name``."""
-        sql = "SELECT row, id, type FROM dns WHERE value = ? AND superseded IS NULL"
-        return self.db.execute(sql, (name,)).fetchall()
+        return self.db.execute(self.ROLES, (name,)).fetchall()
 
     def insert(self, rid: int, value: str, kind: str) -> None:
-        self.db.execute(_INSERT, (rid, value, kind, self.now, self.source))
+        self.db.execute(self.INSERT, (rid, value, kind, self.now, self.source))
         self.changed = True
 
     def supersede(self, row: int) -> None:
-        self.db.execute("UPDATE dns SET superseded = ? WHERE row = ?", (self.now, row))
+        self.db.execute(self.SUPERSEDE, (self.now, row))
         self.changed = True
 
     def retire(self, roles: list[tuple[int, int, str]]) -> None:
         """End a name's ``roles``: an alias row alone; a canonical row with all of its host's rows."""
         for row, rid, kind in roles:
             if kind == CANONICAL:
-                sql = "UPDATE dns SET superseded = ? WHERE id = ? AND superseded IS NULL"
-                self.db.execute(sql, (self.now, rid))
+                self.db.execute(self.RETIRE_HOST, (self.now, rid))
                 self.changed = True
             else:
                 self.supersede(row)
@@ -411,7 +433,7 @@ class _Writer:
         """Make the current address rows of host ``rid`` the ``answered`` set (see module doc)."""
         first: tuple[int, str] | None = None
         extra: dict[str, int] = {}
-        for row, value, kind in self.db.execute(_HOST_ADDRESSES, (rid,)).fetchall():
+        for row, value, kind in self.db.execute(self.HOST_ADDRESSES, (rid,)).fetchall():
             if kind == ADDRESS:
                 first = (row, value)
             else:
@@ -435,7 +457,7 @@ class _Writer:
     def commit_clock(self) -> bool:
         """Move the clock to ``now`` if rows changed; return whether they did."""
         if self.changed:
-            self.db.execute("UPDATE clock SET last = ?", (self.now,))
+            self.db.execute(self.CLOCK, (self.now,))
         return self.changed
 
 

@@ -1,0 +1,257 @@
+"""The card catalog in PostgreSQL: the behaviour of ``store.catalog.Catalog``, one shared table.
+
+``catalog_captures`` (schema in ``store.pgschema``) holds every entry under the primary key
+``(shard, urlkey, ts, file, pos)``, where ``shard`` is ``catalog.shard_of(urlkey, shards)``, the
+SQLite catalog's shard of the key; the table is hash-partitioned on it. Closest-capture is two
+seeks of that key, sent as one statement; a listing of one host reads one shard's key range.
+``catalog_meta`` records the shard count and function on first write, and opening with another
+count is refused, as ``catalog.json`` does for the SQLite shards.
+
+``add`` copies a batch into a temporary staging table (COPY, binary) and moves it into the
+catalog with one ``INSERT ... SELECT ... ON CONFLICT DO NOTHING``: one transaction per batch, and
+an entry already there (same key, timestamp, file and offset) is skipped, so a batch re-added
+after a crash adds nothing twice. WARC file names live in ``catalog_files``, made before the batch
+in their own statement (a name without entries is harmless) and never deleted, so cached ids stay
+valid.
+
+The connection is in autocommit: every call is its own transaction or statement, and no reader
+holds a transaction open between calls. Listings read a page at a time by keyset; ``iter_all``
+streams one sorted query through a server-side cursor on a connection of its own, open while the
+iterator is. A PgCatalog is used from one thread at a time, like the SQLite one.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
+from typing import Any
+
+import mmh3
+
+from archiver.store.catalog import (
+    SHARD_FUNCTION,
+    Capture,
+    CatalogError,
+    _key_range,
+    _Range,
+    shard_of,
+    surt_key,
+)
+from archiver.store.pgschema import check_version, connect
+from archiver.web.timestamps import to_datetime
+
+# Captures per COPY and INSERT: bounds the client's memory when given a long iterator (a reindex).
+_CHUNK = 50_000
+# Rows per page of a listing (keyset paging: nothing stays open between two pages).
+_PAGE = 1000
+# Rows per round trip of iter_all's server-side cursor.
+_ITERSIZE = 5000
+_COLUMNS = "urlkey, ts, file, pos, url, status, mime, digest, redirect, length, revisit"
+_COPY_TYPES = ["int4", "text", "text", "int4", "int8", "text", "int4", "text", "text", "text", "int8", "bool"]
+_SIDE = (
+    f"SELECT {_COLUMNS} FROM catalog_captures WHERE shard = %(shard)s AND urlkey = %(key)s AND ts"
+)
+# The last capture at or before the date and the first after it, in one round trip.
+_CLOSEST = (
+    f"(SELECT 0 AS side, * FROM ({_SIDE} <= %(at)s ORDER BY ts DESC, file DESC, pos DESC LIMIT 1) b)"
+    f" UNION ALL (SELECT 1, * FROM ({_SIDE} > %(at)s ORDER BY ts, file, pos LIMIT 1) a)"
+)
+_SPAN = (
+    f"SELECT {_COLUMNS} FROM catalog_captures WHERE shard = %s AND urlkey = %s AND ts >= %s AND ts <= %s"
+    " ORDER BY ts, file, pos LIMIT %s"
+)
+_Row = tuple[Any, ...]
+
+
+class PgCatalog:
+    """The card catalog in the PostgreSQL database at ``url``, its keys in ``shards`` shards."""
+
+    def __init__(self, url: str, shards: int, *, readonly: bool = False) -> None:
+        if shards < 1:
+            raise ValueError(f"shards must be at least 1, not {shards}")
+        self.url = url
+        self.shards = shards
+        self.readonly = readonly
+        self._db = connect(url, readonly=readonly)
+        self._staging = False
+        self._file_ids: dict[str, int] = {}
+        self._file_names: dict[int, str] = {}
+        try:
+            check_version(self._db)
+            self._check_meta()
+        except BaseException:
+            self._db.close()
+            raise
+
+    def __enter__(self) -> PgCatalog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def add(self, captures: Iterable[Capture]) -> int:
+        """Store captures, one transaction per chunk of them; return how many were new."""
+        self._writable()
+        added = 0
+        it = iter(captures)
+        while chunk := list(islice(it, _CHUNK)):
+            added += self._add_chunk(chunk)
+        return added
+
+    def closest(self, url: str, at: str) -> Capture | None:
+        """The capture of ``url`` nearest to the 14-digit timestamp ``at``; a tie goes to the earlier.
+        ValueError if ``at`` is not a valid 14-digit timestamp or ``url`` has no host."""
+        target = to_datetime(at)
+        key = surt_key(url)
+        params = {"shard": shard_of(key, self.shards), "key": key, "at": at}
+        found = {row[0]: row[1:] for row in self._db.execute(_CLOSEST, params).fetchall()}
+        before, after = found.get(0), found.get(1)
+        if before is None or after is None:
+            row = before or after
+        else:
+            earlier_gap = target - to_datetime(before[1])
+            row = before if earlier_gap <= to_datetime(after[1]) - target else after
+        return None if row is None else self._captures([row])[0]
+
+    def captures(
+        self, url: str, *, from_: str | None = None, to: str | None = None, limit: int | None = None
+    ) -> list[Capture]:
+        """Captures of ``url`` in time order, within the inclusive 14-digit bounds if given."""
+        for bound in (from_, to):
+            if bound is not None:
+                to_datetime(bound)
+        key = surt_key(url)
+        span = (shard_of(key, self.shards), key, from_ or "0" * 14, to or "9" * 14, limit)
+        return self._captures(self._db.execute(_SPAN, span).fetchall())
+
+    def list(self, url: str, match: str, *, limit: int | None = None) -> Iterator[Capture]:
+        """Captures sorted by (urlkey, timestamp) whose key matches ``url`` as ``match`` says
+        (exact, prefix, host, domain: see ``Catalog.list``). A domain spans shards: each page is
+        one indexed range read per shard, merged by the server. Lazy; a bad ``url`` or ``match``
+        raises at once."""
+        key, rng = _key_range(url, match)
+        shards = list(range(self.shards)) if match == "domain" else [shard_of(key, self.shards)]
+        found = self._read(shards, rng)
+        return found if limit is None else islice(found, limit)
+
+    def iter_all(self) -> Iterator[Capture]:
+        """Every entry, sorted by (urlkey, timestamp): one query, streamed by a server-side cursor."""
+        conn = connect(self.url, readonly=True)
+        try:
+            with conn.transaction(), conn.cursor(name="catalog_iter_all") as cur:
+                cur.itersize = _ITERSIZE
+                cur.execute(f"SELECT {_COLUMNS} FROM catalog_captures ORDER BY urlkey, ts, file, pos")
+                while rows := cur.fetchmany(_ITERSIZE):
+                    yield from self._captures(rows)
+        finally:
+            conn.close()
+
+    def count(self) -> int:
+        """How many entries the catalog holds."""
+        found = self._db.execute("SELECT count(*) FROM catalog_captures").fetchone()
+        return int(found[0]) if found else 0
+
+    def remove_file(self, filename: str) -> int:
+        """Drop every entry of one WARC file; return how many. A scan: there is no index on the file
+        column (as in the SQLite catalog, for a rare repair)."""
+        self._writable()
+        found = self._db.execute("SELECT id FROM catalog_files WHERE name = %s", (filename,)).fetchone()
+        if found is None:
+            return 0
+        return self._db.execute("DELETE FROM catalog_captures WHERE file = %s", found).rowcount
+
+    def close(self) -> None:
+        self._db.close()
+
+    # -- internals
+
+    def _writable(self) -> None:
+        if self.readonly:
+            raise CatalogError("the PostgreSQL catalog is open read-only")
+
+    def _check_meta(self) -> None:
+        select = "SELECT shards, shard_function FROM catalog_meta"
+        found = self._db.execute(select).fetchone()
+        if found is None and not self.readonly:
+            self._db.execute("INSERT INTO catalog_meta (shards, shard_function) VALUES (%s, %s)"
+                             " ON CONFLICT DO NOTHING", (self.shards, SHARD_FUNCTION))
+            found = self._db.execute(select).fetchone()
+        if found is not None and tuple(found) != (self.shards, SHARD_FUNCTION):
+            raise CatalogError(
+                f"the PostgreSQL catalog has {found[0]} shards laid out by {found[1]!r}; opened with "
+                f"{self.shards} shards by {SHARD_FUNCTION!r}: open it with its own shard count "
+                "(catalog.shards), or reindex into a new database"
+            )
+
+    def _ids(self, names: set[str]) -> dict[str, int]:
+        """File ids of ``names``, made if new (in their own statement, committed at once)."""
+        missing = [n for n in names if n not in self._file_ids]
+        if missing:
+            self._db.execute("INSERT INTO catalog_files (name) SELECT unnest(%s::text[])"
+                             " ON CONFLICT DO NOTHING", (missing,))
+            rows = self._db.execute("SELECT name, id FROM catalog_files WHERE name = ANY(%s)", (missing,))
+            for name, fid in rows:
+                self._file_ids[name] = fid
+                self._file_names[fid] = name
+        return self._file_ids
+
+    def _add_chunk(self, chunk: builtins.list[Capture]) -> int:
+        ids = self._ids({c.filename for c in chunk})
+        shards = self.shards
+        with self._db.transaction(), self._db.cursor() as cur:
+            if not self._staging:
+                cur.execute("CREATE TEMPORARY TABLE IF NOT EXISTS catalog_staging"
+                            " (LIKE catalog_captures) ON COMMIT DELETE ROWS")
+            with cur.copy(f"COPY catalog_staging (shard, {_COLUMNS}) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(_COPY_TYPES)
+                for c in chunk:
+                    copy.write_row((
+                        mmh3.hash(c.urlkey.partition(")")[0], 0, False) % shards,  # shard_of, inlined
+                        c.urlkey, c.timestamp, ids[c.filename], c.offset, c.url, c.status, c.mime,
+                        c.digest, c.redirect, c.length, c.rectype == "revisit",
+                    ))
+            # In key order, the index pages are visited once each (about 15 % faster than unsorted).
+            cur.execute(f"INSERT INTO catalog_captures (shard, {_COLUMNS})"
+                        f" SELECT shard, {_COLUMNS} FROM catalog_staging"
+                        " ORDER BY shard, urlkey, ts, file, pos ON CONFLICT DO NOTHING")
+            added = cur.rowcount
+        self._staging = True
+        return added
+
+    def _read(self, shards: builtins.list[int], rng: _Range) -> Iterator[Capture]:
+        """Captures of ``shards`` in ``rng``, in key order, a page at a time by keyset paging."""
+        where = "shard = s.shard AND (urlkey, ts, file, pos) > (%(k)s, %(t)s, %(f)s, %(p)s)"
+        params: dict[str, object] = {"shards": shards, "page": _PAGE}
+        if rng.hi is not None and rng.hi.endswith("\0"):  # PostgreSQL text holds no NUL: "< k\0" is "<= k"
+            where += " AND urlkey <= %(hi)s"
+            params["hi"] = rng.hi[:-1]
+        elif rng.hi is not None:
+            where += " AND urlkey < %(hi)s"
+            params["hi"] = rng.hi
+        if rng.allowed is not None:
+            where += " AND substr(urlkey, %(cut)s, 1) = ANY(%(allowed)s)"
+            params.update(cut=rng.cut, allowed=list(rng.allowed))
+        order = "ORDER BY urlkey, ts, file, pos LIMIT %(page)s"
+        sql = (f"SELECT c.* FROM unnest(%(shards)s::integer[]) AS s(shard) CROSS JOIN LATERAL"
+               f" (SELECT {_COLUMNS} FROM catalog_captures WHERE {where} {order}) c {order}")
+        last: Sequence[object] = (rng.lo, "", -1, -1)
+        while True:
+            params.update(k=last[0], t=last[1], f=last[2], p=last[3])
+            rows = self._db.execute(sql, params).fetchall()
+            yield from self._captures(rows)
+            if len(rows) < _PAGE:
+                return
+            last = rows[-1][:4]
+
+    def _captures(self, rows: Sequence[_Row]) -> builtins.list[Capture]:
+        names = self._file_names
+        unknown = list({row[2] for row in rows} - names.keys())
+        if unknown:  # files added since we last looked, maybe by another process
+            names.update(self._db.execute("SELECT id, name FROM catalog_files WHERE id = ANY(%s)",
+                                          (unknown,)).fetchall())
+        return [
+            Capture(urlkey, ts, url, status, mime, digest, redirect, names[file], pos, length,
+                    "revisit" if revisit else "response")
+            for urlkey, ts, file, pos, url, status, mime, digest, redirect, length, revisit in rows
+        ]

@@ -1,0 +1,192 @@
+"""The PostgreSQL schema of archiver's shared state: versioned migrations, and the connections to it.
+
+Every migration is a version, a description and SQL; ``schema_version`` records those applied.
+``init_schema`` applies the missing ones in one transaction under an advisory lock, so two
+``archiver store init`` at once are safe (the second waits, then finds nothing to do), and a
+failed migration leaves the database as it was. Processes open their stores only on a database at
+exactly this archiver's version (``require_current``): an older one needs ``archiver store init``,
+a newer one a newer archiver.
+
+The catalog table is hash-partitioned on ``shard``, the catalog's own shard of a key
+(``catalog.shard_of``, the SQLite catalog's shard function), and ``shard`` leads its primary key:
+a Citus deployment can distribute it on that column unchanged (``catalog_files``, a small
+name table, would be a reference table). Text that is compared or sorted (keys, timestamps) has
+the "C" collation: byte order, the order of the SQLite catalog, whatever the database's locale.
+
+Connections come from ``connect``: autocommit (every store call is its own transaction, so no
+reader holds one open between calls), and errors with any password taken out of their text.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+# pg_advisory_xact_lock key of schema changes: "arch" in ASCII.
+_LOCK_KEY = 0x61726368
+CATALOG_PARTITIONS = 32
+Connection = psycopg.Connection[tuple[Any, ...]]
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    description: str
+    sql: str
+
+
+def _catalog_partitions() -> str:
+    return "".join(
+        f"CREATE TABLE catalog_captures_{n:02d} PARTITION OF catalog_captures"
+        f" FOR VALUES WITH (MODULUS {CATALOG_PARTITIONS}, REMAINDER {n});\n"
+        for n in range(CATALOG_PARTITIONS)
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "card catalog (hash-partitioned on its shard) and DNS history", f"""
+CREATE TABLE catalog_meta (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    shards integer NOT NULL,
+    shard_function text NOT NULL
+);
+CREATE TABLE catalog_files (
+    id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name text COLLATE "C" NOT NULL UNIQUE
+);
+CREATE TABLE catalog_captures (
+    shard integer NOT NULL,
+    urlkey text COLLATE "C" NOT NULL,
+    ts text COLLATE "C" NOT NULL,
+    file integer NOT NULL,
+    pos bigint NOT NULL,
+    url text NOT NULL,
+    status integer,
+    mime text NOT NULL,
+    digest text NOT NULL,
+    redirect text,
+    length bigint NOT NULL,
+    revisit boolean NOT NULL,
+    PRIMARY KEY (shard, urlkey, ts, file, pos)
+) PARTITION BY HASH (shard);
+{_catalog_partitions()}
+CREATE TABLE dns (
+    row bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id integer NOT NULL,
+    value text COLLATE "C" NOT NULL,
+    type text NOT NULL CHECK (type IN ('canonical', 'address', 'alias')),
+    entered double precision NOT NULL,
+    superseded double precision CHECK (superseded >= entered),
+    source text NOT NULL
+);
+CREATE INDEX dns_value ON dns (value, entered);
+CREATE INDEX dns_id ON dns (id, entered);
+CREATE INDEX dns_value_now ON dns (value) WHERE superseded IS NULL;
+CREATE INDEX dns_id_now ON dns (id) WHERE superseded IS NULL;
+CREATE INDEX dns_address_now ON dns (id)
+    WHERE superseded IS NULL AND (strpos(value, ':') > 0 OR value !~ '[^0-9.]');
+CREATE TABLE dns_names (
+    name text COLLATE "C" PRIMARY KEY,
+    checked double precision,
+    next_check double precision NOT NULL,
+    outcome text NOT NULL,
+    failures integer NOT NULL
+);
+CREATE INDEX dns_names_due ON dns_names (next_check, name);
+CREATE TABLE dns_clock (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    last double precision NOT NULL
+);
+INSERT INTO dns_clock (last) VALUES (0);
+"""),
+)
+CURRENT_VERSION = MIGRATIONS[-1].version
+
+
+class StoreError(Exception):
+    """The PostgreSQL store cannot be reached or used; the message holds no password."""
+
+
+class SchemaError(StoreError):
+    """The database's schema is not this archiver's version."""
+
+
+_URL_PASSWORD = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
+_KEYWORD_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+
+
+def redact(text: str) -> str:
+    """``text`` with every password taken out: from URLs, ``password=`` settings, and PGPASSWORD's."""
+    text = _URL_PASSWORD.sub(r"\1***@", text)
+    text = _KEYWORD_PASSWORD.sub(r"\1***", text)
+    secret = os.environ.get("PGPASSWORD")
+    return text.replace(secret, "***") if secret else text
+
+
+def connect(url: str, *, readonly: bool = False) -> Connection:
+    """An autocommit connection to ``url`` (read-only transactions if ``readonly``); StoreError,
+    password-free, if it cannot be made."""
+    options = "-c default_transaction_read_only=on" if readonly else None
+    try:
+        return psycopg.connect(url, autocommit=True, options=options, application_name="archiver")
+    except psycopg.Error as e:
+        raise StoreError(f"cannot connect to the PostgreSQL store: {redact(str(e)).strip()}") from None
+
+
+def _version(conn: Connection) -> int:
+    if conn.execute("SELECT to_regclass('schema_version')").fetchone() == (None,):
+        return 0
+    found = conn.execute("SELECT max(version) FROM schema_version").fetchone()
+    return int(found[0]) if found and found[0] is not None else 0
+
+
+def schema_version(url: str) -> int:
+    """The schema version of the database at ``url`` (0: none)."""
+    with connect(url, readonly=True) as conn:
+        return _version(conn)
+
+
+def check_version(conn: Connection) -> None:
+    """SchemaError, saying what to run, unless the database is at this archiver's version."""
+    found = _version(conn)
+    if found < CURRENT_VERSION:
+        state = "has no archiver schema" if found == 0 else f"has schema version {found}"
+        raise SchemaError(f"the PostgreSQL store {state}; this archiver needs version {CURRENT_VERSION}: "
+                          "run `archiver store init --config FILE`")
+    if found > CURRENT_VERSION:
+        raise SchemaError(f"the PostgreSQL store has schema version {found}, newer than this archiver "
+                          f"(version {CURRENT_VERSION}): upgrade archiver")
+
+
+def require_current(url: str) -> None:
+    """SchemaError unless the database at ``url`` is at this archiver's schema version."""
+    with connect(url, readonly=True) as conn:
+        check_version(conn)
+
+
+def init_schema(url: str) -> list[Migration]:
+    """Bring the database at ``url`` to this archiver's schema; the migrations applied (none if it
+    was current). SchemaError if it is newer than this archiver."""
+    with connect(url) as conn:
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_version (version integer PRIMARY KEY,"
+                    " description text NOT NULL, applied timestamptz NOT NULL DEFAULT now())"
+                )
+                found = _version(conn)
+                if found > CURRENT_VERSION:
+                    check_version(conn)
+                applied = [m for m in MIGRATIONS if m.version > found]
+                for migration in applied:
+                    conn.execute(migration.sql)
+                    conn.execute("INSERT INTO schema_version (version, description) VALUES (%s, %s)",
+                                 (migration.version, migration.description))
+        except psycopg.Error as e:
+            raise StoreError(f"schema change failed: {redact(str(e)).strip()}") from None
+    return applied

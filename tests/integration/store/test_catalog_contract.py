@@ -1,0 +1,285 @@
+"""The card catalog's contract (``store.interfaces.CatalogStore``), run against every backend:
+the SQLite shards under a folder and the PostgreSQL catalog on a real server. Only the interface
+is used, so both must answer alike."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from archiver.store.catalog import Capture, Catalog, CatalogError, shard_of, surt_key
+from archiver.store.interfaces import CatalogStore
+from archiver.store.pgcatalog import PgCatalog
+
+OpenCatalog = Callable[..., CatalogStore]
+PAGE = "http://example.org/page"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def open_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OpenCatalog]:
+    """Opens catalogs (``shards``, ``readonly``) on one store; all closed after the test."""
+    opened: list[CatalogStore] = []
+    if request.param == "postgresql":
+        url = request.getfixturevalue("pg_store_url")
+
+        def make(shards: int = 1000, *, readonly: bool = False) -> CatalogStore:
+            opened.append(PgCatalog(url, shards, readonly=readonly))
+            return opened[-1]
+    else:
+
+        def make(shards: int = 1000, *, readonly: bool = False) -> CatalogStore:
+            opened.append(Catalog(tmp_path / "catalog", shards, readonly=readonly))
+            return opened[-1]
+
+    yield make
+    for catalog in opened:
+        catalog.close()
+
+
+def cap(url: str, ts: str, *, filename: str = "A-1.warc.gz", offset: int = 0, **fields: object) -> Capture:
+    values: dict[str, object] = {
+        "status": 200, "mime": "text/html", "digest": "sha1:" + "A" * 32, "redirect": None, "length": 1234,
+    }
+    values.update(fields)
+    return Capture(urlkey=surt_key(url), timestamp=ts, url=url, filename=filename, offset=offset, **values)
+
+
+def stamps(captures: object) -> list[str]:
+    return [c.timestamp for c in captures]  # type: ignore[attr-defined]
+
+
+def urls(captures: object) -> list[str]:
+    return [c.url for c in captures]  # type: ignore[attr-defined]
+
+
+def host_in_shard(shard: int, shards: int) -> str:
+    for n in range(10_000):
+        name = f"other{n}.test"
+        if shard_of(surt_key(name), shards) == shard:
+            return name
+    raise AssertionError("no host found")
+
+
+@pytest.fixture
+def catalog(open_catalog: OpenCatalog) -> CatalogStore:
+    c = open_catalog()
+    c.add([
+        cap(PAGE, "20200101000000", offset=1),
+        cap(PAGE, "20200101000010", offset=2),
+        cap(PAGE, "20200131000000", offset=3),
+        cap(PAGE, "20200201000000", offset=4),
+        cap("https://www.example.org/page", "20210615120000", offset=5),  # same key: www and scheme fold
+        cap("http://example.org/other", "20200101000005", offset=6),
+    ])
+    return c
+
+
+def test_closest_before_first_after_last_and_exact(catalog: CatalogStore) -> None:
+    assert catalog.closest(PAGE, "19960101000000").timestamp == "20200101000000"
+    assert catalog.closest(PAGE, "20260101000000").timestamp == "20210615120000"
+    hit = catalog.closest(PAGE, "20200131000000")
+    assert hit is not None and (hit.timestamp, hit.offset) == ("20200131000000", 3)
+    found = catalog.closest("https://WWW.example.org/page", "20210601000000")
+    assert found is not None and found.offset == 5
+
+
+def test_closest_tie_goes_to_the_earlier_and_gaps_are_measured_in_time(catalog: CatalogStore) -> None:
+    assert catalog.closest(PAGE, "20200101000005").timestamp == "20200101000000"
+    assert catalog.closest(PAGE, "20200101000006").timestamp == "20200101000010"
+    assert catalog.closest(PAGE, "20200131120000").timestamp == "20200131000000"
+    assert catalog.closest(PAGE, "20200131120001").timestamp == "20200201000000"
+
+
+def test_closest_of_a_url_never_captured_is_none(catalog: CatalogStore, open_catalog: OpenCatalog) -> None:
+    assert catalog.closest("http://example.org/never", "20200101000000") is None
+    assert catalog.closest("http://nowhere.example/", "20200101000000") is None
+    with pytest.raises(ValueError):
+        catalog.closest(PAGE, "2020")
+    with pytest.raises(ValueError, match="not a usable URL"):
+        catalog.closest("dns:example.org", "20200101000000")
+
+
+def test_captures_of_one_second_are_told_apart_by_file_and_offset(open_catalog: OpenCatalog) -> None:
+    c = open_catalog()
+    same = [cap(PAGE, "20200101000000", filename=f, offset=o) for f, o in
+            [("B.warc.gz", 7), ("A.warc.gz", 900), ("A.warc.gz", 5)]]
+    assert c.add(same) == 3
+    assert sorted((x.filename, x.offset) for x in c.captures(PAGE)) == [
+        ("A.warc.gz", 5), ("A.warc.gz", 900), ("B.warc.gz", 7)]
+    hit = c.closest(PAGE, "20200101000000")
+    assert hit is not None and hit.timestamp == "20200101000000"
+
+
+def test_captures_in_time_order_with_inclusive_bounds_and_limit(catalog: CatalogStore) -> None:
+    everything = ["20200101000000", "20200101000010", "20200131000000", "20200201000000", "20210615120000"]
+    assert stamps(catalog.captures(PAGE)) == everything
+    assert stamps(catalog.captures(PAGE, from_="20200101000010", to="20200201000000")) == everything[1:4]
+    assert stamps(catalog.captures(PAGE, limit=2)) == everything[:2]
+    assert stamps(catalog.captures(PAGE, limit=0)) == []
+    assert catalog.captures("http://example.org/never") == []
+    with pytest.raises(ValueError):
+        catalog.captures(PAGE, to="2020")
+
+
+def test_every_field_and_revisits_come_back_as_stored(open_catalog: OpenCatalog) -> None:
+    c = open_catalog()
+    stored = [
+        cap(PAGE, "20200101000000", status=None, mime="-", redirect=None, length=1, offset=0),
+        cap(PAGE, "20200102000000", status=301, redirect="http://example.org/moved", offset=2**40),
+        cap(PAGE, "20200103000000", mime="warc/revisit", rectype="revisit", length=300, offset=3),
+    ]
+    c.add(stored)
+    assert c.captures(PAGE) == stored
+    assert [x.rectype for x in c.list(PAGE, "exact")] == ["response", "response", "revisit"]
+
+
+def test_unicode_urls_are_keys_like_any_other(open_catalog: OpenCatalog) -> None:
+    c = open_catalog(7)
+    pages = ["http://example.org/café", "http://example.org/caf", "http://example.org/日本語?q=ü",
+             "http://example.org/cafz", "http://bücher.example/ä", "http://example.org/😀"]
+    c.add(cap(u, "20200101000000", offset=n) for n, u in enumerate(pages))
+    for n, u in enumerate(pages):
+        hit = c.closest(u, "20200101000000")
+        assert hit is not None and (hit.url, hit.offset) == (u, n)
+    keys = [x.urlkey for x in c.iter_all()]
+    assert keys == sorted(keys) and len(keys) == len(pages)  # code point order, in every store
+    on_example = sorted(p for p in pages if "bücher" not in p)
+    assert sorted(urls(c.list("http://example.org/", "prefix"))) == on_example
+
+
+def test_list_exact_and_prefix(open_catalog: OpenCatalog) -> None:
+    c = open_catalog()
+    folder = ["/dir/", "/dir/a", "/dir/sub/b", "/dir/?q=1"]
+    beside = ["/dir2", "/directory/x"]
+    c.add(cap(f"http://example.org{p}", "20200101000000", offset=n) for n, p in enumerate(folder + beside))
+    assert urls(c.list("http://example.org/dir/a", "exact")) == ["http://example.org/dir/a"]
+    in_folder = sorted(f"http://example.org{p}" for p in folder)
+    assert sorted(urls(c.list("example.org/dir/", "prefix"))) == in_folder
+    assert len(list(c.list("example.org/dir", "prefix"))) == 6
+    assert len(list(c.list("example.org/dir", "prefix", limit=2))) == 2
+    assert list(c.list("example.org/nothing", "prefix")) == []
+
+
+def test_list_host_keeps_other_hosts_of_the_same_shard_out(open_catalog: OpenCatalog) -> None:
+    shards = 1000
+    c = open_catalog(shards)
+    neighbour = host_in_shard(shard_of(surt_key("example.org"), shards), shards)
+    c.add([
+        cap("http://example.org/a", "20200101000000"),
+        cap("https://www.example.org/b", "20200101000000"),
+        cap("http://sub.example.org/c", "20200101000000"),
+        cap("http://example.org:8080/d", "20200101000000"),
+        cap(f"http://{neighbour}/e", "20200101000000"),
+    ])
+    assert urls(c.list("http://www.example.org/whatever", "host")) == [
+        "http://example.org/a", "https://www.example.org/b"]
+    assert urls(c.list(neighbour, "host")) == [f"http://{neighbour}/e"]
+    assert urls(c.list("example.org:8080", "host")) == ["http://example.org:8080/d"]
+
+
+def test_list_domain_spans_shards_and_merges_in_key_order(open_catalog: OpenCatalog) -> None:
+    shards = 7
+    c = open_catalog(shards)
+    inside = ["http://example.org/", "http://www.example.org/z", "http://sub.example.org/",
+              "http://a.b.example.org/x", "http://example.org:8080/p", "http://deep.sub.example.org:81/q"]
+    outside = ["http://examples.org/", "http://notexample.org/", "http://example.com/", "http://org/"]
+    captures = [cap(u, f"2020010{n % 3 + 1}000000", offset=n)
+                for n, u in enumerate(inside + outside + inside)]
+    random.Random(5).shuffle(captures)
+    c.add(captures)
+    assert len({shard_of(surt_key(u), shards) for u in inside}) >= 3
+    found = list(c.list("https://www.example.org/any/page", "domain"))
+    assert sorted(set(urls(found))) == sorted(inside)
+    assert len(found) == 2 * len(inside)
+    keys = [(x.urlkey, x.timestamp) for x in found]
+    assert keys == sorted(keys)
+    assert len(list(c.list("example.org", "domain", limit=3))) == 3
+    assert urls(c.list("example.com", "domain")) == ["http://example.com/"]
+
+
+def test_list_refuses_unknown_match_and_bad_url_at_once(catalog: CatalogStore) -> None:
+    with pytest.raises(ValueError, match="unknown match"):
+        catalog.list(PAGE, "fuzzy")
+    with pytest.raises(ValueError, match="not a usable URL"):
+        catalog.list("dns:example.org", "host")
+
+
+def test_long_listings_page_through_without_loss(open_catalog: OpenCatalog) -> None:
+    c = open_catalog(5)
+    captures = {cap(f"http://big.example/p{n % 97}", f"2020{n % 12 + 1:02d}01{n % 24:02d}0000", offset=n)
+                for n in range(2500)}
+    assert c.add(list(captures)) == len(captures)
+    host = list(c.list("http://big.example/", "host"))
+    assert set(host) == captures
+    keys = [(x.urlkey, x.timestamp) for x in host]
+    assert keys == sorted(keys)
+    assert list(c.list("http://big.example/", "host", limit=1234)) == host[:1234]
+
+
+def test_iter_all_and_count_cover_every_shard_in_key_order(open_catalog: OpenCatalog) -> None:
+    rng = random.Random(7)
+    hosts = [f"h{n}.example" for n in range(40)]
+    captures = {cap(f"http://{rng.choice(hosts)}/p{rng.randrange(30)}",
+                    f"20{rng.randrange(10, 26)}0101000000", offset=n) for n in range(900)}
+    c = open_catalog(5)
+    assert c.count() == 0 and list(c.iter_all()) == []
+    assert c.add(iter(captures)) == len(captures)
+    got = list(c.iter_all())
+    assert len(got) == len(captures) == c.count()
+    assert set(got) == captures
+    keys = [(x.urlkey, x.timestamp) for x in got]
+    assert keys == sorted(keys)
+
+
+def test_adding_the_same_captures_twice_is_harmless(catalog: CatalogStore) -> None:
+    before = catalog.count()
+    assert catalog.add([cap(PAGE, "20200101000000", offset=1)]) == 0
+    assert catalog.add([cap(PAGE, "20200101000000", offset=1), cap(PAGE, "20200101000000", offset=99)]) == 1
+    assert catalog.add([cap(PAGE, "20200101000000", offset=42)] * 3) == 1  # repeated within one batch
+    assert catalog.add([cap(PAGE, "20200101000000", offset=1, filename="B-2.warc.gz")]) == 1
+    assert catalog.add([]) == 0
+    assert catalog.count() == before + 3
+
+
+def test_remove_file_drops_its_entries_only(open_catalog: OpenCatalog) -> None:
+    c = open_catalog(16)
+    c.add(cap(f"http://h{n}.example/", "20200101000000", filename="A.warc.gz", offset=n) for n in range(50))
+    c.add(cap(f"http://h{n}.example/", "20210101000000", filename="B.warc.gz", offset=n) for n in range(50))
+    assert c.remove_file("A.warc.gz") == 50
+    assert c.remove_file("A.warc.gz") == 0
+    assert c.remove_file("never.warc.gz") == 0
+    assert c.count() == 50
+    assert {x.filename for x in c.iter_all()} == {"B.warc.gz"}
+    hit = c.closest("http://h3.example/", "20000101000000")
+    assert hit is not None and hit.timestamp == "20210101000000"
+    again = (cap(f"http://h{n}.example/", "20200101000000", filename="A.warc.gz", offset=n)
+             for n in range(50))
+    assert c.add(again) == 50
+
+
+def test_a_reader_sees_what_a_writer_adds_and_cannot_write(open_catalog: OpenCatalog) -> None:
+    writer = open_catalog(64)
+    writer.add([cap(PAGE, "20200101000000")])
+    reader = open_catalog(64, readonly=True)
+    assert reader.closest("http://elsewhere.example/", "20200101000000") is None
+    writer.add([cap("http://elsewhere.example/", "20200101000000", filename="new.warc.gz"),
+                cap(PAGE, "20220101000000")])
+    hit = reader.closest("http://elsewhere.example/", "20200101000000")
+    assert hit is not None and hit.filename == "new.warc.gz"
+    assert stamps(reader.captures(PAGE)) == ["20200101000000", "20220101000000"]
+    with pytest.raises(CatalogError, match="read-only"):
+        reader.add([cap(PAGE, "20230101000000")])
+    with pytest.raises(CatalogError, match="read-only"):
+        reader.remove_file("A-1.warc.gz")
+    assert reader.count() == 3
+
+
+def test_another_shard_count_is_refused(open_catalog: OpenCatalog) -> None:
+    open_catalog(16).add([cap(PAGE, "20200101000000")])
+    with pytest.raises(CatalogError, match=r"has 16 shards.*reindex"):
+        open_catalog(1000)
+    with pytest.raises(CatalogError, match=r"has 16 shards.*reindex"):
+        open_catalog(1000, readonly=True)
