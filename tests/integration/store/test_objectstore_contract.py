@@ -239,19 +239,21 @@ def test_shipped_records_read_back_identical(store: ObjectStore, tmp_path: Path)
 def test_object_warcs_errors(store: ObjectStore, tmp_path: Path) -> None:
     local = tmp_path / "warcs"
     bundle = write_bundles(local, exchanges=3)[0]
-    captures = list(index_warc(bundle))
     size = bundle.stat().st_size
     ship_closed(local, store)
     warcs = ObjectWarcs(store)
-    first = captures[0]
     with pytest.raises(WarcError, match="no such WARC file"):
         warcs.read("ARCHIVER-nothing.warc.gz", 0, 10)
     with pytest.raises(WarcError, match=r"cut short \(10 of 20 bytes\)"):
         warcs.read(bundle.name, size - 10, 20)
-    with pytest.raises(WarcError, match="no complete record at offset"):
-        warcs.read(bundle.name, first.offset + 1, first.length)
+    garbage = tmp_path / "ARCHIVER-garbage.warc.gz"
+    garbage.write_bytes(b"no WARC record here\n" * 10)
+    put(store, garbage, garbage.name)
+    with pytest.raises(WarcError, match=r"garbage\.warc\.gz: no complete record at offset 20"):
+        warcs.read(garbage.name, 20, 100)
     with pytest.raises(WarcError, match="bad WARC file name"):
         warcs.read("../etc/passwd", 0, 10)
+    assert warcs.names() == sorted([bundle.name, garbage.name])
     assert warcs.names("*-0-0000[0-9].warc.gz") == [bundle.name]
     assert warcs.names("nothing*") == []
     assert warcs.size(bundle.name) == size
