@@ -7,19 +7,28 @@ stopped: they feed the live catalog.
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import itertools
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
 from archiver.store.catalog import Capture, Catalog
 from archiver.store.interfaces import CatalogStore
-from archiver.store.warcindex import Stored, WarcError, index_warc, read_record
+from archiver.store.objectstore import NoSuchObject, ObjectRangeError, ObjectStore, open_object
+from archiver.store.warcindex import (
+    Stored,
+    WarcError,
+    index_stream,
+    index_warc,
+    parse_record,
+    read_record,
+)
 
 BATCH = 10_000
 
@@ -167,3 +176,56 @@ class WarcFiles:
 
     def paths(self, pattern: str | None = None, *, include_open: bool = False) -> list[Path]:
         return warc_paths(self.directory, pattern, include_open=include_open)
+
+
+class ObjectWarcs:
+    """The closed WARC bundles in an object store (keys ``under + name``): read one record by
+    byte range, list the bundles, index one.
+
+    Not yet a :class:`~archiver.store.interfaces.WarcReader`: that protocol's ``paths`` returns
+    local files, which an object store has not; ``names``, ``size`` and ``index`` stand in.
+    """
+
+    def __init__(self, store: ObjectStore, under: str = "") -> None:
+        self.store = store
+        self.under = under
+
+    def _key(self, filename: str) -> str:
+        if "/" in filename or filename.startswith("."):
+            raise WarcError(f"bad WARC file name {filename!r}")
+        return self.under + filename
+
+    def read(self, filename: str, offset: int, length: int) -> Stored:
+        """The record at ``offset`` (``length`` bytes, one gzip member): one range request."""
+        key = self._key(filename)
+        where = self.store.location(key)
+        try:
+            data = self.store.read(key, offset, length)
+        except NoSuchObject:
+            raise WarcError(f"{where}: no such WARC file") from None
+        except ObjectRangeError:
+            size = self.store.size(key) or 0
+            raise WarcError(f"{where}: record at {offset} is cut short "
+                            f"({max(min(size - offset, length), 0)} of {length} bytes)") from None
+        return parse_record(data, where, offset)
+
+    def names(self, pattern: str | None = None) -> list[str]:
+        """The closed bundles' names (``pattern``: a glob on the name), sorted."""
+        names = [key[len(self.under):] for key in self.store.list(self.under)]
+        return [n for n in names if "/" not in n and n.endswith(".warc.gz")
+                and (pattern is None or fnmatch.fnmatchcase(n, pattern))]
+
+    def size(self, filename: str) -> int:
+        size = self.store.size(self._key(filename))
+        if size is None:
+            raise WarcError(f"{self.store.location(self._key(filename))}: no such WARC file")
+        return size
+
+    def index(self, filename: str) -> Iterator[Capture]:
+        """Entries of every response and revisit record of the bundle (WarcError as index_warc)."""
+        key = self._key(filename)
+        try:
+            with open_object(self.store, key) as f:
+                yield from index_stream(f, filename, self.store.location(key))
+        except NoSuchObject:
+            raise WarcError(f"{self.store.location(key)}: no such WARC file") from None

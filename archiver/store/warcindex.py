@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
@@ -81,23 +82,31 @@ def index_warc(path: Path, filename: str | None = None) -> Iterator[Capture]:
     name = filename or final_name(path)
     try:
         with path.open("rb") as f:
-            if path.name.endswith((".gz", ".gz.open")):
-                # warcio reads a torn last member without complaint: check the framing first.
-                end, records = complete_prefix(f)
-                size = f.seek(0, 2)
-                if end != size or not records:
-                    raise WarcError(f"{path}: not a complete WARC file: {records} complete "
-                                    f"records end at byte {end} of {size}")
-                f.seek(0)
-            it = ArchiveIterator(f, check_digests=False)
-            for record in it:
-                if record.rec_type not in INDEXED:
-                    it.read_to_end(record)
-                    continue
-                it.read_to_end(record)
-                yield capture_of(record, name, it.get_record_offset(), it.get_record_length())
-    except (ArchiveLoadFailed, EOFError, OSError, ValueError, UnicodeDecodeError) as e:
+            yield from index_stream(f, name, str(path), gzipped=path.name.endswith((".gz", ".gz.open")))
+    except OSError as e:
         raise WarcError(f"{path}: not a complete WARC file: {e}") from None
+
+
+def index_stream(f: BinaryIO, name: str, where: str, *, gzipped: bool = True) -> Iterator[Capture]:
+    """:func:`index_warc` over a seekable stream holding bundle ``name`` (``where`` for messages)."""
+    try:
+        if gzipped:
+            # warcio reads a torn last member without complaint: check the framing first.
+            end, records = complete_prefix(f)
+            size = f.seek(0, 2)
+            if end != size or not records:
+                raise WarcError(f"{where}: not a complete WARC file: {records} complete "
+                                f"records end at byte {end} of {size}")
+            f.seek(0)
+        it = ArchiveIterator(f, check_digests=False)
+        for record in it:
+            if record.rec_type not in INDEXED:
+                it.read_to_end(record)
+                continue
+            it.read_to_end(record)
+            yield capture_of(record, name, it.get_record_offset(), it.get_record_length())
+    except (ArchiveLoadFailed, EOFError, OSError, ValueError, UnicodeDecodeError) as e:
+        raise WarcError(f"{where}: not a complete WARC file: {e}") from None
 
 
 def final_name(path: Path) -> str:
@@ -134,6 +143,11 @@ def read_record(warcs: Path, filename: str, offset: int, length: int) -> Stored:
         data = f.read(length)
     if len(data) != length:
         raise WarcError(f"{path}: record at {offset} is cut short ({len(data)} of {length} bytes)")
+    return parse_record(data, str(path), offset)
+
+
+def parse_record(data: bytes, where: str, offset: int) -> Stored:
+    """The record in ``data``, one gzip member read at ``offset`` of the bundle ``where``."""
     try:
         it = ArchiveIterator(io.BytesIO(data), check_digests=False)
         record = next(iter(it))
@@ -141,7 +155,6 @@ def read_record(warcs: Path, filename: str, offset: int, length: int) -> Stored:
         payload = record.raw_stream.read()
         it.read_to_end(record)
     except (ArchiveLoadFailed, StopIteration, EOFError, ValueError) as e:
-        raise WarcError(f"{path}: no complete record at offset {offset}: {e}") from None
+        raise WarcError(f"{where}: no complete record at offset {offset}: {e}") from None
     return Stored(url=record.rec_headers.get_header("WARC-Target-URI"), rectype=record.rec_type,
                   warc_headers=list(record.rec_headers.headers), http_head=head, payload=payload)
-
