@@ -15,8 +15,8 @@ The rule, for a site that answers 429 (Too Many Requests) or 503 (Service Unavai
   restore it and the crawl then probes gently upward. The back-off also falls by at least a
   4k-th of its peak per answer, so it is gone after at most 4k answers. Against a server that
   allows R fetches a second the rate saw-tooths between about R/2 and R: in simulation and in
-  tests/test_rate_limits.py the crawl keeps two thirds of R, with about one refused fetch in
-  eight at k = 8 (a refused URL is fetched again later, never dropped).
+  tests/integration/crawl/test_rate_limits.py the crawl keeps two thirds of R, with about one
+  refused fetch in eight at k = 8 (a refused URL is fetched again later, never dropped).
 
 The rest is the largest of ``min_rest``, the robots.txt Crawl-delay (capped at ``max_rest``),
 ``rest_factor`` x the last response time (capped at ``max_rest``), the back-off, and after a 429 or
