@@ -13,6 +13,18 @@ a Citus deployment can distribute it on that column unchanged (``catalog_files``
 name table, would be a reference table). Text that is compared or sorted (keys, timestamps) has
 the "C" collation: byte order, the order of the SQLite catalog, whatever the database's locale.
 
+Version 2 holds the crawl's shared state. ``sites`` is the site queue of every crawler process:
+a claim sets ``holder``, bumps ``epoch`` and sets ``lease_until``; every later write of that visit
+names its epoch, so a holder that comes back after its lease expired is fenced off. A site's crawl
+queue is ``crawl_entries`` (its URLs in discovery order, ``seq`` from 1), ``crawl_cursors`` (the
+seq of the last finished entry, the totals, and the epoch allowed to write) and ``crawl_inbox``
+(URLs other processes add; ``refetch`` ones bypass the site's Bloom bitmap). ``crawlers`` holds
+each crawler process's own lease (``epoch``, ``heartbeat``) and status. ``bundles`` lists every
+WARC bundle a process opened, until it is shipped to the object store or declared lost with its
+process; ``pending_captures`` holds the catalog entries of bundles not shipped yet, which go to
+the catalog when their bundle is shipped (the catalog never names bytes the object store cannot
+serve) and back to their sites' inboxes when it is lost.
+
 Connections come from ``connect``: autocommit (every store call is its own transaction, so no
 reader holds one open between calls), and errors with any password taken out of their text.
 """
@@ -102,6 +114,73 @@ CREATE TABLE dns_clock (
     last double precision NOT NULL
 );
 INSERT INTO dns_clock (last) VALUES (0);
+"""),
+    Migration(2, "shared crawl state: site leases, crawl queues, inboxes, crawlers, bundles", """
+CREATE TABLE sites (
+    origin text COLLATE "C" PRIMARY KEY,
+    state text NOT NULL DEFAULT 'waiting'
+        CHECK (state IN ('waiting', 'active', 'retry', 'deferred', 'done')),
+    due double precision NOT NULL DEFAULT 0,
+    inlinks bigint NOT NULL DEFAULT 0,
+    attempts integer NOT NULL DEFAULT 0,
+    added double precision NOT NULL,
+    visits integer NOT NULL DEFAULT 0,
+    note text NOT NULL DEFAULT '',
+    restart boolean NOT NULL DEFAULT false,
+    holder integer,
+    epoch bigint NOT NULL DEFAULT 0,
+    lease_until timestamptz
+);
+CREATE INDEX sites_ready ON sites (state, inlinks DESC, due);
+CREATE INDEX sites_leased ON sites (lease_until) WHERE state = 'active';
+CREATE TABLE crawl_cursors (
+    origin text COLLATE "C" PRIMARY KEY,
+    epoch bigint NOT NULL DEFAULT 0,
+    cursor bigint NOT NULL DEFAULT 0,
+    pages bigint NOT NULL DEFAULT 0,
+    bytes bigint NOT NULL DEFAULT 0,
+    restarted double precision
+);
+CREATE TABLE crawl_entries (
+    origin text COLLATE "C" NOT NULL,
+    seq bigint NOT NULL,
+    depth integer NOT NULL,
+    url text NOT NULL,
+    PRIMARY KEY (origin, seq)
+);
+CREATE TABLE crawl_inbox (
+    origin text COLLATE "C" NOT NULL,
+    id bigint GENERATED ALWAYS AS IDENTITY,
+    depth integer NOT NULL,
+    url text NOT NULL,
+    refetch boolean NOT NULL DEFAULT false,
+    PRIMARY KEY (origin, id)
+);
+CREATE TABLE crawlers (
+    process integer PRIMARY KEY,
+    epoch bigint NOT NULL,
+    host text NOT NULL,
+    pid integer NOT NULL,
+    started double precision NOT NULL,
+    heartbeat timestamptz NOT NULL,
+    status jsonb
+);
+CREATE TABLE bundles (
+    name text COLLATE "C" PRIMARY KEY,
+    process integer NOT NULL,
+    process_epoch bigint NOT NULL,
+    state text NOT NULL CHECK (state IN ('open', 'shipped', 'lost')),
+    opened double precision NOT NULL,
+    shipped double precision
+);
+CREATE INDEX bundles_open ON bundles (process, process_epoch) WHERE state = 'open';
+CREATE TABLE pending_captures (
+    bundle text COLLATE "C" NOT NULL,
+    origin text COLLATE "C" NOT NULL,
+    url text NOT NULL,
+    capture jsonb NOT NULL
+);
+CREATE INDEX pending_captures_bundle ON pending_captures (bundle);
 """),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
