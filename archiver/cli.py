@@ -528,7 +528,10 @@ def main(argv: list[str] | None = None) -> int:
     # 0640): an archive holds whatever the crawled web served, cookies and all.
     os.umask(0o027)
     args = parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except (StoreError, StoreUnavailable) as e:  # a store the config names cannot be used
+        return _fail(str(e))
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@
 Every process (crawler, DNS service, links batch, replay, the command line) asks ``open_stores``
 for its stores and reaches them through the protocols of :mod:`archiver.store.interfaces` and
 :mod:`archiver.queues.interfaces`; none opens a SQLite file or a path under the archive root itself.
-Today there is one implementation, the embedded default: SQLite files and plain files under
-``archive.root``, laid out as README "Files" says.
+Two implementations: the embedded default (SQLite files and plain files under ``archive.root``,
+laid out as README "Files" says), and the shared stores of several machines (PostgreSQL and an
+object store, README "Running on several machines").
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ from archiver.store.catalog import Catalog
 from archiver.store.catalog_maintenance import Verification, WarcFiles, reindex, verify
 from archiver.store.dnshistory import DnsHistory
 from archiver.store.interfaces import CatalogStore, DnsHistoryStore, StatusStore, WarcReader
+from archiver.store.objectstore import FolderStore, ObjectStore, S3Store
+from archiver.store.pgcatalog import PgCatalog
+from archiver.store.pgdnshistory import PgDnsHistory
+from archiver.store.pgschema import require_current
 from archiver.store.status import StatusFiles
 
 
@@ -108,19 +113,24 @@ class EmbeddedStores:
     def lock(self, role: str, number: int | None = None) -> ProcessLock:
         """Hold the lock of one process role (``crawl`` with its number, ``links``) until released
         (or the process ends, however it ends); ProcessBusy if another holds it."""
-        if role == "crawl" and number is not None:
-            path = queue_path(self.root, number).with_suffix(".lock")
-        else:
-            path = self.root / "state" / f"{role}.lock"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o640)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            what = {"crawl": "crawler"}.get(role, role) + ("" if number is None else f" process {number}")
-            raise ProcessBusy(f"{what} is already running on {self.root} (it holds {path})") from None
-        return ProcessLock(fd)
+        return _lock_file(self.root, role, number)
+
+
+def _lock_file(root: Path, role: str, number: int | None) -> ProcessLock:
+    """``flock`` the lock file of a role on this machine (see ``EmbeddedStores.lock``)."""
+    if role == "crawl" and number is not None:
+        path = queue_path(root, number).with_suffix(".lock")
+    else:
+        path = root / "state" / f"{role}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o640)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        what = {"crawl": "crawler"}.get(role, role) + ("" if number is None else f" process {number}")
+        raise ProcessBusy(f"{what} is already running on {root} (it holds {path})") from None
+    return ProcessLock(fd)
 
 
 class ProcessLock:
@@ -135,21 +145,100 @@ class ProcessLock:
             self._fd = None
 
 
+class SharedStores:
+    """Shared state in PostgreSQL (``store.url``), closed WARC bundles and spool files in an object
+    store (``warc.store``: ``s3://bucket/prefix`` or a shared folder). On each machine, under
+    ``archive.root``: the open bundles (``bundles/``), the open spool files (``outlinks/``), the
+    status and lock files (``state/``)."""
+
+    def __init__(self, config: Config, url: str) -> None:
+        self.config = config
+        self.root = config.root
+        self.url = url
+        require_current(url)
+
+    def objects(self) -> ObjectStore:
+        """Where closed bundles and spool files go: the S3 bucket or the folder ``warc.store`` names."""
+        target = self.config.warc.store
+        if target.startswith("s3:"):
+            return S3Store.from_config(target, self.config.s3)
+        return FolderStore(Path(target) if target else self.root / "warcs")
+
+    # -- stores
+
+    def catalog(self, *, readonly: bool = False) -> CatalogStore:
+        return PgCatalog(self.url, self.config.catalog.shards, readonly=readonly)
+
+    def dns_history(self, *, readonly: bool = False) -> DnsHistoryStore:
+        return PgDnsHistory(self.url, readonly=readonly)
+
+    def warc_directory(self) -> Path:
+        """Where this machine writes its open bundles (shipped, then removed, once closed)."""
+        return self.root / "bundles"
+
+    def state_directory(self) -> Path:
+        return self.root / "state"
+
+    def lock(self, role: str, number: int | None = None) -> ProcessLock:
+        return _lock_file(self.root, role, number)
+
+
+    # -- not built yet: each raises StoreUnavailable (issue 14 work in progress)
+
+    def _unbuilt(self, what: str) -> StoreUnavailable:
+        return StoreUnavailable(f"{self.config.path}: {what} in PostgreSQL/object storage is not built yet")
+
+    def site_queue(self, process: int, *, recover: bool = False) -> SiteQueueStore:
+        raise self._unbuilt("the site queue")
+
+    def site_queue_numbers(self) -> list[int]:
+        raise self._unbuilt("the site queue")
+
+    def crawl_queues(self) -> CrawlQueues:
+        raise self._unbuilt("the crawl queues")
+
+    def spool_writer(self, process: int) -> SpoolWriterStore:
+        raise self._unbuilt("the spool")
+
+    def spool_files(self) -> SpoolFiles:
+        raise self._unbuilt("the spool")
+
+    def links_state(self) -> EmbeddedLinksState:
+        raise self._unbuilt("the links state")
+
+    def bundle_writer(self, process: int) -> BundleWriter:
+        raise self._unbuilt("bundle shipping")
+
+    def warcs(self) -> WarcReader:
+        raise self._unbuilt("reading WARCs")
+
+    def reindex_catalog(self, paths: list[Path], progress: Callable[[int, int], None]) -> int:
+        raise self._unbuilt("reindexing")
+
+    def verify_catalog(self, catalog: CatalogStore, paths: list[Path]) -> Verification:
+        raise self._unbuilt("verifying")
+
+    def status(self) -> StatusStore:
+        raise self._unbuilt("the status of the cluster")
+
+
 class StoreUnavailable(Exception):
     """The config names stores this version cannot open."""
 
 
 def check_stores(config: Config) -> None:
-    """StoreUnavailable, saying what to change, if ``config`` names stores not built in yet."""
-    if database_url(config.store.url) is not None:
-        raise StoreUnavailable(f"{config.path}: store.url: PostgreSQL stores are not available in "
-                               'this version yet; use "sqlite" (files under archive.root)')
-    if config.warc.store.startswith("s3:"):
-        raise StoreUnavailable(f"{config.path}: warc.store: object storage is not available in this "
-                               "version yet; name a folder, or leave it empty for archive.root/warcs")
+    """StoreUnavailable, saying what to change, if ``config`` names a combination of stores that
+    cannot work."""
+    if config.warc.store.startswith("s3:") and database_url(config.store.url) is None:
+        raise StoreUnavailable(
+            f"{config.path}: warc.store: object storage needs the shared state in PostgreSQL "
+            "(store.url = \"postgresql://...\"): the catalog must learn when each bundle is shipped")
 
 
-def open_stores(config: Config) -> EmbeddedStores:
-    """The stores ``config`` names (the embedded default)."""
+def open_stores(config: Config) -> EmbeddedStores | SharedStores:
+    """The stores ``config`` names: embedded (the default), or shared (PostgreSQL + object store)."""
     check_stores(config)
-    return EmbeddedStores(config)
+    url = database_url(config.store.url)
+    if url is None:
+        return EmbeddedStores(config)
+    return SharedStores(config, url)

@@ -36,7 +36,7 @@ from archiver.store.catalog import Capture
 from archiver.store.durable import is_disk_error
 from archiver.store.offloop import OffLoop, is_busy
 from archiver.store.status import summary_line
-from archiver.stores import open_stores
+from archiver.stores import EmbeddedStores, open_stores
 from archiver.web import urls
 
 log = logging.getLogger("archiver.crawl.crawler")
@@ -133,7 +133,8 @@ class Crawler:
         self.queue = stores.site_queue(process, recover=True)
         self.stats = Stats(process=process)
         self.catalog = stores.catalog()
-        recover(config, stores, process, self.catalog)
+        if isinstance(stores, EmbeddedStores):
+            recover(config, stores, process, self.catalog)
         self.bundle = stores.bundle_writer(process)
         self.commit_point = CommitPoint(commit_path(stores.state_directory(), process),
                                         self.bundle.position())

@@ -21,13 +21,13 @@ from archiver.dns.resolver import DnsResolver, RefreshStats, refresh
 from archiver.logs import event
 from archiver.service import Service
 from archiver.store.interfaces import DnsHistoryStore
-from archiver.stores import EmbeddedStores, open_stores
+from archiver.stores import EmbeddedStores, SharedStores, open_stores
 from archiver.web import urls
 
 log = logging.getLogger("archiver.dns")
 
 
-def queued_hosts(stores: EmbeddedStores) -> list[str]:
+def queued_hosts(stores: EmbeddedStores | SharedStores) -> list[str]:
     """Hosts of the sites waiting, active, retrying or deferred in any crawler's site queue."""
     hosts: dict[str, None] = {}
     for number in stores.site_queue_numbers():

@@ -78,10 +78,11 @@ def test_warc_store_names_another_folder_for_the_bundles(tmp_path):
 
 
 @pytest.mark.parametrize("text, needle", [
-    ('[store]\nurl = "postgresql://archiver@127.0.0.1/archive"\n', "store.url: PostgreSQL stores"),
-    ('[warc]\nstore = "s3://bundles/crawl"\n', "warc.store: object storage"),
+    ('[store]\nurl = "postgresql://archiver@127.0.0.1:1/archive"\n',
+     "cannot connect to the PostgreSQL store"),
+    ('[warc]\nstore = "s3://bundles/crawl"\n', "warc.store: object storage needs the shared state"),
 ])  # fmt: skip
-def test_stores_not_built_in_are_refused_before_anything_runs(tmp_path, text, needle):
+def test_stores_that_cannot_be_used_are_refused_before_anything_runs(tmp_path, text, needle):
     cfg = tmp_path / "archiver.toml"
     cfg.write_text('[archive]\nroot = "archive"\n' + text)
     done = archiver("status", "--config", str(cfg))
