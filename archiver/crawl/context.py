@@ -46,6 +46,9 @@ class CrawlContext:
     disk_ok: trio.Event = field(default_factory=trio.Event)  # clear while writes fail (full disk)
     leases: Leases | None = None  # the site leases held (shared site queue); None: embedded
     published: list[Path] | None = None  # bundles finished, to ship (shared stores); None: embedded
+    # In the job's worker thread, once their records are durable: the catalog (or, in a cluster,
+    # the pending) entries. Set by the crawler.
+    commit_captures: Callable[[list[Capture]], None] | None = None
     lookup_calls: OffLoop = field(default_factory=OffLoop)
     sync_lock: trio.Lock = field(default_factory=trio.Lock)  # one SyncJob at a time
 
@@ -74,33 +77,41 @@ class CrawlContext:
         wake, self.wake = self.wake, trio.Event()
         wake.set()
 
-    async def make_durable(self, queues: Callable[[], Iterable[CrawlQueueStore]],
-                           then: Callable[[], object] | None = None) -> None:
-        """Make every record, spool line and crawl-queue line written so far durable, then run
-        ``then`` (a catalog commit), all in a worker thread: the fsyncs, the full WARC bundles
-        and spool files to finish, the new directory entries (a ``SyncJob``). One job at a time,
-        so a visit that ends never saves its cursor while a bundle holding its records is still
-        being finished by another. ``queues`` is called once the job's turn has come (the crawl
-        queues still open then). Raises the disk's error; what was not finished is finished by
-        the next job."""
+    async def make_durable(self, queues: Callable[[], Iterable[CrawlQueueStore]]) -> None:
+        """Make every record, spool line and crawl-queue line written so far durable, then commit
+        the catalog entries of those records (``commit_captures``), all in a worker thread: the
+        fsyncs, the full WARC bundles and spool files to finish, the new directory entries (a
+        ``SyncJob``). One job at a time, so a visit that ends never saves its cursor while a
+        bundle holding its records is still being finished by another. ``queues`` is called once
+        the job's turn has come (the crawl queues still open then); the catalog entries are taken
+        at that same moment, before the bundle hands over a full one, so a bundle the job finishes
+        (and a cluster then ships) has every entry of its records committed by this job. Raises
+        the disk's error; what was not finished (entries included) is finished by the next job."""
         async with self.sync_lock:
             job = SyncJob()
+            captures: list[Capture] = []
             try:
                 for crawl_queue in queues():
                     crawl_queue.add_to(job)
+                captures, self.captures = self.captures, []
                 bundles = self.bundle.add_to(job)
                 spooled = self.spool.add_to(job)
             except BaseException:
                 job.drop()  # the duplicates would hold the crawl queues' locks
+                self.captures[:0] = captures
                 raise
 
             def work() -> None:
                 job.run()
-                if then is not None:
-                    then()
+                if self.commit_captures is not None:
+                    self.commit_captures(captures)
 
-            with trio.CancelScope(shield=True):  # the handed-over files must not be lost
-                await trio.to_thread.run_sync(work)
+            try:
+                with trio.CancelScope(shield=True):  # the handed-over files must not be lost
+                    await trio.to_thread.run_sync(work)
+            except BaseException:
+                self.captures[:0] = captures  # committed by a later job (adding twice is harmless)
+                raise
             self.bundle.finished(bundles)
             self.spool.finished(spooled)
             if self.published is not None:

@@ -8,7 +8,6 @@ flight are dropped, interrupted sites go back to the queue, and every file is fl
 
 from __future__ import annotations
 
-import functools
 import logging
 import sqlite3
 import time
@@ -158,6 +157,7 @@ class Crawler:
                                               timeout=config.dns.timeout),
                               min_age=config.dns.min_age, max_age=config.dns.max_age,
                               retry_base=config.dns.retry_base, retry_max=config.dns.retry_max))
+        self.ctx.commit_captures = self._commit_captures
         if isinstance(stores, SharedStores):
             self.ctx.leases, self.ctx.published = stores.leases, []
 
@@ -376,7 +376,6 @@ class Crawler:
         """One group commit; False (and fetching paused, or the process stopping) if the disk
         refused a write. Entries and cursors not committed stay for the next try."""
         ctx = self.ctx
-        captures, ctx.captures = ctx.captures, []
         marks: list[tuple[CrawlQueueStore, tuple[int, int, int]]] = []
         position = ctx.bundle.position()
 
@@ -389,12 +388,10 @@ class Crawler:
             return [crawl_queue for crawl_queue, _ in marks]
 
         try:
-            await ctx.make_durable(take_marks,
-                                   then=functools.partial(self._commit_captures, captures))
+            await ctx.make_durable(take_marks)
         except (OSError, sqlite3.Error) as e:
             if not is_disk_error(e):
                 raise
-            ctx.captures[:0] = captures  # committed by a later try (adding twice is harmless)
             ctx.disk_trouble(e, "sync")
             if self.config.crawl.on_disk_full == "exit":
                 self.exit_status = EX_TEMPFAIL

@@ -12,7 +12,15 @@ import pytest
 
 from archiver.queues.sitequeue import SiteQueue, queue_path
 from demoweb import WebSpec, run_demo_process
-from tests.support.crawls import captures, load, warc_files, warcio_check, write_config, write_seeds
+from tests.support.crawls import (
+    captures,
+    load,
+    records,
+    warc_files,
+    warcio_check,
+    write_config,
+    write_seeds,
+)
 from tests.support.repo import ARCHIVER
 
 
@@ -50,10 +58,11 @@ def test_crawl_until_idle_then_status(tmp_path):
         u for u in web.expected("archiver") if "robots500" in u}
     assert warcio_check(warc_files(root)).returncode == 0
     assert "level=info event=progress" in done.stderr or "event=crawler-stop" in done.stderr
+    pages = sum(captures(root).values()) + sum(1 for _ in records(root, "revisit"))
     status = archiver("status", "--config", str(cfg))
-    assert status.returncode == 0 and f"pages={sum(captures(root).values())}" in status.stdout
+    assert status.returncode == 0 and f"pages={pages}" in status.stdout
     as_json = json.loads(archiver("status", "--config", str(cfg), "--json").stdout)
-    assert as_json[0]["pages"] == sum(captures(root).values())
+    assert as_json[0]["pages"] == pages
 
 
 def test_warc_store_names_another_folder_for_the_bundles(tmp_path):
