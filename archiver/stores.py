@@ -17,10 +17,17 @@ from pathlib import Path
 
 from archiver.config import Config, database_url
 from archiver.queues.crawlqueue import EmbeddedCrawlQueues
-from archiver.queues.interfaces import CrawlQueues, SiteQueueStore, SpoolFiles, SpoolWriterStore
+from archiver.queues.interfaces import (
+    CrawlQueues,
+    LinksState,
+    SiteQueueStore,
+    SpoolFiles,
+    SpoolWriterStore,
+)
 from archiver.queues.linksstate import EmbeddedLinksState
+from archiver.queues.pglinksstate import LinksBatchBusy, PgLinksState
 from archiver.queues.sitequeue import SiteQueue, queue_path
-from archiver.queues.spool import SpoolDirectory, SpoolWriter
+from archiver.queues.spool import ObjectSpool, SpoolDirectory, SpoolWriter
 from archiver.store.bundles import BundleWriter
 from archiver.store.catalog import Catalog
 from archiver.store.catalog_maintenance import Verification, WarcFiles, reindex, verify
@@ -69,7 +76,7 @@ class EmbeddedStores:
     def spool_files(self) -> SpoolFiles:
         return SpoolDirectory(self.root / "outlinks")
 
-    def links_state(self) -> EmbeddedLinksState:
+    def links_state(self) -> LinksState:
         return EmbeddedLinksState(self.root / "links")
 
     # -- stores
@@ -182,6 +189,19 @@ class SharedStores:
     def lock(self, role: str, number: int | None = None) -> ProcessLock:
         return _lock_file(self.root, role, number)
 
+    # -- the external-link batch
+
+    def spool_files(self) -> SpoolFiles:
+        """The closed spool files every crawler machine shipped to the object store."""
+        return ObjectSpool(self.objects())
+
+    def links_state(self) -> LinksState:
+        """The links batch's state, which holds the cluster's links lock while open (ProcessBusy
+        if another batch, on any machine, holds it)."""
+        try:
+            return PgLinksState(self.url, self.objects(), self.root / "links")
+        except LinksBatchBusy as e:
+            raise ProcessBusy(str(e)) from None
 
     # -- not built yet: each raises StoreUnavailable (issue 14 work in progress)
 
@@ -200,11 +220,6 @@ class SharedStores:
     def spool_writer(self, process: int) -> SpoolWriterStore:
         raise self._unbuilt("the spool")
 
-    def spool_files(self) -> SpoolFiles:
-        raise self._unbuilt("the spool")
-
-    def links_state(self) -> EmbeddedLinksState:
-        raise self._unbuilt("the links state")
 
     def bundle_writer(self, process: int) -> BundleWriter:
         raise self._unbuilt("bundle shipping")
