@@ -30,6 +30,7 @@ the in-link counts distinct without a table that would grow with the link graph.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -43,8 +44,8 @@ import trio
 from archiver.config import Config
 from archiver.logs import event
 from archiver.queues.bloom import BloomBitmap, false_positive_rate, optimal_hashes
-from archiver.queues.interfaces import CrawlQueues, LinksState, SiteQueueStore
-from archiver.queues.pglinksstate import SharedQueueWriter
+from archiver.queues.interfaces import LinksState
+from archiver.queues.pgcrawlqueue import PgCrawlQueues
 from archiver.queues.sitequeue import process_for
 from archiver.queues.spool import parse_line
 from archiver.service import Service
@@ -86,20 +87,14 @@ class LinkBatch:
         self.config = config
         self.stores = open_stores(config)
         self.shared = isinstance(self.stores, SharedStores)
-        self._lock = self.stores.lock("links")
-        try:
-            self.state: LinksState = self.stores.links_state()
-        except BaseException:
-            self._lock.release()
-            raise
-        self._writer: SharedQueueWriter | None = None
-        try:
+        with contextlib.ExitStack() as opened:  # closed in reverse: the locks go last
+            opened.callback(self.stores.lock("links").release)
+            self.state: LinksState = self.stores.links_state()  # (the cluster's lock, when shared)
+            opened.callback(self.state.close)
+            self.crawl_queues = self.stores.crawl_queues()
+            if isinstance(self.crawl_queues, PgCrawlQueues):
+                opened.callback(self.crawl_queues.close)
             self.spool = self.stores.spool_files()
-            self.crawl_queues: CrawlQueues | SharedQueueWriter
-            if isinstance(self.stores, SharedStores):
-                self.crawl_queues = self._writer = SharedQueueWriter(self.stores.url)
-            else:
-                self.crawl_queues = self.stores.crawl_queues()
             self.totals = Totals()
             self.progress_interval = progress_interval
             self.stop_requested = threading.Event()
@@ -110,9 +105,7 @@ class LinkBatch:
             self._files: list[tuple[str, int, int, int]] = []  # (name, lines, new URLs, bad)
             self._last_progress = time.monotonic()
             self._push_dirty()
-        except BaseException:
-            self._close()
-            raise
+            self._opened = opened.pop_all()
 
     @property
     def generation(self) -> int:
@@ -122,14 +115,7 @@ class LinkBatch:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._close()
-
-    def _close(self) -> None:
-        """Close what is open; the locks (the cluster's is the state's connection) go last."""
-        if self._writer is not None:
-            self._writer.close()
-        self.state.close()
-        self._lock.release()
+        self._opened.close()
 
     # -- the bitmap ------------------------------------------------------------------------
 
@@ -273,11 +259,7 @@ class LinkBatch:
         for origin, inlinks, woken in rows:
             by_owner[process_for(origin, processes)].append((origin, inlinks, woken))
         for owner, sites in sorted(by_owner.items()):
-            queue: SiteQueueStore | SharedQueueWriter
-            if isinstance(self.stores, SharedStores):
-                queue = SharedQueueWriter(self.stores.url)
-            else:
-                queue = self.stores.site_queue(owner)
+            queue = self.stores.site_queue(owner)
             try:
                 queue.merge_links(sites)
             finally:

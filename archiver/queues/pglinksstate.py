@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -162,46 +161,3 @@ class PgLinksState:
     def pushed(self, origins: list[str]) -> None:
         self._db.execute("UPDATE links_sites SET dirty = 0 WHERE origin = ANY(%s::text[])", (origins,))
 
-
-class SharedQueueWriter:
-    """The batch's writes to the shared site queue (table ``sites``) and the sites' inboxes
-    (``crawl_inbox``), with the behaviour of ``SiteQueue.merge_links`` and
-    ``CrawlQueues.append``: the stand-in for PgSiteQueue and PgCrawlQueues until they are built."""
-
-    def __init__(self, url: str) -> None:
-        self._db = connect(url)
-
-    def close(self) -> None:
-        self._db.close()
-
-    def unfit(self, origin: str) -> str | None:
-        """A table row takes any origin."""
-        return None
-
-    def append(self, origin: str, entries: Iterable[tuple[str, int]], *, sync: bool = True) -> None:
-        """Add (url, depth) pairs to the inbox of ``origin``, committed on return (``sync`` is
-        always true of a database)."""
-        pairs = list(entries)
-        self._db.execute(
-            "INSERT INTO crawl_inbox (origin, depth, url) SELECT %s, d, u"
-            " FROM unnest(%s::integer[], %s::text[]) AS e(d, u)",
-            (origin, [depth for _, depth in pairs], [url for url, _ in pairs]))
-
-    def merge_links(self, sites: list[tuple[str, int, bool]], *, now: float | None = None) -> int:
-        """Unknown sites join the queue; known ones get their count; a finished site with new
-        URLs waits again. Returns the sites added."""
-        now = time.time() if now is None else now
-        origins = sorted(origin for origin, _, _ in sites)
-        counts = dict((origin, inlinks) for origin, inlinks, _ in sites)
-        with self._db.transaction():
-            added = self._db.execute(
-                "INSERT INTO sites (origin, added) SELECT unnest(%s::text[]), %s"
-                " ON CONFLICT DO NOTHING", (origins, now)).rowcount
-            self._db.execute(
-                "UPDATE sites s SET inlinks = u.inlinks FROM unnest(%s::text[], %s::bigint[])"
-                " AS u(origin, inlinks) WHERE s.origin = u.origin",
-                (origins, [counts[o] for o in origins]))
-            self._db.execute(
-                "UPDATE sites SET state = 'waiting', due = %s WHERE origin = ANY(%s::text[])"
-                " AND state = 'done'", (now, sorted(origin for origin, _, woken in sites if woken)))
-        return added
