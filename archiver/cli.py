@@ -16,6 +16,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import psycopg
 import trio
 
 from archiver import __version__, config, logs
@@ -27,7 +28,8 @@ from archiver.store.catalog import Capture, CatalogError, surt_key
 from archiver.store.catalog_maintenance import Progress, export_cdxj
 from archiver.store.dnshistory import DnsRow
 from archiver.store.interfaces import CatalogStore
-from archiver.store.pgschema import CURRENT_VERSION, StoreError, init_schema
+from archiver.store.objectstore import ObjectStoreError
+from archiver.store.pgschema import CURRENT_VERSION, StoreError, init_schema, redact
 from archiver.store.status import format_status
 from archiver.store.warcindex import WarcError
 from archiver.stores import ProcessBusy, StoreUnavailable, check_stores, open_stores
@@ -105,8 +107,8 @@ def cmd_links(args: argparse.Namespace) -> int:
         totals = run_batch(cfg, once=args.once)
     except ProcessBusy as e:
         return _fail(str(e))
-    except (RuntimeError, OSError, sqlite3.Error) as e:
-        print(f"archiver: links: {e}", file=sys.stderr)
+    except (RuntimeError, OSError, sqlite3.Error, psycopg.Error, ObjectStoreError) as e:
+        print(f"archiver: links: {redact(str(e)).strip()}", file=sys.stderr)
         return 1
     print(f"links: {totals.line()}; {totals.new_pairs} new site-to-site links, "
           f"{totals.checkpoints} checkpoints")

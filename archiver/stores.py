@@ -17,13 +17,14 @@ from pathlib import Path
 
 from archiver.config import Config, database_url
 from archiver.queues.crawlqueue import EmbeddedCrawlQueues
-from archiver.queues.interfaces import SiteQueueStore, SpoolFiles, SpoolWriterStore
+from archiver.queues.interfaces import LinksState, SiteQueueStore, SpoolFiles, SpoolWriterStore
 from archiver.queues.leases import Leases
 from archiver.queues.linksstate import EmbeddedLinksState
 from archiver.queues.pgcrawlqueue import PgCrawlQueues
+from archiver.queues.pglinksstate import LinksBatchBusy, PgLinksState
 from archiver.queues.pgsitequeue import PgSiteQueue
 from archiver.queues.sitequeue import SiteQueue, queue_path
-from archiver.queues.spool import SpoolDirectory, SpoolWriter
+from archiver.queues.spool import ObjectSpool, SpoolDirectory, SpoolWriter
 from archiver.store.bundles import BundleWriter
 from archiver.store.catalog import Catalog
 from archiver.store.catalog_maintenance import Verification, WarcFiles, reindex, verify
@@ -71,7 +72,7 @@ class EmbeddedStores:
     def spool_files(self) -> SpoolFiles:
         return SpoolDirectory(self.root / "outlinks")
 
-    def links_state(self) -> EmbeddedLinksState:
+    def links_state(self) -> LinksState:
         return EmbeddedLinksState(self.root / "links")
 
     # -- stores
@@ -212,6 +213,19 @@ class SharedStores:
     def lock(self, role: str, number: int | None = None) -> ProcessLock:
         return _lock_file(self.root, role, number)
 
+    # -- the external-link batch
+
+    def spool_files(self) -> SpoolFiles:
+        """The closed spool files every crawler machine shipped to the object store."""
+        return ObjectSpool(self.objects())
+
+    def links_state(self) -> LinksState:
+        """The links batch's state, which holds the cluster's links lock while open (ProcessBusy
+        if another batch, on any machine, holds it)."""
+        try:
+            return PgLinksState(self.url, self.objects(), self.root / "links")
+        except LinksBatchBusy as e:
+            raise ProcessBusy(str(e)) from None
 
     # -- not built yet: each raises StoreUnavailable (issue 14 work in progress)
 
@@ -220,12 +234,6 @@ class SharedStores:
 
     def site_queue_numbers(self) -> list[int]:
         raise self._unbuilt("the site queue")
-
-    def spool_files(self) -> SpoolFiles:
-        raise self._unbuilt("the spool")
-
-    def links_state(self) -> EmbeddedLinksState:
-        raise self._unbuilt("the links state")
 
     def warcs(self) -> WarcReader:
         raise self._unbuilt("reading WARCs")

@@ -5,11 +5,18 @@ repeats, as pages link the same popular URLs), then runs the batch once over the
 URLs/s (wall and CPU), where the time goes, the bitmap's size and the peak RSS.
 
     python -m tools.bench_links [--urls 10000000] [--sites 100000] [--dir /tmp/bench-links]
+        [--store sqlite | postgresql://... | postgres] [--warc-store FOLDER | s3]
+
+``--store`` runs the batch on the shared stores, as ``tools.bench_crawl`` does (``postgres``: a
+throwaway local server with fsync on; ``--warc-store s3``: moto): the spool files are shipped to
+the object store first (not timed), and the batch reads them there, keeps its state in
+PostgreSQL, its bitmap in the object store, and feeds the shared site queue and inboxes.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import pstats
 import random
@@ -21,6 +28,11 @@ from pathlib import Path
 
 from archiver import config
 from archiver.links.batch import LinkBatch
+from archiver.queues.spool import OBJECT_PREFIX
+from archiver.store.pgschema import init_schema
+from archiver.store.shipping import ship_closed
+from archiver.stores import SharedStores, open_stores
+from tools.bench_crawl import shared_stores
 
 LINES_PER_FILE = 100_000  # outlinks.max_lines
 
@@ -51,19 +63,41 @@ def main() -> None:
     parser.add_argument("--sites", type=int, default=100_000)
     parser.add_argument("--dir", type=Path, help="work directory (default: a temporary one)")
     parser.add_argument("--profile", action="store_true", help="print the top functions by time")
+    parser.add_argument("--store", default="sqlite",
+                        help='"sqlite", a PostgreSQL URL (an empty database), or "postgres" (a local one)')
+    parser.add_argument("--warc-store", default="", help='with --store: a folder, or "s3" (moto)')
     args = parser.parse_args()
     work = args.dir or Path(tempfile.mkdtemp(prefix="bench-links-"))
+    with contextlib.ExitStack() as stack:
+        shared = ""
+        if args.store != "sqlite":
+            url, shared = stack.enter_context(shared_stores(work, args.store, args.warc_store))
+            init_schema(url)
+        bench(args, work, shared)
+    if args.dir is None:
+        shutil.rmtree(work)
+
+
+def bench(args: argparse.Namespace, work: Path, shared: str) -> None:
+    """One batch over generated spool files in ``work`` (its config gets the ``shared`` lines)."""
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
     (work / "archiver.toml").write_text(
         '[archive]\nroot = "archive"\n[crawl]\nprocesses = 4\n'
         # URLs plus (source, target) site pairs share the bitmap.
-        f"[links]\nexpected_urls = {args.urls * 2}\ncheckpoint_urls = 2000000\n[log]\nlevel = \"warning\"\n")
+        f"[links]\nexpected_urls = {args.urls * 2}\ncheckpoint_urls = 2000000\n[log]\nlevel = \"warning\"\n"
+        + shared)
     cfg = config.load(work / "archiver.toml")
     started = time.monotonic()
     generate(cfg.root, args.urls, args.sites)
     print(f"generated {args.urls:,} links over {args.sites:,} sites in {time.monotonic() - started:.1f} s")
+    stores = open_stores(cfg)
+    if isinstance(stores, SharedStores):
+        started = time.monotonic()
+        ship_closed(cfg.root / "outlinks", stores.objects(), pattern="*.tsv", under=OBJECT_PREFIX)
+        print(f"shipped the spool files to the object store's {OBJECT_PREFIX} "
+              f"in {time.monotonic() - started:.1f} s")
 
     profiler = cProfile.Profile() if args.profile else None
     wall, cpu = time.monotonic(), time.process_time()
@@ -88,8 +122,6 @@ def main() -> None:
     print(f"bitmap {bitmap_mib:.1f} MiB, fp now {fp:.2e}; peak RSS {rss:.0f} MiB")
     if profiler:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
-    if args.dir is None:
-        shutil.rmtree(work)
 
 
 if __name__ == "__main__":

@@ -18,12 +18,19 @@ second time are dropped by each site's own bitmap when its inbox is merged. A ki
 the sites marked dirty, and the next run pushes them first. So a rerun never counts or queues
 anything twice. Spool files done are moved to ``outlinks/done/`` (the operator may prune it).
 
+On several machines (``store.url`` naming PostgreSQL) the batch runs on any one of them: it reads
+the spool files the crawlers shipped to the object store (``outlinks/``, deleted once done), keeps
+its ledger and counts in PostgreSQL and its bitmap in the object store
+(archiver.queues.pglinksstate, which also holds the one-batch-per-cluster lock), and feeds the one
+shared site queue and the sites' inboxes in PostgreSQL; the steps of a checkpoint are the same.
+
 Site pairs (source, target) share the bitmap with URLs under a prefix no URL can have, which keeps
 the in-link counts distinct without a table that would grow with the link graph.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -31,17 +38,18 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 
 import trio
 
 from archiver.config import Config
 from archiver.logs import event
 from archiver.queues.bloom import BloomBitmap, false_positive_rate, optimal_hashes
+from archiver.queues.interfaces import LinksState
+from archiver.queues.pgcrawlqueue import PgCrawlQueues
 from archiver.queues.sitequeue import process_for
 from archiver.queues.spool import parse_line
 from archiver.service import Service
-from archiver.stores import open_stores
+from archiver.stores import SharedStores, open_stores
 from archiver.web import urls
 
 log = logging.getLogger("archiver.links.batch")
@@ -78,11 +86,15 @@ class LinkBatch:
     def __init__(self, config: Config, *, progress_interval: float = 5.0) -> None:
         self.config = config
         self.stores = open_stores(config)
-        self._lock = self.stores.lock("links")
-        try:
-            self.state = self.stores.links_state()
-            self.spool = self.stores.spool_files()
+        self.shared = isinstance(self.stores, SharedStores)
+        with contextlib.ExitStack() as opened:  # closed in reverse: the locks go last
+            opened.callback(self.stores.lock("links").release)
+            self.state: LinksState = self.stores.links_state()  # (the cluster's lock, when shared)
+            opened.callback(self.state.close)
             self.crawl_queues = self.stores.crawl_queues()
+            if isinstance(self.crawl_queues, PgCrawlQueues):
+                opened.callback(self.crawl_queues.close)
+            self.spool = self.stores.spool_files()
             self.totals = Totals()
             self.progress_interval = progress_interval
             self.stop_requested = threading.Event()
@@ -90,12 +102,10 @@ class LinkBatch:
             self._pending: dict[str, list[str]] = defaultdict(list)  # origin -> new URLs, in order
             self._pending_count = 0
             self._inlinks: dict[str, int] = defaultdict(int)  # origin -> new distinct linking sites
-            self._files: list[tuple[Path, int, int, int]] = []  # (path, lines, new URLs, bad)
+            self._files: list[tuple[str, int, int, int]] = []  # (name, lines, new URLs, bad)
             self._last_progress = time.monotonic()
             self._push_dirty()
-        except BaseException:
-            self._lock.release()
-            raise
+            self._opened = opened.pop_all()
 
     @property
     def generation(self) -> int:
@@ -105,8 +115,7 @@ class LinkBatch:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.state.close()
-        self._lock.release()
+        self._opened.close()
 
     # -- the bitmap ------------------------------------------------------------------------
 
@@ -125,20 +134,20 @@ class LinkBatch:
 
     # -- reading spool files -----------------------------------------------------------------
 
-    def pending_files(self) -> list[Path]:
+    def pending_files(self) -> list[str]:
         """Closed spool files not done yet; files the ledger has are moved to ``done/``
         (a kill between a checkpoint's commit and its moves leaves some behind)."""
         done = self.state.files_done()
-        waiting = {p.name for p, *_ in self._files}
+        waiting = {name for name, *_ in self._files}
         out = []
-        for path in self.spool.closed():
-            if path.name in done:
-                self.spool.done(path)
-            elif path.name not in waiting:
-                out.append(path)
+        for name in self.spool.closed():
+            if name in done:
+                self.spool.done(name)
+            elif name not in waiting:
+                out.append(name)
         return out
 
-    def process_file(self, path: Path) -> None:
+    def process_file(self, name: str) -> None:
         """Test-and-set every URL of one spool file; new ones wait for the next checkpoint.
 
         A file (``outlinks.max_lines`` lines) is read whole and its keys go through the bitmap
@@ -150,7 +159,10 @@ class LinkBatch:
         paired: list[str] = []  # the target of each pair key
         bad = 0
         unfit: dict[str, str | None] = {}  # target origin -> why it can have no crawl queue
-        text = path.read_text(encoding="utf-8", errors="replace")
+        # Line ends as Python's text mode reads them (universal newlines), in both modes.
+        text = self.spool.read(name).decode("utf-8", errors="replace")
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        where = self.spool.location(name)
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
@@ -170,7 +182,7 @@ class LinkBatch:
             if url is None:
                 bad += 1
                 if bad <= _REPORTED_BAD:
-                    event(log, logging.WARNING, "spool-bad-line", file=str(path), line=number,
+                    event(log, logging.WARNING, "spool-bad-line", file=where, line=number,
                           reason=parsed)
                 continue
             target = url[: url.find("/", 8)]
@@ -181,7 +193,7 @@ class LinkBatch:
                 pairs.append(f"{_PAIR}{source}{_PAIR}{target}")
                 paired.append(target)
         if bad > _REPORTED_BAD:
-            event(log, logging.WARNING, "spool-bad-lines", file=str(path), bad=bad,
+            event(log, logging.WARNING, "spool-bad-lines", file=where, bad=bad,
                   reported=_REPORTED_BAD)
         new = 0
         pending = self._pending
@@ -194,7 +206,7 @@ class LinkBatch:
             if is_new:
                 inlinks[target] += 1
                 self.totals.new_pairs += 1
-        self._files.append((path, len(lines), new, bad))
+        self._files.append((name, len(lines), new, bad))
         self._pending_count += new
         t = self.totals
         t.files, t.lines, t.bad, t.new_urls = (t.files + 1, t.lines + len(lines), t.bad + bad,
@@ -216,15 +228,15 @@ class LinkBatch:
         started = time.monotonic()
         for origin, new_urls in self._pending.items():
             self.crawl_queues.append(origin, ((u, 0) for u in new_urls), sync=False)
-        os.sync()  # every inbox at once: one call instead of an fsync per site
+        if not self.shared:  # (a database commits each append)
+            os.sync()  # every inbox at once: one call instead of an fsync per site
         generation = self.generation + 1
         self.state.save_bitmap(self.bitmap, generation)
         touched = set(self._pending) | set(self._inlinks)
         self.totals.new_sites += self.state.commit(
-            generation, [(p.name, lines, new, bad) for p, lines, new, bad in self._files],
-            dict(self._inlinks), set(self._pending), time.time())
-        for path, *_ in self._files:
-            self.spool.done(path)
+            generation, list(self._files), dict(self._inlinks), set(self._pending), time.time())
+        for name, *_ in self._files:
+            self.spool.done(name)
         self._pending.clear()
         self._inlinks.clear()
         self._files.clear()
@@ -237,11 +249,12 @@ class LinkBatch:
               seconds=round(took, 2), summary=self.totals.line())
 
     def _push_dirty(self) -> None:
-        """Hand the changed sites to the queues of the processes that own them."""
+        """Hand the changed sites to the queues of the processes that own them (on several
+        machines, to the one shared site queue)."""
         rows = self.state.dirty_sites()
         if not rows:
             return
-        processes = self.config.crawl.processes
+        processes = 1 if self.shared else self.config.crawl.processes
         by_owner: dict[int, list[tuple[str, int, bool]]] = defaultdict(list)
         for origin, inlinks, woken in rows:
             by_owner[process_for(origin, processes)].append((origin, inlinks, woken))
@@ -260,8 +273,8 @@ class LinkBatch:
         ``stop_requested`` ends the run at the next file, after a checkpoint."""
         limit = self.config.links.checkpoint_urls
         while not self.stop_requested.is_set():
-            for path in self.pending_files():
-                self.process_file(path)
+            for name in self.pending_files():
+                self.process_file(name)
                 if self.stop_requested.is_set():
                     break
                 if self._pending_count >= limit:

@@ -8,10 +8,10 @@ crawler process that claimed it; the shared one (``queues.pgsitequeue``) gives t
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, Self
 
+from archiver.queues.bloom import BloomBitmap
 from archiver.queues.crawlqueue import Entry
 from archiver.store.durable import Retired, SyncJob
 
@@ -140,8 +140,47 @@ class SpoolWriterStore(Protocol):
 
 
 class SpoolFiles(Protocol):
-    """The spool as the links batch reads it: closed files, oldest first, and the ones it is done with."""
+    """The spool as the links batch reads it: the names of the closed files, oldest first, their
+    bytes, and the ones it is done with."""
 
-    def closed(self) -> list[Path]: ...
+    def closed(self) -> list[str]: ...
 
-    def done(self, path: Path) -> None: ...
+    def read(self, name: str) -> bytes: ...
+
+    def location(self, name: str) -> str:
+        """Where the file lives, for messages (a path, an ``s3://`` URL)."""
+
+    def done(self, name: str) -> None: ...
+
+
+class LinksState(Protocol):
+    """The external-link batch's state: the ledger of spool files done, each target site's in-link
+    count and whether it is still to be pushed to the site queue, and the global bitmap's
+    generations (see :mod:`archiver.links.batch` for how a checkpoint uses them)."""
+
+    generation: int  # of the bitmap the ledger matches; 0 before the first checkpoint
+
+    def load_bitmap(self) -> BloomBitmap | None:
+        """The current generation's bitmap (None at generation 0); the bitmaps of other
+        generations are removed. RuntimeError if it is missing or not a bitmap."""
+
+    def bitmap_name(self, generation: int) -> str:
+        """Where the bitmap of ``generation`` lives, for messages."""
+
+    def save_bitmap(self, bitmap: BloomBitmap, generation: int) -> None:
+        """Durably store ``bitmap`` as ``generation``, before the ledger names it."""
+
+    def files_done(self) -> set[str]: ...
+
+    def commit(self, generation: int, files: Iterable[tuple[str, int, int, int]],
+               inlinks: dict[str, int], woken: set[str], now: float) -> int:
+        """One checkpoint, all or nothing: the spool files done (name, lines, new URLs, bad lines),
+        the new in-link counts, the sites with new URLs, and ``generation``; then the previous
+        generation's bitmap is removed. Returns the number of sites new to the state."""
+
+    def dirty_sites(self) -> list[tuple[str, int, bool]]:
+        """(origin, in-links, has new URLs) of the sites not pushed to the site queue yet."""
+
+    def pushed(self, origins: list[str]) -> None: ...
+
+    def close(self) -> None: ...

@@ -48,12 +48,16 @@ class EmbeddedLinksState:
         directory.mkdir(parents=True, exist_ok=True)
         self.directory = directory
         self._db = sqlite.open_writer(directory / STATE, sqlite.LINKS_STATE_TIMEOUT)
+        self._closed = False
         self._db.executescript(_SCHEMA)
         row = self._db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
         self.generation: int = row[0] if row else 0
 
     def close(self) -> None:
-        sqlite.close(self._db, writer=True)
+        """Close the database (again: nothing happens)."""
+        if not self._closed:
+            self._closed = True
+            sqlite.close(self._db, writer=True)
 
     def load_bitmap(self) -> BloomBitmap | None:
         """The current generation's bitmap (None before the first checkpoint); stale files of

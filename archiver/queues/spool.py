@@ -4,6 +4,10 @@ A crawler answers "seen it?" only for its own sites; every link that leaves a si
 one line each: ``URL <TAB> linking origin <TAB> 14-digit UTC time``. A spool file is named
 ``<process>-<yyyymmddhhmmss>-<serial>.tsv`` and carries an ``.open`` suffix while it is written, so the
 batch never reads a file still growing. Files rotate by line count and age.
+
+The batch reads closed files through :class:`SpoolDirectory` (the embedded mode: ``<root>/outlinks``)
+or :class:`ObjectSpool` (several machines: each crawler ships its closed files to the object store
+under ``outlinks/``, where the batch, on any machine, finds them).
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ from pathlib import Path
 from typing import IO
 
 from archiver.store.durable import Retired, SyncJob
+from archiver.store.objectstore import NoSuchObject, ObjectStore
 
 DONE = "done"  # the folder of spool files the links batch has read
+OBJECT_PREFIX = "outlinks/"  # where closed spool files go in an object store
 
 
 def parse_line(line: str) -> tuple[str, str] | str:
@@ -136,17 +142,10 @@ class SpoolWriter:
         self._opened = now
 
 
-def spool_order(path: Path) -> tuple[str, int, str]:
+def spool_order(name: str) -> tuple[str, int, str]:
     """Spool files ``<process>-<time>-<serial>.tsv`` in time order, then by process."""
-    process, _, rest = path.name.partition("-")
-    return rest[:14], int(process) if process.isdigit() else -1, path.name
-
-
-def closed_spool_files(outlinks: Path) -> list[Path]:
-    """Spool files the crawlers have closed (never one still ``.open``), oldest first."""
-    if not outlinks.is_dir():
-        return []
-    return sorted((p for p in outlinks.glob("*.tsv") if p.is_file()), key=spool_order)
+    process, _, rest = name.partition("-")
+    return rest[:14], int(process) if process.isdigit() else -1, name
 
 
 class SpoolDirectory:
@@ -156,9 +155,46 @@ class SpoolDirectory:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
 
-    def closed(self) -> list[Path]:
-        return closed_spool_files(self.directory)
+    def closed(self) -> list[str]:
+        """Spool files the crawlers have closed (never one still ``.open``), oldest first."""
+        if not self.directory.is_dir():
+            return []
+        return sorted((p.name for p in self.directory.glob("*.tsv") if p.is_file()), key=spool_order)
 
-    def done(self, path: Path) -> None:
+    def read(self, name: str) -> bytes:
+        return (self.directory / name).read_bytes()
+
+    def location(self, name: str) -> str:
+        return str(self.directory / name)
+
+    def done(self, name: str) -> None:
         (self.directory / DONE).mkdir(exist_ok=True)
-        path.replace(self.directory / DONE / path.name)
+        (self.directory / name).replace(self.directory / DONE / name)
+
+
+class ObjectSpool:
+    """The spool in an object store: the closed files the crawlers shipped under ``outlinks/``
+    (``store.shipping.ship_closed``), oldest first; a file the batch is done with is deleted (its
+    lines are in the crawl queues, its totals in the ledger)."""
+
+    def __init__(self, store: ObjectStore) -> None:
+        self.store = store
+
+    def closed(self) -> list[str]:
+        names = (key[len(OBJECT_PREFIX):] for key in self.store.list(OBJECT_PREFIX))
+        return sorted((n for n in names if "/" not in n and n.endswith(".tsv")), key=spool_order)
+
+    def read(self, name: str) -> bytes:
+        """The whole file in one ranged GET (a spool file is ``outlinks.max_lines`` lines, and the
+        batch holds one in memory anyway)."""
+        key = OBJECT_PREFIX + name
+        size = self.store.size(key)
+        if size is None:
+            raise NoSuchObject(f"{self.store.location(key)}: no such object")
+        return self.store.read(key, 0, size) if size else b""
+
+    def location(self, name: str) -> str:
+        return self.store.location(OBJECT_PREFIX + name)
+
+    def done(self, name: str) -> None:
+        self.store.delete(OBJECT_PREFIX + name)

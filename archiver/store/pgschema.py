@@ -25,6 +25,12 @@ process; ``pending_captures`` holds the catalog entries of bundles not shipped y
 the catalog when their bundle is shipped (the catalog never names bytes the object store cannot
 serve) and back to their sites' inboxes when it is lost.
 
+Version 3 holds the external-link batch's state, as ``queues/linksstate.py`` keeps it in SQLite:
+``links_ledger`` (the spool files done, each with the generation that committed it),
+``links_sites`` (each target site's in-link count; ``dirty`` 1: the count is still to be pushed to
+the site queue, 2: new URLs too, so a finished site waits again) and ``links_meta`` (the
+generation of the global bitmap, whose object ``links/bitmap-<generation>.bloom`` matches them).
+
 Connections come from ``connect``: autocommit (every store call is its own transaction, so no
 reader holds one open between calls), and errors with any password taken out of their text.
 """
@@ -181,6 +187,27 @@ CREATE TABLE pending_captures (
     capture jsonb NOT NULL
 );
 CREATE INDEX pending_captures_bundle ON pending_captures (bundle);
+"""),
+    Migration(3, "external-link batch: ledger of spool files, in-link counts, bitmap generation", """
+CREATE TABLE links_meta (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    generation bigint NOT NULL CHECK (generation >= 0)
+);
+INSERT INTO links_meta (generation) VALUES (0);
+CREATE TABLE links_ledger (
+    name text COLLATE "C" PRIMARY KEY,
+    generation bigint NOT NULL,
+    lines bigint NOT NULL,
+    new_urls bigint NOT NULL,
+    bad bigint NOT NULL,
+    done double precision NOT NULL
+);
+CREATE TABLE links_sites (
+    origin text COLLATE "C" PRIMARY KEY,
+    inlinks bigint NOT NULL DEFAULT 0,
+    dirty smallint NOT NULL DEFAULT 0 CHECK (dirty BETWEEN 0 AND 2)
+);
+CREATE INDEX links_sites_dirty ON links_sites (origin) WHERE dirty > 0;
 """),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version

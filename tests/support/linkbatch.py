@@ -1,15 +1,24 @@
-"""The external-link batch's test setting: a config with a [links] section, spool files, and a
-snapshot of what the batch queued (site queues and crawl queues)."""
+"""The external-link batch's test setting: a config with a [links] section (embedded, or one
+machine of a cluster), spool files (on disk, or shipped to the bucket), and a snapshot of what the
+batch queued (site queues and crawl queues, or the shared tables)."""
 
 from __future__ import annotations
 
+import random
 import sqlite3
+from collections import defaultdict
 from pathlib import Path
+
+import psycopg
 
 from archiver import config
 from archiver.links.batch import LinkBatch
 from archiver.queues.crawlqueue import CrawlQueue, queue_dir
 from archiver.queues.sitequeue import queue_path
+from archiver.queues.spool import OBJECT_PREFIX
+from archiver.store.objectstore import S3Store
+from archiver.store.shipping import ship_closed
+from tests.support.objectstore import S3Bucket
 
 LINKS = "\n[links]\nexpected_urls = 200000\nbits_per_url = 16\ncheckpoint_urls = {checkpoint}\n"
 
@@ -52,3 +61,45 @@ def snapshot(root: Path, processes: int) -> tuple[dict, dict]:
 def batch_once(cfg: config.Config):
     with LinkBatch(cfg) as batch:
         return batch.run(once=True)
+
+
+def shared_links_config(directory: Path, *, store_url: str, bucket: S3Bucket, processes: int = 2,
+                        checkpoint: int = 1000) -> config.Config:
+    """``links_config`` for one machine of a cluster: the shared PostgreSQL store and bucket."""
+    cfg = links_config(directory, processes=processes, checkpoint=checkpoint)
+    cfg.path.write_text(cfg.path.read_text() + (
+        f'[store]\nurl = "{store_url}"\n[warc]\nstore = "s3://{bucket.name}/crawl"\n'
+        f'[s3]\nendpoint_url = "{bucket.endpoint}"\nregion = "us-east-1"\n'))
+    return config.load(cfg.path)
+
+
+def ship_spool(cfg: config.Config, name: str, lines: list[str]) -> None:
+    """A spool file closed on a crawler machine and shipped to the bucket, as the crawler does."""
+    write_spool(cfg.root, name, lines)
+    shipped = ship_closed(cfg.root / "outlinks", S3Store.from_config(cfg.warc.store, cfg.s3),
+                          pattern="*.tsv", under=OBJECT_PREFIX)
+    assert [s.name for s in shipped] == [name]
+
+
+def shared_snapshot(store_url: str) -> tuple[dict, dict]:
+    """The shared site queue (origin -> state, in-links) and each site's inbox: (depth, url,
+    refetch) rows in the order they were added."""
+    with psycopg.connect(store_url) as db:
+        sites = {o: (s, i) for o, s, i in db.execute("SELECT origin, state, inlinks FROM sites")}
+        inboxes: dict[str, list] = defaultdict(list)
+        for origin, depth, url, refetch in db.execute(
+                "SELECT origin, depth, url, refetch FROM crawl_inbox ORDER BY id"):
+            inboxes[origin].append((depth, url, refetch))
+    return sites, dict(inboxes)
+
+
+def synthetic_spool(write, *, files: int = 12, per_file: int = 1500, sites: int = 150) -> None:
+    """Spool files of random links among ``sites`` sites, written by ``write(name, lines)``."""
+    rng = random.Random(7)
+    for n in range(files):
+        lines = []
+        for _ in range(per_file):
+            source, target = rng.randrange(sites), rng.randrange(sites)
+            page = rng.randrange(60)
+            lines.append(f"http://S{target}.test/p/{page}.html\thttp://s{source}.test\t20261122000000")
+        write(f"{n % 2}-2026112200{n:04d}-{n:05d}.tsv", lines)

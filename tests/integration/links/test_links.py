@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import random
 import signal
 import subprocess
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 import trio
@@ -18,19 +18,8 @@ from archiver.queues.sitequeue import process_for
 from archiver.web import urls
 from demoweb import WebSpec, start_demo
 from tests.support.crawls import captures, warc_files, write_config
-from tests.support.linkbatch import LINKS, batch_once, links_config, snapshot, write_spool
+from tests.support.linkbatch import LINKS, batch_once, links_config, snapshot, synthetic_spool, write_spool
 from tests.support.repo import ARCHIVER
-
-
-def synthetic_spool(root: Path, *, files: int = 12, per_file: int = 1500, sites: int = 150) -> None:
-    rng = random.Random(7)
-    for n in range(files):
-        lines = []
-        for _ in range(per_file):
-            source, target = rng.randrange(sites), rng.randrange(sites)
-            page = rng.randrange(60)
-            lines.append(f"http://S{target}.test/p/{page}.html\thttp://s{source}.test\t20261122000000")
-        write_spool(root, f"{n % 2}-2026112200{n:04d}-{n:05d}.tsv", lines)
 
 
 def test_malformed_lines_are_counted_and_reported_with_file_and_line(tmp_path):
@@ -54,8 +43,8 @@ def test_malformed_lines_are_counted_and_reported_with_file_and_line(tmp_path):
 
 def test_a_batch_killed_halfway_then_rerun_equals_one_clean_run(tmp_path):
     clean, killed = links_config(tmp_path / "clean"), links_config(tmp_path / "killed")
-    synthetic_spool(clean.root)
-    synthetic_spool(killed.root)
+    synthetic_spool(partial(write_spool, clean.root))
+    synthetic_spool(partial(write_spool, killed.root))
     assert run_batch(clean, once=True).checkpoints > 3
     proc = subprocess.Popen([*ARCHIVER, "links", "run", "--once", "--config", str(killed.path)],
                             stderr=subprocess.PIPE, text=True)

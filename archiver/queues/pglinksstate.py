@@ -1,0 +1,163 @@
+"""The external-link batch's state on several machines: PostgreSQL and the object store.
+
+The behaviour of :class:`archiver.queues.linksstate.EmbeddedLinksState`, one table per SQLite table
+(schema version 3 in :mod:`archiver.store.pgschema`): ``links_ledger`` (spool files done),
+``links_sites`` (in-link counts and what is still to be pushed), ``links_meta`` (the generation).
+The global bitmap of each generation is the object ``links/bitmap-<generation>.bloom``: written
+whole to a scratch file on this machine, uploaded, and checked against what the store then holds
+(``objectstore.put``) before the ledger may name it; the previous generation's object is removed
+only after the ledger's commit, so the store always holds the bitmap the ledger matches.
+
+One links batch per cluster: opening the state takes a session-level advisory lock on the state's
+own connection, so the lock lasts exactly as long as the connection the batch writes through. A
+batch whose connection drops loses the lock and can write nothing more; a second batch, on any
+machine, is refused (:class:`LinksBatchBusy`) with the holder's host and process in the message.
+``commit`` also moves the generation only from the one it read, so a state that moved underneath
+the batch is refused rather than overwritten.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterable
+from pathlib import Path
+
+from archiver.queues.bloom import BloomBitmap
+from archiver.store.objectstore import NoSuchObject, ObjectStore, open_object, put
+from archiver.store.pgschema import check_version, connect
+
+BITMAP_PREFIX = "links/bitmap-"
+# pg_try_advisory_lock(classid, objid) of the links batch: "arch", "link" in ASCII.
+_LOCK = (0x61726368, 0x6C696E6B)
+_UPLOAD_SUFFIX = ".upload"
+# PostgreSQL keeps the first 63 bytes of an application_name.
+_APPLICATION_NAME_BYTES = 63
+
+
+class LinksBatchBusy(Exception):
+    """Another links batch holds the cluster's links state."""
+
+
+def bitmap_key(generation: int) -> str:
+    return f"{BITMAP_PREFIX}{generation}.bloom"
+
+
+class PgLinksState:
+    """The batch's state in the PostgreSQL database at ``url``, its bitmaps in ``objects``;
+    ``scratch`` is a local folder for a bitmap on its way up (emptied at open)."""
+
+    def __init__(self, url: str, objects: ObjectStore, scratch: Path) -> None:
+        self.objects = objects
+        self.scratch = scratch
+        self._db = connect(url)
+        try:
+            check_version(self._db)
+            self._take_lock()
+            row = self._db.execute("SELECT generation FROM links_meta").fetchone()
+            self.generation: int = int(row[0]) if row else 0
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _take_lock(self) -> None:
+        me = f"archiver links run, {socket.gethostname()} pid {os.getpid()}"
+        self._db.execute("SELECT set_config('application_name', %s, false)",
+                         (me.encode("ascii", "replace")[:_APPLICATION_NAME_BYTES].decode("ascii"),))
+        got = self._db.execute("SELECT pg_try_advisory_lock(%s, %s)", _LOCK).fetchone()
+        if got and got[0]:
+            return
+        holder = self._db.execute(
+            "SELECT a.application_name, host(a.client_addr), a.backend_start FROM pg_locks l"
+            " JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory'"
+            " AND l.classid = %s::oid AND l.objid = %s::oid AND l.objsubid = 2 AND l.granted",
+            _LOCK).fetchone()
+        who = ("another session" if holder is None else
+               f"{holder[0] or 'a session'} (from {holder[1] or 'a local socket'}, "
+               f"connected {holder[2]:%Y-%m-%d %H:%M:%S %Z})")
+        raise LinksBatchBusy(f"a links batch is already running in this cluster: the lock of the "
+                             f"links state in PostgreSQL is held by {who}")
+
+    def close(self) -> None:
+        """Close the connection, which releases the cluster's links lock."""
+        self._db.close()
+
+    # -- the bitmap
+
+    def load_bitmap(self) -> BloomBitmap | None:
+        key = bitmap_key(self.generation)
+        for stale in self.objects.list(BITMAP_PREFIX):
+            if stale != key:
+                self.objects.delete(stale)
+        if self.scratch.is_dir():
+            for leftover in self.scratch.glob(f"*{_UPLOAD_SUFFIX}"):
+                leftover.unlink()
+        if self.generation == 0:
+            return None
+        try:
+            with open_object(self.objects, key) as f:
+                return BloomBitmap.read(f)
+        except NoSuchObject:
+            raise RuntimeError(f"{self.objects.location(key)} is missing: the ledger says generation "
+                               f"{self.generation}; restore it, or empty the links_ tables to start "
+                               "anew") from None
+        except ValueError as e:
+            raise RuntimeError(f"{self.objects.location(key)}: not a bitmap this batch wrote: {e}"
+                               ) from None
+
+    def bitmap_name(self, generation: int) -> str:
+        return self.objects.location(bitmap_key(generation))
+
+    def save_bitmap(self, bitmap: BloomBitmap, generation: int) -> None:
+        """Write the bitmap whole to a scratch file, upload it, check the store holds those bytes."""
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        local = self.scratch / f"bitmap-{generation}.bloom{_UPLOAD_SUFFIX}"
+        try:
+            with local.open("wb") as f:
+                bitmap.write(f)
+            put(self.objects, local, bitmap_key(generation))
+        finally:
+            local.unlink(missing_ok=True)
+
+    # -- the ledger and the sites
+
+    def files_done(self) -> set[str]:
+        return {row[0] for row in self._db.execute("SELECT name FROM links_ledger")}
+
+    def commit(self, generation: int, files: Iterable[tuple[str, int, int, int]],
+               inlinks: dict[str, int], woken: set[str], now: float) -> int:
+        touched = sorted(set(inlinks) | woken)  # one lock order for the rows of every batch
+        done = list(files)
+        names, lines, new_urls, bad = ([row[n] for row in done] for n in range(4))
+        with self._db.transaction():
+            moved = self._db.execute(
+                "UPDATE links_meta SET generation = %s WHERE generation = %s",
+                (generation, self.generation)).rowcount
+            if moved != 1:
+                raise RuntimeError(f"the links state is no longer at generation {self.generation}: "
+                                   "another batch wrote it; this checkpoint is dropped")
+            added = self._db.execute(
+                "INSERT INTO links_sites (origin) SELECT unnest(%s::text[]) ON CONFLICT DO NOTHING",
+                (touched,)).rowcount
+            self._db.execute(
+                "UPDATE links_sites s SET inlinks = s.inlinks + u.inlinks,"
+                " dirty = greatest(s.dirty, u.dirty)"
+                " FROM unnest(%s::text[], %s::bigint[], %s::smallint[]) AS u(origin, inlinks, dirty)"
+                " WHERE s.origin = u.origin",
+                (touched, [inlinks.get(o, 0) for o in touched], [2 if o in woken else 1 for o in touched]))
+            self._db.execute(
+                "INSERT INTO links_ledger (name, generation, lines, new_urls, bad, done)"
+                " SELECT n, %s, l, u, b, %s"
+                " FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::bigint[]) AS f(n, l, u, b)",
+                (generation, now, names, lines, new_urls, bad))
+        self.objects.delete(bitmap_key(self.generation))
+        self.generation = generation
+        return added
+
+    def dirty_sites(self) -> list[tuple[str, int, bool]]:
+        rows = self._db.execute("SELECT origin, inlinks, dirty FROM links_sites WHERE dirty > 0")
+        return [(origin, inlinks, dirty == 2) for origin, inlinks, dirty in rows]
+
+    def pushed(self, origins: list[str]) -> None:
+        self._db.execute("UPDATE links_sites SET dirty = 0 WHERE origin = ANY(%s::text[])", (origins,))
+

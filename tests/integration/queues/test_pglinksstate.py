@@ -1,0 +1,52 @@
+"""What only the shared links state does: the cluster's lock lives and dies with the state's
+connection, a state that moved underneath a batch refuses its commit, and a bitmap's upload leaves
+nothing behind on this machine."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from archiver.queues.bloom import BloomBitmap
+from archiver.queues.pglinksstate import LinksBatchBusy, PgLinksState
+from archiver.store.objectstore import S3Store
+
+FILE = ("0-20261122000000-00001.tsv", 3, 2, 0)
+
+
+@pytest.fixture
+def objects(s3_bucket) -> S3Store:
+    return S3Store(s3_bucket.client, s3_bucket.name, "archive")
+
+
+def test_a_batch_that_loses_its_connection_loses_the_lock_and_can_write_nothing(
+        pg_store_url, objects, tmp_path):
+    first = PgLinksState(pg_store_url, objects, tmp_path / "one")
+    with pytest.raises(LinksBatchBusy, match=r"held by archiver links run, .* pid \d+"):
+        PgLinksState(pg_store_url, objects, tmp_path / "two")
+    with psycopg.connect(pg_store_url, autocommit=True) as admin:   # its connection drops
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                      " WHERE application_name LIKE 'archiver links run%'")
+    second = PgLinksState(pg_store_url, objects, tmp_path / "two")
+    try:
+        first.save_bitmap(BloomBitmap(1024, 3), 1)
+        with pytest.raises(psycopg.OperationalError):
+            first.commit(1, [FILE], {"http://a.test": 1}, {"http://a.test"}, 0.0)
+        assert second.generation == 0 and second.files_done() == set()
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_state_moved_underneath_refuses_the_commit(pg_store_url, objects, tmp_path):
+    state = PgLinksState(pg_store_url, objects, tmp_path / "scratch")
+    try:
+        with psycopg.connect(pg_store_url, autocommit=True) as other:
+            other.execute("UPDATE links_meta SET generation = 5")
+        state.save_bitmap(BloomBitmap(1024, 3), 1)
+        with pytest.raises(RuntimeError, match="no longer at generation 0"):
+            state.commit(1, [FILE], {"http://a.test": 1}, set(), 0.0)
+        assert state.files_done() == set() and state.dirty_sites() == []
+        assert list((tmp_path / "scratch").iterdir()) == []         # the upload's copy is gone
+    finally:
+        state.close()
