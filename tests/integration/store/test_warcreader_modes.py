@@ -139,3 +139,20 @@ def test_reindex_rebuilds_the_catalog_and_refuses_a_torn_bundle(
     with pytest.raises(WarcError, match=f"{victim}: not a complete WARC file"):
         stores.reindex_catalog(warcs, names, lambda done, n: None)
     assert all_entries(mode_archive) == before
+
+
+@pytest.mark.parametrize("mode_archive", ["shared"], indirect=True)
+def test_a_shared_reindex_leaves_the_bundles_it_does_not_read(mode_archive: ModeArchive, tmp_path: Path) -> None:
+    """Crawlers may ship bundles while it runs: entries of a bundle in the store but not read
+    stay; entries of a bundle the store does not hold go."""
+    _, entries = kept_bundles(mode_archive, tmp_path)
+    stores = mode_archive.stores
+    warcs = stores.warcs()
+    first, *others = warcs.names()
+    gone = dataclasses.replace(entries[0], filename="ARCHIVER-gone.warc.gz")
+    with stores.catalog() as catalog:
+        catalog.add([gone, *(c for c in entries if c.filename != first)])
+    assert stores.reindex_catalog(warcs, warcs.names(first), lambda done, n: None) == \
+        len([c for c in entries if c.filename == first])
+    assert all_entries(mode_archive) == catalog_order(entries)
+    assert others
