@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from archiver import config
 from archiver.config import WarcConfig
+from archiver.queues.sitequeue import SiteQueue, queue_path
 from archiver.store.bundles import BundleWriter
 from archiver.store.catalog import Capture
 from archiver.store.objectstore import S3Store
@@ -55,6 +57,26 @@ class ModeArchive:
             return
         for source in {path.parent for path in bundles}:
             ship_closed(source, self.stores.objects())
+
+    def queue_sites(self, queued: dict[int, list[str]], done: list[str]) -> None:
+        """Sites waiting in the site queues (embedded: in process N's queue), and sites done
+        (embedded: in a queue of their own, process 9's, where each is the one to claim)."""
+        if isinstance(self.stores, SharedStores):
+            with psycopg.connect(self.stores.url, autocommit=True) as conn:
+                for origin in [o for origins in queued.values() for o in origins]:
+                    conn.execute("INSERT INTO sites (origin, added) VALUES (%s, 0)", (origin,))
+                for origin in done:
+                    conn.execute("INSERT INTO sites (origin, state, added) VALUES (%s, 'done', 0)", (origin,))
+            return
+        for process, origins in queued.items():
+            with SiteQueue(queue_path(self.config.root, process)) as queue:
+                for origin in origins:
+                    queue.add(origin)
+        with SiteQueue(queue_path(self.config.root, 9)) as queue:
+            for origin in done:
+                queue.add(origin)
+                assert queue.claim(include_deferred=False) == origin
+                queue.finish(origin)
 
     def overwrite(self, name: str, data: bytes) -> None:
         """Replace a kept bundle's bytes behind archiver's back, as another client would."""
