@@ -139,6 +139,7 @@ def process_view(status: dict[str, Any], now: float, interval: float) -> dict[st
     return {
         "process": status.get("process", "?"),
         "pid": status.get("pid", "?"),
+        "host": status.get("host"),  # with the shared stores: the machine it runs on
         "age": age,
         "stale": age is None or age > STALE_INTERVALS * interval,
         "uptime": None if written is None or started is None else max(0.0, written - started),
