@@ -5,5 +5,5 @@ from tests.support.objectstore import moto_endpoint, s3_bucket
 from tests.support.postgres import _pg_schema_template, pg_store_url, pg_url, postgres_server
 from tests.support.storemodes import mode_archive
 
-__all__ = ["_pg_schema_template", "mode_archive", "moto_endpoint", "pg_store_url", "pg_url", "postgres_server",
-           "s3_bucket"]
+__all__ = ["_pg_schema_template", "mode_archive", "moto_endpoint", "pg_store_url", "pg_url",
+           "postgres_server", "s3_bucket"]

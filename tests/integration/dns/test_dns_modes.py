@@ -19,7 +19,8 @@ async def cli(archive: ModeArchive, *args: str) -> trio.CompletedProcess:
                                   capture_stdout=True, capture_stderr=True, check=False)
 
 
-async def test_queued_hosts_are_resolved_and_answered(mode_archive: ModeArchive, nursery: trio.Nursery) -> None:
+async def test_queued_hosts_are_resolved_and_answered(mode_archive: ModeArchive,
+                                                       nursery: trio.Nursery) -> None:
     zone = TestZone()
     zone.set("www.queued.test", a=["192.0.2.1"])
     zone.set("alias.queued.test", cname="www.queued.test")

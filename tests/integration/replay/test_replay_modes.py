@@ -33,7 +33,8 @@ async def get(origin: str, path: str) -> FetchResult:
     return result
 
 
-async def test_every_capture_is_served_with_its_record_bytes(mode_archive: ModeArchive, tmp_path: Path) -> None:
+async def test_every_capture_is_served_with_its_record_bytes(mode_archive: ModeArchive,
+                                                             tmp_path: Path) -> None:
     local = tmp_path / "new"
     bundles = write_bundles(local, PAGES, max_size=3000)
     assert len(bundles) >= 2

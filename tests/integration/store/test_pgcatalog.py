@@ -42,9 +42,11 @@ def filed(capture: Capture, filename: str) -> Capture:
 
 
 def test_replace_is_one_transaction_readers_see_the_old_entries_until_it_commits(pg_store_url: str) -> None:
-    old = [filed(cap(PAGE, "20200101000000", 1), "A.warc.gz"), filed(cap(PAGE, "20200101000000", 2), "B.warc.gz"),
+    old = [filed(cap(PAGE, "20200101000000", 1), "A.warc.gz"),
+           filed(cap(PAGE, "20200101000000", 2), "B.warc.gz"),
            filed(cap(PAGE, "20210101000000", 3), "C.warc.gz")]
-    new = [filed(cap(PAGE, "20220101000000", 9), "A.warc.gz"), filed(cap(PAGE, "20230101000000", 9), "D.warc.gz")]
+    new = [filed(cap(PAGE, "20220101000000", 9), "A.warc.gz"),
+           filed(cap(PAGE, "20230101000000", 9), "D.warc.gz")]
     seen_meanwhile: list[list[Capture]] = []
     with PgCatalog(pg_store_url, 1000) as catalog, PgCatalog(pg_store_url, 1000, readonly=True) as reader:
         catalog.add(old)

@@ -142,7 +142,8 @@ def test_reindex_rebuilds_the_catalog_and_refuses_a_torn_bundle(
 
 
 @pytest.mark.parametrize("mode_archive", ["shared"], indirect=True)
-def test_a_shared_reindex_leaves_the_bundles_it_does_not_read(mode_archive: ModeArchive, tmp_path: Path) -> None:
+def test_a_shared_reindex_leaves_the_bundles_it_does_not_read(mode_archive: ModeArchive,
+                                                              tmp_path: Path) -> None:
     """Crawlers may ship bundles while it runs: entries of a bundle in the store but not read
     stay; entries of a bundle the store does not hold go."""
     _, entries = kept_bundles(mode_archive, tmp_path)
