@@ -18,7 +18,7 @@ entry, so every batch touches every shard: the worst case. Without --dir the cat
 temporary directory, deleted at the end.
 
     python -m tools.bench_catalog [--entries 10000000] [--shards 1000] [--batch 10000]
-                                  [--order crawl|random] [--dir PATH | --store URL]
+                                  [--order crawl|random] [--dir PATH | --store URL | --store postgres]
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from archiver.store.catalog import Capture, Catalog, surt_key
 from archiver.store.interfaces import CatalogStore
 from archiver.store.pgcatalog import PgCatalog
 from archiver.store.pgschema import init_schema
+from tools.pgserver import running_postgres
 
 HOSTS = 100_000
 FILES_EVERY = 50_000  # entries per synthetic WARC file (about 1 GB of pages)
@@ -201,9 +202,13 @@ def main() -> int:
     parser.add_argument("--order", choices=("crawl", "random"), default="crawl")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--dir", type=Path, help="catalog directory (default: a temporary one, deleted)")
-    where.add_argument("--store", help="postgresql://user@host:port/dbname: measure PostgreSQL instead")
+    where.add_argument("--store", help="postgresql://user@host:port/dbname: measure PostgreSQL instead;"
+                       ' "postgres": on a throwaway local server with fsync on (tools.pgserver)')
     args = parser.parse_args()
-    if args.store is not None:
+    if args.store == "postgres":
+        with running_postgres(durable=True) as server:
+            result = run(args.entries, args.shards, server.url(), args.order, args.batch)
+    elif args.store is not None:
         result = run(args.entries, args.shards, args.store, args.order, args.batch)
     elif args.dir is not None:
         result = run(args.entries, args.shards, args.dir, args.order, args.batch)

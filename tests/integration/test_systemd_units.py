@@ -74,6 +74,23 @@ def test_verify_catches_a_broken_unit(tmp_path, broken):
 
 
 @needs_analyze
+@pytest.mark.parametrize("broken", [False, True])
+def test_the_shared_stores_drop_in_verifies_with_every_service(tmp_path, broken):
+    paths = copies(tmp_path)
+    text = (UNITS / "shared-stores.conf").read_text()
+    if broken:  # proves systemd-analyze reads the drop-ins it is shown
+        text = text.replace("LoadCredential=", "LoadCredentail=", 1)
+    for service in SERVICES:
+        drop_in = tmp_path / f"{service}.d" / "shared-stores.conf"
+        drop_in.parent.mkdir()
+        drop_in.write_text(text)
+    code, said = verify(paths)
+    assert ((code, said) == (0, "")) != broken, said
+    if broken:
+        assert "Unknown key 'LoadCredentail'" in said
+
+
+@needs_analyze
 @pytest.mark.parametrize("service", SERVICES)
 def test_exposure_stays_low(tmp_path, service):
     copies(tmp_path)
