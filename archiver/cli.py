@@ -32,7 +32,7 @@ from archiver.store.objectstore import ObjectStoreError
 from archiver.store.pgschema import CURRENT_VERSION, StoreError, init_schema, redact
 from archiver.store.status import format_status
 from archiver.store.warcindex import WarcError
-from archiver.stores import ProcessBusy, StoreUnavailable, check_stores, open_stores
+from archiver.stores import EmbeddedStores, ProcessBusy, StoreUnavailable, check_stores, open_stores
 from archiver.web import urls
 from archiver.web.timestamps import parse_date, to_datetime
 
@@ -126,13 +126,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     cfg = _config(args)
     stores = open_stores(cfg)
-    statuses = stores.status().read_all()
+    with contextlib.closing(stores.status()) as status:
+        statuses = status.read_all()
     if args.json:
         print(json.dumps(statuses, indent=1, sort_keys=True))
     elif not statuses:
-        print(f"no crawler status under {stores.state_directory()}")
+        where = stores.state_directory() if isinstance(stores, EmbeddedStores) else "the shared store"
+        print(f"no crawler status in {where}")
     else:
-        print("\n".join(format_status(s) for s in statuses))
+        print("\n".join(format_status(s, stale_after=cfg.crawl.lease_ttl) for s in statuses))
     return 0
 
 
@@ -264,27 +266,29 @@ def catalog_export(cfg: config.Config, args: argparse.Namespace) -> int:
 
 def catalog_reindex(cfg: config.Config, args: argparse.Namespace) -> int:
     stores = open_stores(cfg)
-    paths = stores.warcs().paths(args.warcs)
-    if not paths:
-        raise InputError(f"no WARC files match {args.warcs or stores.warc_directory() / '*.warc.gz'}")
-    progress = Progress(sum(p.stat().st_size for p in paths), "reindex")
+    warcs = stores.warcs()
     try:
-        entries = stores.reindex_catalog(paths, progress.update)
+        names = warcs.names(args.warcs)
+        if not names:
+            raise InputError(f"no WARC files match {args.warcs or warcs.location('*.warc.gz')}")
+        progress = Progress(sum(warcs.size(name) for name in names), "reindex")
+        entries = stores.reindex_catalog(warcs, names, progress.update)
     except WarcError as e:
         raise InputError(f"{e} (catalog left as it was)") from None
     progress.update(progress.total, entries, force=True)
-    print(f"reindexed {len(paths)} WARC file(s): {entries} entries in the catalog")
+    print(f"reindexed {len(names)} WARC file(s): {entries} entries in the catalog")
     return 0
 
 
 def catalog_verify(cfg: config.Config, args: argparse.Namespace) -> int:
     stores = open_stores(cfg)
-    paths = stores.warcs().paths(args.warcs, include_open=True)
-    catalog = _catalog(cfg)
+    warcs = stores.warcs()
     try:
-        result = stores.verify_catalog(catalog, paths)
-    finally:
-        catalog.close()
+        names = warcs.names(args.warcs, include_open=True)
+    except WarcError as e:
+        raise InputError(str(e)) from None
+    with contextlib.closing(_catalog(cfg)) as catalog:
+        result = stores.verify_catalog(catalog, warcs, names)
     for line in result.bad_entries:
         print(f"bad entry: {line}")
     for line in result.unindexed:
@@ -293,7 +297,7 @@ def catalog_verify(cfg: config.Config, args: argparse.Namespace) -> int:
         print(f"unreadable: {line}")
     verdict = "OK" if result.ok else "DIFFERENCES FOUND"
     print(f"{verdict}: {result.entries} entries, {result.records} response/revisit records in "
-          f"{len(paths)} file(s); {len(result.bad_entries)} bad entries, "
+          f"{len(names)} file(s); {len(result.bad_entries)} bad entries, "
           f"{len(result.unindexed)} records not indexed, {len(result.unreadable)} unreadable files")
     return 0 if result.ok else 1
 
@@ -488,9 +492,11 @@ def parser() -> argparse.ArgumentParser:
     export.add_argument("-o", "--output")
     reindex_ = verb("reindex", "rebuild the catalog from the WARC files alone", url=False,
                     json_=False)
-    reindex_.add_argument("--warcs", help="glob of WARC files (default: <root>/warcs/*.warc.gz)")
+    warcs_help = ("glob of WARC files (default: every closed bundle): a file-system glob, or with "
+                  "an object store (warc.store = \"s3://...\") a glob on the bundles' names")
+    reindex_.add_argument("--warcs", help=warcs_help)
     verify_ = verb("verify", "check the catalog against the WARC files", url=False, json_=False)
-    verify_.add_argument("--warcs", help="glob of WARC files (default: every bundle)")
+    verify_.add_argument("--warcs", help=warcs_help.replace("every closed bundle", "every bundle"))
 
     store = verbs.add_parser("store", help="the shared stores (store.url)")
     store_verbs = store.add_subparsers(dest="store_verb", required=True)

@@ -27,13 +27,21 @@ from archiver.queues.sitequeue import SiteQueue, queue_path
 from archiver.queues.spool import ObjectSpool, SpoolDirectory, SpoolWriter
 from archiver.store.bundles import BundleWriter
 from archiver.store.catalog import Catalog
-from archiver.store.catalog_maintenance import Verification, WarcFiles, reindex, verify
+from archiver.store.catalog_maintenance import (
+    ObjectWarcs,
+    Verification,
+    WarcFiles,
+    reindex,
+    reindex_in_place,
+    verify,
+)
 from archiver.store.dnshistory import DnsHistory
 from archiver.store.interfaces import CatalogStore, DnsHistoryStore, StatusStore, WarcReader
 from archiver.store.objectstore import FolderStore, ObjectStore, S3Store
 from archiver.store.pgcatalog import PgCatalog
 from archiver.store.pgdnshistory import PgDnsHistory
 from archiver.store.pgschema import require_current
+from archiver.store.pgstatus import PgStatus
 from archiver.store.status import StatusFiles
 
 
@@ -89,15 +97,28 @@ class EmbeddedStores:
         return _bundle_writer(self.config, self.warc_directory(), process)
 
     def warcs(self) -> WarcReader:
+        """The bundles in the WARC folder (``.open`` ones too, by their closed names)."""
         return WarcFiles(self.warc_directory())
 
-    def reindex_catalog(self, paths: list[Path], progress: Callable[[int, int], None]) -> int:
-        """Rebuild the catalog from the WARC files ``paths`` beside the live one, then swap."""
-        return reindex(self.root, self.config.catalog.shards, paths, progress)
+    def reindex_catalog(self, warcs: WarcReader, names: list[str],
+                        progress: Callable[[int, int], None]) -> int:
+        """Rebuild the catalog from the bundles ``names`` beside the live one, then swap."""
+        return reindex(self.root, self.config.catalog.shards, warcs, names, progress)
 
-    def verify_catalog(self, catalog: CatalogStore, paths: list[Path]) -> Verification:
-        """Compare the catalog with the records of ``paths``, both ways."""
-        return verify(self.warc_directory(), catalog, paths)
+    def verify_catalog(self, catalog: CatalogStore, warcs: WarcReader, names: list[str]) -> Verification:
+        """Compare the catalog with the records of the bundles ``names``, both ways."""
+        return verify(warcs, catalog, names)
+
+    def queued_origins(self) -> list[str]:
+        """The origins of the sites not done in any crawler's site queue (for the DNS service)."""
+        origins: dict[str, None] = {}
+        for number in self.site_queue_numbers():
+            queue = self.site_queue(number)
+            try:
+                origins.update(dict.fromkeys(queue.origins()))
+            finally:
+                queue.close()
+        return list(origins)
 
     def warc_directory(self) -> Path:
         """Where bundles are written (crash recovery repairs this process's ``.open`` ones there)."""
@@ -159,7 +180,7 @@ class SharedStores:
     """Shared state in PostgreSQL (``store.url``), closed WARC bundles and spool files in an object
     store (``warc.store``: ``s3://bucket/prefix`` or a shared folder). On each machine, under
     ``archive.root``: the open bundles (``bundles/``), the open spool files (``outlinks/``), the
-    status and lock files (``state/``)."""
+    lock files (``state/``); each process's status is in PostgreSQL (table ``crawlers``)."""
 
     def __init__(self, config: Config, url: str) -> None:
         self.config = config
@@ -227,26 +248,32 @@ class SharedStores:
         except LinksBatchBusy as e:
             raise ProcessBusy(str(e)) from None
 
-    # -- not built yet: each raises StoreUnavailable (issue 14 work in progress)
-
-    def _unbuilt(self, what: str) -> StoreUnavailable:
-        return StoreUnavailable(f"{self.config.path}: {what} in PostgreSQL/object storage is not built yet")
-
-    def site_queue_numbers(self) -> list[int]:
-        raise self._unbuilt("the site queue")
-
     def warcs(self) -> WarcReader:
-        raise self._unbuilt("reading WARCs")
+        """The shipped bundles in the object store (the catalog names no others)."""
+        return ObjectWarcs(self.objects())
 
-    def reindex_catalog(self, paths: list[Path], progress: Callable[[int, int], None]) -> int:
-        raise self._unbuilt("reindexing")
+    def reindex_catalog(self, warcs: WarcReader, names: list[str],
+                        progress: Callable[[int, int], None]) -> int:
+        """Rebuild the catalog from the bundles ``names`` in one transaction (see
+        ``catalog_maintenance.reindex_in_place``: safe while crawlers run)."""
+        with PgCatalog(self.url, self.config.catalog.shards) as catalog:
+            return reindex_in_place(catalog, warcs, names, progress)
 
-    def verify_catalog(self, catalog: CatalogStore, paths: list[Path]) -> Verification:
-        raise self._unbuilt("verifying")
+    def verify_catalog(self, catalog: CatalogStore, warcs: WarcReader, names: list[str]) -> Verification:
+        """Compare the catalog with the records of the bundles ``names`` in the object store."""
+        return verify(warcs, catalog, names)
 
     def status(self) -> StatusStore:
-        """Status files of the processes of this machine."""
-        return StatusFiles(self.root)
+        """Every crawler process of the cluster (table crawlers)."""
+        return PgStatus(self.url)
+
+    def queued_origins(self) -> list[str]:
+        """The origins of the sites not done in the shared site queue (for the DNS service)."""
+        queue = self.site_queue()
+        try:
+            return queue.origins()
+        finally:
+            queue.close()
 
 
 class StoreUnavailable(Exception):

@@ -1,6 +1,6 @@
 """``archiver dns``: keeps the DNS history fresh for the sites the crawlers will visit.
 
-Each pass collects the hosts of every site not yet done in every site queue (plus any names given),
+Each pass collects the hosts of every site not yet done in the site queues (plus any names given),
 asks DNS for those that are due, and records the answers. Names in the hosts file are the operator's
 override: they are not asked (the crawler records them, as ``hosts``, when it uses them).
 """
@@ -28,16 +28,9 @@ log = logging.getLogger("archiver.dns")
 
 
 def queued_hosts(stores: EmbeddedStores | SharedStores) -> list[str]:
-    """Hosts of the sites waiting, active, retrying or deferred in any crawler's site queue."""
-    hosts: dict[str, None] = {}
-    for number in stores.site_queue_numbers():
-        queue = stores.site_queue(number)
-        try:
-            for origin in queue.origins():
-                hosts[urls.origin_parts(origin)[1]] = None
-        finally:
-            queue.close()
-    return list(hosts)
+    """Hosts of the sites waiting, active, retrying or deferred in the site queues (every
+    crawler's own in the embedded mode, the one shared queue with PostgreSQL)."""
+    return list(dict.fromkeys(urls.origin_parts(origin)[1] for origin in stores.queued_origins()))
 
 
 def read_names(path: Path) -> list[str]:

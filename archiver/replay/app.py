@@ -411,7 +411,7 @@ async def _memento(request: Request, target: WebTarget, captures: list[Capture])
     if not target.exact or capture.timestamp != target.timestamp:
         return _redirect(archive_url("", capture.timestamp, target.modifier, target.url))
     archive = _archive(request)
-    stored = archive.record(capture)
+    stored = await archive.record(capture)
     payload = stored
     if capture.rectype == "revisit":
         found = await archive.original(capture, stored)

@@ -1,15 +1,20 @@
 """What the replay service reads: the card catalog, the WARC bundles, the DNS history, the status files.
 
 One :class:`ReplayArchive` is shared by every request (``request.app.state.archive``). Everything
-is opened read-only; nothing a request names can reach a file outside ``<root>/warcs``
-(:func:`archiver.store.warcindex.locate` refuses names with a path in them). The catalog is reached
-through :attr:`ReplayArchive.scanner` (archiver.replay.scan), which keeps listings off the event
-loop and within the service's limits.
+comes from ``open_stores`` and is opened read-only: in the embedded mode the WARC folder and the
+SQLite files, in the shared mode the object store (records by byte range) and PostgreSQL. Nothing
+a request names can reach a file outside the WARC folder or an object outside the bundles (both
+readers refuse names with a path in them). Records are read in a worker thread, as a read from an
+object store is a network round trip. The catalog is reached through
+:attr:`ReplayArchive.scanner` (archiver.replay.scan), which keeps listings off the event loop and
+within the service's limits.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import trio
 
 from archiver.config import Config
 from archiver.replay.scan import Scan, Scanner
@@ -38,9 +43,10 @@ class ReplayArchive:
         )
         self._dns: DnsHistoryStore | None = None
 
-    def record(self, capture: Capture) -> Stored:
+    async def record(self, capture: Capture) -> Stored:
         """The WARC record a catalog entry points at (raises WarcError if it is not there)."""
-        return self.warcs.read(capture.filename, capture.offset, capture.length)
+        return await trio.to_thread.run_sync(self.warcs.read, capture.filename, capture.offset,
+                                             capture.length)
 
     async def original(self, revisit: Capture, stored: Stored) -> tuple[Capture, Stored] | None:
         """The response a revisit record stands for, with its record; None if it is not archived.
@@ -74,7 +80,7 @@ class ReplayArchive:
             found = await self.scanner.collect(referred)
         except ValueError:
             return None
-        return None if found is None else (found, self.record(found))
+        return None if found is None else (found, await self.record(found))
 
     def dns(self) -> DnsHistoryStore | None:
         """The DNS history, or None while no crawl or DNS service has made one."""
@@ -85,12 +91,14 @@ class ReplayArchive:
                 return None
         return self._dns
 
-    def statuses(self) -> list[dict[str, Any]]:
-        """The last status each crawler process wrote (``<root>/state/crawl-N.json``)."""
-        return self.status.read_all()
+    async def statuses(self) -> list[dict[str, Any]]:
+        """The last status each crawler process wrote (``<root>/state/crawl-N.json``, or table
+        crawlers with the shared stores), read in a worker thread."""
+        return await trio.to_thread.run_sync(self.status.read_all)
 
     def close(self) -> None:
         self.catalog.close()
+        self.status.close()
         if self._dns is not None:
             self._dns.close()
             self._dns = None

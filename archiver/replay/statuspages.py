@@ -1,8 +1,9 @@
 """Crawl status: ``GET /status`` (a page that refreshes itself) and ``GET /metrics`` (Prometheus).
 
-Both read the status file each crawler process rewrites every ``crawl.status_interval`` seconds
-(``<root>/state/crawl-N.json``, archiver.store.status). A file that has not been rewritten for three
-intervals belongs to a process that stopped or hangs: the page marks it stale, and /metrics gives
+Both read the status each crawler process rewrites every ``crawl.status_interval`` seconds
+(``<root>/state/crawl-N.json``, archiver.store.status; table crawlers with the shared stores). A
+status not rewritten for three intervals belongs to a process that stopped or hangs: the page
+marks it stale, and /metrics gives
 ``archiver_status_time_seconds`` so that an alert can compare it with ``time()``.
 
 /metrics is the Prometheus text exposition format 0.0.4: counters end in ``_total``, units are
@@ -138,6 +139,7 @@ def process_view(status: dict[str, Any], now: float, interval: float) -> dict[st
     return {
         "process": status.get("process", "?"),
         "pid": status.get("pid", "?"),
+        "host": status.get("host"),  # with the shared stores: the machine it runs on
         "age": age,
         "stale": age is None or age > STALE_INTERVALS * interval,
         "uptime": None if written is None or started is None else max(0.0, written - started),
@@ -178,7 +180,7 @@ async def status_page(request: Request) -> Response:
     archive = request.app.state.archive
     interval = archive.config.crawl.status_interval
     now = time.time()
-    processes = [process_view(s, now, interval) for s in archive.statuses()]
+    processes = [process_view(s, now, interval) for s in await archive.statuses()]
     totals = {
         key: sum(p["numbers"][key] for p in processes if not p["stale"])
         for key in ("pages", "bytes", "pages_per_s")
@@ -195,7 +197,7 @@ async def status_page(request: Request) -> Response:
 
 
 async def metrics(request: Request) -> Response:
-    body = metrics_text(request.app.state.archive.statuses())
+    body = metrics_text(await request.app.state.archive.statuses())
     return PlainTextResponse(body, media_type=CONTENT_TYPE, headers={"Cache-Control": "no-store"})
 
 

@@ -1,8 +1,11 @@
-"""Catalog maintenance: rebuild from the WARC files, verify against them, export as CDXJ.
+"""Catalog maintenance: rebuild from the WARC bundles, verify against them, export as CDXJ.
 
-``reindex`` builds the new catalog beside the live one and swaps it in only when every file was
-read, so a truncated or foreign file stops it with nothing written. Run it with the crawlers
-stopped: they feed the live catalog.
+The bundles are reached through a :class:`~archiver.store.interfaces.WarcReader`: the files of a
+folder (:class:`WarcFiles`) or the objects of an object store (:class:`ObjectWarcs`).
+``reindex`` builds a new SQLite catalog beside the live one and swaps it in only when every
+bundle was read, so a truncated or foreign file stops it with nothing written; run it with the
+crawlers stopped, as they feed the live catalog. ``reindex_in_place`` rebuilds the PostgreSQL
+catalog in one transaction, safe while crawlers run.
 """
 
 from __future__ import annotations
@@ -19,13 +22,16 @@ from pathlib import Path
 from typing import TextIO
 
 from archiver.store.catalog import Capture, Catalog
-from archiver.store.interfaces import CatalogStore
+from archiver.store.interfaces import CatalogStore, WarcReader
 from archiver.store.objectstore import NoSuchObject, ObjectRangeError, ObjectStore, open_object
+from archiver.store.pgcatalog import PgCatalog
 from archiver.store.warcindex import (
     Stored,
     WarcError,
+    final_name,
     index_stream,
     index_warc,
+    locate,
     parse_record,
     read_record,
 )
@@ -71,28 +77,34 @@ class Progress:
         self.out.flush()
 
 
-def reindex(root: Path, shards: int, paths: list[Path],
+def _indexed(warcs: WarcReader, names: list[str],
+             progress: Callable[[int, int], None] | None) -> Iterator[Capture]:
+    """The entries of every bundle of ``names`` in turn, ``progress(bytes, entries)`` after each."""
+    done = entries = 0
+    for name in names:
+        for capture in warcs.index(name):
+            entries += 1
+            yield capture
+        done += warcs.size(name)
+        if progress:
+            progress(done, entries)
+
+
+def reindex(root: Path, shards: int, warcs: WarcReader, names: list[str],
             progress: Callable[[int, int], None] | None = None) -> int:
-    """Rebuild ``<root>/catalog`` from ``paths`` alone; returns the number of entries.
+    """Rebuild the SQLite catalog ``<root>/catalog`` from the bundles ``names`` alone; returns the
+    number of entries.
 
     Raises :class:`WarcError` (and leaves the live catalog untouched) when a file cannot be read.
     """
     building = root / "catalog.reindex"
     shutil.rmtree(building, ignore_errors=True)
     catalog = Catalog(building, shards)
-    entries = done = 0
+    entries = 0
+    found = _indexed(warcs, names, progress)
     try:
-        for path in paths:
-            batch: list[Capture] = []
-            for capture in index_warc(path):
-                batch.append(capture)
-                if len(batch) >= BATCH:
-                    entries += catalog.add(batch)
-                    batch = []
+        while batch := list(itertools.islice(found, BATCH)):
             entries += catalog.add(batch)
-            done += path.stat().st_size
-            if progress:
-                progress(done, entries)
     except BaseException:
         catalog.close()
         shutil.rmtree(building, ignore_errors=True)
@@ -105,6 +117,26 @@ def reindex(root: Path, shards: int, paths: list[Path],
     building.rename(live)
     shutil.rmtree(old, ignore_errors=True)
     return entries
+
+
+def reindex_in_place(catalog: PgCatalog, warcs: WarcReader, names: list[str],
+                     progress: Callable[[int, int], None] | None = None) -> int:
+    """Rebuild the PostgreSQL catalog from the bundles ``names`` in the object store; returns the
+    number of entries added.
+
+    One transaction (:meth:`PgCatalog.replace`) removes the entries of those bundles and of every
+    bundle the catalog names but the store no longer holds, and adds what the bundles hold. Why
+    not a staging table swapped in: crawlers may run meanwhile and move the entries of newly
+    shipped bundles into the live table, which a swap would lose; this transaction touches only
+    the bundles it reads and the ones gone, and until it commits every reader sees the old
+    entries. A bundle that cannot be read (WarcError) rolls it all back: the catalog is left as
+    it was. The bundles gone are found by asking for the catalog's file names *before* listing
+    the store: a crawler ships a bundle before its entries reach the catalog, so a name the
+    catalog held then and the listing lacks is a bundle really gone, not one being shipped.
+    """
+    known = catalog.file_names()
+    held = set(warcs.names())
+    return catalog.replace({*names, *(known - held)}, _indexed(warcs, names, progress))
 
 
 @dataclass
@@ -122,32 +154,66 @@ class Verification:
         return not (self.bad_entries or self.unindexed or self.unreadable)
 
 
-def verify(warcs: Path, catalog: CatalogStore, paths: Iterable[Path]) -> Verification:
-    """Check every entry against its record, and every response/revisit record against the catalog."""
+def _fingerprint(capture: Capture) -> int:
+    """What an entry must agree on with its record (in a process's memory only)."""
+    return hash((capture.url, capture.rectype, capture.length))
+
+
+def verify(warcs: WarcReader, catalog: CatalogStore, names: Iterable[str]) -> Verification:
+    """Check every entry against its record, and every response/revisit record of the bundles
+    ``names`` against the catalog.
+
+    Each bundle is read once, from start to end (one stream from an object store, not one range
+    request per entry), keeping only a fingerprint of each record (URL, type, length) by
+    (bundle, offset). An entry naming a bundle not read whole, or disagreeing with the
+    fingerprint, is checked by reading its record alone, which says what is wrong; the records
+    no entry names are reported from a second reading of just their bundles.
+    """
     result = Verification()
-    indexed: set[tuple[str, int]] = set()
-    for entry in catalog.iter_all():
-        result.entries += 1
-        indexed.add((entry.filename, entry.offset))
-        where = f"{entry.filename}:{entry.offset}"
+    records: dict[tuple[str, int], int | None] = {}  # None: named by an entry already
+    whole: set[str] = set()
+    for name in names:
         try:
-            stored = read_record(warcs, entry.filename, entry.offset, entry.length)
-        except WarcError as e:
-            result.bad_entries.append(f"{entry.timestamp} {entry.url}: {e}")
-            continue
-        if stored.url != entry.url or stored.rectype != entry.rectype:
-            result.bad_entries.append(f"{entry.timestamp} {entry.url}: {where} holds a "
-                                      f"{stored.rectype} record of {stored.url}")
-    for path in paths:
-        try:
-            for capture in index_warc(path):
-                result.records += 1
-                if (capture.filename, capture.offset) not in indexed:
-                    result.unindexed.append(f"{capture.filename}:{capture.offset} "
-                                            f"{capture.timestamp} {capture.url}")
+            found = {(c.filename, c.offset): _fingerprint(c) for c in warcs.index(name)}
         except WarcError as e:
             result.unreadable.append(str(e))
+            continue
+        whole.add(name)
+        records.update(found)
+    result.records = len(records)
+    for entry in catalog.iter_all():
+        result.entries += 1
+        problem = _check_entry(warcs, entry, records, whole)
+        if problem:
+            result.bad_entries.append(f"{entry.timestamp} {entry.url}: {problem}")
+    missed = {key for key, fingerprint in records.items() if fingerprint is not None}
+    for name in sorted({name for name, _ in missed}):
+        result.unindexed.extend(f"{c.filename}:{c.offset} {c.timestamp} {c.url}"
+                                for c in warcs.index(name) if (c.filename, c.offset) in missed)
     return result
+
+
+def _check_entry(warcs: WarcReader, entry: Capture, records: dict[tuple[str, int], int | None],
+                 whole: set[str]) -> str | None:
+    """What is wrong with ``entry`` (None: nothing), marking the record it names in ``records``."""
+    key = (entry.filename, entry.offset)
+    where = f"{entry.filename}:{entry.offset}"
+    if entry.filename in whole:
+        fingerprint = records.get(key, 0)
+        if fingerprint == _fingerprint(entry):
+            records[key] = None
+            return None
+        if fingerprint is None:
+            return f"{where} is named by another entry too"
+    try:
+        stored = warcs.read(entry.filename, entry.offset, entry.length)
+    except WarcError as e:
+        return str(e)
+    if stored.url != entry.url or stored.rectype != entry.rectype:
+        return f"{where} holds a {stored.rectype} record of {stored.url}"
+    if entry.filename in whole:
+        return f"{where}: the record there is not {entry.length} bytes long"
+    return None
 
 
 def export_cdxj(catalog: CatalogStore, out: TextIO) -> int:
@@ -166,25 +232,49 @@ def export_cdxj(catalog: CatalogStore, out: TextIO) -> int:
 
 
 class WarcFiles:
-    """The WARC bundles in the folder ``directory``: read one record, list the files."""
+    """The WARC bundles in the folder ``directory``, named by file name: a bundle still written
+    (``.open``) by the name it will have once closed, as the catalog names it."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
+        self._elsewhere: dict[str, Path] = {}
 
     def read(self, filename: str, offset: int, length: int) -> Stored:
         return read_record(self.directory, filename, offset, length)
 
-    def paths(self, pattern: str | None = None, *, include_open: bool = False) -> list[Path]:
-        return warc_paths(self.directory, pattern, include_open=include_open)
+    def names(self, pattern: str | None = None, *, include_open: bool = False) -> list[str]:
+        """Every closed bundle in the folder (``include_open``: and the open ones), or the files
+        the file-system glob ``pattern`` matches (``catalog reindex --warcs``), which may lie
+        outside the folder: they are indexed where they are. WarcError if two of them share a
+        name, which the catalog could not tell apart."""
+        paths = warc_paths(self.directory, pattern, include_open=include_open)
+        named: dict[str, Path] = {}
+        for path in paths:
+            name = final_name(path)
+            if name in named:
+                raise WarcError(f"{named[name]} and {path} would have the same name in the catalog")
+            named[name] = path
+        if pattern:
+            self._elsewhere.update(named)
+        return sorted(named)
+
+    def _path(self, name: str) -> Path:
+        return self._elsewhere.get(name) or locate(self.directory, name)
+
+    def size(self, name: str) -> int:
+        return self._path(name).stat().st_size
+
+    def index(self, name: str) -> Iterator[Capture]:
+        return index_warc(self._path(name), name)
+
+    def location(self, name: str) -> str:
+        return str(self._elsewhere.get(name) or self.directory / name)
 
 
 class ObjectWarcs:
-    """The closed WARC bundles in an object store (keys ``under + name``): read one record by
-    byte range, list the bundles, index one.
-
-    Not yet a :class:`~archiver.store.interfaces.WarcReader`: that protocol's ``paths`` returns
-    local files, which an object store has not; ``names``, ``size`` and ``index`` stand in.
-    """
+    """The closed WARC bundles in an object store (keys ``under + name``), a
+    :class:`~archiver.store.interfaces.WarcReader`: read one record by byte range, list the
+    bundles, index one as a stream of range reads."""
 
     def __init__(self, store: ObjectStore, under: str = "") -> None:
         self.store = store
@@ -209,8 +299,9 @@ class ObjectWarcs:
                             f"({max(min(size - offset, length), 0)} of {length} bytes)") from None
         return parse_record(data, where, offset)
 
-    def names(self, pattern: str | None = None) -> list[str]:
-        """The closed bundles' names (``pattern``: a glob on the name), sorted."""
+    def names(self, pattern: str | None = None, *, include_open: bool = False) -> list[str]:
+        """The bundles' names (``pattern``: a glob on the name), sorted. An object store holds
+        closed bundles only (``include_open`` changes nothing)."""
         names = [key[len(self.under):] for key in self.store.list(self.under)]
         return [n for n in names if "/" not in n and n.endswith(".warc.gz")
                 and (pattern is None or fnmatch.fnmatchcase(n, pattern))]
@@ -229,3 +320,6 @@ class ObjectWarcs:
                 yield from index_stream(f, filename, self.store.location(key))
         except NoSuchObject:
             raise WarcError(f"{self.store.location(key)}: no such WARC file") from None
+
+    def location(self, name: str) -> str:
+        return self.store.location(self._key(name))

@@ -10,7 +10,6 @@ one transaction, and nothing assumes a shared file system between processes.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any, Protocol
 
 from archiver.store.catalog import Capture
@@ -62,11 +61,26 @@ class DnsHistoryStore(Protocol):
 
 
 class WarcReader(Protocol):
-    """The archived records: read one by the catalog's coordinates, list the bundles."""
+    """The archived records, in WARC bundles named as the catalog names them (the file name of a
+    closed bundle): list the bundles, read one record by the catalog's coordinates, index a bundle.
+    Nothing here is a local path: the bundles may live in a folder or in an object store."""
 
-    def read(self, filename: str, offset: int, length: int) -> Stored: ...
+    def read(self, filename: str, offset: int, length: int) -> Stored:
+        """The record at ``offset`` (``length`` bytes); WarcError if it is not there whole."""
 
-    def paths(self, pattern: str | None = None, *, include_open: bool = False) -> list[Path]: ...
+    def names(self, pattern: str | None = None, *, include_open: bool = False) -> list[str]:
+        """The bundles' names, sorted: every closed one (``include_open``: and those still
+        written, where the store has any), or those ``pattern`` matches."""
+
+    def size(self, name: str) -> int:
+        """The bundle's size in bytes; WarcError if there is none of that name."""
+
+    def index(self, name: str) -> Iterator[Capture]:
+        """The entries of every response and revisit record of the bundle, in file order;
+        WarcError for a bundle that is missing, not a WARC, or torn."""
+
+    def location(self, name: str) -> str:
+        """Where the bundle lives, for messages (a path, an ``s3://`` URL)."""
 
 
 class StatusStore(Protocol):
@@ -75,3 +89,5 @@ class StatusStore(Protocol):
     def write(self, process: int, status: dict[str, Any]) -> None: ...
 
     def read_all(self) -> list[dict[str, Any]]: ...
+
+    def close(self) -> None: ...

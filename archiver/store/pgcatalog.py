@@ -167,6 +167,34 @@ class PgCatalog:
             return 0
         return self._db.execute("DELETE FROM catalog_captures WHERE file = %s", found).rowcount
 
+    def file_names(self) -> set[str]:
+        """The names of every WARC file the catalog has named (with entries left or not)."""
+        return {row[0] for row in self._db.execute("SELECT name FROM catalog_files")}
+
+    def replace(self, files: Iterable[str], captures: Iterable[Capture]) -> int:
+        """In one transaction, remove every entry of the WARC files ``files`` and add ``captures``;
+        return how many were added. Until it commits, readers see the entries as they were; an
+        exception while ``captures`` is read rolls it all back (a reindex meeting a damaged file).
+        The removal is one scan of the table (there is no index on the file column)."""
+        self._writable()
+        names = builtins.list(files)
+        added = 0
+        try:
+            with self._db.transaction():
+                ids = [row[0] for row in self._db.execute(
+                    "SELECT id FROM catalog_files WHERE name = ANY(%s)", (names,))]
+                if ids:
+                    self._db.execute("DELETE FROM catalog_captures WHERE file = ANY(%s)", (ids,))
+                it = iter(captures)
+                while chunk := builtins.list(islice(it, _CHUNK)):
+                    added += self._add_chunk(chunk)
+        except BaseException:
+            # File names made in the transaction are gone with it: forget the ids cached for them.
+            self._file_ids.clear()
+            self._file_names.clear()
+            raise
+        return added
+
     def close(self) -> None:
         self._db.close()
 

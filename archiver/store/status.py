@@ -1,7 +1,8 @@
 """Crawl progress: counters kept by a crawler process, its status file, and their text form.
 
 Each process rewrites ``<root>/state/crawl-<process>.json`` every few seconds (write, then rename, so
-a reader never sees half a file); ``archiver status`` and the log's progress line print the same.
+a reader never sees half a file), or, with the shared stores, its row of table ``crawlers``
+(archiver.store.pgstatus); ``archiver status`` and the log's progress line print the same.
 ``loop_stall_max_ms`` is the longest the process's event loop was held by one task step since start
 (see :mod:`archiver.crawl.loopwatch`), ``loop_stall_task`` the task that held it, and
 ``loop_stalls_over_100ms`` how many steps took 100 ms or more.
@@ -49,13 +50,23 @@ def summary_line(s: dict[str, Any]) -> str:
             f"skipped={skipped} loop_stall_max_ms={s.get('loop_stall_max_ms', '-')}")
 
 
-def format_status(s: dict[str, Any], now: float | None = None) -> str:
-    """Multi-line text for ``archiver status``."""
+def format_status(s: dict[str, Any], now: float | None = None, *,
+                  stale_after: float | None = None) -> str:
+    """Multi-line text for ``archiver status``. A status from the shared store also names the
+    process's host and its heartbeat's age, marked when older than ``stale_after`` seconds (the
+    lease TTL: its sites go to other processes); one registered but not reporting yet has no
+    numbers."""
     now = time.time() if now is None else now
-    age = now - s["time"]
-    lines = [f"process {s['process']} (pid {s['pid']}), status written {age:.0f}s ago",
-             "  " + summary_line(s)]
-    for site, info in s["active"].items():
+    where = f" on {s['host']}" if "host" in s else ""
+    said = [f"status written {now - s['time']:.0f}s ago"] if "time" in s else ["no status yet"]
+    if "heartbeat_age" in s:
+        age = s["heartbeat_age"]
+        gone = " (past crawl.lease_ttl: gone?)" if stale_after is not None and age > stale_after else ""
+        said.append(f"heartbeat {age:.0f}s ago{gone}")
+    lines = [f"process {s['process']}{where} (pid {s['pid']}), {', '.join(said)}"]
+    if "pages" in s:
+        lines.append("  " + summary_line(s))
+    for site, info in s.get("active", {}).items():
         lines.append(f"  {site}  queued={info.get('queued', 0)}  {info.get('url', '')}")
     return "\n".join(lines)
 
@@ -71,3 +82,6 @@ class StatusFiles:
 
     def read_all(self) -> list[dict[str, Any]]:
         return read_statuses(self.root)
+
+    def close(self) -> None:
+        """Nothing to release: every call opens and closes its file."""

@@ -1,6 +1,9 @@
-"""Fixtures of the integration tests: the real servers they run against."""
+"""Fixtures of the integration tests: the real servers they run against, and an archive in either
+mode on them."""
 
 from tests.support.objectstore import moto_endpoint, s3_bucket
 from tests.support.postgres import _pg_schema_template, pg_store_url, pg_url, postgres_server
+from tests.support.storemodes import mode_archive
 
-__all__ = ["_pg_schema_template", "moto_endpoint", "pg_store_url", "pg_url", "postgres_server", "s3_bucket"]
+__all__ = ["_pg_schema_template", "mode_archive", "moto_endpoint", "pg_store_url", "pg_url",
+           "postgres_server", "s3_bucket"]

@@ -26,7 +26,7 @@ from archiver.crawl.crawler import Crawler, enqueue_seeds
 from archiver.replay.app import create_apps
 from archiver.replay.serve import listeners, serve_apps
 from archiver.store.catalog import Capture, Catalog
-from archiver.store.catalog_maintenance import reindex
+from archiver.store.catalog_maintenance import WarcFiles, reindex
 from archiver.web.timestamps import to_iso
 from demoweb import DemoWeb, WebSpec, start_demo
 from tests.support.crawls import load, write_config
@@ -119,4 +119,5 @@ def write_archive(config: Config, timestamp: str, pages: dict[str, bytes]) -> No
                 warc_headers_dict={"WARC-Date": to_iso(timestamp)},
             )  # fmt: skip
             writer.write_record(record)
-    reindex(config.root, config.catalog.shards, sorted(warcs.iterdir()))
+    reader = WarcFiles(warcs)
+    reindex(config.root, config.catalog.shards, reader, reader.names())

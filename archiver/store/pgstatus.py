@@ -1,0 +1,76 @@
+"""The crawler processes' status in PostgreSQL: column ``status`` of table ``crawlers``.
+
+A crawler process registers its row of ``crawlers`` (process, epoch, host, pid, started,
+heartbeat) when it starts and renews the heartbeat while it runs; :meth:`PgStatus.write` only
+replaces the status a process reports of itself, so a process that has not registered is told so
+rather than reported by a row nobody renews. :meth:`PgStatus.read_all` gives every process of the
+cluster, running or gone, each with its host and how many seconds ago its heartbeat was renewed
+(``heartbeat_age``, by the database's clock, so the machines' clocks need not agree).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from archiver.store.pgschema import StoreError, check_version, connect, redact
+
+_READ = (
+    "SELECT process, epoch, host, pid, started, extract(epoch FROM now() - heartbeat)::float8, status"
+    " FROM crawlers ORDER BY process"
+)
+
+
+class PgStatus:
+    """Each crawler process's status in the PostgreSQL database at ``url`` (a StatusStore).
+
+    One connection, made again once if it broke (the database restarted), used from one thread
+    at a time (psycopg serialises the calls of several).
+    """
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._db = connect(url)
+        try:
+            check_version(self._db)
+        except BaseException:
+            self._db.close()
+            raise
+
+    def write(self, process: int, status: dict[str, Any]) -> None:
+        """Replace what process ``process`` says of itself; StoreError if it has no row."""
+        done = self._execute("UPDATE crawlers SET status = %s WHERE process = %s", (Jsonb(status), process))
+        if done.rowcount == 0:
+            raise StoreError(f"crawler process {process} has no row in table crawlers: "
+                             "a crawler registers itself before it reports its status")
+
+    def read_all(self) -> list[dict[str, Any]]:
+        """Every registered process, in process order: its last status (empty before the first),
+        with ``process``, ``epoch``, ``host``, ``pid`` and ``heartbeat_age`` (seconds) from its row."""
+        out = []
+        for process, epoch, host, pid, started, age, status in self._execute(_READ, ()).fetchall():
+            entry = dict(status or {})
+            entry.setdefault("started", started)
+            entry.update(process=process, epoch=epoch, host=host, pid=pid,
+                         heartbeat_age=round(max(age, 0.0), 3))
+            out.append(entry)
+        return out
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _execute(self, sql: str, params: tuple[Any, ...]) -> psycopg.Cursor[tuple[Any, ...]]:
+        """Run one statement; on a connection that broke, connect again and run it once more."""
+        try:
+            return self._db.execute(sql, params)
+        except psycopg.Error as e:
+            if not self._db.broken:
+                raise StoreError(f"the PostgreSQL status store failed: {redact(str(e)).strip()}") from None
+        self._db.close()
+        self._db = connect(self.url)
+        try:
+            return self._db.execute(sql, params)
+        except psycopg.Error as e:
+            raise StoreError(f"the PostgreSQL status store failed: {redact(str(e)).strip()}") from None

@@ -1,0 +1,93 @@
+"""The reading verbs of ``archiver`` in both modes (``tests.support.storemodes``): the catalog's
+queries, ``get``, ``verify``, ``reindex`` and ``export-cdxj`` over bundles in the WARC folder or the
+object store, and ``status`` over status files or the cluster's table of crawlers."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+from tests.support.repo import ARCHIVER
+from tests.support.statusrows import register, status_of
+from tests.support.storemodes import ModeArchive, entries_of, write_bundles
+
+PAGES = {f"http://example.org/doc/{i}": b"%d: " % i + bytes(range(256)) * (i + 1) for i in range(9)}
+
+
+def archiver(archive: ModeArchive, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([*ARCHIVER, *args, "--config", str(archive.path)], capture_output=True,
+                          timeout=120, check=False)
+
+
+def test_catalog_verbs(mode_archive: ModeArchive, tmp_path: Path) -> None:
+    bundles = write_bundles(tmp_path / "new", PAGES, mime="application/octet-stream")
+    contents = {path.name: path.read_bytes() for path in bundles}
+    entries = entries_of(bundles)
+    mode_archive.keep(bundles)
+    with mode_archive.stores.catalog() as catalog:
+        catalog.add(entries[1:])
+    url = "http://example.org/doc/4"
+
+    found = archiver(mode_archive, "catalog", "closest", url, "--at", "2030", "--json")
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout) == next(c for c in entries if c.url == url).to_json()
+    out = tmp_path / "payload"
+    got = archiver(mode_archive, "catalog", "get", url, "--at", "2026", "-o", str(out))
+    assert got.returncode == 0, got.stderr
+    assert out.read_bytes() == PAGES[url]
+
+    differs = archiver(mode_archive, "catalog", "verify")
+    assert differs.returncode == 1
+    assert f"not indexed: {entries[0].filename}:{entries[0].offset} ".encode() in differs.stdout
+    assert f"DIFFERENCES FOUND: {len(entries) - 1} entries, {len(entries)} response/revisit records in " \
+           f"{len(bundles)} file(s)".encode() in differs.stdout
+
+    rebuilt = archiver(mode_archive, "catalog", "reindex")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert f"reindexed {len(bundles)} WARC file(s): {len(entries)} entries".encode() in rebuilt.stdout
+    assert b"reindex:" in rebuilt.stderr
+    verified = archiver(mode_archive, "catalog", "verify")
+    assert verified.returncode == 0 and b"OK: " in verified.stdout, verified.stdout
+    exported = archiver(mode_archive, "catalog", "export-cdxj")
+    assert len(exported.stdout.splitlines()) == len(entries)
+
+    last = sorted(contents)[-1]
+    mode_archive.overwrite(last, contents[last][:-1])
+    refused = archiver(mode_archive, "catalog", "reindex")
+    assert refused.returncode == 2
+    assert last.encode() in refused.stderr and b"catalog left as it was" in refused.stderr
+    assert archiver(mode_archive, "catalog", "verify").returncode == 1
+    assert archiver(mode_archive, "catalog", "get", url, "--at", "2026", "-o", str(out)).returncode == 0
+
+
+def test_status_shows_every_process(mode_archive: ModeArchive) -> None:
+    stores = mode_archive.stores
+    nothing = archiver(mode_archive, "status")
+    assert nothing.returncode == 0 and nothing.stdout.startswith(b"no crawler status in ")
+    register(stores, 0, "crawl-a.example", pid=1234)
+    register(stores, 1, "crawl-b.example", pid=999, heartbeat_ago=1000)
+    status = stores.status()
+    try:
+        status.write(0, status_of(0, 10, active={"http://a.example": {"queued": 4, "url": "http://a.example/x"}}))
+        status.write(1, status_of(1, 20))
+    finally:
+        status.close()
+    text = archiver(mode_archive, "status")
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.decode().splitlines()
+    heads = [line for line in lines if line.startswith("process ")]
+    assert [line.split(" (")[0] for line in heads] == (
+        ["process 0", "process 1"] if mode_archive.mode == "embedded"
+        else ["process 0 on crawl-a.example", "process 1 on crawl-b.example"])
+    assert "pages=10 " in text.stdout.decode() and "pages=20 " in text.stdout.decode()
+    assert "  http://a.example  queued=4  http://a.example/x" in lines
+    if mode_archive.mode == "shared":
+        assert re.search(r", heartbeat \d+s ago$", heads[0])  # well within crawl.lease_ttl
+        assert re.search(r", heartbeat 1\d\d\ds ago \(past crawl.lease_ttl: gone\?\)$", heads[1])
+    as_json = json.loads(archiver(mode_archive, "status", "--json").stdout)
+    assert [(s["process"], s["pages"]) for s in as_json] == [(0, 10), (1, 20)]
+    if mode_archive.mode == "shared":
+        assert [s["host"] for s in as_json] == ["crawl-a.example", "crawl-b.example"]
+        assert as_json[1]["heartbeat_age"] >= 1000

@@ -1,0 +1,121 @@
+"""One archive in either mode, for the tests that must pass on both.
+
+``mode_archive`` (parametrised: ``embedded``, ``shared``) writes a config for a fresh archive:
+embedded is SQLite files and a WARC folder under the root; shared is a database at archiver's
+schema on the test PostgreSQL server (``pg_store_url``) and bundles in a bucket of the test S3
+server (``s3_bucket``, prefix ``warcs``). :func:`write_bundles` makes real bundles with
+:class:`BundleWriter`, and :meth:`ModeArchive.keep` puts closed bundles where the mode keeps
+them: moved into the WARC folder, or shipped (and verified) to the object store.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from archiver import config
+from archiver.config import WarcConfig
+from archiver.queues.sitequeue import SiteQueue, queue_path
+from archiver.store.bundles import BundleWriter
+from archiver.store.catalog import Capture
+from archiver.store.objectstore import S3Store
+from archiver.store.shipping import ship_closed
+from archiver.store.warcindex import index_warc
+from archiver.stores import EmbeddedStores, SharedStores, open_stores
+
+BASE = """\
+[archive]
+root = "archive"
+[dns]
+hosts_file = ""
+nameservers = ["127.0.0.1:9"]
+"""
+DATE = datetime(2026, 11, 22, 3, 15, tzinfo=UTC)
+
+
+@dataclass
+class ModeArchive:
+    """A config file naming an empty archive in one mode, and its stores."""
+
+    mode: str
+    path: Path
+    config: config.Config
+    stores: EmbeddedStores | SharedStores
+
+    def keep(self, bundles: list[Path]) -> None:
+        """Put closed bundles where this mode's readers find them (they leave their folder)."""
+        if isinstance(self.stores, EmbeddedStores):
+            folder = self.stores.warc_directory()
+            folder.mkdir(parents=True, exist_ok=True)
+            for path in bundles:
+                shutil.move(path, folder / path.name)
+            return
+        for source in {path.parent for path in bundles}:
+            ship_closed(source, self.stores.objects())
+
+    def queue_sites(self, queued: dict[int, list[str]], done: list[str]) -> None:
+        """Sites waiting in the site queues (embedded: in process N's queue), and sites done
+        (embedded: in a queue of their own, process 9's, where each is the one to claim)."""
+        if isinstance(self.stores, SharedStores):
+            with psycopg.connect(self.stores.url, autocommit=True) as conn:
+                for origin in [o for origins in queued.values() for o in origins]:
+                    conn.execute("INSERT INTO sites (origin, added) VALUES (%s, 0)", (origin,))
+                for origin in done:
+                    conn.execute("INSERT INTO sites (origin, state, added) VALUES (%s, 'done', 0)", (origin,))
+            return
+        for process, origins in queued.items():
+            with SiteQueue(queue_path(self.config.root, process)) as queue:
+                for origin in origins:
+                    queue.add(origin)
+        with SiteQueue(queue_path(self.config.root, 9)) as queue:
+            for origin in done:
+                queue.add(origin)
+                assert queue.claim(include_deferred=False) == origin
+                queue.finish(origin)
+
+    def overwrite(self, name: str, data: bytes) -> None:
+        """Replace a kept bundle's bytes behind archiver's back, as another client would."""
+        if isinstance(self.stores, EmbeddedStores):
+            (self.stores.warc_directory() / name).write_bytes(data)
+            return
+        store = self.stores.objects()
+        assert isinstance(store, S3Store)
+        store.client.put_object(Bucket=store.bucket, Key=f"{store.prefix}/{name}", Body=data)
+
+
+@pytest.fixture(params=["embedded", "shared"])
+def mode_archive(request: pytest.FixtureRequest, tmp_path: Path) -> ModeArchive:
+    text = BASE
+    if request.param == "shared":
+        url = request.getfixturevalue("pg_store_url")
+        bucket = request.getfixturevalue("s3_bucket")
+        text += (f'[store]\nurl = "{url}"\n[warc]\nstore = "s3://{bucket.name}/warcs"\n'
+                 f'[s3]\nendpoint_url = "{bucket.endpoint}"\nregion = "us-east-1"\n')
+    path = tmp_path / "archiver.toml"
+    path.write_text(text)
+    cfg = config.load(path)
+    return ModeArchive(str(request.param), path, cfg, open_stores(cfg))
+
+
+def write_bundles(directory: Path, pages: dict[str, bytes], *, max_size: int = 4000,
+                  mime: str = "text/html") -> list[Path]:
+    """One exchange per page, a second apart from DATE, in bundles rotated at ``max_size``
+    bytes; the closed bundles, sorted."""
+    with BundleWriter(directory, WarcConfig(max_size=max_size)) as writer:
+        for i, (url, body) in enumerate(pages.items()):
+            writer.write_exchange(
+                url=url, ip="127.0.0.1", date=DATE + timedelta(seconds=i),
+                request=b"GET / HTTP/1.1\r\nHost: example.org\r\n\r\n",
+                response_head=b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\n\r\n" % mime.encode(),
+                response_body=body)
+    return sorted(directory.glob("*.warc.gz"))
+
+
+def entries_of(bundles: list[Path]) -> list[Capture]:
+    """The catalog entries of ``bundles``, in file order."""
+    return [capture for path in bundles for capture in index_warc(path)]
