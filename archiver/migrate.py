@@ -388,7 +388,7 @@ class Migration:
         for number, path in enumerate(paths, 1):
             key = under + path.name
             fingerprint = self.state.file(key)
-            if fingerprint is None:
+            if fingerprint is None or self.objects.stored(key) != fingerprint:
                 local = self.objects.fingerprint(path)
                 there = self.objects.stored(key)
                 if there is None:
@@ -434,6 +434,8 @@ class Migration:
             stack.callback(new.close)
             total = 0 if old is None else old.count()
             copied = self.state.data["catalog_copied"]
+            if new.count() < copied:  # NEW lost entries since (a database made anew): copy them all
+                copied = 0
             if old is not None and copied < total:
                 progress = _Progress(self.err, "catalog", "entries")
                 entries = islice(old.iter_all(), copied, None)
