@@ -31,7 +31,7 @@ from tests.support.crawls import write_config
 from tests.support.repo import ARCHIVER
 
 # Small bundles: a demo crawl leaves a dozen of them, so a migrate spends a while on them.
-MAX_BUNDLE = 16_384
+MAX_BUNDLE = 8_192
 INBOX = [("/late-a", 1), ("/late-b", 2)]
 ACTIVE_ORIGIN = "http://unvisited.example:8080"
 
