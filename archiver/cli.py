@@ -62,7 +62,8 @@ def _fail(message: str) -> int:
 def cmd_crawl(args: argparse.Namespace) -> int:
     cfg = _config(args)
     logs.setup(cfg.log.level)
-    if not 0 <= args.process < cfg.crawl.processes:
+    shared = config.database_url(cfg.store.url) is not None  # any process may take any site there
+    if args.process < 0 or (not shared and args.process >= cfg.crawl.processes):
         return _fail(f"--process {args.process} is outside 0..{cfg.crawl.processes - 1} "
                      f"(crawl.processes = {cfg.crawl.processes} in {cfg.path})")
     if args.seeds:

@@ -17,8 +17,11 @@ from pathlib import Path
 
 from archiver.config import Config, database_url
 from archiver.queues.crawlqueue import EmbeddedCrawlQueues
-from archiver.queues.interfaces import CrawlQueues, SiteQueueStore, SpoolFiles, SpoolWriterStore
+from archiver.queues.interfaces import SiteQueueStore, SpoolFiles, SpoolWriterStore
+from archiver.queues.leases import Leases
 from archiver.queues.linksstate import EmbeddedLinksState
+from archiver.queues.pgcrawlqueue import PgCrawlQueues
+from archiver.queues.pgsitequeue import PgSiteQueue
 from archiver.queues.sitequeue import SiteQueue, queue_path
 from archiver.queues.spool import SpoolDirectory, SpoolWriter
 from archiver.store.bundles import BundleWriter
@@ -57,14 +60,13 @@ class EmbeddedStores:
         return sorted(int(p.stem) for p in folder.glob("*.sqlite") if p.stem.isdigit()) \
             if folder.is_dir() else []
 
-    def crawl_queues(self) -> CrawlQueues:
+    def crawl_queues(self) -> EmbeddedCrawlQueues:
         c = self.config.crawl
         return EmbeddedCrawlQueues(self.root, bloom_bits=c.site_bitmap_bits,
                                    max_fp=c.site_bitmap_max_fp)
 
     def spool_writer(self, process: int) -> SpoolWriterStore:
-        o = self.config.outlinks
-        return SpoolWriter(self.root / "outlinks", process, max_lines=o.max_lines, max_age=o.max_age)
+        return _spool_writer(self.config, process)
 
     def spool_files(self) -> SpoolFiles:
         return SpoolDirectory(self.root / "outlinks")
@@ -83,10 +85,7 @@ class EmbeddedStores:
 
     def bundle_writer(self, process: int) -> BundleWriter:
         """The WARC bundles crawler ``process`` writes."""
-        return BundleWriter(
-            self.warc_directory(), self.config.warc, process=process,
-            operator=self.config.archive.operator,
-            extra_info={"robots": "obey", "http-header-user-agent": self.config.crawl.user_agent})
+        return _bundle_writer(self.config, self.warc_directory(), process)
 
     def warcs(self) -> WarcReader:
         return WarcFiles(self.warc_directory())
@@ -133,6 +132,16 @@ def _lock_file(root: Path, role: str, number: int | None) -> ProcessLock:
     return ProcessLock(fd)
 
 
+def _spool_writer(config: Config, process: int) -> SpoolWriter:
+    o = config.outlinks
+    return SpoolWriter(config.root / "outlinks", process, max_lines=o.max_lines, max_age=o.max_age)
+
+
+def _bundle_writer(config: Config, directory: Path, process: int) -> BundleWriter:
+    return BundleWriter(directory, config.warc, process=process, operator=config.archive.operator,
+                        extra_info={"robots": "obey", "http-header-user-agent": config.crawl.user_agent})
+
+
 class ProcessLock:
     """An ``flock`` held on a lock file: the kernel drops it when the process dies."""
 
@@ -156,6 +165,27 @@ class SharedStores:
         self.root = config.root
         self.url = url
         require_current(url)
+        self.leases = Leases(config.crawl.lease_ttl)  # this process's site leases
+
+    # -- queues
+
+    def site_queue(self, process: int | None = None, *, recover: bool = False) -> PgSiteQueue:
+        """The shared site queue; claims are made for crawler ``process``. (``recover`` is the
+        embedded queue's: here expired leases are taken over at claim time.)"""
+        return PgSiteQueue(self.url, process=process, leases=self.leases)
+
+    def crawl_queues(self) -> PgCrawlQueues:
+        c = self.config.crawl
+        return PgCrawlQueues(self.url, self.leases, bloom_bits=c.site_bitmap_bits,
+                             max_fp=c.site_bitmap_max_fp)
+
+    def spool_writer(self, process: int) -> SpoolWriterStore:
+        """This machine's open spool files (the crawler ships the closed ones)."""
+        return _spool_writer(self.config, process)
+
+    def bundle_writer(self, process: int) -> BundleWriter:
+        """The bundles crawler ``process`` writes on this machine (shipped once closed)."""
+        return _bundle_writer(self.config, self.warc_directory(), process)
 
     def objects(self) -> ObjectStore:
         """Where closed bundles and spool files go: the S3 bucket or the folder ``warc.store`` names."""
@@ -188,26 +218,14 @@ class SharedStores:
     def _unbuilt(self, what: str) -> StoreUnavailable:
         return StoreUnavailable(f"{self.config.path}: {what} in PostgreSQL/object storage is not built yet")
 
-    def site_queue(self, process: int, *, recover: bool = False) -> SiteQueueStore:
-        raise self._unbuilt("the site queue")
-
     def site_queue_numbers(self) -> list[int]:
         raise self._unbuilt("the site queue")
-
-    def crawl_queues(self) -> CrawlQueues:
-        raise self._unbuilt("the crawl queues")
-
-    def spool_writer(self, process: int) -> SpoolWriterStore:
-        raise self._unbuilt("the spool")
 
     def spool_files(self) -> SpoolFiles:
         raise self._unbuilt("the spool")
 
     def links_state(self) -> EmbeddedLinksState:
         raise self._unbuilt("the links state")
-
-    def bundle_writer(self, process: int) -> BundleWriter:
-        raise self._unbuilt("bundle shipping")
 
     def warcs(self) -> WarcReader:
         raise self._unbuilt("reading WARCs")
@@ -219,7 +237,8 @@ class SharedStores:
         raise self._unbuilt("verifying")
 
     def status(self) -> StatusStore:
-        raise self._unbuilt("the status of the cluster")
+        """Status files of the processes of this machine."""
+        return StatusFiles(self.root)
 
 
 class StoreUnavailable(Exception):

@@ -4,8 +4,10 @@ the events that drain or pause the crawl, and the one way to make writes durable
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import trio
 
@@ -15,6 +17,7 @@ from archiver.crawl.stats import Stats
 from archiver.dns.lookup import Resolver
 from archiver.logs import event
 from archiver.queues.interfaces import CrawlQueues, CrawlQueueStore, SpoolWriterStore
+from archiver.queues.leases import Leases
 from archiver.store.bundles import BundleWriter
 from archiver.store.catalog import Capture
 from archiver.store.durable import SyncJob, is_disk_error
@@ -41,6 +44,8 @@ class CrawlContext:
     draining: trio.Event = field(default_factory=trio.Event)  # set by SIGTERM: finish, take no more
     wake: trio.Event = field(default_factory=trio.Event)  # set (and replaced) on drain and reload
     disk_ok: trio.Event = field(default_factory=trio.Event)  # clear while writes fail (full disk)
+    leases: Leases | None = None  # the site leases held (shared site queue); None: embedded
+    published: list[Path] | None = None  # bundles finished, to ship (shared stores); None: embedded
     lookup_calls: OffLoop = field(default_factory=OffLoop)
     sync_lock: trio.Lock = field(default_factory=trio.Lock)  # one SyncJob at a time
 
@@ -50,6 +55,10 @@ class CrawlContext:
     async def earlier_captures(self, url: str) -> list[Capture]:
         """The captures of ``url`` in the catalog, read in a worker thread (see archiver.store.offloop)."""
         return await self.lookup_calls.call(self.lookup.captures, url)
+
+    def may_fetch(self, origin: str) -> bool:
+        """False once this process's lease of ``origin`` is lost or past its safe deadline."""
+        return self.leases is None or self.leases.holds(origin, time.monotonic())
 
     def disk_trouble(self, error: BaseException, where: str) -> None:
         """A write failed for lack of disk: stop fetching until a retry succeeds (see _sync)."""
@@ -94,6 +103,8 @@ class CrawlContext:
                 await trio.to_thread.run_sync(work)
             self.bundle.finished(bundles)
             self.spool.finished(spooled)
+            if self.published is not None:
+                self.published += [item.final for item in bundles]
 
     async def settle(self, crawl_queue: CrawlQueueStore) -> None:
         """End of a visit: make what it wrote durable (in a worker thread), then save its cursor."""

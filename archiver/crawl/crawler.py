@@ -20,6 +20,7 @@ import trio
 
 from archiver.config import Config
 from archiver.crawl.addressslots import AddressSlots
+from archiver.crawl.cluster import ClusterMember
 from archiver.crawl.context import CrawlContext
 from archiver.crawl.policy import Outcome
 from archiver.crawl.recovery import CommitPoint, commit_path, recover
@@ -30,13 +31,14 @@ from archiver.dns.resolver import DnsResolver
 from archiver.logs import event
 from archiver.queues.crawlqueue import CrawlQueueBusy
 from archiver.queues.interfaces import CrawlQueueStore, SiteQueueStore
+from archiver.queues.pgsitequeue import PgSiteQueue
 from archiver.queues.sitequeue import process_for
 from archiver.service import Service
 from archiver.store.catalog import Capture
 from archiver.store.durable import is_disk_error
 from archiver.store.offloop import OffLoop, is_busy
 from archiver.store.status import summary_line
-from archiver.stores import EmbeddedStores, open_stores
+from archiver.stores import EmbeddedStores, SharedStores, open_stores
 from archiver.web import urls
 
 log = logging.getLogger("archiver.crawl.crawler")
@@ -91,7 +93,8 @@ def enqueue_seeds(config: Config, process: int, seeds: list[str], *, recrawl: bo
     try:
         for url in seeds:
             origin = urls.origin(url)
-            owner = process_for(origin, processes)
+            # One shared site queue in a cluster; the embedded ones are split by process.
+            owner = process_for(origin, processes) if isinstance(stores, EmbeddedStores) else 0
             if owner not in queues:
                 # Another process may be running on that queue: leave its active sites alone.
                 queues[owner] = stores.site_queue(owner)
@@ -133,8 +136,12 @@ class Crawler:
         self.queue = stores.site_queue(process, recover=True)
         self.stats = Stats(process=process)
         self.catalog = stores.catalog()
+        self.cluster: ClusterMember | None = None
         if isinstance(stores, EmbeddedStores):
             recover(config, stores, process, self.catalog)
+        else:
+            self.cluster = ClusterMember(config, stores, process, self.catalog)
+            self.cluster.recover()
         self.bundle = stores.bundle_writer(process)
         self.commit_point = CommitPoint(commit_path(stores.state_directory(), process),
                                         self.bundle.position())
@@ -151,6 +158,8 @@ class Crawler:
                                               timeout=config.dns.timeout),
                               min_age=config.dns.min_age, max_age=config.dns.max_age,
                               retry_base=config.dns.retry_base, retry_max=config.dns.retry_max))
+        if isinstance(stores, SharedStores):
+            self.ctx.leases, self.ctx.published = stores.leases, []
 
     async def run(self) -> None:
         """Crawl until idle (with ``until_idle``) or until SIGINT/SIGTERM."""
@@ -171,6 +180,9 @@ class Crawler:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._report)
             nursery.start_soon(self._sync)
+            if self.cluster is not None:
+                nursery.start_soon(self._renew, self.cluster)
+                nursery.start_soon(self._ship, self.cluster)
             async with trio.open_nursery() as slots:
                 for number in range(self.config.crawl.sites_per_process):
                     slots.start_soon(self._slot, number)
@@ -181,10 +193,13 @@ class Crawler:
         repairs and indexes it) rather than close a file whose entries could not be committed."""
         try:
             self.bundle.sync()
-            self.catalog.add(self.ctx.captures)
+            self._commit_captures(self.ctx.captures)
             self.ctx.captures = []
             self.bundle.close()
             self.spool.close()
+            if self.cluster is not None:  # nothing closed stays on this machine's disk
+                self.cluster.ship(self._closed_bundles())
+                self.cluster.ship_spool()
             self.commit_point.finish(self.bundle.position())
             self._write_status()
         except (OSError, sqlite3.Error) as e:
@@ -197,6 +212,8 @@ class Crawler:
         self.lookup.close()
         self.dns_history.close()
         self.queue.close()
+        if self.cluster is not None:
+            self.cluster.close()
         self._lock.release()
         event(log, logging.INFO, "crawler-stop", process=self.process,
               **{"pages": self.stats.pages, "bytes": self.stats.bytes})
@@ -231,9 +248,8 @@ class Crawler:
                 if due is None and self.until_idle:
                     return
                 c = self.config.crawl
-                wait = c.poll_interval if due is None else due - time.time()
-                if not self.until_idle:
-                    wait = min(wait, c.poll_interval)
+                # Capped: sites may be added (by the links batch, or seeds) or come free at any time.
+                wait = c.poll_interval if due is None else min(due - time.time(), c.poll_interval)
                 with trio.move_on_after(max(wait, 0.01)):
                     await draining.wait()
                 continue
@@ -283,6 +299,10 @@ class Crawler:
             self._unsettled.append((origin, outcome))
 
     async def _record_outcome(self, origin: str, outcome: Outcome) -> None:
+        if outcome.kind == "lost":  # another process holds the site: nothing of ours to record
+            self.stats.sites_lost += 1
+            event(log, logging.WARNING, "site-lost", site=origin, reason=outcome.note)
+            return
         if outcome.kind == "stopped":
             await self._queue(self.queue.release, origin)
             event(log, logging.INFO, "site-stopped", site=origin, reason=outcome.note)
@@ -394,8 +414,42 @@ class Crawler:
         return True
 
     def _commit_captures(self, captures: list[Capture]) -> None:
-        """In the sync job's worker thread, once their records are durable: the catalog entries."""
+        """In the sync job's worker thread, once their records are durable: the catalog entries
+        (in a cluster, pending until their bundle is shipped)."""
         started = time.monotonic()
-        self.catalog.add(captures)
+        if self.cluster is not None:
+            self.cluster.record(captures)
+        else:
+            self.catalog.add(captures)
         took = time.monotonic() - started
         self.stats.catalog_batch_max_ms = max(self.stats.catalog_batch_max_ms, took * 1000)
+
+    def _closed_bundles(self) -> list[Path]:
+        """This process's bundles finished by the group commit, and the last one closed at exit."""
+        published, self.ctx.published = self.ctx.published or [], []
+        directory = self.stores.warc_directory()
+        return [*published, *sorted(p for p in directory.glob(f"*-{self.process}-*.warc.gz"))]
+
+    async def _renew(self, cluster: ClusterMember) -> None:
+        """Renew the site leases and the heartbeat at a third of the TTL; declare lost the
+        bundles of crawlers that stopped beating. A lost lease wakes its visit, which stops."""
+        assert isinstance(self.queue, PgSiteQueue)
+        queue = self.queue
+        while True:
+            await trio.sleep(self.config.crawl.lease_ttl / 3)
+            lost = await self._queue(cluster.renew, queue)
+            if lost:
+                self.ctx.nudge()
+            if cluster.fenced:
+                self.service.stop_now()
+                return
+            await trio.to_thread.run_sync(cluster.reap)
+
+    async def _ship(self, cluster: ClusterMember) -> None:
+        """Ship each bundle the group commit finishes, and the closed spool files."""
+        while True:
+            await trio.sleep(self.config.warc.sync_interval)
+            published, self.ctx.published = self.ctx.published or [], []
+            if published:
+                await trio.to_thread.run_sync(cluster.ship, published)
+            await trio.to_thread.run_sync(cluster.ship_spool)

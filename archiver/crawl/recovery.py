@@ -81,12 +81,14 @@ from archiver.config import Config
 from archiver.crawl.policy import scheme_twin
 from archiver.logs import event
 from archiver.queues.crawlqueue import (
+    CrawlQueue,
     CrawlQueueBusy,
+    EmbeddedCrawlQueues,
     Entry,
     read_slots,
     write_slot,
 )
-from archiver.queues.interfaces import CrawlQueues, CrawlQueueStore, SpoolWriterStore
+from archiver.queues.interfaces import SpoolWriterStore
 from archiver.queues.sitequeue import process_for
 from archiver.store.bundles import OPEN, SUFFIX, repair_open_bundle
 from archiver.store.catalog import Capture
@@ -367,7 +369,7 @@ def _read_bundle(path: Path, offset: int) -> Iterator[tuple[_Record, Capture | N
             yield found, capture
 
 
-def _open_queue(crawl_queues: CrawlQueues, origin: str) -> CrawlQueueStore | None:
+def _open_queue(crawl_queues: EmbeddedCrawlQueues, origin: str) -> CrawlQueue | None:
     """The crawl queue of ``origin``, waiting a little if another process holds it; None if it
     stays busy."""
     for _ in range(_BUSY_TRIES):
@@ -380,7 +382,7 @@ def _open_queue(crawl_queues: CrawlQueues, origin: str) -> CrawlQueueStore | Non
 
 @dataclass
 class _Queue:
-    crawl_queue: CrawlQueueStore
+    crawl_queue: CrawlQueue
     origin: str
     restarted: float | None  # records older than this belong to the visit before a recrawl
     plan: Advance = field(default_factory=lambda: Advance(None, [], {}))
@@ -397,7 +399,7 @@ class _Queue:
         return record.url in self.plan.depths and finishes(record.status) and self.holds(record)
 
 
-def _recover_host(config: Config, crawl_queues: CrawlQueues, process: int, records: list[_Record],
+def _recover_host(config: Config, crawl_queues: EmbeddedCrawlQueues, process: int, records: list[_Record],
                   spool: SpoolWriterStore, result: Recovered) -> None:
     """Mark done, in every crawl queue of this host that this process owns, the entries these
     records finished; extract their links again; make it durable."""

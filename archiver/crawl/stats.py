@@ -22,6 +22,7 @@ class Stats:
     revisits: int = 0
     sites_done: int = 0
     sites_retried: int = 0
+    sites_lost: int = 0  # visits stopped because another process took the site's lease
     robots_excluded: int = 0
     links_local: int = 0
     links_external: int = 0
@@ -43,7 +44,8 @@ class Stats:
             "started": self.started, "pages": self.pages, "bytes": self.bytes,
             "revisits": self.revisits,
             "pages_per_s": round(rate, 1), "sites_done": self.sites_done,
-            "sites_retried": self.sites_retried, "robots_excluded": self.robots_excluded,
+            "sites_retried": self.sites_retried, "sites_lost": self.sites_lost,
+            "robots_excluded": self.robots_excluded,
             "links_local": self.links_local, "links_external": self.links_external,
             "catalog_batch_max_ms": round(self.catalog_batch_max_ms, 1),
             "loop_stall_max_ms": round(self.loop.longest * 1000, 1),

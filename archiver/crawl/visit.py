@@ -37,6 +37,10 @@ from archiver.web.timestamps import to_datetime
 log = logging.getLogger("archiver.crawl.visit")
 
 
+class _LeaseLost(Exception):
+    """Another process holds the site now (our lease expired, or a write found a newer epoch)."""
+
+
 class _Draining(Exception):
     """The process is draining (SIGTERM) or the disk is full: the visit stops before its next
     fetch and the site goes back to the queue."""
@@ -86,6 +90,8 @@ class SiteVisit:
             return await self._crawl()
         except _Draining:
             return Outcome("stopped", "draining" if ctx.disk_ok.is_set() else "disk full")
+        except _LeaseLost:
+            return Outcome("lost", "the site's lease went to another process")
         except (OSError, sqlite3.Error) as e:
             if not is_disk_error(e):
                 raise
@@ -98,7 +104,8 @@ class SiteVisit:
                     await ctx.settle(crawl_queue)
             finally:
                 ctx.open_queues.discard(crawl_queue)
-                crawl_queue.close()
+                with trio.CancelScope(shield=True):  # a shared queue writes its last entries
+                    await trio.to_thread.run_sync(crawl_queue.close)
             with trio.CancelScope(shield=True), trio.move_on_after(1):
                 await self._let_go()
                 await client.aclose()
@@ -119,7 +126,7 @@ class SiteVisit:
             try:
                 end = await self._handle(entry)
                 policy.handled()
-            except _Draining:
+            except (_Draining, _LeaseLost):
                 raise
             except Exception as e:  # one URL's bug costs that URL, not the site
                 if isinstance(e, (OSError, sqlite3.Error)) and is_disk_error(e):
@@ -139,11 +146,10 @@ class SiteVisit:
         try:
             added = crawl_queue.merge(inbox)
         except BaseException:
-            inbox.file.close()  # the lines stay in the inbox
+            inbox.release()  # the URLs stay in the inbox
             raise
-        log_fd = crawl_queue.log_descriptor() if added else None
         with trio.CancelScope(shield=True):
-            await trio.to_thread.run_sync(crawl_queue.finish_inbox, inbox, log_fd)
+            await trio.to_thread.run_sync(crawl_queue.finish_inbox, inbox, added)
 
     async def _handle(self, entry: Entry) -> Outcome | None:
         """Fetch one queued URL (if robots.txt allows) and act on the answer;
@@ -259,6 +265,8 @@ class SiteVisit:
                                  error="dns: no address")
         else:
             await self._hold(ip)
+            if not ctx.may_fetch(self.origin):  # checked last: holding the slot may take a while
+                raise _LeaseLost
             result = await self.client.fetch(url, ip)
             if ctx.slots.contended(ip):  # another site waits for this address: hand it over
                 await self._let_go()

@@ -250,6 +250,10 @@ class Inbox:
     file: BinaryIO
     data: bytes
 
+    def release(self) -> None:
+        """The merge failed: close the file, which keeps its lines for the next merge."""
+        self.file.close()
+
 
 class CrawlQueueBusy(RuntimeError):
     """The site's crawl queue is open in another process (or another visit)."""
@@ -560,9 +564,9 @@ class CrawlQueue:
         try:
             added = self.merge(inbox)
         except BaseException:
-            inbox.file.close()  # the lines stay in the inbox for the next merge
+            inbox.release()
             raise
-        self.finish_inbox(inbox, self.log_descriptor() if added else None)
+        self.finish_inbox(inbox, added)
         return added
 
     def inbox_waiting(self) -> bool:
@@ -601,15 +605,13 @@ class CrawlQueue:
         self._flush()
         return added
 
-    @staticmethod
-    def finish_inbox(inbox: Inbox, log_fd: int | None) -> None:
-        """Blocking: fsync the log (``log_fd``, a duplicate, closed here; None if nothing was
-        added), then empty the inbox and release its lock. Lines must be durable in the log
-        before they leave the inbox: if ``merge`` did not complete, close ``inbox.file`` instead,
-        which keeps them there."""
+    def finish_inbox(self, inbox: Inbox, added: bool) -> None:
+        """Blocking: fsync the log if ``merge`` added lines, then empty the inbox and release its
+        lock. Lines must be durable in the log before they leave the inbox: if ``merge`` did not
+        complete, call ``inbox.release()`` instead, which keeps them there."""
         try:
-            if log_fd is not None:
-                fsync_all([log_fd])
+            if added:
+                fsync_all([self.log_descriptor()])
             inbox.file.truncate(0)
         finally:
             inbox.file.close()

@@ -2,17 +2,17 @@
 
 Processes get them from :func:`archiver.stores.open_stores` (see :mod:`archiver.store.interfaces`).
 A site is crawled by one holder at a time: the embedded site queue marks it ``active`` for the
-crawler process that claimed it; a shared implementation gives the claim a lease.
+crawler process that claimed it; the shared one (``queues.pgsitequeue``) gives the claim a lease.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol, Self
+from typing import Any, Protocol, Self
 
-from archiver.queues.crawlqueue import Entry, Inbox
+from archiver.queues.crawlqueue import Entry
 from archiver.store.durable import Retired, SyncJob
 
 
@@ -85,19 +85,15 @@ class CrawlQueueStore(Protocol):
 
     def __len__(self) -> int: ...
 
-    def pending_entries(self) -> Iterator[tuple[Entry, bool]]: ...
-
-    def recovered(self, cursor: int, done: Iterable[int], *, pages: int, bytes_: int) -> None: ...
-
     def inbox_waiting(self) -> bool: ...
 
-    def take_inbox(self) -> Inbox | None: ...
+    # The inbox taken is the implementation's own (a locked file, rows of a table); the crawler
+    # hands it back unopened to merge and finish_inbox, or to its release().
+    def take_inbox(self) -> Any: ...
 
-    def merge(self, inbox: Inbox) -> bool: ...
+    def merge(self, inbox: Any) -> bool: ...
 
-    def finish_inbox(self, inbox: Inbox, log_fd: int | None) -> None: ...
-
-    def log_descriptor(self) -> int: ...
+    def finish_inbox(self, inbox: Any, added: bool) -> None: ...
 
     def add_to(self, job: SyncJob) -> None: ...
 

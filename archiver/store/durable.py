@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,12 +85,14 @@ class Retired:
 class SyncJob:
     """The blocking part of making writes durable, gathered on the event loop from each writer
     and run in one worker thread, so the crawler's loop never waits on the disk: fsync the
-    descriptors (duplicates made for the job), finish the retired files, then make new directory
-    entries durable."""
+    descriptors (duplicates made for the job), finish the retired files, make new directory
+    entries durable, then run the writes of shared stores (``calls``: a crawl queue in PostgreSQL
+    writing what the local files now hold)."""
 
     fds: list[int] = field(default_factory=list)
     retired: list[Retired] = field(default_factory=list)
     directories: set[Path] = field(default_factory=set)
+    calls: list[Callable[[], None]] = field(default_factory=list)
 
     def drop(self) -> None:
         """Close the duplicates gathered, for a job that will not run."""
@@ -104,3 +107,5 @@ class SyncJob:
             item.finish()
         for directory in sorted(self.directories):
             fsync_directory(directory)
+        for call in self.calls:
+            call()

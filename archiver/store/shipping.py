@@ -12,6 +12,7 @@ It blocks (file and network I/O): the crawler calls it from a worker thread.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,15 +34,21 @@ def ship_closed(directory: Path, store: ObjectStore, *, pattern: str = "*.warc.g
                 under: str = "") -> list[Shipped]:
     """Ship every file of ``directory`` matching ``pattern`` to ``store`` under the key
     ``under + name``, oldest name first; what was shipped, in order."""
-    shipped = []
-    for path in sorted(p for p in directory.glob(pattern) if p.is_file()):
-        key = under + path.name
-        held = store.stored(key)
-        if held is not None and held == store.fingerprint(path):
-            size, uploaded = held.size, False
-        else:
-            size, uploaded = put(store, path, key).size, True
-        path.unlink()
-        fsync_directory(directory)
-        shipped.append(Shipped(path.name, key, size, uploaded))
+    return [ship_file(path, store, under + path.name)
+            for path in sorted(p for p in directory.glob(pattern) if p.is_file())]
+
+
+def ship_file(path: Path, store: ObjectStore, key: str, *,
+              then: Callable[[Shipped], object] | None = None) -> Shipped:
+    """Ship one closed file: upload it (unless the store holds it already), verify, call
+    ``then`` (the catalog learns of it), and only then delete the local copy."""
+    held = store.stored(key)
+    if held is not None and held == store.fingerprint(path):
+        shipped = Shipped(path.name, key, held.size, False)
+    else:
+        shipped = Shipped(path.name, key, put(store, path, key).size, True)
+    if then is not None:
+        then(shipped)
+    path.unlink()
+    fsync_directory(path.parent)
     return shipped

@@ -12,17 +12,12 @@ import pytest
 
 from archiver.queues.sitequeue import SiteQueue, queue_path
 from demoweb import WebSpec, run_demo_process
-from tests.support.crawls import captures, load, warc_files, warcio_check, write_config
+from tests.support.crawls import captures, load, warc_files, warcio_check, write_config, write_seeds
 from tests.support.repo import ARCHIVER
 
 
 def archiver(*args: str, **kw) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*ARCHIVER, *args], capture_output=True, text=True, timeout=120, **kw)
-
-
-def write_seeds(path: Path, lines: list[str]) -> Path:
-    path.write_text("# seeds\n\n" + "\n".join(lines) + "\n")
-    return path
 
 
 def wait_for(condition, timeout: float = 30.0, what: str = "condition") -> None:

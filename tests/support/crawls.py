@@ -58,6 +58,11 @@ def write_config(directory: Path, web: HasHosts, *, dns_port: int | None = None,
     return path
 
 
+def write_seeds(path: Path, lines: list[str]) -> Path:
+    path.write_text("# seeds\n\n" + "\n".join(lines) + "\n")
+    return path
+
+
 def load(path: Path) -> config.Config:
     return config.load(path)
 

@@ -1,0 +1,147 @@
+"""What a crawler process does in a cluster (shared stores) besides crawling.
+
+- **Registration**: the process registers its number in ``crawlers`` (a new epoch); a second
+  process with the same number elsewhere is refused while the first beats.
+- **Leases and heartbeat** (``renew``, every third of ``crawl.lease_ttl``): the leases of the sites
+  in its slots are renewed in one statement, the process's heartbeat recorded, and the bundles of
+  crawlers that stopped beating declared lost (their URLs go back to their sites' inboxes).
+- **Shipping** (``ship``): each bundle the group commit finished goes to the object store,
+  verified, then its catalog entries into the catalog, then the local file is deleted; closed
+  spool files go to ``outlinks/`` in the store.
+- **Start** (``recover``): the process's own ``.open`` bundles left by a crash are repaired and,
+  with any closed ones, shipped; what its earlier life recorded and neither this disk nor the store
+  has is lost.
+
+Blocking methods run in worker threads (the crawler calls them through trio.to_thread).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+from archiver.config import Config
+from archiver.logs import event
+from archiver.queues.pgsitequeue import PgSiteQueue
+from archiver.store.bundles import OPEN, SUFFIX, repair_open_bundle
+from archiver.store.catalog import Capture
+from archiver.store.interfaces import CatalogStore
+from archiver.store.objectstore import ObjectStore, open_object
+from archiver.store.pgcrawlers import BundleLedger, CrawlerBusy, CrawlerRoster
+from archiver.store.shipping import Shipped, ship_closed, ship_file
+from archiver.store.warcindex import index_stream
+from archiver.stores import ProcessBusy, SharedStores
+
+log = logging.getLogger("archiver.crawl.cluster")
+
+SPOOL_KEYS = "outlinks/"
+
+
+class ClusterMember:
+    """One crawler process's part in the cluster (see the module docstring)."""
+
+    def __init__(self, config: Config, stores: SharedStores, process: int, catalog: CatalogStore) -> None:
+        ttl = config.crawl.lease_ttl
+        self.process = process
+        self.prefix = config.warc.prefix
+        self.roster = CrawlerRoster(stores.url, ttl)
+        try:
+            epoch = self.roster.register(process, socket.gethostname(), os.getpid())
+        except CrawlerBusy as e:
+            self.roster.close()
+            raise ProcessBusy(str(e)) from None
+        self.ledger = BundleLedger(stores.url, process=process, epoch=epoch, ttl=ttl)
+        self._ledger_lock = threading.Lock()  # the ledger's connection, for one thread at a time
+        self.objects: ObjectStore = stores.objects()
+        self.bundles = stores.warc_directory()
+        self.spool = config.root / "outlinks"
+        self.catalog = catalog
+        self.fenced = False  # another registration of our number superseded us
+
+    def close(self) -> None:
+        self.ledger.close()
+        self.roster.close()
+
+    def _ours(self, name: str) -> bool:
+        pattern = rf"{re.escape(self.prefix)}-\d{{14}}-{self.process}-\d+{re.escape(SUFFIX)}"
+        return re.fullmatch(pattern + f"(?:{re.escape(OPEN)})?", name) is not None
+
+    def recover(self) -> None:
+        """At start: repair and ship this process's bundles left on this disk; declare lost the
+        ones its earlier life recorded that are neither here nor in the store."""
+        repaired = 0
+        if self.bundles.is_dir():
+            for path in sorted(self.bundles.glob("*" + SUFFIX + OPEN)):
+                if self._ours(path.name):
+                    repair_open_bundle(path)
+                    repaired += 1
+        local = sorted(p for p in self.bundles.glob("*" + SUFFIX) if self._ours(p.name)) \
+            if self.bundles.is_dir() else []
+        shipped = self.ship(local)
+        lost, requeued = self.reap()  # our earlier life's bundles included (an older epoch)
+        event(log, logging.INFO, "cluster-recovered", process=self.process, repaired=repaired,
+              shipped=len(shipped), lost=len(lost), requeued=requeued)
+
+    def record(self, captures: list[Capture]) -> None:
+        """The group commit's catalog entries, pending until their bundle is shipped."""
+        with self._ledger_lock:
+            self.ledger.record(captures)
+
+    def ship(self, paths: Iterable[Path]) -> list[Shipped]:
+        """Ship closed bundles, each verified and catalogued before its local copy goes."""
+        shipped = []
+        for path in paths:
+            if path.exists():
+                shipped.append(ship_file(path, self.objects, path.name,
+                                         then=lambda done: self._catalogue(done.key)))
+                event(log, logging.INFO, "bundle-shipped", bundle=path.name, bytes=shipped[-1].size,
+                      to=self.objects.location(path.name))
+        return shipped
+
+    def _catalogue(self, name: str) -> None:
+        def index() -> Iterable[Capture]:
+            with open_object(self.objects, name) as f:
+                yield from index_stream(f, name, self.objects.location(name))
+
+        with self._ledger_lock:
+            self.ledger.shipped(name, self.catalog, index)
+
+    def ship_spool(self) -> int:
+        """Ship the closed spool files; how many."""
+        return len(ship_closed(self.spool, self.objects, pattern="*.tsv", under=SPOOL_KEYS)) \
+            if self.spool.is_dir() else 0
+
+    def renew(self, site_queue: PgSiteQueue) -> set[str]:
+        """Renew the site leases and the heartbeat; the origins whose lease was lost."""
+        lost = site_queue.renew()
+        if not self.roster.beat() and not self.fenced:
+            self.fenced = True
+            event(log, logging.ERROR, "crawler-superseded", process=self.process,
+                  note="another crawler registered this process number; this one stops")
+        return lost
+
+    def reap(self) -> tuple[list[str], int]:
+        """Settle the bundles of crawlers that vanished: catalogued if the store has them, else
+        lost and their URLs requeued. (bundles lost, URLs requeued)."""
+        with self._ledger_lock:
+            vanished = self.ledger.vanished()
+        lost, requeued = [], 0
+        for name in vanished:
+            if self.objects.size(name) is not None:  # shipped, then killed before the catalog learnt
+                self._catalogue(name)
+                event(log, logging.WARNING, "bundle-recovered", bundle=name,
+                      note="its crawler vanished after shipping it; catalogued now")
+                continue
+            with self._ledger_lock:
+                count = self.ledger.lose(name)
+            if count is not None:
+                lost.append(name)
+                requeued += count
+                event(log, logging.WARNING, "bundle-lost", bundle=name, requeued=count,
+                      note="its crawler vanished before shipping it; its URLs are fetched again")
+        return lost, requeued

@@ -1,0 +1,311 @@
+"""Each site's crawl queue in PostgreSQL, so that any machine can continue any site.
+
+Tables (``store.pgschema`` version 2): ``crawl_entries`` holds a site's URLs in discovery order
+(``seq`` from 1: the embedded queue's log), ``crawl_cursors`` the seq of the last finished entry
+with the site's page and byte totals (its cursor file) and the epoch allowed to write, and
+``crawl_inbox`` the URLs other processes queued for the site (its inbox).
+
+A queue is opened only by the holder of the site's lease (``Leases``): opening records the lease's
+epoch in ``crawl_cursors``, and every later write checks it in the same transaction, so a holder
+whose lease went to another process writes nothing more (its queue is *fenced*: the lease is lost
+and the visit stops). Opening rebuilds the site's Bloom bitmap from every entry and keeps the
+entries after the cursor in memory, with the URLs found since (not yet written). Writes happen in
+worker threads: ``add_to`` gives the crawler's group commit a job that writes the new entries and
+the cursor saved at the previous commit, whose records (and pending catalog entries) are durable by
+then; the cursor never runs ahead of the entries discovered before it.
+
+``refetch`` inbox rows (URLs of a bundle lost with its machine) bypass the bitmap: the site has
+seen them, but their records are gone.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self
+
+from archiver.queues.bloom import GrowingBloom
+from archiver.queues.crawlqueue import CrawlQueueBusy, Entry
+from archiver.queues.leases import Leases
+from archiver.store.durable import SyncJob
+from archiver.store.pgschema import Connection, check_version, connect
+
+_FENCE = "UPDATE crawl_cursors SET {} WHERE origin = %(origin)s AND epoch = %(epoch)s"
+
+
+def _check(url: str, depth: int) -> None:
+    if depth < 0 or not url or "\n" in url or "\x00" in url:
+        raise ValueError(f"cannot queue {url!r} at depth {depth}")
+
+
+@dataclass
+class PgInbox:
+    """Inbox rows taken for a merge: (id, url, depth, refetch) each."""
+
+    rows: list[tuple[int, str, int, bool]]
+
+    def release(self) -> None:
+        """The merge failed: the rows stay in the table for the next one."""
+
+
+class PgCrawlQueue:
+    """One site's crawl queue, held by the visit that holds the site's lease."""
+
+    def __init__(self, queues: PgCrawlQueues, origin: str, epoch: int, bloom: GrowingBloom) -> None:
+        self._queues = queues
+        self.origin = origin
+        self.epoch = epoch
+        self._bloom = bloom
+        self.cursor = 0
+        self.pages = 0
+        self.bytes = 0
+        self._restarted: float | None = None
+        self._ahead: deque[Entry] = deque()  # entries after the cursor not handed out yet
+        self._count = 0  # entries in the queue (written or not)
+        self._next_seq = 1
+        self._new: list[Entry] = []  # entries not written yet
+        self._new_lock = threading.Lock()  # _new is taken by the group commit's thread
+        self._to_save: tuple[int, int, int] | None = None  # a saved mark not written yet
+        self._written = (0, 0, 0)
+        self._inbox_checked = False
+        self.fenced = False
+
+    # -- reading and adding
+
+    def add(self, url: str, depth: int) -> bool:
+        _check(url, depth)
+        if not self._bloom.add(url):
+            return False
+        self._append(url, depth)
+        return True
+
+    def requeue(self, url: str, depth: int) -> None:
+        _check(url, depth)
+        self._append(url, depth)
+
+    def _append(self, url: str, depth: int) -> None:
+        entry = Entry(url, depth, self._next_seq)
+        self._next_seq += 1
+        self._count += 1
+        self._ahead.append(entry)
+        with self._new_lock:
+            self._new.append(entry)
+
+    def next(self, *, merge: bool = True) -> Entry | None:
+        """The next entry, or None; the inbox is merged by the crawler (``take_inbox``)."""
+        if self._ahead:
+            return self._ahead.popleft()
+        return None
+
+    def commit(self, entry: Entry, *, pages: int, bytes_: int) -> None:
+        self.cursor, self.pages, self.bytes = entry.end, pages, bytes_
+
+    def mark(self) -> tuple[int, int, int]:
+        return self.cursor, self.pages, self.bytes
+
+    def save(self, mark: tuple[int, int, int]) -> None:
+        """Keep ``mark`` (its records are durable) for the next write: the next group commit's
+        job, or ``close``."""
+        self._to_save = mark
+
+    @property
+    def restarted_at(self) -> float | None:
+        return self._restarted
+
+    @property
+    def pending(self) -> int:
+        return len(self._ahead)
+
+    def __len__(self) -> int:
+        return self._count
+
+    # -- the inbox
+
+    def inbox_waiting(self) -> bool:
+        """True once each time the queue runs dry: the inbox is then read in a worker thread."""
+        return not self._inbox_checked
+
+    def take_inbox(self) -> PgInbox | None:
+        """Blocking: the site's inbox rows, or None if it is empty."""
+        self._inbox_checked = True
+        with self._queues.connection() as db:
+            rows = db.execute("SELECT id, url, depth, refetch FROM crawl_inbox WHERE origin = %s"
+                              " ORDER BY id", (self.origin,)).fetchall()
+        return PgInbox(rows) if rows else None
+
+    def merge(self, inbox: PgInbox) -> bool:
+        """Queue the inbox's URLs (through the bitmap unless refetched); True if any was new."""
+        added = False
+        for _, url, depth, refetch in inbox.rows:
+            try:
+                if refetch:
+                    self.requeue(url, depth)
+                    added = True
+                else:
+                    added = self.add(url, depth) or added
+            except ValueError:
+                continue  # a row no crawl queue can hold: dropped with the others
+        if added:
+            self._inbox_checked = False
+        return added
+
+    def finish_inbox(self, inbox: PgInbox, added: bool) -> None:
+        """Blocking: write the merged entries, then delete the inbox rows, in one transaction."""
+        ids = [row[0] for row in inbox.rows]
+        self._write(delete_inbox=ids)
+
+    # -- writing
+
+    def _take_new(self) -> list[Entry]:
+        with self._new_lock:
+            new, self._new = self._new, []
+        return new
+
+    def _write(self, *, delete_inbox: list[int] | None = None) -> None:
+        """Write the new entries and the saved mark, fenced by the lease's epoch (blocking)."""
+        new = self._take_new()
+        mark = self._to_save
+        if self.fenced or (not new and not delete_inbox and (mark is None or mark == self._written)):
+            return
+        with self._queues.connection() as db, db.transaction():
+            sets = "epoch = epoch" if mark is None else \
+                "cursor = %(cursor)s, pages = %(pages)s, bytes = %(bytes)s"
+            cursor, pages, bytes_ = mark or (0, 0, 0)
+            if db.execute(_FENCE.format(sets), {"origin": self.origin, "epoch": self.epoch, "cursor": cursor,
+                                                "pages": pages, "bytes": bytes_}).rowcount != 1:
+                self.fenced = True
+                self._queues.leases.lose(self.origin)
+                return
+            if new:
+                with db.cursor().copy("COPY crawl_entries (origin, seq, depth, url) FROM STDIN") as copy:
+                    for entry in new:
+                        copy.write_row((self.origin, entry.end, entry.depth, entry.url))
+            if delete_inbox:
+                db.execute("DELETE FROM crawl_inbox WHERE origin = %s AND id = ANY(%s)",
+                           (self.origin, delete_inbox))
+        if mark is not None:
+            self._written = mark
+
+    def add_to(self, job: SyncJob) -> None:
+        """Give the group commit's job the writing of the new entries and the last saved mark."""
+        job.calls.append(self._write)
+
+    def sync(self) -> None:
+        self._write()
+
+    def restart(self) -> None:
+        """A recrawl: the cursor goes back to the first entry, the totals to zero (blocking, fenced)."""
+        self._write()
+        now = time.time()
+        with self._queues.connection() as db, db.transaction():
+            if db.execute(_FENCE.format("cursor = 0, pages = 0, bytes = 0, restarted = %(now)s"),
+                          {"origin": self.origin, "epoch": self.epoch, "now": now}).rowcount != 1:
+                self.fenced = True
+                self._queues.leases.lose(self.origin)
+                return
+            rows = db.execute("SELECT seq, depth, url FROM crawl_entries WHERE origin = %s ORDER BY seq",
+                              (self.origin,)).fetchall()
+        self._ahead = deque(Entry(url, depth, seq) for seq, depth, url in rows)
+        self.cursor = self.pages = self.bytes = 0
+        self._to_save = self._written = (0, 0, 0)
+        self._restarted = now
+
+    def close(self) -> None:
+        """Write what is left (blocking)."""
+        self._write()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self.close()
+
+
+class PgCrawlQueues:
+    """Every site's crawl queue in PostgreSQL; ``leases`` are the site leases of this process
+    (a queue opens only for a site it holds)."""
+
+    def __init__(self, url: str, leases: Leases, *, bloom_bits: int, max_fp: float) -> None:
+        self._db = connect(url)
+        check_version(self._db)
+        self._lock = threading.Lock()
+        self.leases = leases
+        self.bloom_bits = bloom_bits
+        self.max_fp = max_fp
+
+    def connection(self) -> _Held:
+        """The process's one connection, for one thread at a time."""
+        return _Held(self._lock, self._db)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def open(self, origin: str) -> PgCrawlQueue:
+        """Open ``origin``'s queue under our lease (blocking); CrawlQueueBusy if we hold none."""
+        epoch = self.leases.epoch(origin)
+        if epoch is None:
+            raise CrawlQueueBusy(f"crawl queue of {origin} is held by its lease holder")
+        with self.connection() as db, db.transaction():
+            row = db.execute(
+                "INSERT INTO crawl_cursors (origin, epoch) SELECT %(origin)s, %(epoch)s"
+                " WHERE EXISTS (SELECT 1 FROM sites WHERE origin = %(origin)s AND epoch = %(epoch)s)"
+                " ON CONFLICT (origin) DO UPDATE SET epoch = EXCLUDED.epoch"
+                " WHERE crawl_cursors.epoch <= EXCLUDED.epoch"
+                " RETURNING cursor, pages, bytes, restarted",
+                {"origin": origin, "epoch": epoch}).fetchone()
+            if row is None:
+                self.leases.lose(origin)
+                raise CrawlQueueBusy(f"the lease of {origin} went to another process")
+            entries = db.execute("SELECT seq, depth, url FROM crawl_entries WHERE origin = %s ORDER BY seq",
+                                 (origin,)).fetchall()
+        queue = PgCrawlQueue(self, origin, epoch,
+                             GrowingBloom(initial_bits=self.bloom_bits, max_fp=self.max_fp))
+        queue.cursor, queue.pages, queue.bytes, queue._restarted = row
+        queue._written = (queue.cursor, queue.pages, queue.bytes)
+        for seq, depth, url in entries:
+            queue._bloom.add(url)
+            if seq > queue.cursor:
+                queue._ahead.append(Entry(url, depth, seq))
+        queue._count = len(entries)
+        queue._next_seq = entries[-1][0] + 1 if entries else 1
+        return queue
+
+    def append(self, origin: str, entries: Iterable[tuple[str, int]], *, sync: bool = True) -> None:
+        """Queue (url, depth) pairs for ``origin`` in its inbox (one statement, durable at commit)."""
+        rows = []
+        for url, depth in entries:
+            _check(url, depth)
+            rows.append((url, depth))
+        if not rows:
+            return
+        with self.connection() as db:
+            db.execute("INSERT INTO crawl_inbox (origin, url, depth)"
+                       " SELECT %s, u, d FROM unnest(%s::text[], %s::int[]) AS r(u, d)",
+                       (origin, [u for u, _ in rows], [d for _, d in rows]))
+
+    def unfit(self, origin: str) -> str | None:
+        return None
+
+    def exists(self, origin: str) -> bool:
+        with self.connection() as db:
+            return db.execute("SELECT EXISTS (SELECT 1 FROM crawl_entries WHERE origin = %s)",
+                              (origin,)).fetchone() == (True,)
+
+
+class _Held:
+    """``with`` the lock, the connection."""
+
+    def __init__(self, lock: threading.Lock, db: Connection) -> None:
+        self._lock, self._db = lock, db
+
+    def __enter__(self) -> Connection:
+        self._lock.acquire()
+        return self._db
+
+    def __exit__(self, *exc: Any) -> None:
+        self._lock.release()

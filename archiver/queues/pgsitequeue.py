@@ -1,0 +1,228 @@
+"""The shared site queue in PostgreSQL (table ``sites``, see ``store.pgschema``): every crawler
+process of every machine takes its sites from it, under a lease.
+
+A claim picks, in one statement, a site whose lease expired (its holder died or stalled) or else
+the most linked-to ready one, skipping rows other claims have locked (``FOR UPDATE SKIP LOCKED``),
+and marks it ``active`` for this process: ``holder``, a new ``epoch``, ``lease_until`` a TTL from
+the database's clock. The crawler renews its leases at a steady pace (``renew``); a holder that
+stops renewing loses the site when its lease expires. Every write a visit makes names the epoch of
+its claim (``WHERE epoch = ...``), so a holder that comes back late changes nothing: it learns
+that it lost the lease (``Leases.lose``) and stops. States and due times are those of the
+embedded queue (``queues.sitequeue``); times are seconds since the epoch, like there.
+
+A PgSiteQueue is used from one thread at a time (the crawler's ``OffLoop``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from archiver.logs import event
+from archiver.queues.leases import Leases
+from archiver.queues.sitequeue import STATES
+from archiver.store.pgschema import check_version, connect
+
+log = logging.getLogger("archiver.queues.pgsitequeue")
+
+_LEASE = "now() + make_interval(secs => %(ttl)s)"
+# A site whose lease expired: its holder is gone or stalled past its TTL.
+_TAKE_EXPIRED = f"""
+UPDATE sites SET state = 'active', visits = visits + 1, holder = %(process)s, epoch = epoch + 1,
+    lease_until = {_LEASE}
+FROM (SELECT origin, holder AS was FROM sites WHERE state = 'active' AND lease_until < now()
+      ORDER BY lease_until LIMIT 1 FOR UPDATE SKIP LOCKED) AS pick
+WHERE sites.origin = pick.origin
+RETURNING sites.origin, sites.epoch, pick.was
+"""
+# The most linked-to ready site.
+_TAKE_READY = f"""
+UPDATE sites SET state = 'active', visits = visits + 1, holder = %(process)s, epoch = epoch + 1,
+    lease_until = {_LEASE}
+FROM (SELECT origin FROM sites WHERE state = ANY(%(states)s) AND due <= %(now)s
+      ORDER BY inlinks DESC, due LIMIT 1 FOR UPDATE SKIP LOCKED) AS pick
+WHERE sites.origin = pick.origin
+RETURNING sites.origin, sites.epoch
+"""
+_RENEW = f"""
+UPDATE sites AS s SET lease_until = {_LEASE}
+FROM unnest(%(origins)s::text[], %(epochs)s::bigint[]) AS h(origin, epoch)
+WHERE s.origin = h.origin AND s.epoch = h.epoch AND s.state = 'active'
+RETURNING s.origin
+"""
+_HELD = "origin = %(origin)s AND epoch = %(epoch)s AND state = 'active'"
+
+
+def _ready_states(include_deferred: bool) -> list[str]:
+    return ["waiting", "retry", "deferred"] if include_deferred else ["waiting", "retry"]
+
+
+class PgSiteQueue:
+    """The shared site queue; ``process`` names the claims of this crawler process (None: a
+    process that only adds or reads sites, the CLI or the links batch)."""
+
+    def __init__(self, url: str, *, process: int | None = None, leases: Leases | None = None) -> None:
+        self._db = connect(url)
+        check_version(self._db)
+        self.process = process
+        self.leases = leases if leases is not None else Leases(300.0)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _one(self, sql: str, params: dict[str, Any] | tuple[Any, ...]) -> tuple[Any, ...] | None:
+        return self._db.execute(sql, params).fetchone()
+
+    # -- adding and reading sites (no lease needed)
+
+    def add(self, origin: str, *, inlinks: int = 0, now: float | None = None) -> bool:
+        cur = self._db.execute(
+            "INSERT INTO sites (origin, added, inlinks) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+            (origin, time.time() if now is None else now, inlinks))
+        return cur.rowcount == 1
+
+    def merge_links(self, sites: list[tuple[str, int, bool]], *, now: float | None = None) -> int:
+        """From the external-link batch, as ``SiteQueue.merge_links``; one transaction."""
+        now = time.time() if now is None else now
+        origins = [origin for origin, _, _ in sites]
+        with self._db.transaction():
+            added = self._db.execute(
+                "INSERT INTO sites (origin, added) SELECT o, %s FROM unnest(%s::text[]) AS o"
+                " ON CONFLICT DO NOTHING", (now, origins)).rowcount
+            self._db.execute(
+                "UPDATE sites SET inlinks = c.n FROM unnest(%s::text[], %s::bigint[]) AS c(o, n)"
+                " WHERE sites.origin = c.o", (origins, [n for _, n, _ in sites]))
+            self._db.execute(
+                "UPDATE sites SET state = 'waiting', due = %s WHERE state = 'done'"
+                " AND origin = ANY(%s::text[])", (now, [o for o, _, woken in sites if woken]))
+        return added
+
+    def recrawl(self, origin: str | None = None, *, now: float | None = None) -> int:
+        sql = ("UPDATE sites SET state = 'waiting', due = %s, attempts = 0, note = '', restart = true"
+               " WHERE state = 'done'")
+        params: tuple[Any, ...] = (time.time() if now is None else now,)
+        if origin is not None:
+            sql, params = sql + " AND origin = %s", (*params, origin)
+        return self._db.execute(sql, params).rowcount
+
+    def visits(self, origin: str) -> int:
+        row = self._one("SELECT visits FROM sites WHERE origin = %s", (origin,))
+        return row[0] if row else 0
+
+    def restart_pending(self, origin: str) -> bool:
+        row = self._one("SELECT restart FROM sites WHERE origin = %s", (origin,))
+        return bool(row and row[0])
+
+    def next_due(self, *, include_deferred: bool) -> float | None:
+        """When a slot should look again: the next ready site's due time, or the earliest lease
+        to expire (a site another process holds may end or come free); None if neither exists."""
+        row = self._one(
+            "SELECT least((SELECT min(due) FROM sites WHERE state = ANY(%s)),"
+            " (SELECT extract(epoch FROM min(lease_until))::float8 FROM sites WHERE state = 'active'))",
+            (_ready_states(include_deferred),))
+        return None if row is None or row[0] is None else float(row[0])
+
+    def counts(self) -> dict[str, int]:
+        out = dict.fromkeys(STATES, 0)
+        out.update(self._db.execute("SELECT state, count(*) FROM sites GROUP BY state").fetchall())
+        return out
+
+    def origins(self, states: tuple[str, ...] = ("waiting", "active", "retry", "deferred")
+                ) -> list[str]:
+        return [row[0] for row in self._db.execute(
+            "SELECT origin FROM sites WHERE state = ANY(%s)", (list(states),))]
+
+    def state(self, origin: str) -> str | None:
+        row = self._one("SELECT state FROM sites WHERE origin = %s", (origin,))
+        return row[0] if row else None
+
+    # -- claims and leases (a crawler process)
+
+    def claim(self, *, include_deferred: bool, now: float | None = None) -> str | None:
+        """Lease a site whose lease expired, else the most linked-to ready one; its origin."""
+        if self.process is None:
+            raise RuntimeError("a site queue opened without a process number cannot claim sites")
+        params = {"process": self.process, "ttl": self.leases.ttl,
+                  "states": _ready_states(include_deferred), "now": time.time() if now is None else now}
+        sent = time.monotonic()
+        row = self._one(_TAKE_EXPIRED, params)
+        if row is not None:
+            event(log, logging.WARNING, "lease-expired", site=row[0], holder=row[2], taken_by=self.process)
+        else:
+            row = self._one(_TAKE_READY, params)
+            if row is None:
+                return None
+        self.leases.granted(row[0], row[1], sent)
+        return str(row[0])
+
+    def claim_or_due(self, *, include_deferred: bool, now: float | None = None
+                     ) -> tuple[str | None, float | None]:
+        origin = self.claim(include_deferred=include_deferred, now=now)
+        if origin is not None:
+            return origin, None
+        return None, self.next_due(include_deferred=include_deferred)
+
+    def renew(self) -> set[str]:
+        """Extend every lease held; the origins whose lease another process has now (lost)."""
+        held = self.leases.held()
+        if not held:
+            return set()
+        sent = time.monotonic()
+        kept = {row[0] for row in self._db.execute(_RENEW, {
+            "ttl": self.leases.ttl, "origins": list(held), "epochs": list(held.values())})}
+        self.leases.renewed(kept, sent)
+        lost = set(held) - kept
+        for origin in lost:
+            self._lost(origin, "renew")
+        return lost
+
+    def _lost(self, origin: str, during: str) -> None:
+        if self.leases.epoch(origin) is not None:
+            event(log, logging.WARNING, "lease-lost", site=origin, during=during,
+                  note="another process holds the site now; this visit stops and writes nothing more")
+        self.leases.lose(origin)
+
+    def _held_write(self, origin: str, during: str, sql: str, params: dict[str, Any]) -> bool:
+        """Run an UPDATE of ``origin`` fenced by our lease's epoch; False (and the lease lost) if
+        another process holds it now."""
+        epoch = self.leases.epoch(origin)
+        done = epoch is not None and self._db.execute(
+            sql + " WHERE " + _HELD, {**params, "origin": origin, "epoch": epoch}).rowcount == 1
+        if not done:
+            self._lost(origin, during)
+        return done
+
+    def finish(self, origin: str, note: str = "") -> None:
+        self._held_write(origin, "finish", "UPDATE sites SET state = 'done', attempts = 0, note = %(note)s,"
+                         " holder = NULL, lease_until = NULL", {"note": note})
+        self.leases.drop(origin)
+
+    def release(self, origin: str) -> None:
+        self._held_write(origin, "release", "UPDATE sites SET state = 'waiting', due = 0, holder = NULL,"
+                         " lease_until = NULL", {})
+        self.leases.drop(origin)
+
+    def restarted(self, origin: str) -> None:
+        epoch = self.leases.epoch(origin)
+        if epoch is None or self._db.execute(
+                "UPDATE sites SET restart = false WHERE " + _HELD,
+                {"origin": origin, "epoch": epoch}).rowcount != 1:
+            self._lost(origin, "restart")
+
+    def retry(self, origin: str, *, delay: float, max_attempts: int, defer_delay: float,
+              note: str, now: float | None = None) -> str:
+        """As ``SiteQueue.retry``; "lost" if another process holds the site now."""
+        now = time.time() if now is None else now
+        row = self._one("SELECT attempts FROM sites WHERE origin = %s", (origin,))
+        attempts = (row[0] if row else 0) + 1
+        if attempts >= max_attempts:
+            state, due, attempts = "deferred", now + defer_delay, 0
+        else:
+            state, due = "retry", now + delay * 2 ** (attempts - 1)
+        kept = self._held_write(
+            origin, "retry", "UPDATE sites SET state = %(state)s, due = %(due)s, attempts = %(attempts)s,"
+            " note = %(note)s, holder = NULL, lease_until = NULL",
+            {"state": state, "due": due, "attempts": attempts, "note": note})
+        self.leases.drop(origin)
+        return state if kept else "lost"

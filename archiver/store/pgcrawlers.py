@@ -1,0 +1,152 @@
+"""The crawler processes of a cluster and the WARC bundles they have not shipped yet (PostgreSQL).
+
+``CrawlerRoster`` keeps each crawler process's row in ``crawlers``: a process registers at start
+(a new ``epoch``), beats its heart at each lease renewal and writes its status there; a second
+process with the same number while the first still beats is refused.
+
+``BundleLedger`` keeps the catalog honest across machines. The group commit records the catalog
+entries of the records it made durable in ``pending_captures``, under their bundle (``record``).
+Once the crawler has shipped a closed bundle to the object store and verified it, ``shipped``
+moves its entries into the catalog: the catalog never names bytes the store cannot serve. A
+bundle whose crawler stopped beating (its machine died) or registered again without shipping it
+has *vanished* with it. If the object store has it (the crawler died between the upload and the
+catalog), another crawler catalogues it (``shipped``); otherwise it is *lost* (``lose``): its
+entries' URLs go back to their sites' inboxes as refetches, and the sites that were done wait
+again. A bundle shipped after it was declared lost (its process was only paused) is catalogued
+from its own records: it is in the store, so the catalog names it too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from archiver.store.catalog import Capture
+from archiver.store.interfaces import CatalogStore
+from archiver.store.pgschema import check_version, connect
+from archiver.web import urls
+
+_EXPIRED = "c.heartbeat < now() - make_interval(secs => %(ttl)s)"
+
+
+class CrawlerBusy(Exception):
+    """Another crawler process with the same number is alive in the cluster."""
+
+
+class CrawlerRoster:
+    """The ``crawlers`` rows: one process's registration and heartbeat, everyone's status."""
+
+    def __init__(self, url: str, ttl: float) -> None:
+        self._db = connect(url)
+        check_version(self._db)
+        self.ttl = ttl
+        self.process: int | None = None
+        self.epoch = 0
+
+    def close(self) -> None:
+        self._db.close()
+
+    def register(self, process: int, host: str, pid: int) -> int:
+        """Register crawler ``process`` on this host; its new epoch. CrawlerBusy if a process with
+        that number still beats (elsewhere, or here under another pid)."""
+        with self._db.transaction():
+            row = self._db.execute(
+                "SELECT host, pid, extract(epoch FROM now() - heartbeat)::float8, epoch"
+                " FROM crawlers WHERE process = %s FOR UPDATE", (process,)).fetchone()
+            if row is not None and row[2] < self.ttl and (row[0], row[1]) != (host, pid):
+                raise CrawlerBusy(f"crawler process {process} is running on {row[0]} (pid {row[1]},"
+                                  f" heartbeat {row[2]:.0f} s ago); give this one another --process")
+            epoch = (row[3] if row else 0) + 1
+            self._db.execute(
+                "INSERT INTO crawlers (process, epoch, host, pid, started, heartbeat)"
+                " VALUES (%s, %s, %s, %s, %s, now()) ON CONFLICT (process) DO UPDATE SET"
+                " epoch = EXCLUDED.epoch, host = EXCLUDED.host, pid = EXCLUDED.pid,"
+                " started = EXCLUDED.started, heartbeat = now()",
+                (process, epoch, host, pid, time.time()))
+        self.process, self.epoch = process, epoch
+        return epoch
+
+    def beat(self, status: dict[str, Any] | None = None) -> bool:
+        """Record that this process lives (and its status); False if another registration of
+        its number superseded it."""
+        return self._db.execute(
+            "UPDATE crawlers SET heartbeat = now(), status = coalesce(%s::jsonb, status)"
+            " WHERE process = %s AND epoch = %s",
+            (None if status is None else json.dumps(status), self.process, self.epoch)).rowcount == 1
+
+
+class BundleLedger:
+    """Bundles not shipped yet and their catalog entries (see the module docstring)."""
+
+    def __init__(self, url: str, *, process: int, epoch: int, ttl: float) -> None:
+        self._db = connect(url)
+        check_version(self._db)
+        self.process, self.epoch, self.ttl = process, epoch, ttl
+
+    def close(self) -> None:
+        self._db.close()
+
+    def record(self, captures: list[Capture]) -> None:
+        """The catalog entries of records now durable in open or closed local bundles."""
+        if not captures:
+            return
+        names = sorted({c.filename for c in captures})
+        with self._db.transaction():
+            # A bundle declared lost while this process was paused is ours again: it will ship.
+            self._db.execute(
+                "INSERT INTO bundles (name, process, process_epoch, state, opened)"
+                " SELECT n, %s, %s, 'open', %s FROM unnest(%s::text[]) AS n"
+                " ON CONFLICT (name) DO UPDATE SET state = 'open' WHERE bundles.state = 'lost'",
+                (self.process, self.epoch, time.time(), names))
+            with self._db.cursor().copy(
+                    "COPY pending_captures (bundle, origin, url, capture) FROM STDIN") as copy:
+                for capture in captures:
+                    copy.write_row((capture.filename, urls.origin(capture.url), capture.url,
+                                    json.dumps(dataclasses.asdict(capture))))
+
+    def shipped(self, name: str, catalog: CatalogStore, index: Callable[[], Iterable[Capture]]) -> int:
+        """Bundle ``name`` is in the object store, verified: its entries go to the catalog (from
+        ``pending_captures``, or from ``index()``, its own records, when none are pending). The
+        entries added."""
+        rows = self._db.execute("SELECT capture FROM pending_captures WHERE bundle = %s", (name,)).fetchall()
+        captures = [Capture(**row[0]) for row in rows] if rows else list(index())
+        added = catalog.add(captures)
+        with self._db.transaction():
+            self._db.execute("DELETE FROM pending_captures WHERE bundle = %s", (name,))
+            self._db.execute(
+                "INSERT INTO bundles (name, process, process_epoch, state, opened, shipped)"
+                " VALUES (%(name)s, %(process)s, %(epoch)s, 'shipped', %(now)s, %(now)s)"
+                " ON CONFLICT (name) DO UPDATE SET state = 'shipped', shipped = %(now)s",
+                {"name": name, "process": self.process, "epoch": self.epoch, "now": time.time()})
+        return added
+
+    def vanished(self) -> list[str]:
+        """Open bundles of crawlers that stopped beating or registered again since."""
+        return [row[0] for row in self._db.execute(
+            "SELECT b.name FROM bundles AS b JOIN crawlers AS c ON b.process = c.process"
+            f" WHERE b.state = 'open' AND (c.epoch > b.process_epoch OR {_EXPIRED}) ORDER BY b.name",
+            {"ttl": self.ttl})]
+
+    def lose(self, name: str) -> int | None:
+        """Declare bundle ``name`` lost (it is not in the object store): its URLs go back to
+        their sites' inboxes, and the sites that were done wait again. The URLs requeued, or None
+        if another process declared it first (or it was shipped meanwhile)."""
+        with self._db.transaction():
+            if self._db.execute("UPDATE bundles SET state = 'lost' WHERE name = %s AND state = 'open'",
+                                (name,)).rowcount != 1:
+                return None
+            requeued = self._db.execute(
+                "WITH gone AS (DELETE FROM pending_captures WHERE bundle = %(name)s"
+                "  RETURNING origin, url)"
+                " INSERT INTO crawl_inbox (origin, depth, url, refetch)"
+                " SELECT g.origin, coalesce((SELECT min(e.depth) FROM crawl_entries AS e"
+                "  WHERE e.origin = g.origin AND e.url = g.url), 0), g.url, true"
+                " FROM (SELECT DISTINCT origin, url FROM gone) AS g"
+                " WHERE g.url <> g.origin || '/robots.txt'"
+                " RETURNING origin", {"name": name}).fetchall()
+            self._db.execute("UPDATE sites SET state = 'waiting', due = 0 WHERE state = 'done'"
+                             " AND origin = ANY(%s)", (sorted({row[0] for row in requeued}),))
+        return len(requeued)

@@ -1,0 +1,131 @@
+"""A cluster of three crawler processes, each with its own local directory, sharing one PostgreSQL
+store and one S3 bucket. One is killed with SIGKILL part-way and its directory deleted, as if its
+machine vanished; the survivors take over its sites once its leases expire, and finish the crawl.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import time
+from collections import Counter, defaultdict
+from itertools import pairwise
+from pathlib import Path
+
+from archiver.store.catalog_maintenance import ObjectWarcs
+from archiver.store.objectstore import S3Store, open_object
+from archiver.store.pgcatalog import PgCatalog
+from archiver.store.warcindex import index_stream
+from demoweb import WebSpec, run_demo_process
+from tests.support.cluster import shared_config
+from tests.support.crawls import load, warcio_check, write_seeds
+from tests.support.repo import ARCHIVER
+
+LEASE_TTL = 3.0
+# What a kill may cost in fetches made twice: see README "Running on several machines".
+WARC = {"max_age": 2.0, "sync_interval": 0.5}
+
+
+def requests(log: Path) -> list[dict]:
+    try:
+        lines = log.read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    return [json.loads(line) for line in lines if line.endswith("}")]
+
+
+def wait_for(condition, what: str, timeout: float = 60.0) -> None:
+    """Poll ``condition`` (the crawlers are other processes) until it holds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def overlapping(log: list[dict]) -> list[tuple[dict, dict]]:
+    """Pairs of requests to the same site whose [start, end] intervals overlap: a site fetched by
+    two holders at once (one holder fetches a site one request at a time, resting between)."""
+    by_host = defaultdict(list)
+    for entry in log:
+        by_host[entry["host"]].append(entry)
+    pairs = []
+    for entries in by_host.values():
+        entries.sort(key=lambda e: e["start"])
+        for before, after in pairwise(entries):
+            if after["start"] < before["end"]:
+                pairs.append((before, after))
+    return pairs
+
+
+def test_survivors_finish_the_sites_of_a_crawler_that_vanished(tmp_path, pg_store_url, s3_bucket):
+    spec = WebSpec(sites=6, pages_per_site=40, port=0, trap=False)
+    log = tmp_path / "requests.jsonl"
+    with run_demo_process(spec, log_path=log) as (web, _port, _proc):
+        configs = [shared_config(tmp_path / f"machine{n}", web, store_url=pg_store_url, bucket=s3_bucket,
+                                 warc=WARC, min_rest=0.15, lease_ttl=LEASE_TTL, poll_interval=0.2)
+                   for n in range(3)]
+        seeds = write_seeds(tmp_path / "seeds.txt", [o + "/" for o in web.origins()])
+        queued = subprocess.run([*ARCHIVER, "seeds", "--config", str(configs[0]), str(seeds)],
+                                capture_output=True, text=True, timeout=60, check=False)
+        assert queued.returncode == 0, queued.stderr
+
+        def crawler(n: int, *extra: str) -> subprocess.Popen[str]:
+            return subprocess.Popen([*ARCHIVER, "crawl", "--config", str(configs[n]), "--process", str(n),
+                                     *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+        doomed = crawler(0)
+        try:
+            wait_for(lambda: len(requests(log)) >= 60, "the first crawler to get going")
+            survivors = [crawler(1, "--until-idle"), crawler(2, "--until-idle")]
+            wait_for(lambda: len(requests(log)) >= 120, "the crawl to be well under way")
+        finally:
+            doomed.send_signal(signal.SIGKILL)
+            doomed.wait()
+        killed_at = time.time()
+        shutil.rmtree(tmp_path / "machine0")
+        outputs = []
+        for proc in survivors:
+            _, err = proc.communicate(timeout=240)
+            outputs.append(err)
+            assert proc.returncode == 0, err[-3000:]
+        log_entries = requests(log)
+
+    assert any("event=lease-expired" in err for err in outputs), "no survivor took over a site"
+    assert not overlapping(log_entries), overlapping(log_entries)[:3]
+    assert any(e["start"] > killed_at for e in log_entries)
+
+    config = load(configs[1])
+    store = S3Store.from_config(config.warc.store, config.s3)
+    bundles = [name for name in store.list() if name.endswith(".warc.gz")]
+    downloaded = tmp_path / "downloaded"
+    downloaded.mkdir()
+    indexed = set()
+    for name in bundles:
+        with open_object(store, name) as f:
+            (downloaded / name).write_bytes(f.read())
+        with open_object(store, name) as f:
+            indexed |= {(c.filename, c.offset) for c in index_stream(f, name, name)}
+    assert warcio_check(sorted(downloaded.iterdir())).returncode == 0
+
+    catalog = PgCatalog(pg_store_url, config.catalog.shards, readonly=True)
+    try:
+        entries = list(catalog.iter_all())
+    finally:
+        catalog.close()
+    # The catalog and the bucket agree both ways: every entry names bytes the store serves.
+    assert {(c.filename, c.offset) for c in entries} == indexed
+    reader = ObjectWarcs(store)
+    for capture in entries[:: max(1, len(entries) // 50)]:
+        assert reader.read(capture.filename, capture.offset, capture.length).url == capture.url
+
+    expected = {u for u in web.expected("archiver") if "robots500" not in u}
+    captured = Counter(c.url for c in entries if not c.url.endswith("/robots.txt"))
+    assert set(captured) >= expected - {u for u in expected if u.endswith("/robots.txt")}
+    twice = sum(n - 1 for n in captured.values())
+    assert twice <= len(expected) // 4, f"{twice} captures made again of {len(expected)} URLs"
+    for proc_config in configs[1:]:
+        local = load(proc_config).root / "bundles"
+        assert not list(local.glob("*.warc.gz")), "a closed bundle stayed on a survivor's disk"
