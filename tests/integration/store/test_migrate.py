@@ -25,7 +25,7 @@ from archiver.store.dnshistory import DnsHistory
 from archiver.store.objectstore import S3Store
 from archiver.store.pgcatalog import PgCatalog
 from archiver.store.pgdnshistory import PgDnsHistory
-from archiver.stores import EmbeddedStores
+from archiver.stores import EmbeddedStores, SharedStores, open_stores
 from demoweb import WebSpec, run_demo_process
 from tests.support.crawls import write_config
 from tests.support.repo import ARCHIVER
@@ -169,6 +169,37 @@ def check_everything(old: config.Config, url: str, bucket: Any) -> None:
         assert store.read(key, 0, len(data)) == data
 
 
+def check_shared_queues_continue(old: config.Config, new: Path) -> None:
+    """The shared site queue and crawl queues of NEW take up the sites where OLD left them: every
+    site claimable under a lease (the finished ones once queued again), each crawl queue opening at
+    its cursor with its pending entries."""
+    facts = queue_facts(old.root)
+    with SiteQueue(queue_path(old.root, 0), recover=False) as queue:
+        expected = queue.counts()
+    expected["waiting"] += expected.pop("active")
+    stores = open_stores(config.load(new))
+    assert isinstance(stores, SharedStores)
+    sites, queues = stores.site_queue(0), stores.crawl_queues()
+    try:
+        assert {k: v for k, v in sites.counts().items() if k != "active"} == expected
+        assert sites.recrawl() == expected["done"]  # done sites are claimable again
+        claimed = set()
+        while (origin := sites.claim(include_deferred=True, now=float("inf"))) is not None:
+            claimed.add(origin)
+        assert claimed >= set(facts)
+        for origin, (entries, finished, totals) in facts.items():
+            with queues.open(origin) as queue:
+                assert (queue.cursor, queue.pages, queue.bytes) == (finished, *totals)
+                assert len(queue) == len(entries)
+                ahead = []
+                while (entry := queue.next(merge=False)) is not None:
+                    ahead.append((entry.url, entry.depth))
+                assert ahead == entries[finished:]
+    finally:
+        sites.close()
+        queues.close()
+
+
 def check_captures_read_back(old: config.Config, url: str, bucket: Any) -> int:
     """Every capture of the new catalog read by byte range from the object store: the same record,
     and the same bytes, as in the original WARC file."""
@@ -200,7 +231,14 @@ def test_migrate_moves_every_part_and_verifies_it(old: config.Config, pg_store_u
     again = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
     assert again.returncode == 0, again.stderr
     assert "sites: 0 copied" in again.stdout and "crawl queues: 0 copied" in again.stdout
+    assert "bundles: 0 copied" in again.stdout
     check_everything(old, pg_store_url, s3_bucket)
+
+    # NEW's crawlers take over (sites leased, so no longer as OLD has them): a migrate run now says so.
+    check_shared_queues_continue(old, new)
+    differs = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+    assert differs.returncode == 1
+    assert "store migrate: sites: OLD has 1 waiting sites, NEW has 0" in differs.stderr
 
 
 def test_a_migrate_killed_part_way_finishes_when_run_again(old: config.Config, pg_store_url: str,
