@@ -294,6 +294,18 @@ def test_migrate_refuses_what_it_cannot_do(old: config.Config, pg_url: str, pg_s
     with psycopg.connect(pg_store_url) as db:
         assert db.execute("SELECT count(*) FROM sites").fetchone() == (0,)
     assert objects(s3_bucket).list() == []
+    # A NEW that holds another archive's rows, or another object under a bundle's name.
+    with psycopg.connect(pg_store_url, autocommit=True) as db:
+        db.execute("INSERT INTO sites (origin, added) VALUES ('http://other.example', 0)")
+        refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+        assert refused.returncode == 2 and "table sites is not empty" in refused.stderr
+        db.execute("DELETE FROM sites")
+    foreign = tmp_path / "foreign"
+    foreign.write_bytes(b"another archive's bundle")
+    objects(s3_bucket).upload(foreign, bundle.name)
+    refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+    assert refused.returncode == 2 and "holds another object" in refused.stderr
+    assert objects(s3_bucket).read(bundle.name, 0, 24) == b"another archive's bundle"
 
 
 class Interrupted(Exception):
