@@ -47,6 +47,7 @@ class RequestLog:
     status: int
     peer: str
     conn: int
+    agent: str = ""  # the User-Agent sent (tells the processes of a cluster apart)
 
 
 class _Connection:
@@ -188,6 +189,7 @@ class DemoServer:
             host = host.rpartition(":")[0]
         target = request.target.decode("latin-1")
         method = request.method.decode("latin-1")
+        agent = headers.get(b"user-agent", b"").decode("latin-1")
         reply, body = self._reply(host, target, _accepts_gzip(headers.get(b"accept-encoding", b"")))
         keep = reply.behaviour not in RAW_BEHAVIOURS
         if not keep:
@@ -196,7 +198,8 @@ class DemoServer:
                     await _act_out(conn.stream, reply.behaviour)
             finally:  # logged even when the server is cancelled mid-act
                 self._record(
-                    RequestLog(host, target, method, start, time.time(), reply.status, peer, conn_id)
+                    RequestLog(host, target, method, start, time.time(), reply.status, peer, conn_id,
+                               agent)
                 )
             return keep
         out = [("Date", self._http_date()), ("Server", "demoweb"), *reply.headers]
@@ -218,7 +221,8 @@ class DemoServer:
         try:
             await conn.stream.send_all(data)
         finally:  # logged even when the client hangs up mid-body (a size cap, say)
-            self._record(RequestLog(host, target, method, start, end, reply.status, peer, conn_id))
+            self._record(RequestLog(host, target, method, start, end, reply.status, peer, conn_id,
+                                    agent))
         return keep
 
     def _record(self, entry: RequestLog) -> None:

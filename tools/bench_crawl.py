@@ -7,20 +7,34 @@ server's work is not counted. Targets on the project's 2-core machine: >= 500 pa
 CPU per page, and peak memory bounded by active sites, not by URLs crawled (compare two sizes).
 
     python -m tools.bench_crawl [--sites 200] [--pages 100] [--slots 64]
+        [--store sqlite | postgresql://... | postgres] [--warc-store FOLDER | s3]
+
+``--store`` runs the same crawl on the shared stores (README "Running on several machines"): a
+PostgreSQL URL (an empty database: the benchmark runs ``archiver store init`` on it) or
+``postgres`` for a throwaway local server with fsync on (``tools.pgserver``). Closed bundles are
+then shipped to ``--warc-store``: a folder (default: one in the work folder) or ``s3`` for a
+throwaway moto server (``tools.s3server``; moto's speed, not S3's).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
+
+from archiver.store.objectstore import s3_client
 from demoweb import WebSpec, run_demo_process
+from tools.pgserver import running_postgres
+from tools.s3server import CREDENTIALS, running_moto
 
 CONFIG = """\
 [archive]
@@ -44,26 +58,66 @@ level = "warning"
 """
 
 
-def run(sites: int, pages: int, slots: int, work: Path) -> dict[str, float]:
+def archiver(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "archiver", *args], capture_output=True, text=True,
+                          check=False)
+
+
+@contextlib.contextmanager
+def shared_stores(work: Path, store: str, warc_store: str) -> Iterator[tuple[str, str]]:
+    """(database URL, config lines) of the shared stores, servers started for the run if asked."""
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(running_postgres(durable=True)).url() if store == "postgres" else store
+        lines = f'[store]\nurl = "{url}"\n'
+        if warc_store == "s3":
+            endpoint = stack.enter_context(running_moto())
+            os.environ.update(CREDENTIALS)
+            s3_client(endpoint, CREDENTIALS["AWS_DEFAULT_REGION"]).create_bucket(Bucket="bench")
+            lines += f'[warc]\nstore = "s3://bench/crawl"\n[s3]\nendpoint_url = "{endpoint}"\n'
+        else:
+            lines += f'[warc]\nstore = "{warc_store or work / "shipped"}"\n'
+        yield url, lines
+
+
+def prepare(config: Path, url: str) -> None:
+    """``archiver store init`` on an empty database (SystemExit otherwise)."""
+    initialised = archiver("store", "init", "--config", str(config))
+    if initialised.returncode != 0:
+        raise SystemExit(f"store init failed: {initialised.stderr}")
+    with psycopg.connect(url) as db:
+        if db.execute("SELECT count(*) FROM sites").fetchone() != (0,):
+            raise SystemExit("the benchmark needs an empty database (it has sites already)")
+
+
+def run(sites: int, pages: int, slots: int, work: Path, store: str = "sqlite", warc_store: str = ""
+        ) -> dict[str, float | str]:
     spec = WebSpec(sites=sites, pages_per_site=pages, port=0, trap=False)
-    with run_demo_process(spec) as (web, _port, _proc):
+    config = work / "archiver.toml"
+    with contextlib.ExitStack() as stack:
+        web, _port, _proc = stack.enter_context(run_demo_process(spec))
         (work / "hosts").write_text(web.hosts_file())
-        (work / "archiver.toml").write_text(CONFIG.format(slots=slots))
+        config.write_text(CONFIG.format(slots=slots))
+        if store != "sqlite":
+            url, lines = stack.enter_context(shared_stores(work, store, warc_store))
+            config.write_text(config.read_text() + lines)
+            prepare(config, url)
         (work / "seeds.txt").write_text("".join(f"{o}/\n" for o in web.origins()))
         started = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "archiver", "crawl", "--config",
-                                 str(work / "archiver.toml"), "--seeds", str(work / "seeds.txt"),
-                                 "--until-idle"], stdout=subprocess.DEVNULL)
+        proc = subprocess.Popen([sys.executable, "-m", "archiver", "crawl", "--config", str(config),
+                                 "--seeds", str(work / "seeds.txt"), "--until-idle"],
+                                stdout=subprocess.DEVNULL)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.monotonic() - started
         proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"crawl failed with exit code {proc.returncode}")
-    state = json.loads((work / "archive" / "state" / "crawl-0.json").read_text())
+        if proc.returncode != 0:
+            raise SystemExit(f"crawl failed with exit code {proc.returncode}")
+        state = json.loads(archiver("status", "--config", str(config), "--json").stdout)[0]
+        warc_bytes = sum(p.stat().st_size for folder in (work / "archive" / "warcs", work / "shipped")
+                         for p in folder.glob("*.warc.gz")) if warc_store != "s3" else 0
     pages_done = state["pages"]
-    warc_bytes = sum(p.stat().st_size for p in (work / "archive" / "warcs").glob("*.warc.gz"))
     cpu = usage.ru_utime + usage.ru_stime
     return {
+        "store": store, "warc_store": warc_store or "folder",
         "sites": sites, "pages_per_site": pages, "fetched": pages_done, "wall_s": round(wall, 2),
         "pages_per_s": round(pages_done / wall, 1),
         "cpu_ms_per_page": round(1000 * cpu / pages_done, 3),
@@ -80,14 +134,17 @@ def main() -> int:
     parser.add_argument("--pages", type=int, default=100)
     parser.add_argument("--slots", type=int, default=64)
     parser.add_argument("--keep", help="folder to keep the archive in (default: a temporary one)")
+    parser.add_argument("--store", default="sqlite",
+                        help='"sqlite" (default), a postgresql:// URL, or "postgres" (a local server)')
+    parser.add_argument("--warc-store", default="", help='with --store: a folder, or "s3" (moto)')
     args = parser.parse_args()
     if args.keep:
         work = Path(args.keep)
         work.mkdir(parents=True, exist_ok=True)
-        result = run(args.sites, args.pages, args.slots, work)
+        result = run(args.sites, args.pages, args.slots, work, args.store, args.warc_store)
     else:
         with tempfile.TemporaryDirectory(prefix="archiver-bench-") as tmp:
-            result = run(args.sites, args.pages, args.slots, Path(tmp))
+            result = run(args.sites, args.pages, args.slots, Path(tmp), args.store, args.warc_store)
     print(json.dumps(result, indent=1))
     return 0
 

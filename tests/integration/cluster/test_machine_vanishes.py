@@ -5,59 +5,24 @@ machine vanished; the survivors take over its sites once its leases expire, and 
 
 from __future__ import annotations
 
-import json
 import shutil
 import signal
 import subprocess
 import time
-from collections import Counter, defaultdict
-from itertools import pairwise
-from pathlib import Path
+from collections import Counter
 
 from archiver.store.catalog_maintenance import ObjectWarcs
 from archiver.store.objectstore import S3Store, open_object
 from archiver.store.pgcatalog import PgCatalog
 from archiver.store.warcindex import index_stream
 from demoweb import WebSpec, run_demo_process
-from tests.support.cluster import shared_config
+from tests.support.cluster import overlapping, requests, shared_config, wait_for
 from tests.support.crawls import load, warcio_check, write_seeds
 from tests.support.repo import ARCHIVER
 
 LEASE_TTL = 3.0
 # What a kill may cost in fetches made twice: see README "Running on several machines".
 WARC = {"max_age": 2.0, "sync_interval": 0.5}
-
-
-def requests(log: Path) -> list[dict]:
-    try:
-        lines = log.read_text().splitlines()
-    except FileNotFoundError:
-        return []
-    return [json.loads(line) for line in lines if line.endswith("}")]
-
-
-def wait_for(condition, what: str, timeout: float = 60.0) -> None:
-    """Poll ``condition`` (the crawlers are other processes) until it holds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
-def overlapping(log: list[dict]) -> list[tuple[dict, dict]]:
-    """Pairs of requests to the same site whose [start, end] intervals overlap: a site fetched by
-    two holders at once (one holder fetches a site one request at a time, resting between)."""
-    by_host = defaultdict(list)
-    for entry in log:
-        by_host[entry["host"]].append(entry)
-    pairs = []
-    for entries in by_host.values():
-        entries.sort(key=lambda e: e["start"])
-        for before, after in pairwise(entries):
-            if after["start"] < before["end"]:
-                pairs.append((before, after))
-    return pairs
 
 
 def test_survivors_finish_the_sites_of_a_crawler_that_vanished(tmp_path, pg_store_url, s3_bucket):

@@ -1,0 +1,144 @@
+"""Each site's crawl queue in PostgreSQL: opened only under the site's lease, resumed by any
+process at its cursor, fed through its inbox, and fenced once the lease goes to another."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from archiver.queues.crawlqueue import CrawlQueueBusy
+from archiver.queues.leases import Leases
+from archiver.queues.pgcrawlqueue import PgCrawlQueues
+from archiver.queues.pgsitequeue import PgSiteQueue
+from archiver.store.durable import SyncJob
+
+SITE = "http://a.test"
+
+
+class Process:
+    """A crawler process's view: its site queue and crawl queues sharing its leases."""
+
+    def __init__(self, url: str, number: int) -> None:
+        leases = Leases(300.0)
+        self.sites = PgSiteQueue(url, process=number, leases=leases)
+        self.queues = PgCrawlQueues(url, leases, bloom_bits=1 << 12, max_fp=0.01)
+
+    def close(self) -> None:
+        self.sites.close()
+        self.queues.close()
+
+
+@pytest.fixture
+def processes(pg_store_url):
+    made = []
+
+    def make(number: int) -> Process:
+        made.append(Process(pg_store_url, number))
+        return made[-1]
+
+    yield make
+    for process in made:
+        process.close()
+
+
+def drain(queue) -> list[str]:
+    out = []
+    while (entry := queue.next()) is not None:
+        out.append(entry.url)
+    return out
+
+
+def test_a_queue_opens_only_under_the_sites_lease(processes):
+    one = processes(0)
+    one.sites.add(SITE)
+    with pytest.raises(CrawlQueueBusy):
+        one.queues.open(SITE)
+    one.sites.claim(include_deferred=False)
+    with one.queues.open(SITE) as queue:
+        assert len(queue) == 0 and queue.next() is None
+
+
+def test_another_process_resumes_at_the_cursor_and_never_queues_a_url_twice(processes):
+    one, two = processes(0), processes(1)
+    one.sites.add(SITE)
+    one.sites.claim(include_deferred=False)
+    queue = one.queues.open(SITE)
+    assert queue.add(SITE + "/", 0) and queue.add(SITE + "/b", 1) and queue.add(SITE + "/c", 1)
+    assert not queue.add(SITE + "/b", 2)
+    first = queue.next()
+    queue.commit(first, pages=1, bytes_=100)
+    queue.save(queue.mark())
+    job = SyncJob()
+    queue.add_to(job)
+    job.run()                                    # what the group commit's worker thread does
+    queue.close()
+    one.sites.release(SITE)
+
+    two.sites.claim(include_deferred=False)
+    again = two.queues.open(SITE)
+    assert (again.pages, again.bytes) == (1, 100)
+    assert drain(again) == [SITE + "/b", SITE + "/c"]
+    assert not again.add(SITE + "/", 0) and again.add(SITE + "/d", 2)
+    assert len(again) == 4
+    again.close()
+
+
+def test_the_inbox_is_merged_through_the_bitmap_except_refetches(processes, pg_store_url):
+    one, outsider = processes(0), processes(1)
+    one.sites.add(SITE)
+    one.sites.claim(include_deferred=False)
+    queue = one.queues.open(SITE)
+    queue.add(SITE + "/", 0)
+    assert drain(queue) == [SITE + "/"]
+    outsider.queues.append(SITE, [(SITE + "/", 0), (SITE + "/new", 1)])
+    with psycopg.connect(pg_store_url, autocommit=True) as db:
+        db.execute("INSERT INTO crawl_inbox (origin, depth, url, refetch) VALUES (%s, 0, %s, true)",
+                   (SITE, SITE + "/"))
+    assert queue.inbox_waiting()
+    inbox = queue.take_inbox()
+    assert inbox is not None and queue.merge(inbox)
+    queue.finish_inbox(inbox, True)
+    assert sorted(drain(queue)) == [SITE + "/", SITE + "/new"]      # "/" again: a refetch
+    assert queue.inbox_waiting() and queue.take_inbox() is None
+    assert not queue.inbox_waiting()
+    queue.close()
+    with psycopg.connect(pg_store_url, autocommit=True) as db:
+        assert db.execute("SELECT count(*) FROM crawl_inbox").fetchone() == (0,)
+        assert db.execute("SELECT count(*) FROM crawl_entries").fetchone() == (3,)
+
+
+def test_a_holder_whose_lease_went_to_another_writes_nothing(processes, pg_store_url):
+    late, taker = processes(0), processes(1)
+    late.sites.add(SITE)
+    late.sites.claim(include_deferred=False)
+    stale = late.queues.open(SITE)
+    stale.add(SITE + "/", 0)
+    with psycopg.connect(pg_store_url, autocommit=True) as db:
+        db.execute("UPDATE sites SET lease_until = now() - interval '1 second'")
+    taker.sites.claim(include_deferred=False)
+    fresh = taker.queues.open(SITE)
+    stale.add(SITE + "/late", 1)
+    stale.commit(stale.next(), pages=5, bytes_=500)
+    stale.save(stale.mark())
+    stale.close()
+    assert stale.fenced and late.sites.leases.lost == {SITE}
+    fresh.close()
+    with psycopg.connect(pg_store_url, autocommit=True) as db:
+        assert db.execute("SELECT cursor, pages FROM crawl_cursors").fetchone() == (0, 0)
+        assert db.execute("SELECT count(*) FROM crawl_entries").fetchone() == (0,)
+
+
+def test_restart_hands_every_entry_out_again(processes):
+    one = processes(0)
+    one.sites.add(SITE)
+    one.sites.claim(include_deferred=False)
+    queue = one.queues.open(SITE)
+    for path in ("/", "/b"):
+        queue.add(SITE + path, 0)
+    for entry in (queue.next(), queue.next()):
+        queue.commit(entry, pages=1, bytes_=1)
+    queue.save(queue.mark())
+    queue.restart()
+    assert queue.restarted_at is not None and (queue.cursor, queue.pages) == (0, 0)
+    assert drain(queue) == [SITE + "/", SITE + "/b"]
+    queue.close()

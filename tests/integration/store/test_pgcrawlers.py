@@ -1,0 +1,93 @@
+"""Crawler registrations and unshipped bundles in PostgreSQL: the catalog names a bundle only once
+it is shipped, and the bundles of a crawler that vanished are catalogued or declared lost."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from archiver.store.catalog import Capture, surt_key
+from archiver.store.pgcatalog import PgCatalog
+from archiver.store.pgcrawlers import BundleLedger, CrawlerBusy, CrawlerRoster
+
+BUNDLE = "ARCHIVER-20260101000000-0-00000.warc.gz"
+
+
+def cap(url: str, offset: int, filename: str = BUNDLE) -> Capture:
+    return Capture(urlkey=surt_key(url), timestamp="20260101000000", url=url, status=200,
+                   mime="text/html", digest="sha1:" + "A" * 32, redirect=None, filename=filename,
+                   offset=offset, length=100)
+
+
+@pytest.fixture
+def store(pg_store_url):
+    opened = []
+
+    def roster(ttl: float = 300.0) -> CrawlerRoster:
+        opened.append(CrawlerRoster(pg_store_url, ttl))
+        return opened[-1]
+
+    def ledger(process: int, epoch: int, ttl: float = 300.0) -> BundleLedger:
+        opened.append(BundleLedger(pg_store_url, process=process, epoch=epoch, ttl=ttl))
+        return opened[-1]
+
+    catalog = PgCatalog(pg_store_url, 1000)
+    opened.append(catalog)
+    yield roster, ledger, catalog
+    for thing in opened:
+        thing.close()
+
+
+def sql(url: str, query: str, *params: object) -> list[tuple]:
+    with psycopg.connect(url, autocommit=True) as db:
+        cur = db.execute(query, params)
+        return cur.fetchall() if cur.description else []
+
+
+def test_a_process_number_runs_once_in_the_cluster(store):
+    roster, _, _ = store
+    first = roster()
+    assert first.register(3, "host-a", 100) == 1
+    with pytest.raises(CrawlerBusy, match="running on host-a"):
+        roster().register(3, "host-b", 200)
+    assert first.beat({"pages": 5})
+    # The same process restarted on the same host (systemd) registers again, with a new epoch.
+    again = roster()
+    assert again.register(3, "host-a", 100) == 2
+    assert not first.beat() and again.beat()
+
+
+def test_the_catalog_names_a_bundle_only_once_it_is_shipped(store):
+    _, ledger, catalog = store
+    ours = ledger(0, 1)
+    ours.record([cap("http://a.test/", 10), cap("http://a.test/b", 200)])
+    assert catalog.count() == 0
+    assert ours.shipped(BUNDLE, catalog, index=lambda: pytest.fail("entries were pending")) == 2
+    assert sorted(c.url for c in catalog.iter_all()) == ["http://a.test/", "http://a.test/b"]
+    # Shipped again (a retry after a crash between the catalog and the ledger): nothing twice.
+    assert ours.shipped(BUNDLE, catalog, index=lambda: [cap("http://a.test/", 10)]) == 0
+    assert catalog.count() == 2
+
+
+def test_the_bundles_of_a_crawler_that_vanished_send_their_urls_back(store, pg_store_url):
+    roster, ledger, catalog = store
+    dead = roster(ttl=1.0)
+    dead.register(0, "host-a", 1)
+    ours = ledger(0, 1, ttl=1.0)
+    sql(pg_store_url, "INSERT INTO sites (origin, added, state) VALUES ('http://a.test', 0, 'done')")
+    sql(pg_store_url, "INSERT INTO crawl_entries VALUES ('http://a.test', 1, 0, 'http://a.test/'),"
+        " ('http://a.test', 2, 3, 'http://a.test/b')")
+    ours.record([cap("http://a.test/robots.txt", 5), cap("http://a.test/", 10), cap("http://a.test/b", 200)])
+    survivor = ledger(1, 1, ttl=1.0)
+    assert survivor.vanished() == []                                    # still beating
+    sql(pg_store_url, "UPDATE crawlers SET heartbeat = now() - interval '5 seconds'")
+    assert survivor.vanished() == [BUNDLE]
+    assert survivor.lose(BUNDLE) == 2                                   # robots.txt is not queued
+    assert survivor.lose(BUNDLE) is None                                # declared once
+    assert sorted(sql(pg_store_url, "SELECT url, depth, refetch FROM crawl_inbox")) == [
+        ("http://a.test/", 0, True), ("http://a.test/b", 3, True)]
+    assert sql(pg_store_url, "SELECT state FROM sites") == [("waiting",)]
+    assert catalog.count() == 0
+    # The paused crawler comes back and ships it after all: it is catalogued from its records.
+    assert ours.shipped(BUNDLE, catalog, index=lambda: [cap("http://a.test/", 10)]) == 1
+    assert sql(pg_store_url, "SELECT state FROM bundles") == [("shipped",)]
