@@ -24,6 +24,7 @@ from archiver.crawl.crawler import Crawler, SeedError, enqueue_seeds, read_seeds
 from archiver.dns.resolver import RefreshStats
 from archiver.dns.service import read_names, refresh_pass, run_service
 from archiver.links.batch import run_batch
+from archiver.migrate import Migration, MigrationFailed, MigrationRefused
 from archiver.store.catalog import Capture, CatalogError, surt_key
 from archiver.store.catalog_maintenance import Progress, export_cdxj
 from archiver.store.dnshistory import DnsRow
@@ -417,6 +418,24 @@ def cmd_store(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_store_migrate(args: argparse.Namespace) -> int:
+    """``store migrate``: move the embedded archive of ``--from`` into the stores of ``--to``."""
+    configs = []
+    for path in (args.old, args.new):
+        try:
+            configs.append(config.load(path))
+        except config.ConfigError as e:
+            return _fail(str(e))
+    try:
+        Migration(*configs, out=sys.stdout, err=sys.stderr).run()
+    except MigrationRefused as e:
+        return _fail(f"store migrate: {e}")
+    except (MigrationFailed, CatalogError, OSError) as e:
+        print(f"archiver: store migrate: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="archiver", description="An archival web crawler.")
     p.add_argument("--version", action="version", version=f"archiver {__version__}")
@@ -504,6 +523,14 @@ def parser() -> argparse.ArgumentParser:
         "init", help="create or upgrade the PostgreSQL schema (idempotent; nothing to do for sqlite)")
     store_init.add_argument("--config", required=True, help="the TOML config file")
     store_init.set_defaults(func=cmd_store)
+    store_migrate = store_verbs.add_parser(
+        "migrate", help="move an embedded archive into PostgreSQL and object storage "
+                        "(resumable, verified)")
+    store_migrate.add_argument("--from", dest="old", required=True, metavar="OLD.toml",
+                               help="the config of the embedded archive (store.url = \"sqlite\")")
+    store_migrate.add_argument("--to", dest="new", required=True, metavar="NEW.toml",
+                               help="the config naming the PostgreSQL store.url and warc.store")
+    store_migrate.set_defaults(func=cmd_store_migrate)
 
     dns = verbs.add_parser("dns", help="the DNS history service and its queries "
                            "(without a sub-verb: run the service)")

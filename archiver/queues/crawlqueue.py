@@ -187,6 +187,62 @@ def _read_done(directory: Path) -> tuple[tuple[int, int, int, int], set[int]]:
     return (seq, cursor, pages, bytes_), {int(line) for line in lines[1:] if line.isdigit()}
 
 
+def read_log(directory: Path) -> Iterator[Entry]:
+    """The entries of a site's log in order, read without opening the queue (nothing is written,
+    no lock taken): the lines ``CrawlQueue.open`` would keep (an unparsable line is skipped, a
+    tail without its newline ignored)."""
+    try:
+        log = (directory / LOG).open("rb", buffering=_READ_BUFFER)
+    except FileNotFoundError:
+        return
+    with log:
+        end = 0
+        for line in log:
+            if not line.endswith(b"\n"):
+                return
+            end += len(line)
+            entry = _parse(line)
+            if entry is not None:
+                yield Entry(entry[0], entry[1], end)
+
+
+def read_cursor(directory: Path) -> tuple[int, int, int]:
+    """The (cursor, pages, bytes) ``CrawlQueue.open`` would start from: the newer of the cursor
+    file's record and the done file's; zeros if neither holds one."""
+    try:
+        fd = os.open(directory / CURSOR, os.O_RDONLY)
+    except FileNotFoundError:
+        slots = (0, 0, 0, 0)
+    else:
+        try:
+            slots = read_slots(fd)
+        finally:
+            os.close(fd)
+    _, cursor, pages, bytes_ = max(slots, _read_done(directory)[0])
+    return cursor, pages, bytes_
+
+
+def read_inbox(directory: Path) -> Iterator[tuple[str, int]]:
+    """The (url, depth) of the inbox's whole lines, as a merge would read them, without merging."""
+    try:
+        data = (directory / INBOX).read_bytes()
+    except FileNotFoundError:
+        return
+    for line in data.splitlines(keepends=True):
+        entry = _parse(line) if line.endswith(b"\n") else None
+        if entry is not None:
+            yield entry
+
+
+def read_restarted(directory: Path) -> float | None:
+    """When the queue in ``directory`` was last restarted (seconds since the epoch), or None."""
+    try:
+        text = (directory / RESTARTED).read_text("ascii").strip()
+    except FileNotFoundError:
+        return None
+    return int(text) / 1e9 if text.isdigit() else None
+
+
 @dataclass
 class Inbox:
     """An inbox taken for a merge: its open, locked file and the bytes it held."""
@@ -379,11 +435,7 @@ class CrawlQueue:
     @property
     def restarted_at(self) -> float | None:
         """When ``restart`` last ran (seconds since the epoch), or None if it never did."""
-        try:
-            text = (self.directory / RESTARTED).read_text("ascii").strip()
-        except FileNotFoundError:
-            return None
-        return int(text) / 1e9 if text.isdigit() else None
+        return read_restarted(self.directory)
 
     def pending_entries(self) -> Iterator[tuple[Entry, bool]]:
         """The entries after the cursor in log order, each with whether it is already done (in

@@ -15,7 +15,9 @@ after ``due``), ``deferred`` (failed too often; revisited by a daemon when due, 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import mmh3
 
@@ -37,6 +39,20 @@ CREATE INDEX IF NOT EXISTS sites_ready ON sites (state, inlinks DESC, due);
 """
 
 STATES = ("waiting", "active", "retry", "deferred", "done")
+
+
+class SiteRow(NamedTuple):
+    """One site of a queue as stored."""
+
+    origin: str
+    state: str
+    due: float
+    inlinks: int
+    attempts: int
+    added: float
+    visits: int
+    note: str
+    restart: bool
 
 
 def _ready(include_deferred: bool) -> tuple[tuple[str, ...], str]:
@@ -194,3 +210,9 @@ class SiteQueue:
     def state(self, origin: str) -> str | None:
         row = self._db.execute("SELECT state FROM sites WHERE origin=?", (origin,)).fetchone()
         return row[0] if row else None
+
+    def rows(self) -> Iterator[SiteRow]:
+        """Every site with all it records, by origin (for ``archiver store migrate``)."""
+        for row in self._db.execute("SELECT origin, state, due, inlinks, attempts, added, visits,"
+                                    " note, restart FROM sites ORDER BY origin"):
+            yield SiteRow._make((*row[:8], bool(row[8])))

@@ -325,6 +325,20 @@ class DnsHistory:
         found.sort(key=lambda n: known.get(n, unseen))  # stable: ties keep the caller's order
         return found if limit is None else found[:limit]
 
+    def all_rows(self) -> Iterator[DnsRow]:
+        """Every row, by row number (for ``archiver store migrate``)."""
+        yield from (DnsRow(*r) for r in self._db.execute(
+            "SELECT row, id, value, type, entered, superseded, source FROM dns ORDER BY row"))
+
+    def all_states(self) -> Iterator[NameState]:
+        """Every name's state, by name (for ``archiver store migrate``)."""
+        yield from (NameState(*r) for r in self._db.execute(
+            "SELECT name, checked, next_check, outcome, failures FROM names ORDER BY name"))
+
+    def clock(self) -> float:
+        """The latest date written: no later write is dated before it."""
+        return float(self._db.execute("SELECT last FROM clock").fetchone()[0])
+
     # -- internals
 
     def _rows(self, sql: str, params: tuple[str, ...] | Mapping[str, object]) -> list[DnsRow]:

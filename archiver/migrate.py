@@ -1,0 +1,498 @@
+"""``archiver store migrate``: move an embedded archive into PostgreSQL and object storage.
+
+OLD is an embedded archive (``store.url = "sqlite"``, files under ``archive.root``); NEW names a
+PostgreSQL database at this archiver's schema and an object store (``warc.store``: ``s3://...`` or a
+folder). The parts, in this order, each read with the embedded stores' own readers:
+
+- **sites**: every ``<root>/sites/<n>.sqlite`` into table ``sites``; ``active`` (a crawler stopped
+  mid-visit) becomes ``waiting``; no holder, epoch 0. An origin in two queues (``crawl.processes``
+  changed) is taken from the lowest-numbered one.
+- **crawl queues**: each ``<root>/frontier/`` folder: its log's entries into ``crawl_entries``
+  (``seq`` 1, 2, ... in log order), its cursor into ``crawl_cursors`` (the seq of the last entry
+  whose line ends at or before the cursor offset, with the page and byte totals and the restart
+  time), its inbox into ``crawl_inbox``. Entries past the cursor that crash recovery found done
+  (the ``done`` file) stay pending: they are fetched again, the safe direction for an archive.
+- **DNS history**: every row (with its row number: the history's order) and every name's state;
+  the clock moves up to OLD's.
+- **bundles**: each closed ``*.warc.gz`` uploaded under its file name with a verified put (size and
+  SHA-256 compared after the upload); OLD keeps its copy.
+- **catalog**: every entry, after the bundles, so the new catalog never names a file the object
+  store lacks; file names stay the same.
+- **spool**: closed spool files not yet read by the links batch, under ``outlinks/<name>``.
+
+Resumable: every write is idempotent (``ON CONFLICT DO NOTHING``; a crawl queue is written in one
+transaction with its cursor row, and skipped if that row is there; a bundle already held with the
+same size and checksum is not sent again), and ``<OLD root>/state/migrate.json`` records the
+target, the parts started, the catalog entries copied and the files verified. A migrate killed at
+any point and run again finishes without duplicating anything. Before a part first writes, its
+tables in NEW must be empty (and no foreign object may sit under a bundle's key): a migrate never
+merges into another archive.
+
+Verifying: after each part the counts in NEW are compared with OLD's (per state for the sites),
+and every bundle's stored size and checksum with the file's; a difference raises MigrationMismatch.
+Refused (MigrationRefused): NEW not PostgreSQL, OLD not embedded, a crawler or links batch running
+on OLD (their locks are taken for the whole migrate), NEW's schema not current, bundles or spool
+files a crash left open in OLD.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any, TextIO
+
+import psycopg
+from botocore.exceptions import BotoCoreError, ClientError
+
+from archiver.config import Config, database_url
+from archiver.queues.crawlqueue import (
+    queue_dir,
+    queue_origin,
+    read_cursor,
+    read_inbox,
+    read_log,
+    read_restarted,
+)
+from archiver.queues.sitequeue import STATES, SiteQueue, queue_path
+from archiver.queues.spool import closed_spool_files
+from archiver.store.catalog import Catalog
+from archiver.store.dnshistory import DnsHistory
+from archiver.store.objectstore import Fingerprint, ObjectStore, ObjectStoreError, put
+from archiver.store.pgschema import Connection, SchemaError, connect, redact
+from archiver.stores import EmbeddedStores, ProcessBusy, ProcessLock, SharedStores, open_stores
+
+STATE_FILE = "migrate.json"
+SPOOL_PREFIX = "outlinks/"
+# Catalog entries per batch (one transaction, then the state file records them).
+CATALOG_BATCH = 10_000
+# A batch of crawl queues is written in one transaction: up to this many sites or entries.
+QUEUE_BATCH_SITES = 500
+QUEUE_BATCH_ENTRIES = 50_000
+# Seconds between two progress lines of a long part.
+PROGRESS_EVERY = 2.0
+
+
+class MigrationRefused(Exception):
+    """The migrate cannot start (or go on) as asked; nothing more was written."""
+
+
+class MigrationFailed(Exception):
+    """A part could not be copied (the store's error, password-free); run the migrate again."""
+
+
+class MigrationMismatch(MigrationFailed):
+    """What NEW holds after a part differs from OLD."""
+
+
+@dataclass(frozen=True)
+class _QueueFiles:
+    """One site's crawl queue as OLD's files hold it."""
+
+    origin: str
+    entries: list[tuple[str, int]]  # (url, depth) in log order
+    cursor: int  # entries up to this seq are done
+    pages: int
+    bytes: int
+    restarted: float | None
+    inbox: list[tuple[str, int]]
+
+
+class _State:
+    """``<OLD root>/state/migrate.json``: the target, the parts started, what was copied."""
+
+    def __init__(self, path: Path, target: list[str]) -> None:
+        self.path = path
+        self.data: dict[str, Any] = {"target": target, "started": [], "catalog_copied": 0,
+                                     "files": {}}
+        if path.exists():
+            try:
+                found = json.loads(path.read_text())
+            except (OSError, ValueError) as e:
+                raise MigrationRefused(f"{path}: unreadable ({e}); remove it to start the migrate over") \
+                    from None
+            if found.get("target") != target:
+                raise MigrationRefused(
+                    f"{path} records a migrate to {' '.join(found.get('target') or ['?'])}, not to "
+                    f"{' '.join(target)}: finish that one, or remove the file to start over")
+            self.data.update(found)
+
+    def started(self, part: str) -> bool:
+        return part in self.data["started"]
+
+    def start(self, part: str) -> None:
+        self.data["started"].append(part)
+        self.save()
+
+    def file(self, key: str) -> Fingerprint | None:
+        found = self.data["files"].get(key)
+        return None if found is None else Fingerprint(found[0], found[1])
+
+    def record_file(self, key: str, fingerprint: Fingerprint) -> None:
+        self.data["files"][key] = [fingerprint.size, fingerprint.checksum]
+        self.save()
+
+    def save(self) -> None:
+        """Replace the file whole: written beside it, fsynced, renamed."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.path.with_name(self.path.name + ".tmp")
+        with partial.open("w") as f:
+            json.dump(self.data, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(partial, self.path)
+
+
+class Migration:
+    """One ``archiver store migrate --from OLD --to NEW``: ``run`` does it, printing each part's
+    result on ``out`` and progress lines on ``err``."""
+
+    def __init__(self, old: Config, new: Config, *, out: TextIO, err: TextIO) -> None:
+        self.old, self.new, self.out, self.err = old, new, out, err
+        url = database_url(new.store.url)
+        if url is None:
+            raise MigrationRefused(f"{new.path}: store.url is \"sqlite\": the target of a migrate is a "
+                                   "PostgreSQL database (store.url = \"postgresql://...\")")
+        if database_url(old.store.url) is not None:
+            raise MigrationRefused(f"{old.path}: store.url is not \"sqlite\": only an embedded archive "
+                                   "can be migrated")
+        if not old.root.is_dir():
+            raise MigrationRefused(f"{old.path}: no archive at {old.root}")
+        self.url = url
+        source = open_stores(old)
+        assert isinstance(source, EmbeddedStores)
+        self.source = source
+        try:
+            target = open_stores(new)
+        except SchemaError as e:
+            raise MigrationRefused(f"{new.path}: {e}") from None
+        assert isinstance(target, SharedStores)
+        self.target = target
+        self.objects: ObjectStore = target.objects()
+
+    def run(self) -> None:
+        """Every part, copied then verified; MigrationRefused or MigrationMismatch say why not."""
+        locks = self._lock_old()
+        try:
+            self._refuse_crash_leftovers()
+            store = self.new.warc.store or str(self.new.root / "warcs")
+            self.state = _State(self.source.state_directory() / STATE_FILE,
+                                [self.new.store.url, store, self.new.s3.endpoint_url])
+            self.db: Connection
+            with connect(self.url) as self.db:
+                self._sites()
+                self._crawl_queues()
+                self._dns()
+                bundles = self._bundles()
+                self._catalog(bundles)
+                self._spool()
+            self._links()
+        except psycopg.Error as e:
+            raise MigrationFailed(f"PostgreSQL: {redact(str(e)).strip()}") from None
+        except (BotoCoreError, ClientError, ObjectStoreError) as e:
+            raise MigrationFailed(f"object store: {e}") from None
+        finally:
+            for lock in locks:
+                lock.release()
+        where = self.new.warc.store or self.new.root / "warcs"
+        self._say(f"done: {self.old.root} is in {self.url} and {where}, every part verified")
+
+    # -- refusals
+
+    def _lock_old(self) -> list[ProcessLock]:
+        """The locks of every crawler process and of the links batch on OLD, and a migrate's own."""
+        numbers = sorted(set(range(self.old.crawl.processes)) | set(self.source.site_queue_numbers()))
+        roles: list[tuple[str, int | None]] = [("migrate", None), ("links", None)]
+        roles += [("crawl", n) for n in numbers]
+        locks: list[ProcessLock] = []
+        try:
+            for role, number in roles:
+                locks.append(self.source.lock(role, number))
+        except ProcessBusy as e:
+            for lock in locks:
+                lock.release()
+            raise MigrationRefused(f"{e}: stop it before migrating") from None
+        return locks
+
+    def _refuse_crash_leftovers(self) -> None:
+        open_files = sorted(self.source.warc_directory().glob("*.warc.gz.open"))
+        open_files += sorted((self.old.root / "outlinks").glob("*.tsv.open"))
+        if open_files:
+            names = ", ".join(p.name for p in open_files[:5]) + (", ..." if len(open_files) > 5 else "")
+            raise MigrationRefused(
+                f"{self.old.root} has files a crawler left open ({names})"
+                ": start `archiver crawl --config OLD --process N` of the process named in each file "
+                "(it repairs and closes them as it starts), stop it with SIGTERM, then migrate")
+
+    def _begin(self, part: str, tables: tuple[str, ...]) -> None:
+        """Record that ``part`` starts writing, after checking that NEW holds none of its rows yet."""
+        if self.state.started(part):
+            return
+        for table in tables:
+            if self._count(f"SELECT count(*) FROM {table}"):
+                raise MigrationRefused(f"{self.url}: table {table} is not empty: a migrate goes into a "
+                                       "database that holds no other archive")
+        self.state.start(part)
+
+    # -- parts
+
+    def _sites(self) -> None:
+        self._begin("sites", ("sites",))
+        with self.db.transaction(), self.db.cursor() as cur:
+            cur.execute("CREATE TEMPORARY TABLE migrate_sites (queue integer, origin text COLLATE \"C\","
+                        " state text, due float8, inlinks bigint, attempts integer, added float8,"
+                        " visits integer, note text, restart boolean) ON COMMIT DROP")
+            with cur.copy("COPY migrate_sites FROM STDIN") as copy:
+                for number in self.source.site_queue_numbers():
+                    with SiteQueue(queue_path(self.old.root, number), recover=False) as queue:
+                        for row in queue.rows():
+                            copy.write_row((number, *row))
+            chosen = ("SELECT DISTINCT ON (origin) origin, CASE state WHEN 'active' THEN 'waiting'"
+                      " ELSE state END AS state, due, inlinks, attempts, added, visits, note, restart"
+                      " FROM migrate_sites ORDER BY origin, queue")
+            cur.execute("INSERT INTO sites (origin, state, due, inlinks, attempts, added, visits, note,"
+                        f" restart) {chosen} ON CONFLICT DO NOTHING")
+            copied = cur.rowcount
+            expected: dict[str, int] = dict(
+                cur.execute(f"SELECT state, count(*) FROM ({chosen}) s GROUP BY state").fetchall())
+            (queued,) = cur.execute("SELECT count(*) FROM migrate_sites").fetchone() or (0,)
+        found: dict[str, int] = dict(
+            self.db.execute("SELECT state, count(*) FROM sites GROUP BY state").fetchall())
+        self._compare("sites", sum(expected.values()), sum(found.values()), "sites")
+        for state in STATES:
+            self._compare("sites", expected.get(state, 0), found.get(state, 0), f"{state} sites")
+        twice = queued - sum(expected.values())
+        by_state = ", ".join(f"{s} {found.get(s, 0)}" for s in STATES)
+        self._say(f"sites: {copied} copied; verified {sum(found.values())} sites ({by_state})"
+                  + (f"; {twice} found in two queues, taken from the lower-numbered" if twice else ""))
+
+    def _queue_dirs(self) -> Iterator[Path]:
+        frontier = self.old.root / "frontier"
+        if frontier.is_dir():
+            for bucket in sorted(p for p in frontier.iterdir() if p.is_dir()):
+                yield from sorted(p for p in bucket.iterdir() if p.is_dir())
+
+    def _read_queue(self, directory: Path) -> _QueueFiles:
+        try:
+            origin = queue_origin(directory)
+            if queue_dir(self.old.root, origin) != directory:
+                raise ValueError("it is not where that origin's queue lives")
+        except ValueError as e:
+            raise MigrationRefused(f"{directory}: not a crawl queue ({e}): move it out of "
+                                   f"{self.old.root / 'frontier'}") from None
+        cursor, pages, bytes_ = read_cursor(directory)
+        entries, done = [], 0
+        for entry in read_log(directory):
+            entries.append((entry.url, entry.depth))
+            if entry.end <= cursor:
+                done = len(entries)
+        return _QueueFiles(origin, entries, done, pages, bytes_, read_restarted(directory),
+                           list(read_inbox(directory)))
+
+    def _crawl_queues(self) -> None:
+        self._begin("crawl queues", ("crawl_cursors", "crawl_entries", "crawl_inbox"))
+        totals = {"queues": 0, "entries": 0, "inbox": 0}
+        copied = 0
+        progress = _Progress(self.err, "crawl queues", "queues")
+        batch: list[_QueueFiles] = []
+        for directory in self._queue_dirs():
+            queue = self._read_queue(directory)
+            totals["queues"] += 1
+            totals["entries"] += len(queue.entries)
+            totals["inbox"] += len(queue.inbox)
+            batch.append(queue)
+            if len(batch) >= QUEUE_BATCH_SITES or sum(len(q.entries) for q in batch) >= QUEUE_BATCH_ENTRIES:
+                copied += self._write_queues(batch)
+                batch = []
+                progress.show(totals["queues"])
+        copied += self._write_queues(batch)
+        found = {"queues": self._count("SELECT count(*) FROM crawl_cursors"),
+                 "entries": self._count("SELECT count(*) FROM crawl_entries"),
+                 "inbox": self._count("SELECT count(*) FROM crawl_inbox")}
+        for what, count in totals.items():
+            self._compare("crawl queues", count, found[what], what)
+        self._say(f"crawl queues: {copied} copied; verified {found['queues']} queues, "
+                  f"{found['entries']} entries, {found['inbox']} inbox lines")
+
+    def _write_queues(self, batch: list[_QueueFiles]) -> int:
+        """One transaction: the queues of ``batch`` not in NEW yet (their cursor row says so)."""
+        if not batch:
+            return 0
+        with self.db.transaction(), self.db.cursor() as cur:
+            cur.execute(
+                "INSERT INTO crawl_cursors (origin, cursor, pages, bytes, restarted)"
+                " SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::bigint[], %s::float8[])"
+                " ON CONFLICT DO NOTHING RETURNING origin",
+                ([q.origin for q in batch], [q.cursor for q in batch], [q.pages for q in batch],
+                 [q.bytes for q in batch], [q.restarted for q in batch]))
+            new = {row[0] for row in cur.fetchall()}
+            with cur.copy("COPY crawl_entries (origin, seq, depth, url) FROM STDIN") as copy:
+                for queue in batch:
+                    if queue.origin in new:
+                        for seq, (url, depth) in enumerate(queue.entries, 1):
+                            copy.write_row((queue.origin, seq, depth, url))
+            with cur.copy("COPY crawl_inbox (origin, depth, url) FROM STDIN") as copy:
+                for queue in batch:
+                    if queue.origin in new:
+                        for url, depth in queue.inbox:
+                            copy.write_row((queue.origin, depth, url))
+        return len(new)
+
+    def _dns(self) -> None:
+        path = self.old.root / "dns.sqlite"
+        self._begin("dns", ("dns", "dns_names"))
+        rows = names = 0
+        if path.exists():
+            with DnsHistory(path, readonly=True) as history, self.db.transaction(), \
+                    self.db.cursor() as cur:
+                cur.execute("CREATE TEMPORARY TABLE migrate_dns (LIKE dns) ON COMMIT DROP")
+                with cur.copy("COPY migrate_dns (row, id, value, type, entered, superseded, source)"
+                              " FROM STDIN") as copy:
+                    for row in history.all_rows():
+                        copy.write_row((row.row, row.id, row.value, row.type, row.entered,
+                                        row.superseded, row.source))
+                        rows += 1
+                cur.execute("INSERT INTO dns (row, id, value, type, entered, superseded, source)"
+                            " OVERRIDING SYSTEM VALUE SELECT row, id, value, type, entered, superseded,"
+                            " source FROM migrate_dns ORDER BY row ON CONFLICT (row) DO NOTHING")
+                cur.execute("SELECT setval(pg_get_serial_sequence('dns', 'row'), max(row))"
+                            " FROM dns HAVING count(*) > 0")
+                cur.execute("CREATE TEMPORARY TABLE migrate_dns_names (LIKE dns_names) ON COMMIT DROP")
+                with cur.copy("COPY migrate_dns_names (name, checked, next_check, outcome, failures)"
+                              " FROM STDIN") as copy:
+                    for state in history.all_states():
+                        copy.write_row((state.name, state.checked, state.next_check, state.outcome,
+                                        state.failures))
+                        names += 1
+                cur.execute("INSERT INTO dns_names SELECT * FROM migrate_dns_names"
+                            " ON CONFLICT (name) DO NOTHING")
+                cur.execute("UPDATE dns_clock SET last = greatest(last, %s)", (history.clock(),))
+        found_rows = self._count("SELECT count(*) FROM dns")
+        found_names = self._count("SELECT count(*) FROM dns_names")
+        self._compare("DNS history", rows, found_rows, "rows")
+        self._compare("DNS history", names, found_names, "names")
+        self._say(f"DNS history: verified {found_rows} rows, {found_names} names")
+
+    def _ship(self, part: str, paths: list[Path], under: str) -> dict[str, Fingerprint]:
+        """Put each file under ``under + name`` (unless recorded or held already), then check every
+        one's stored size and checksum; the fingerprints by file name."""
+        progress = _Progress(self.err, part, "files")
+        total = sum(p.stat().st_size for p in paths)
+        sent = done_bytes = 0
+        shipped: dict[str, Fingerprint] = {}
+        for number, path in enumerate(paths, 1):
+            key = under + path.name
+            fingerprint = self.state.file(key)
+            if fingerprint is None or self.objects.stored(key) != fingerprint:
+                local = self.objects.fingerprint(path)
+                there = self.objects.stored(key)
+                if there is None:
+                    local = put(self.objects, path, key)
+                    sent += 1
+                elif there != local:
+                    raise MigrationRefused(
+                        f"{self.objects.location(key)} holds another object than {path} "
+                        f"({there.size} bytes, not {local.size}): a migrate never overwrites")
+                self.state.record_file(key, local)
+                fingerprint = local
+            shipped[path.name] = fingerprint
+            done_bytes += fingerprint.size
+            progress.show(number, f"{number}/{len(paths)} files, {done_bytes / 2**20:.1f}/"
+                          f"{total / 2**20:.1f} MiB, {path.name}", force=True)
+        for path in paths:
+            key = under + path.name
+            if path.stat().st_size != shipped[path.name].size:
+                raise MigrationMismatch(f"{part}: {path} has {path.stat().st_size} bytes, "
+                                        f"{shipped[path.name].size} were shipped: it changed meanwhile")
+            there = self.objects.stored(key)
+            if there != shipped[path.name]:
+                raise MigrationMismatch(
+                    f"{part}: {self.objects.location(key)} holds "
+                    f"{'nothing' if there is None else f'{there.size} bytes, {there.checksum}'}, not "
+                    f"the {shipped[path.name].size} bytes, {shipped[path.name].checksum} shipped")
+        self._say(f"{part}: {sent} copied, {len(paths) - sent} there already; verified "
+                  f"{len(paths)} files, {sum(f.size for f in shipped.values())} bytes "
+                  "(size and SHA-256 as stored)")
+        return shipped
+
+    def _bundles(self) -> dict[str, Fingerprint]:
+        self._begin("bundles", ())
+        return self._ship("bundles", sorted(self.source.warc_directory().glob("*.warc.gz")), "")
+
+    def _catalog(self, bundles: dict[str, Fingerprint]) -> None:
+        self._begin("catalog", ("catalog_captures",))
+        folder = self.old.root / "catalog"
+        with ExitStack() as stack:
+            old = stack.enter_context(Catalog(folder, self.old.catalog.shards, readonly=True)) \
+                if folder.is_dir() else None
+            new = self.target.catalog()
+            stack.callback(new.close)
+            total = 0 if old is None else old.count()
+            copied = self.state.data["catalog_copied"]
+            if new.count() < copied:  # NEW lost entries since (a database made anew): copy them all
+                copied = 0
+            if old is not None and copied < total:
+                progress = _Progress(self.err, "catalog", "entries")
+                entries = islice(old.iter_all(), copied, None)
+                while batch := list(islice(entries, CATALOG_BATCH)):
+                    new.add(batch)
+                    copied += len(batch)
+                    self.state.data["catalog_copied"] = copied
+                    self.state.save()
+                    progress.show(copied, f"{copied}/{total} entries")
+            found = new.count()
+        self._compare("catalog", total, found, "entries")
+        named = {name for (name,) in self.db.execute("SELECT name FROM catalog_files")}
+        missing = sorted(named - bundles.keys())
+        if missing:
+            raise MigrationMismatch(
+                f"catalog: it names {len(missing)} WARC files that OLD did not hold as closed bundles "
+                f"and the object store lacks ({', '.join(missing[:3])}...): run `archiver catalog verify "
+                "--config OLD`")
+        self._say(f"catalog: verified {found} entries, in {len(named)} WARC files, each in the object store")
+
+    def _spool(self) -> None:
+        self._begin("spool", ())
+        self._ship("spool", closed_spool_files(self.old.root / "outlinks"), SPOOL_PREFIX)
+
+    def _links(self) -> None:
+        if (self.old.root / "links").is_dir():
+            print(f"archiver: store migrate: warning: the links batch's state ({self.old.root / 'links'}: "
+                  "ledger, in-link counts, bitmap) is not migrated: this version has no PostgreSQL home "
+                  "for it", file=self.err)
+
+    # -- helpers
+
+    def _count(self, sql: str) -> int:
+        found = self.db.execute(sql).fetchone()
+        return int(found[0]) if found else 0
+
+    def _compare(self, part: str, expected: int, found: int, what: str) -> None:
+        if expected != found:
+            raise MigrationMismatch(f"{part}: OLD has {expected} {what}, NEW has {found}")
+
+    def _say(self, line: str) -> None:
+        print(f"store migrate: {line}", file=self.out, flush=True)
+
+
+class _Progress:
+    """Progress lines of one part on stderr: the first at once, then one every few seconds."""
+
+    def __init__(self, out: TextIO, part: str, unit: str) -> None:
+        self.out, self.part, self.unit = out, part, unit
+        self.started = time.monotonic()
+        self.last: float | None = None
+
+    def show(self, done: int, text: str | None = None, *, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and self.last is not None and now - self.last < PROGRESS_EVERY:
+            return
+        self.last = now
+        rate = done / max(now - self.started, 1e-6)
+        print(f"store migrate: {self.part}: {text or f'{done} {self.unit}'} ({rate:.0f} {self.unit}/s)",
+              file=self.out, flush=True)
