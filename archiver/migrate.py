@@ -60,7 +60,7 @@ from archiver.queues.crawlqueue import (
     read_restarted,
 )
 from archiver.queues.sitequeue import STATES, SiteQueue, queue_path
-from archiver.queues.spool import closed_spool_files
+from archiver.queues.spool import SpoolDirectory
 from archiver.store.catalog import Catalog
 from archiver.store.dnshistory import DnsHistory
 from archiver.store.objectstore import Fingerprint, ObjectStore, ObjectStoreError, put
@@ -458,7 +458,8 @@ class Migration:
 
     def _spool(self) -> None:
         self._begin("spool", ())
-        self._ship("spool", closed_spool_files(self.old.root / "outlinks"), SPOOL_PREFIX)
+        spool = self.old.root / "outlinks"
+        self._ship("spool", [spool / name for name in SpoolDirectory(spool).closed()], SPOOL_PREFIX)
 
     def _links(self) -> None:
         if (self.old.root / "links").is_dir():
