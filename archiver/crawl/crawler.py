@@ -116,6 +116,7 @@ def enqueue_seeds(config: Config, process: int, seeds: list[str], *, recrawl: bo
     finally:
         for queue in queues.values():
             queue.close()
+        crawl_queues.close()
     event(log, logging.INFO, "seeds-queued", seeds=len(seeds), new_sites=added,
           own=sum(process_for(urls.origin(u), processes) == process for u in seeds))
     return added
@@ -212,6 +213,7 @@ class Crawler:
         self.lookup.close()
         self.dns_history.close()
         self.queue.close()
+        self.ctx.crawl_queues.close()
         if self.cluster is not None:
             self.cluster.close()
         self._lock.release()

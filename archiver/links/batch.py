@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import threading
 import time
 from collections import defaultdict
@@ -45,7 +44,6 @@ from archiver.config import Config
 from archiver.logs import event
 from archiver.queues.bloom import BloomBitmap, false_positive_rate, optimal_hashes
 from archiver.queues.interfaces import LinksState
-from archiver.queues.pgcrawlqueue import PgCrawlQueues
 from archiver.queues.sitequeue import process_for
 from archiver.queues.spool import parse_line
 from archiver.service import Service
@@ -92,8 +90,7 @@ class LinkBatch:
             self.state: LinksState = self.stores.links_state()  # (the cluster's lock, when shared)
             opened.callback(self.state.close)
             self.crawl_queues = self.stores.crawl_queues()
-            if isinstance(self.crawl_queues, PgCrawlQueues):
-                opened.callback(self.crawl_queues.close)
+            opened.callback(self.crawl_queues.close)
             self.spool = self.stores.spool_files()
             self.totals = Totals()
             self.progress_interval = progress_interval
@@ -228,8 +225,7 @@ class LinkBatch:
         started = time.monotonic()
         for origin, new_urls in self._pending.items():
             self.crawl_queues.append(origin, ((u, 0) for u in new_urls), sync=False)
-        if not self.shared:  # (a database commits each append)
-            os.sync()  # every inbox at once: one call instead of an fsync per site
+        self.crawl_queues.sync()
         generation = self.generation + 1
         self.state.save_bitmap(self.bitmap, generation)
         touched = set(self._pending) | set(self._inlinks)

@@ -114,13 +114,20 @@ class CrawlQueues(Protocol):
         """Open (creating) the queue of ``origin``; raises CrawlQueueBusy if another holds it."""
 
     def append(self, origin: str, entries: Iterable[tuple[str, int]], *, sync: bool = True) -> None:
-        """Queue (url, depth) pairs for ``origin`` from outside its visit (merged at its next turn)."""
+        """Queue (url, depth) pairs for ``origin`` from outside its visit (merged at its next turn);
+        with ``sync`` False they may wait for ``sync`` (many sites' appends made durable at once)."""
+
+    def sync(self) -> None:
+        """Make every append made with ``sync`` False durable."""
 
     def unfit(self, origin: str) -> str | None:
         """Why ``origin`` can have no crawl queue here (too long a name, say), or None."""
 
     def exists(self, origin: str) -> bool:
         """True if ``origin`` has a crawl queue."""
+
+    def close(self) -> None:
+        """Let go of what reaches the queues (a database connection); appends not synced are lost."""
 
 
 class SpoolWriterStore(Protocol):

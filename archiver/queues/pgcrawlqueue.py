@@ -237,6 +237,7 @@ class PgCrawlQueues:
         self.leases = leases
         self.bloom_bits = bloom_bits
         self.max_fp = max_fp
+        self._unsent: list[tuple[str, str, int]] = []  # inbox rows appended with sync=False
 
     def connection(self) -> _Held:
         """The process's one connection, for one thread at a time."""
@@ -276,17 +277,22 @@ class PgCrawlQueues:
         return queue
 
     def append(self, origin: str, entries: Iterable[tuple[str, int]], *, sync: bool = True) -> None:
-        """Queue (url, depth) pairs for ``origin`` in its inbox (one statement, durable at commit)."""
-        rows = []
+        """Queue (url, depth) pairs for ``origin`` in its inbox: at once (one statement), or with
+        ``sync`` False at the next ``sync`` (every site's rows in one COPY)."""
         for url, depth in entries:
             _check(url, depth)
-            rows.append((url, depth))
+            self._unsent.append((origin, url, depth))
+        if sync:
+            self.sync()
+
+    def sync(self) -> None:
+        rows, self._unsent = self._unsent, []
         if not rows:
             return
-        with self.connection() as db:
-            db.execute("INSERT INTO crawl_inbox (origin, url, depth)"
-                       " SELECT %s, u, d FROM unnest(%s::text[], %s::int[]) AS r(u, d)",
-                       (origin, [u for u, _ in rows], [d for _, d in rows]))
+        with self.connection() as db, db.transaction(), \
+                db.cursor().copy("COPY crawl_inbox (origin, url, depth) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
 
     def unfit(self, origin: str) -> str | None:
         return None

@@ -85,6 +85,8 @@ class PgSiteQueue:
     def merge_links(self, sites: list[tuple[str, int, bool]], *, now: float | None = None) -> int:
         """From the external-link batch, as ``SiteQueue.merge_links``; one transaction."""
         now = time.time() if now is None else now
+        # In origin order: two batches updating overlapping sites lock rows in the same order.
+        sites = sorted(sites)
         origins = [origin for origin, _, _ in sites]
         with self._db.transaction():
             added = self._db.execute(
