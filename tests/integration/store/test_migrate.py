@@ -18,7 +18,7 @@ import pytest
 from archiver import config, migrate
 from archiver.queues.crawlqueue import CrawlQueue, EmbeddedCrawlQueues, queue_origin
 from archiver.queues.sitequeue import SiteQueue, queue_path
-from archiver.queues.spool import closed_spool_files
+from archiver.queues.spool import SpoolDirectory
 from archiver.store.catalog import Capture, Catalog
 from archiver.store.catalog_maintenance import ObjectWarcs, WarcFiles
 from archiver.store.dnshistory import DnsHistory
@@ -160,7 +160,7 @@ def check_everything(old: config.Config, url: str, bucket: Any) -> None:
     # Objects: exactly the bundles and the closed spool files, byte for byte.
     store = objects(bucket)
     bundles = sorted((root / "warcs").glob("*.warc.gz"))
-    spool = closed_spool_files(root / "outlinks")
+    spool = [root / "outlinks" / name for name in SpoolDirectory(root / "outlinks").closed()]
     assert len(bundles) > 5 and spool
     expected = {p.name: p for p in bundles} | {f"outlinks/{p.name}": p for p in spool}
     assert store.list() == sorted(expected)
