@@ -220,7 +220,7 @@ class PgCatalog:
 
     def _ids(self, names: set[str]) -> dict[str, int]:
         """File ids of ``names``, made if new (in their own statement, committed at once)."""
-        missing = [n for n in names if n not in self._file_ids]
+        missing = sorted(n for n in names if n not in self._file_ids)  # ids in name (time) order
         if missing:
             self._db.execute("INSERT INTO catalog_files (name) SELECT unnest(%s::text[])"
                              " ON CONFLICT DO NOTHING", (missing,))
