@@ -1,15 +1,18 @@
 """`archiver store migrate` on real servers: a crawled demo archive (with a links batch's state)
 moved into PostgreSQL and moto's S3, every table and object compared with what the embedded stores
-hold, a migrate killed part-way and run again, and every capture read back by byte range from the
-object store."""
+hold, a migrate killed part-way and run again, every capture read back by byte range from the object
+store, and served by `archiver replay` on the new stores with the bytes of its original record."""
 
 from __future__ import annotations
 
+import http.client
 import io
+import re
 import shutil
 import signal
 import sqlite3
 import subprocess
+import threading
 from contextlib import closing
 from dataclasses import astuple
 from pathlib import Path
@@ -30,6 +33,7 @@ from archiver.store.dnshistory import DnsHistory
 from archiver.store.objectstore import S3Store
 from archiver.store.pgcatalog import PgCatalog
 from archiver.store.pgdnshistory import PgDnsHistory
+from archiver.store.warcindex import read_record
 from archiver.stores import EmbeddedStores, SharedStores, open_stores
 from demoweb import WebSpec, run_demo_process
 from tests.support.crawls import write_config
@@ -319,6 +323,67 @@ def test_migrate_moves_every_part_and_verifies_it(old: config.Config, pg_store_u
         counts = queue.counts()
     waiting = counts["waiting"] + counts["active"]  # the sites the links batch woke, and the active one
     assert f"store migrate: sites: OLD has {waiting} waiting sites, NEW has 0" in differs.stderr
+
+
+def expected_payloads(old: config.Config) -> dict[tuple[str, str], list[tuple[int, bytes]]]:
+    """(status, payload) of every capture of OLD by (timestamp, URL), read from the original WARC
+    files; a revisit's payload is that of the response it names (same URL and digest)."""
+    warcs = old.root / "warcs"
+    with Catalog(old.root / "catalog", old.catalog.shards, readonly=True) as catalog:
+        captures = list(catalog.iter_all())
+    originals = {(c.url, c.digest): c for c in captures if c.rectype == "response"}
+    expected: dict[tuple[str, str], list[tuple[int, bytes]]] = {}
+    for capture in captures:
+        source = originals[capture.url, capture.digest] if capture.rectype == "revisit" else capture
+        record = read_record(warcs, source.filename, source.offset, source.length)
+        assert capture.status is not None
+        expected.setdefault((capture.timestamp, capture.url), []).append((capture.status, record.payload))
+    return expected
+
+
+def replay_listeners(proc: subprocess.Popen[str]) -> tuple[str, int]:
+    """The content listener's (host, port) of a starting `archiver replay` (Hypercorn reports the
+    replay's own pages first, then archived content); the rest of its log is drained meanwhile."""
+    assert proc.stderr is not None
+    running = []
+    for line in proc.stderr:
+        if found := re.search(r"Running on http://(127\.0\.0\.1):(\d+)", line):
+            running.append((found.group(1), int(found.group(2))))
+            if len(running) == 2:
+                break
+    assert len(running) == 2, f"archiver replay exited with {proc.wait()}"
+    threading.Thread(target=proc.stderr.read, daemon=True).start()
+    return running[1]
+
+
+def test_replay_from_the_new_stores_serves_every_capture_with_its_bytes(
+        old: config.Config, pg_store_url: str, s3_bucket: Any, tmp_path: Path) -> None:
+    new = new_config(tmp_path, pg_store_url, s3_bucket)
+    new.write_text(new.read_text() + '[replay]\nlisten = "127.0.0.1:0"\ncontent_listen = "127.0.0.1:0"\n')
+    done = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+    assert done.returncode == 0, done.stderr
+    expected = expected_payloads(old)
+    assert sum(len(group) for group in expected.values()) > 100
+    shutil.rmtree(old.root)  # every byte served now comes from the new stores
+    with subprocess.Popen([*ARCHIVER, "replay", "--config", str(new)], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            host, port = replay_listeners(proc)
+            for (timestamp, url), captures in expected.items():
+                web = http.client.HTTPConnection(host, port, timeout=30)
+                try:
+                    web.request("GET", f"/web/{timestamp}id_/{url}")
+                    served = web.getresponse()
+                    status, body = served.status, served.read()
+                finally:
+                    web.close()
+                # Two captures of one URL in one second share an address: one is served, and each
+                # has the payload served.
+                assert all(capture == (status, body) for capture in captures), (url, status)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    assert proc.returncode == 0
 
 
 def test_a_migrate_killed_part_way_finishes_when_run_again(old: config.Config, pg_store_url: str,
