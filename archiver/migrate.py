@@ -74,7 +74,7 @@ from archiver.queues.spool import OBJECT_PREFIX, SpoolDirectory
 from archiver.store.catalog import Catalog
 from archiver.store.dnshistory import DnsHistory
 from archiver.store.objectstore import Fingerprint, ObjectStore, ObjectStoreError, put
-from archiver.store.pgschema import Connection, SchemaError, connect, redact
+from archiver.store.pgschema import Connection, SchemaError, StoreError, connect, redact
 from archiver.stores import EmbeddedStores, ProcessBusy, ProcessLock, SharedStores, open_stores
 
 STATE_FILE = "migrate.json"
@@ -190,6 +190,8 @@ class Migration:
             target = open_stores(new)
         except SchemaError as e:
             raise MigrationRefused(f"{new.path}: {e}") from None
+        except StoreError as e:
+            raise MigrationFailed(str(e)) from None
         assert isinstance(target, SharedStores)
         self.target = target
         self.objects: ObjectStore = target.objects()
@@ -218,6 +220,8 @@ class Migration:
                 raise MigrationFailed(f"PostgreSQL: {redact(str(e)).strip()}") from None
             except (BotoCoreError, ClientError, ObjectStoreError) as e:
                 raise MigrationFailed(f"object store: {e}") from None
+            except StoreError as e:  # (a connection refused: the message holds no password)
+                raise MigrationFailed(str(e)) from None
         where = self.new.warc.store or self.new.root / "warcs"
         self._say(f"done: {self.old.root} is in {self.url} and {where}, every part verified")
 
@@ -543,7 +547,8 @@ class Migration:
             " coalesce(sum(inlinks), 0), count(*) FILTER (WHERE dirty > 0) FROM links_sites").fetchone()
         assert row is not None
         found = _LinksTally(*(int(n) for n in row[1:]))
-        self._compare("links", generation, int(row[0]), "as the generation")
+        if generation != row[0]:
+            raise MigrationMismatch(f"links: OLD is at generation {generation}, NEW at {row[0]}")
         for what, old, new in zip(("ledger rows", "sites", "in-links", "sites to push"),
                                   astuple(expected), astuple(found), strict=True):
             self._compare("links", old, new, what)

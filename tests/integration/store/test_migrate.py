@@ -422,6 +422,12 @@ def test_migrate_refuses_what_it_cannot_do(old: config.Config, pg_url: str, pg_s
     bare.write_text(new.read_text().replace(pg_store_url, pg_url))
     refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(bare))
     assert refused.returncode == 2 and "archiver store init" in refused.stderr
+    # NEW's server unreachable (nothing listens on port 9): a clear error, not a traceback.
+    gone = tmp_path / "gone.toml"
+    gone.write_text(new.read_text().replace(pg_store_url, "postgresql://migrator@127.0.0.1:9/archive"))
+    failed = archiver("store", "migrate", "--from", str(old.path), "--to", str(gone))
+    assert failed.returncode == 1 and "cannot connect to the PostgreSQL store" in failed.stderr
+    assert "Traceback" not in failed.stderr
     # A crawler running on OLD: its lock is held.
     lock = EmbeddedStores(old).lock("crawl", 0)
     try:
