@@ -19,20 +19,26 @@ folder). The parts, in this order, each read with the embedded stores' own reade
 - **catalog**: every entry, after the bundles, so the new catalog never names a file the object
   store lacks; file names stay the same.
 - **spool**: closed spool files not yet read by the links batch, under ``outlinks/<name>``.
+- **links**: the links batch's state (``<root>/links/``): its bitmap of the current generation
+  uploaded as ``links/bitmap-<generation>.bloom`` with a verified put, then in one transaction
+  every ledger row into ``links_ledger``, every site with its in-link count and what is still to
+  be pushed into ``links_sites``, and the generation into ``links_meta``; so the ledger never
+  names a bitmap the object store lacks.
 
 Resumable: every write is idempotent (``ON CONFLICT DO NOTHING``; a crawl queue is written in one
 transaction with its cursor row, and skipped if that row is there; a bundle already held with the
 same size and checksum is not sent again), and ``<OLD root>/state/migrate.json`` records the
 target, the parts started, the catalog entries copied and the files verified. A migrate killed at
 any point and run again finishes without duplicating anything. Before a part first writes, its
-tables in NEW must be empty (and no foreign object may sit under a bundle's key): a migrate never
-merges into another archive.
+tables in NEW must be empty (the links state at generation 0, and no foreign object may sit under
+a bundle's key): a migrate never merges into another archive.
 
 Verifying: after each part the counts in NEW are compared with OLD's (per state for the sites),
 and every bundle's stored size and checksum with the file's; a difference raises MigrationMismatch.
 Refused (MigrationRefused): NEW not PostgreSQL, OLD not embedded, a crawler or links batch running
-on OLD (their locks are taken for the whole migrate), NEW's schema not current, bundles or spool
-files a crash left open in OLD.
+on OLD or a links batch in NEW's cluster (their locks are taken for the whole migrate), NEW's
+schema not current, bundles or spool files a crash left open in OLD, a bitmap OLD's links ledger
+names but lacks.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any, TextIO
@@ -59,16 +65,19 @@ from archiver.queues.crawlqueue import (
     read_log,
     read_restarted,
 )
+from archiver.queues.interfaces import LinksState
+from archiver.queues.linksstate import STATE as LINKS_STATE
+from archiver.queues.linksstate import EmbeddedLinksState, bitmap_path
+from archiver.queues.pglinksstate import bitmap_key
 from archiver.queues.sitequeue import STATES, SiteQueue, queue_path
-from archiver.queues.spool import SpoolDirectory
+from archiver.queues.spool import OBJECT_PREFIX, SpoolDirectory
 from archiver.store.catalog import Catalog
 from archiver.store.dnshistory import DnsHistory
 from archiver.store.objectstore import Fingerprint, ObjectStore, ObjectStoreError, put
-from archiver.store.pgschema import Connection, SchemaError, connect, redact
+from archiver.store.pgschema import Connection, SchemaError, StoreError, connect, redact
 from archiver.stores import EmbeddedStores, ProcessBusy, ProcessLock, SharedStores, open_stores
 
 STATE_FILE = "migrate.json"
-SPOOL_PREFIX = "outlinks/"
 # Catalog entries per batch (one transaction, then the state file records them).
 CATALOG_BATCH = 10_000
 # A batch of crawl queues is written in one transaction: up to this many sites or entries.
@@ -88,6 +97,16 @@ class MigrationFailed(Exception):
 
 class MigrationMismatch(MigrationFailed):
     """What NEW holds after a part differs from OLD."""
+
+
+@dataclass
+class _LinksTally:
+    """What a links state holds: ledger rows, sites, their in-links, the sites still to push."""
+
+    ledger: int = 0
+    sites: int = 0
+    inlinks: int = 0
+    dirty: int = 0
 
 
 @dataclass(frozen=True)
@@ -171,34 +190,38 @@ class Migration:
             target = open_stores(new)
         except SchemaError as e:
             raise MigrationRefused(f"{new.path}: {e}") from None
+        except StoreError as e:
+            raise MigrationFailed(str(e)) from None
         assert isinstance(target, SharedStores)
         self.target = target
         self.objects: ObjectStore = target.objects()
 
     def run(self) -> None:
         """Every part, copied then verified; MigrationRefused or MigrationMismatch say why not."""
-        locks = self._lock_old()
-        try:
-            self._refuse_crash_leftovers()
-            store = self.new.warc.store or str(self.new.root / "warcs")
-            self.state = _State(self.source.state_directory() / STATE_FILE,
-                                [self.new.store.url, store, self.new.s3.endpoint_url])
-            self.db: Connection
-            with connect(self.url) as self.db:
-                self._sites()
-                self._crawl_queues()
-                self._dns()
-                bundles = self._bundles()
-                self._catalog(bundles)
-                self._spool()
-            self._links()
-        except psycopg.Error as e:
-            raise MigrationFailed(f"PostgreSQL: {redact(str(e)).strip()}") from None
-        except (BotoCoreError, ClientError, ObjectStoreError) as e:
-            raise MigrationFailed(f"object store: {e}") from None
-        finally:
-            for lock in locks:
-                lock.release()
+        with ExitStack() as held:
+            for lock in self._lock_old():
+                held.callback(lock.release)
+            try:
+                held.callback(self._lock_new_links().close)
+                self._refuse_crash_leftovers()
+                store = self.new.warc.store or str(self.new.root / "warcs")
+                self.state = _State(self.source.state_directory() / STATE_FILE,
+                                    [self.new.store.url, store, self.new.s3.endpoint_url])
+                self.db: Connection
+                with connect(self.url) as self.db:
+                    self._sites()
+                    self._crawl_queues()
+                    self._dns()
+                    bundles = self._bundles()
+                    self._catalog(bundles)
+                    self._spool()
+                    self._links()
+            except psycopg.Error as e:
+                raise MigrationFailed(f"PostgreSQL: {redact(str(e)).strip()}") from None
+            except (BotoCoreError, ClientError, ObjectStoreError) as e:
+                raise MigrationFailed(f"object store: {e}") from None
+            except StoreError as e:  # (a connection refused: the message holds no password)
+                raise MigrationFailed(str(e)) from None
         where = self.new.warc.store or self.new.root / "warcs"
         self._say(f"done: {self.old.root} is in {self.url} and {where}, every part verified")
 
@@ -218,6 +241,14 @@ class Migration:
                 lock.release()
             raise MigrationRefused(f"{e}: stop it before migrating") from None
         return locks
+
+    def _lock_new_links(self) -> LinksState:
+        """NEW's links state, opened only for its cluster lock: no links batch in NEW's cluster
+        may read the spool or move the generation while the migrate writes them."""
+        try:
+            return self.target.links_state()
+        except ProcessBusy as e:
+            raise MigrationRefused(f"{self.new.path}: {e}: stop it before migrating") from None
 
     def _refuse_crash_leftovers(self) -> None:
         open_files = sorted(self.source.warc_directory().glob("*.warc.gz.open"))
@@ -378,15 +409,14 @@ class Migration:
         self._compare("DNS history", names, found_names, "names")
         self._say(f"DNS history: verified {found_rows} rows, {found_names} names")
 
-    def _ship(self, part: str, paths: list[Path], under: str) -> dict[str, Fingerprint]:
-        """Put each file under ``under + name`` (unless recorded or held already), then check every
-        one's stored size and checksum; the fingerprints by file name."""
+    def _ship(self, part: str, files: dict[str, Path]) -> dict[str, Fingerprint]:
+        """Put each file under its key (unless recorded or held already), then check every one's
+        stored size and checksum; the fingerprints by key."""
         progress = _Progress(self.err, part, "files")
-        total = sum(p.stat().st_size for p in paths)
+        total = sum(p.stat().st_size for p in files.values())
         sent = done_bytes = 0
         shipped: dict[str, Fingerprint] = {}
-        for number, path in enumerate(paths, 1):
-            key = under + path.name
+        for number, (key, path) in enumerate(files.items(), 1):
             fingerprint = self.state.file(key)
             if fingerprint is None or self.objects.stored(key) != fingerprint:
                 local = self.objects.fingerprint(path)
@@ -400,29 +430,29 @@ class Migration:
                         f"({there.size} bytes, not {local.size}): a migrate never overwrites")
                 self.state.record_file(key, local)
                 fingerprint = local
-            shipped[path.name] = fingerprint
+            shipped[key] = fingerprint
             done_bytes += fingerprint.size
-            progress.show(number, f"{number}/{len(paths)} files, {done_bytes / 2**20:.1f}/"
+            progress.show(number, f"{number}/{len(files)} files, {done_bytes / 2**20:.1f}/"
                           f"{total / 2**20:.1f} MiB, {path.name}", force=True)
-        for path in paths:
-            key = under + path.name
-            if path.stat().st_size != shipped[path.name].size:
+        for key, path in files.items():
+            if path.stat().st_size != shipped[key].size:
                 raise MigrationMismatch(f"{part}: {path} has {path.stat().st_size} bytes, "
-                                        f"{shipped[path.name].size} were shipped: it changed meanwhile")
+                                        f"{shipped[key].size} were shipped: it changed meanwhile")
             there = self.objects.stored(key)
-            if there != shipped[path.name]:
+            if there != shipped[key]:
                 raise MigrationMismatch(
                     f"{part}: {self.objects.location(key)} holds "
                     f"{'nothing' if there is None else f'{there.size} bytes, {there.checksum}'}, not "
-                    f"the {shipped[path.name].size} bytes, {shipped[path.name].checksum} shipped")
-        self._say(f"{part}: {sent} copied, {len(paths) - sent} there already; verified "
-                  f"{len(paths)} files, {sum(f.size for f in shipped.values())} bytes "
+                    f"the {shipped[key].size} bytes, {shipped[key].checksum} shipped")
+        self._say(f"{part}: {sent} copied, {len(files) - sent} there already; verified "
+                  f"{len(files)} files, {sum(f.size for f in shipped.values())} bytes "
                   "(size and SHA-256 as stored)")
         return shipped
 
     def _bundles(self) -> dict[str, Fingerprint]:
         self._begin("bundles", ())
-        return self._ship("bundles", sorted(self.source.warc_directory().glob("*.warc.gz")), "")
+        paths = sorted(self.source.warc_directory().glob("*.warc.gz"))
+        return self._ship("bundles", {path.name: path for path in paths})
 
     def _catalog(self, bundles: dict[str, Fingerprint]) -> None:
         self._begin("catalog", ("catalog_captures",))
@@ -459,13 +489,72 @@ class Migration:
     def _spool(self) -> None:
         self._begin("spool", ())
         spool = self.old.root / "outlinks"
-        self._ship("spool", [spool / name for name in SpoolDirectory(spool).closed()], SPOOL_PREFIX)
+        self._ship("spool", {OBJECT_PREFIX + name: spool / name for name in SpoolDirectory(spool).closed()})
 
     def _links(self) -> None:
-        if (self.old.root / "links").is_dir():
-            print(f"archiver: store migrate: warning: the links batch's state ({self.old.root / 'links'}: "
-                  "ledger, in-link counts, bitmap) is not migrated: this version has no PostgreSQL home "
-                  "for it", file=self.err)
+        generation = self._count("SELECT generation FROM links_meta")
+        if generation and not self.state.started("links"):
+            raise MigrationRefused(f"{self.url}: the links state is at generation {generation}: a migrate "
+                                   "goes into a database that holds no other archive")
+        self._begin("links", ("links_ledger", "links_sites"))
+        directory = self.old.root / "links"
+        if not (directory / LINKS_STATE).exists():  # no links batch ever ran on OLD
+            self._links_copied(0, _LinksTally(), (0, 0))
+            return
+        links = EmbeddedLinksState(directory)
+        try:
+            if links.generation:
+                bitmap = bitmap_path(directory, links.generation)
+                if not bitmap.is_file():
+                    raise MigrationRefused(f"{bitmap} is missing: OLD's links ledger says generation "
+                                           f"{links.generation}; restore it before migrating")
+                # Before the ledger names it, as the links batch itself does.
+                self._ship("links bitmap", {bitmap_key(links.generation): bitmap})
+            tally, copied = self._copy_links(links)
+        finally:
+            links.close()
+        self._links_copied(links.generation, tally, copied)
+
+    def _copy_links(self, links: EmbeddedLinksState) -> tuple[_LinksTally, tuple[int, int]]:
+        """One transaction: OLD's ledger rows and sites (those not in NEW yet) and its generation;
+        what OLD holds, and the ledger rows and sites copied."""
+        tally = _LinksTally()
+        with self.db.transaction(), self.db.cursor() as cur:
+            cur.execute("CREATE TEMPORARY TABLE migrate_ledger (LIKE links_ledger) ON COMMIT DROP")
+            with cur.copy("COPY migrate_ledger (name, generation, lines, new_urls, bad, done)"
+                          " FROM STDIN") as copy:
+                for row in links.ledger():
+                    copy.write_row(row)
+                    tally.ledger += 1
+            cur.execute("INSERT INTO links_ledger SELECT * FROM migrate_ledger ON CONFLICT DO NOTHING")
+            ledger_copied = cur.rowcount
+            cur.execute("CREATE TEMPORARY TABLE migrate_links (LIKE links_sites) ON COMMIT DROP")
+            with cur.copy("COPY migrate_links (origin, inlinks, dirty) FROM STDIN") as copy:
+                for origin, inlinks, dirty in links.sites():
+                    copy.write_row((origin, inlinks, dirty))
+                    tally.sites += 1
+                    tally.inlinks += inlinks
+                    tally.dirty += dirty > 0
+            cur.execute("INSERT INTO links_sites SELECT * FROM migrate_links ON CONFLICT DO NOTHING")
+            sites_copied = cur.rowcount
+            cur.execute("UPDATE links_meta SET generation = %s", (links.generation,))
+        return tally, (ledger_copied, sites_copied)
+
+    def _links_copied(self, generation: int, expected: _LinksTally, copied: tuple[int, int]) -> None:
+        """Compare NEW's links state with OLD's (``expected``) and say what was copied."""
+        row = self.db.execute(
+            "SELECT (SELECT generation FROM links_meta), (SELECT count(*) FROM links_ledger), count(*),"
+            " coalesce(sum(inlinks), 0), count(*) FILTER (WHERE dirty > 0) FROM links_sites").fetchone()
+        assert row is not None
+        found = _LinksTally(*(int(n) for n in row[1:]))
+        if generation != row[0]:
+            raise MigrationMismatch(f"links: OLD is at generation {generation}, NEW at {row[0]}")
+        for what, old, new in zip(("ledger rows", "sites", "in-links", "sites to push"),
+                                  astuple(expected), astuple(found), strict=True):
+            self._compare("links", old, new, what)
+        self._say(f"links: {copied[0]} ledger rows and {copied[1]} sites copied; verified generation "
+                  f"{generation}, {found.ledger} ledger rows, {found.sites} sites ({found.dirty} to push), "
+                  f"{found.inlinks} in-links" + (f", bitmap {bitmap_key(generation)}" if generation else ""))
 
     # -- helpers
 

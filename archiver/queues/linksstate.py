@@ -15,7 +15,7 @@ disk is always one generation's ledger with that generation's bitmap (see archiv
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from archiver.queues.bloom import BloomBitmap
@@ -120,6 +120,14 @@ class EmbeddedLinksState:
         """(origin, in-links, has new URLs) of the sites not pushed to the site queues yet."""
         rows = self._db.execute("SELECT origin, inlinks, dirty FROM sites WHERE dirty > 0")
         return [(origin, inlinks, dirty == 2) for origin, inlinks, dirty in rows]
+
+    def ledger(self) -> Iterator[tuple[str, int, int, int, int, float]]:
+        """Every spool file done: (name, generation, lines, new URLs, bad lines, time done)."""
+        return iter(self._db.execute("SELECT name, generation, lines, new_urls, bad, done FROM ledger"))
+
+    def sites(self) -> Iterator[tuple[str, int, int]]:
+        """Every site: (origin, in-links, dirty: 0 pushed, 1 count to push, 2 new URLs too)."""
+        return iter(self._db.execute("SELECT origin, inlinks, dirty FROM sites"))
 
     def pushed(self, origins: list[str]) -> None:
         with sqlite.transaction(self._db):

@@ -1,13 +1,19 @@
-"""`archiver store migrate` on real servers: a crawled demo archive moved into PostgreSQL and moto's
-S3, every table and object compared with what the embedded stores hold, a migrate killed part-way
-and run again, and every capture read back by byte range from the object store."""
+"""`archiver store migrate` on real servers: a crawled demo archive (with a links batch's state)
+moved into PostgreSQL and moto's S3, every table and object compared with what the embedded stores
+hold, a migrate killed part-way and run again, every capture read back by byte range from the object
+store, and served by `archiver replay` on the new stores with the bytes of its original record."""
 
 from __future__ import annotations
 
+import http.client
 import io
+import re
 import shutil
 import signal
+import sqlite3
 import subprocess
+import threading
+from contextlib import closing
 from dataclasses import astuple
 from pathlib import Path
 from typing import Any
@@ -16,7 +22,9 @@ import psycopg
 import pytest
 
 from archiver import config, migrate
-from archiver.queues.crawlqueue import CrawlQueue, EmbeddedCrawlQueues, queue_origin
+from archiver.queues.crawlqueue import CrawlQueue, EmbeddedCrawlQueues, queue_origin, read_inbox
+from archiver.queues.linksstate import bitmap_path
+from archiver.queues.pglinksstate import PgLinksState, bitmap_key
 from archiver.queues.sitequeue import SiteQueue, queue_path
 from archiver.queues.spool import SpoolDirectory
 from archiver.store.catalog import Capture, Catalog
@@ -25,13 +33,15 @@ from archiver.store.dnshistory import DnsHistory
 from archiver.store.objectstore import S3Store
 from archiver.store.pgcatalog import PgCatalog
 from archiver.store.pgdnshistory import PgDnsHistory
+from archiver.store.warcindex import read_record
 from archiver.stores import EmbeddedStores, SharedStores, open_stores
 from demoweb import WebSpec, run_demo_process
 from tests.support.crawls import write_config
 from tests.support.repo import ARCHIVER
 
-# Small bundles: a demo crawl leaves a dozen of them, so a migrate spends a while on them.
-MAX_BUNDLE = 8_192
+# Small bundles: a demo crawl leaves a dozen of them, so a migrate spends a while on them. Small
+# spool files, so one can be closed after the links batch ran; a small bitmap for the batch.
+SETTINGS = "[warc]\nmax_size = 8192\n[outlinks]\nmax_lines = 2\n[links]\nexpected_urls = 4000\n"
 INBOX = [("/late-a", 1), ("/late-b", 2)]
 ACTIVE_ORIGIN = "http://unvisited.example:8080"
 
@@ -42,17 +52,24 @@ def archiver(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def crawled_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A demo web crawled into an embedded archive; then an inbox filled and a site left active."""
+    """A demo web crawled into an embedded archive; the links batch run over all its spool files
+    but the last (closed after the batch ran); then an inbox filled and a site left active."""
     directory = tmp_path_factory.mktemp("crawled")
     spec = WebSpec(sites=4, pages_per_site=12, port=0, trap=False)
     with run_demo_process(spec) as (web, _port, _proc):
         path = write_config(directory, web)
-        path.write_text(path.read_text() + f"[warc]\nmax_size = {MAX_BUNDLE}\n")
+        path.write_text(path.read_text() + SETTINGS)
         seeds = directory / "seeds.txt"
         seeds.write_text("".join(o + "/\n" for o in web.origins()))
         done = archiver("crawl", "--config", str(path), "--seeds", str(seeds), "--until-idle")
     assert done.returncode == 0, done.stderr
     cfg = config.load(path)
+    spool = cfg.root / "outlinks"
+    last = spool / SpoolDirectory(spool).closed()[-1]
+    last.rename(directory / last.name)
+    links = archiver("links", "run", "--once", "--config", str(path))
+    assert links.returncode == 0, links.stderr
+    (directory / last.name).rename(last)
     first = web.origins()[0]
     EmbeddedCrawlQueues(cfg.root, bloom_bits=1024, max_fp=0.01).append(
         first, [(first + url, depth) for url, depth in INBOX])
@@ -137,9 +154,16 @@ def check_everything(old: config.Config, url: str, bucket: Any) -> None:
         assert any(finished == len(entries) > 1 and totals[0] > 0
                    for entries, finished, totals in facts.values())
         assert any(finished < len(entries) for entries, finished, _ in facts.values())
+        # Inboxes: the links batch's new URLs, and the lines appended after it.
         inbox = db.execute("SELECT origin, url, depth, refetch FROM crawl_inbox ORDER BY id").fetchall()
-        (origin,) = {row[0] for row in inbox}
-        assert inbox == [(origin, origin + url, depth, False) for url, depth in INBOX]
+        old_inbox = [(queue_origin(d), url, depth, False) for d in sorted((root / "frontier").glob("*/*"))
+                     for url, depth in read_inbox(d)]
+        origins = {row[0] for row in old_inbox}
+        assert len(origins) > 1
+        assert [[row for row in inbox if row[0] == o] for o in sorted(origins)] == \
+            [[row for row in old_inbox if row[0] == o] for o in sorted(origins)]
+        assert any([row[1:3] for row in inbox if row[0] == o][-2:] == [(o + u, d) for u, d in INBOX]
+                   for o in origins)
 
         # DNS history: every row (with its number) and every name's state.
         with DnsHistory(root / "dns.sqlite", readonly=True) as before:
@@ -157,16 +181,70 @@ def check_everything(old: config.Config, url: str, bucket: Any) -> None:
         entries = sorted(before.iter_all(), key=_capture_key)
         assert entries and sorted(after.iter_all(), key=_capture_key) == entries
 
-    # Objects: exactly the bundles and the closed spool files, byte for byte.
+    # Objects: exactly the bundles, the closed spool files not done and the links bitmap, byte for byte.
     store = objects(bucket)
     bundles = sorted((root / "warcs").glob("*.warc.gz"))
     spool = [root / "outlinks" / name for name in SpoolDirectory(root / "outlinks").closed()]
-    assert len(bundles) > 5 and spool
-    expected = {p.name: p for p in bundles} | {f"outlinks/{p.name}": p for p in spool}
+    generation = check_links_state(root, url)
+    bitmap = bitmap_path(root / "links", generation)
+    assert len(bundles) > 5 and len(spool) == 1
+    expected = {p.name: p for p in bundles} | {f"outlinks/{p.name}": p for p in spool} | \
+        {bitmap_key(generation): bitmap}
     assert store.list() == sorted(expected)
     for key, path in expected.items():
         data = path.read_bytes()
         assert store.read(key, 0, len(data)) == data
+
+
+def old_generation(root: Path) -> int:
+    with closing(sqlite3.connect(f"file:{root / 'links' / 'state.sqlite'}?mode=ro", uri=True)) as db:
+        (generation,) = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+    return int(generation)
+
+
+def check_links_state(root: Path, url: str) -> int:
+    """NEW's links tables hold OLD's ledger, sites and generation (read from OLD's SQLite file as
+    it is); the generation."""
+    old = sqlite3.connect(f"file:{root / 'links' / 'state.sqlite'}?mode=ro", uri=True)
+    try:
+        ledger = old.execute("SELECT name, generation, lines, new_urls, bad, done FROM ledger"
+                             " ORDER BY name").fetchall()
+        sites = old.execute("SELECT origin, inlinks, dirty FROM sites ORDER BY origin").fetchall()
+        (generation,) = old.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+    finally:
+        old.close()
+    assert generation >= 1 and ledger and sites
+    assert {name for name, *_ in ledger} == {p.name for p in (root / "outlinks" / "done").iterdir()}
+    assert sum(inlinks for _, inlinks, _ in sites) > 0
+    with psycopg.connect(url) as db:
+        assert db.execute("SELECT name, generation, lines, new_urls, bad, done FROM links_ledger"
+                          " ORDER BY name").fetchall() == ledger
+        assert db.execute("SELECT origin, inlinks, dirty FROM links_sites"
+                          " ORDER BY origin").fetchall() == sites
+        assert db.execute("SELECT generation FROM links_meta").fetchall() == [(generation,)]
+    return int(generation)
+
+
+def check_links_batch_takes_over(old: config.Config, new: Path) -> None:
+    """The shared links state opens at OLD's generation with OLD's bitmap, bit for bit, the
+    spool files OLD's batch did as done and the same sites still to push."""
+    stores = open_stores(config.load(new))
+    assert isinstance(stores, SharedStores)
+    state = stores.links_state()
+    assert isinstance(state, PgLinksState)
+    try:
+        generation = state.generation
+        bitmap = state.load_bitmap()
+        assert bitmap is not None
+        held = io.BytesIO()
+        bitmap.write(held)
+        assert held.getvalue() == bitmap_path(old.root / "links", generation).read_bytes()
+        assert state.files_done() == {p.name for p in (old.root / "outlinks" / "done").iterdir()}
+        with closing(sqlite3.connect(f"file:{old.root / 'links' / 'state.sqlite'}?mode=ro", uri=True)) as db:
+            dirty = db.execute("SELECT origin, inlinks, dirty = 2 FROM sites WHERE dirty > 0").fetchall()
+        assert sorted(state.dirty_sites()) == sorted((o, i, bool(w)) for o, i, w in dirty)
+    finally:
+        state.close()
 
 
 def check_shared_queues_continue(old: config.Config, new: Path) -> None:
@@ -222,23 +300,90 @@ def test_migrate_moves_every_part_and_verifies_it(old: config.Config, pg_store_u
     new = new_config(tmp_path, pg_store_url, s3_bucket)
     done = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
     assert done.returncode == 0, done.stderr
-    for part in ("sites:", "crawl queues:", "DNS history:", "bundles:", "catalog:", "spool:", "done:"):
+    for part in ("sites:", "crawl queues:", "DNS history:", "bundles:", "catalog:", "spool:",
+                 "links bitmap: 1 copied", "links:", "done:"):
         assert f"store migrate: {part}" in done.stdout
     assert "store migrate: bundles: 1/" in done.stderr  # progress lines
+    assert "warning" not in done.stderr
     check_everything(old, pg_store_url, s3_bucket)
+    check_links_batch_takes_over(old, new)
     assert check_captures_read_back(old, pg_store_url, s3_bucket) > 20
 
     again = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
     assert again.returncode == 0, again.stderr
     assert "sites: 0 copied" in again.stdout and "crawl queues: 0 copied" in again.stdout
-    assert "bundles: 0 copied" in again.stdout
+    assert "bundles: 0 copied" in again.stdout and "links: 0 ledger rows and 0 sites copied" in again.stdout
     check_everything(old, pg_store_url, s3_bucket)
 
     # NEW's crawlers take over (sites leased, so no longer as OLD has them): a migrate run now says so.
     check_shared_queues_continue(old, new)
     differs = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
     assert differs.returncode == 1
-    assert "store migrate: sites: OLD has 1 waiting sites, NEW has 0" in differs.stderr
+    with SiteQueue(queue_path(old.root, 0), recover=False) as queue:
+        counts = queue.counts()
+    waiting = counts["waiting"] + counts["active"]  # the sites the links batch woke, and the active one
+    assert f"store migrate: sites: OLD has {waiting} waiting sites, NEW has 0" in differs.stderr
+
+
+def expected_payloads(old: config.Config) -> dict[tuple[str, str], list[tuple[int, bytes]]]:
+    """(status, payload) of every capture of OLD by (timestamp, URL), read from the original WARC
+    files; a revisit's payload is that of the response it names (same URL and digest)."""
+    warcs = old.root / "warcs"
+    with Catalog(old.root / "catalog", old.catalog.shards, readonly=True) as catalog:
+        captures = list(catalog.iter_all())
+    originals = {(c.url, c.digest): c for c in captures if c.rectype == "response"}
+    expected: dict[tuple[str, str], list[tuple[int, bytes]]] = {}
+    for capture in captures:
+        source = originals[capture.url, capture.digest] if capture.rectype == "revisit" else capture
+        record = read_record(warcs, source.filename, source.offset, source.length)
+        assert capture.status is not None
+        expected.setdefault((capture.timestamp, capture.url), []).append((capture.status, record.payload))
+    return expected
+
+
+def replay_listeners(proc: subprocess.Popen[str]) -> tuple[str, int]:
+    """The content listener's (host, port) of a starting `archiver replay` (Hypercorn reports the
+    replay's own pages first, then archived content); the rest of its log is drained meanwhile."""
+    assert proc.stderr is not None
+    running = []
+    for line in proc.stderr:
+        if found := re.search(r"Running on http://(127\.0\.0\.1):(\d+)", line):
+            running.append((found.group(1), int(found.group(2))))
+            if len(running) == 2:
+                break
+    assert len(running) == 2, f"archiver replay exited with {proc.wait()}"
+    threading.Thread(target=proc.stderr.read, daemon=True).start()
+    return running[1]
+
+
+def test_replay_from_the_new_stores_serves_every_capture_with_its_bytes(
+        old: config.Config, pg_store_url: str, s3_bucket: Any, tmp_path: Path) -> None:
+    new = new_config(tmp_path, pg_store_url, s3_bucket)
+    new.write_text(new.read_text() + '[replay]\nlisten = "127.0.0.1:0"\ncontent_listen = "127.0.0.1:0"\n')
+    done = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+    assert done.returncode == 0, done.stderr
+    expected = expected_payloads(old)
+    assert sum(len(group) for group in expected.values()) > 100
+    shutil.rmtree(old.root)  # every byte served now comes from the new stores
+    with subprocess.Popen([*ARCHIVER, "replay", "--config", str(new)], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            host, port = replay_listeners(proc)
+            for (timestamp, url), captures in expected.items():
+                web = http.client.HTTPConnection(host, port, timeout=30)
+                try:
+                    web.request("GET", f"/web/{timestamp}id_/{url}")
+                    served = web.getresponse()
+                    status, body = served.status, served.read()
+                finally:
+                    web.close()
+                # Two captures of one URL in one second share an address: one is served, and each
+                # has the payload served.
+                assert all(capture == (status, body) for capture in captures), (url, status)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    assert proc.returncode == 0
 
 
 def test_a_migrate_killed_part_way_finishes_when_run_again(old: config.Config, pg_store_url: str,
@@ -277,6 +422,12 @@ def test_migrate_refuses_what_it_cannot_do(old: config.Config, pg_url: str, pg_s
     bare.write_text(new.read_text().replace(pg_store_url, pg_url))
     refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(bare))
     assert refused.returncode == 2 and "archiver store init" in refused.stderr
+    # NEW's server unreachable (nothing listens on port 9): a clear error, not a traceback.
+    gone = tmp_path / "gone.toml"
+    gone.write_text(new.read_text().replace(pg_store_url, "postgresql://migrator@127.0.0.1:9/archive"))
+    failed = archiver("store", "migrate", "--from", str(old.path), "--to", str(gone))
+    assert failed.returncode == 1 and "cannot connect to the PostgreSQL store" in failed.stderr
+    assert "Traceback" not in failed.stderr
     # A crawler running on OLD: its lock is held.
     lock = EmbeddedStores(old).lock("crawl", 0)
     try:
@@ -284,6 +435,13 @@ def test_migrate_refuses_what_it_cannot_do(old: config.Config, pg_url: str, pg_s
     finally:
         lock.release()
     assert refused.returncode == 2 and "crawler process 0 is already running" in refused.stderr
+    # A links batch running in NEW's cluster: it holds the links state's lock.
+    batch = open_stores(config.load(new)).links_state()
+    try:
+        refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+    finally:
+        batch.close()
+    assert refused.returncode == 2 and "a links batch is already running in this cluster" in refused.stderr
     # A bundle a crash left open.
     bundle = sorted((old.root / "warcs").glob("*.warc.gz"))[-1]
     bundle.rename(bundle.with_name(bundle.name + ".open"))
@@ -306,6 +464,19 @@ def test_migrate_refuses_what_it_cannot_do(old: config.Config, pg_url: str, pg_s
     refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
     assert refused.returncode == 2 and "holds another object" in refused.stderr
     assert objects(s3_bucket).read(bundle.name, 0, 24) == b"another archive's bundle"
+    # OLD's links ledger names a bitmap it lacks: refused before the ledger is written.
+    objects(s3_bucket).delete(bundle.name)
+    bitmap = bitmap_path(old.root / "links", old_generation(old.root))
+    bitmap.rename(tmp_path / bitmap.name)
+    refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+    assert refused.returncode == 2 and f"{bitmap} is missing" in refused.stderr
+    with psycopg.connect(pg_store_url) as db:
+        assert db.execute("SELECT count(*) FROM links_ledger").fetchone() == (0,)
+        assert db.execute("SELECT generation FROM links_meta").fetchone() == (0,)
+    (tmp_path / bitmap.name).rename(bitmap)
+    done = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+    assert done.returncode == 0, done.stderr
+    check_everything(old, pg_store_url, s3_bucket)
 
 
 class Interrupted(Exception):
@@ -336,4 +507,20 @@ def test_the_catalog_resumes_after_its_last_batch(old: config.Config, pg_store_u
     out = io.StringIO()
     migrate.Migration(old, new, out=out, err=io.StringIO()).run()
     assert "bundles: 0 copied" in out.getvalue()
+    check_everything(old, pg_store_url, s3_bucket)
+
+
+def test_the_links_state_resumes_after_its_bitmap(old: config.Config, pg_store_url: str, s3_bucket: Any,
+                                                  tmp_path: Path) -> None:
+    new = config.load(new_config(tmp_path, pg_store_url, s3_bucket))
+    with pytest.raises(Interrupted, match="links bitmap: 1/1 files"):
+        migrate.Migration(old, new, out=io.StringIO(), err=InterruptAt("links bitmap")).run()
+    with psycopg.connect(pg_store_url) as db:  # the bitmap is up, the ledger not written yet
+        assert db.execute("SELECT count(*) FROM links_ledger").fetchone() == (0,)
+        assert db.execute("SELECT generation FROM links_meta").fetchone() == (0,)
+    assert [key for key in objects(s3_bucket).list() if key.startswith("links/")] == \
+        [bitmap_key(old_generation(old.root))]
+    out = io.StringIO()
+    migrate.Migration(old, new, out=out, err=io.StringIO()).run()
+    assert "links bitmap: 0 copied, 1 there already" in out.getvalue()
     check_everything(old, pg_store_url, s3_bucket)
