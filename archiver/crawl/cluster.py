@@ -17,12 +17,13 @@ Blocking methods run in worker threads (the crawler calls them through trio.to_t
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import socket
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from archiver.config import Config
@@ -67,6 +68,24 @@ class ClusterMember:
         self.ledger.close()
         self.roster.close()
 
+    @contextlib.contextmanager
+    def beating(self) -> Iterator[None]:
+        """Beat the heart from a thread of its own while the block runs: shipping at start or
+        at exit may outlast the TTL, and a crawler that stops beating is taken for gone."""
+        done = threading.Event()
+
+        def beat() -> None:
+            while not done.wait(self.roster.ttl / 3):
+                self.roster.beat()
+
+        beater = threading.Thread(target=beat, name="heartbeat", daemon=True)
+        beater.start()
+        try:
+            yield
+        finally:
+            done.set()
+            beater.join()
+
     def _ours(self, name: str) -> bool:
         pattern = rf"{re.escape(self.prefix)}-\d{{14}}-{self.process}-\d+{re.escape(SUFFIX)}"
         return re.fullmatch(pattern + f"(?:{re.escape(OPEN)})?", name) is not None
@@ -82,7 +101,8 @@ class ClusterMember:
                     repaired += 1
         local = sorted(p for p in self.bundles.glob("*" + SUFFIX) if self._ours(p.name)) \
             if self.bundles.is_dir() else []
-        shipped = self.ship(local)
+        with self.beating():
+            shipped = self.ship(local)
         lost, requeued = self.reap()  # our earlier life's bundles included (an older epoch)
         event(log, logging.INFO, "cluster-recovered", process=self.process, repaired=repaired,
               shipped=len(shipped), lost=len(lost), requeued=requeued)

@@ -199,8 +199,9 @@ class Crawler:
             self.bundle.close()
             self.spool.close()
             if self.cluster is not None:  # nothing closed stays on this machine's disk
-                self.cluster.ship(self._closed_bundles())
-                self.cluster.ship_spool()
+                with self.cluster.beating():
+                    self.cluster.ship(self._closed_bundles())
+                    self.cluster.ship_spool()
             self.commit_point.finish(self.bundle.position())
             self._write_status()
         except (OSError, sqlite3.Error) as e:

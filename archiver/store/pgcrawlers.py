@@ -12,8 +12,8 @@ bundle whose crawler stopped beating (its machine died) or registered again with
 has *vanished* with it. If the object store has it (the crawler died between the upload and the
 catalog), another crawler catalogues it (``shipped``); otherwise it is *lost* (``lose``): its
 entries' URLs go back to their sites' inboxes as refetches, and the sites that were done wait
-again. A bundle shipped after it was declared lost (its process was only paused) is catalogued
-from its own records: it is in the store, so the catalog names it too.
+again. A bundle shipped after it was declared lost (its process was only paused, or too slow to
+ship at exit) is catalogued from its own records: it is in the store, so the catalog names it too.
 """
 
 from __future__ import annotations
@@ -95,11 +95,12 @@ class BundleLedger:
             return
         names = sorted({c.filename for c in captures})
         with self._db.transaction():
-            # A bundle declared lost while this process was paused is ours again: it will ship.
+            # A bundle declared lost while this process was paused is ours again: it will ship,
+            # and be catalogued from its own records (the entries pending before are gone).
             self._db.execute(
                 "INSERT INTO bundles (name, process, process_epoch, state, opened)"
                 " SELECT n, %s, %s, 'open', %s FROM unnest(%s::text[]) AS n"
-                " ON CONFLICT (name) DO UPDATE SET state = 'open' WHERE bundles.state = 'lost'",
+                " ON CONFLICT (name) DO UPDATE SET state = 'reopened' WHERE bundles.state = 'lost'",
                 (self.process, self.epoch, time.time(), names))
             with self._db.cursor().copy(
                     "COPY pending_captures (bundle, origin, url, capture) FROM STDIN") as copy:
@@ -111,8 +112,10 @@ class BundleLedger:
         """Bundle ``name`` is in the object store, verified: its entries go to the catalog (from
         ``pending_captures``, or from ``index()``, its own records, when none are pending). The
         entries added."""
+        state = self._db.execute("SELECT state FROM bundles WHERE name = %s", (name,)).fetchone()
         rows = self._db.execute("SELECT capture FROM pending_captures WHERE bundle = %s", (name,)).fetchall()
-        captures = [Capture(**row[0]) for row in rows] if rows else list(index())
+        whole = bool(rows) and state is not None and state[0] == "open"  # a lost one's went
+        captures = [Capture(**row[0]) for row in rows] if whole else list(index())
         added = catalog.add(captures)
         with self._db.transaction():
             self._db.execute("DELETE FROM pending_captures WHERE bundle = %s", (name,))
@@ -127,7 +130,8 @@ class BundleLedger:
         """Open bundles of crawlers that stopped beating or registered again since."""
         return [row[0] for row in self._db.execute(
             "SELECT b.name FROM bundles AS b JOIN crawlers AS c ON b.process = c.process"
-            f" WHERE b.state = 'open' AND (c.epoch > b.process_epoch OR {_EXPIRED}) ORDER BY b.name",
+            f" WHERE b.state IN ('open', 'reopened') AND (c.epoch > b.process_epoch OR {_EXPIRED})"
+            " ORDER BY b.name",
             {"ttl": self.ttl})]
 
     def lose(self, name: str) -> int | None:
@@ -135,8 +139,8 @@ class BundleLedger:
         their sites' inboxes, and the sites that were done wait again. The URLs requeued, or None
         if another process declared it first (or it was shipped meanwhile)."""
         with self._db.transaction():
-            if self._db.execute("UPDATE bundles SET state = 'lost' WHERE name = %s AND state = 'open'",
-                                (name,)).rowcount != 1:
+            if self._db.execute("UPDATE bundles SET state = 'lost' WHERE name = %s"
+                                " AND state IN ('open', 'reopened')", (name,)).rowcount != 1:
                 return None
             requeued = self._db.execute(
                 "WITH gone AS (DELETE FROM pending_captures WHERE bundle = %(name)s"

@@ -175,11 +175,11 @@ CREATE TABLE bundles (
     name text COLLATE "C" PRIMARY KEY,
     process integer NOT NULL,
     process_epoch bigint NOT NULL,
-    state text NOT NULL CHECK (state IN ('open', 'shipped', 'lost')),
+    state text NOT NULL CHECK (state IN ('open', 'shipped', 'lost', 'reopened')),
     opened double precision NOT NULL,
     shipped double precision
 );
-CREATE INDEX bundles_open ON bundles (process, process_epoch) WHERE state = 'open';
+CREATE INDEX bundles_open ON bundles (process, process_epoch) WHERE state IN ('open', 'reopened');
 CREATE TABLE pending_captures (
     bundle text COLLATE "C" NOT NULL,
     origin text COLLATE "C" NOT NULL,

@@ -88,6 +88,13 @@ def test_the_bundles_of_a_crawler_that_vanished_send_their_urls_back(store, pg_s
         ("http://a.test/", 0, True), ("http://a.test/b", 3, True)]
     assert sql(pg_store_url, "SELECT state FROM sites") == [("waiting",)]
     assert catalog.count() == 0
-    # The paused crawler comes back and ships it after all: it is catalogued from its records.
-    assert ours.shipped(BUNDLE, catalog, index=lambda: [cap("http://a.test/", 10)]) == 1
+    # The paused crawler comes back, writes more into it and ships it after all: the entries
+    # pending now are only the late ones, so it is catalogued from its own records, all of them.
+    ours.record([cap("http://a.test/late", 900)])
+    assert sql(pg_store_url, "SELECT state FROM bundles") == [("reopened",)]
+    assert survivor.vanished() == [BUNDLE]                               # still unshipped
+    sql(pg_store_url, "UPDATE crawlers SET heartbeat = now()")
+    records = [cap("http://a.test/", 10), cap("http://a.test/b", 200), cap("http://a.test/late", 900)]
+    assert ours.shipped(BUNDLE, catalog, index=lambda: records) == 3
     assert sql(pg_store_url, "SELECT state FROM bundles") == [("shipped",)]
+    assert sql(pg_store_url, "SELECT count(*) FROM pending_captures") == [(0,)]
