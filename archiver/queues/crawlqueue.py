@@ -196,14 +196,20 @@ def read_log(directory: Path) -> Iterator[Entry]:
     except FileNotFoundError:
         return
     with log:
-        end = 0
-        for line in log:
-            if not line.endswith(b"\n"):
-                return
-            end += len(line)
-            entry = _parse(line)
-            if entry is not None:
-                yield Entry(entry[0], entry[1], end)
+        yield from _entries_from(log, 0)
+
+
+def _entries_from(log: BinaryIO, start: int) -> Iterator[Entry]:
+    """The entries of an open log from offset ``start`` (a line start) to its last whole line."""
+    log.seek(start)
+    end = start
+    for line in log:
+        if not line.endswith(b"\n"):
+            return
+        end += len(line)
+        entry = _parse(line)
+        if entry is not None:
+            yield Entry(entry[0], entry[1], end)
 
 
 def read_cursor(directory: Path) -> tuple[int, int, int]:
@@ -442,15 +448,8 @@ class CrawlQueue:
         the done-set), without handing them out."""
         self._flush()
         with (self.directory / LOG).open("rb", buffering=_READ_BUFFER) as log:
-            log.seek(self.cursor)
-            end = self.cursor
-            for line in log:
-                if not line.endswith(b"\n"):
-                    return
-                end += len(line)
-                entry = _parse(line)
-                if entry is not None:
-                    yield Entry(entry[0], entry[1], end), end in self._done
+            for entry in _entries_from(log, self.cursor):
+                yield entry, entry.end in self._done
 
     def recovered(self, cursor: int, done: Iterable[int], *, pages: int, bytes_: int) -> None:
         """Crash recovery: the entries up to ``cursor`` and those ending at ``done`` (ends from
