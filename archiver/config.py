@@ -173,6 +173,14 @@ class LinksConfig:
     checkpoint_urls: int = 1_000_000
     # Seconds between looks for new spool files when running as a service (without --once).
     poll_interval: float = 60.0
+    # The bitmap is split into this many slices by a hash of the normalised URL
+    # (archiver.links.partition), each sized for expected_urls / partitions.
+    partitions: int = 4
+    # "local": in this process; "dask": on a Dask cluster, at `scheduler` ("tcp://host:8786"),
+    # or, when that is empty, on a LocalCluster of `workers` processes started for the run.
+    engine: str = "local"
+    scheduler: str = ""
+    workers: int = 2
 
 
 @dataclass(frozen=True)
@@ -246,7 +254,7 @@ _POSITIVE = {
     ("dns", "concurrency"), ("warc", "max_size"),
     ("outlinks", "max_lines"), ("outlinks", "max_age"), ("catalog", "shards"),
     ("links", "expected_urls"), ("links", "bits_per_url"), ("links", "checkpoint_urls"),
-    ("links", "poll_interval"), ("replay", "scan_slice_rows"), ("replay", "scan_max_rows"),
+    ("links", "poll_interval"), ("links", "partitions"), ("links", "workers"), ("replay", "scan_slice_rows"), ("replay", "scan_max_rows"),
     ("replay", "scan_deadline"),
 }
 
@@ -507,6 +515,12 @@ def _check(where: str, name: str, section: Any) -> None:
             except ValueError:
                 raise ConfigError(f"{where}: dns.nameservers: bad entry {ns!r} "
                                   "(want 'host', 'host:port' or '[v6]:port')") from None
+    elif name == "links":
+        if section.engine not in ("local", "dask"):
+            raise ConfigError(f"{where}: links.engine: must be \"local\" or \"dask\", got {section.engine!r}")
+        if section.scheduler and not re.fullmatch(r"(tcp|tls|inproc|ucx)://\S+", section.scheduler):
+            raise ConfigError(f"{where}: links.scheduler: expected a Dask scheduler address like "
+                              f"\"tcp://host:8786\", or \"\" for a LocalCluster, got {section.scheduler!r}")
     elif name == "warc":
         if not 0 <= section.gzip_level <= 9:
             raise ConfigError(f"{where}: warc.gzip_level: must be 0..9")
