@@ -1,0 +1,197 @@
+"""The links batch on a Dask cluster: the same queues as the local engine (from a two-process crawl
+of the demo web, and over several checkpoints), a worker killed mid-run, the client killed with its
+LocalCluster, and the shared stores (spool files and slices in the bucket, read by the workers)."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+
+import trio
+
+from archiver import config
+from archiver.crawl.crawler import Crawler, enqueue_seeds
+from archiver.queues.sitequeue import process_for
+from archiver.web import urls
+from demoweb import WebSpec, start_demo
+from tests.support.crawls import write_config
+from tests.support.daskcluster import holders, kill_and_wait, local_cluster, worker_pids
+from tests.support.linkbatch import (
+    batch_once,
+    links_config,
+    shared_links_config,
+    shared_snapshot,
+    ship_spool,
+    snapshot,
+    synthetic_spool,
+    write_spool,
+)
+from tests.support.repo import ARCHIVER
+
+_DEADLINE = 60.0
+
+
+def with_links(path: Path, **keys: object) -> config.Config:
+    """The config at ``path`` with these [links] keys set (a section added if it has none)."""
+    text = path.read_text()
+    lines = "".join(f"{k} = {v!r}\n".replace("'", '"') for k, v in keys.items())
+    text = text.replace("[links]\n", "[links]\n" + lines) if "[links]\n" in text \
+        else text + "\n[links]\n" + lines
+    path.write_text(text)
+    return config.load(path)
+
+
+def dask(path: Path, scheduler: str = "", **keys: object) -> config.Config:
+    return with_links(path, engine="dask", scheduler=scheduler, workers=2, partitions=4, **keys)
+
+
+async def test_both_engines_queue_the_same_from_a_two_process_crawl_of_the_demo_web(
+        tmp_path, caplog):
+    crawled = tmp_path / "crawl"
+    crawled.mkdir()
+    async with trio.open_nursery() as nursery:
+        while True:   # a port where both processes own some of the sites (almost any)
+            web, _ = await start_demo(nursery, WebSpec(sites=8, pages_per_site=6, port=0,
+                                                       trap=False))
+            seeds = [web.origin(host) + "/" for host in web.hosts]
+            if {process_for(urls.origin(seed), 2) for seed in seeds} == {0, 1}:
+                break
+        cfg = config.load(write_config(crawled, web, processes=2))
+        enqueue_seeds(cfg, 0, seeds)
+        async with trio.open_nursery() as crawlers:
+            for process in range(2):
+                crawlers.start_soon(Crawler(cfg, process=process, until_idle=True).run)
+        nursery.cancel_scope.cancel()
+    spooled = sorted((cfg.root / "outlinks").glob("*.tsv"))
+    assert {p.name.split("-")[0] for p in spooled} == {"0", "1"}   # both processes spooled links
+    for engine in ("local", "dask"):
+        shutil.copytree(crawled, tmp_path / engine)
+    local = with_links(tmp_path / "local" / "archiver.toml", partitions=4, checkpoint_urls=50)
+    on_dask = dask(tmp_path / "dask" / "archiver.toml", checkpoint_urls=50)
+    local_totals = await trio.to_thread.run_sync(batch_once, local)
+    with caplog.at_level(logging.INFO, logger="archiver.links"):
+        dask_totals = await trio.to_thread.run_sync(batch_once, on_dask)
+    assert local_totals.new_urls > 0 and local_totals.checkpoints > 1
+    assert (dask_totals.files, dask_totals.lines, dask_totals.new_urls, dask_totals.new_sites,
+            dask_totals.checkpoints) == (local_totals.files, local_totals.lines,
+                                         local_totals.new_urls, local_totals.new_sites,
+                                         local_totals.checkpoints)
+    assert snapshot(on_dask.root, 2) == snapshot(local.root, 2)
+    started = [r for r in caplog.records if "dask-local-cluster" in r.getMessage()]
+    assert len(started) == 1 and "dashboard=http://127.0.0.1:" in started[0].getMessage()
+
+
+def test_both_engines_queue_the_same_over_many_checkpoints(tmp_path):
+    local = links_config(tmp_path / "local", checkpoint=3000)
+    with_links(local.path, partitions=4)
+    local = config.load(local.path)
+    on_dask = links_config(tmp_path / "dask", checkpoint=3000)
+    on_dask = dask(on_dask.path)
+    for cfg in (local, on_dask):
+        synthetic_spool(partial(write_spool, cfg.root))
+    expected = batch_once(local)
+    got = batch_once(on_dask)
+    assert got.checkpoints == expected.checkpoints > 3
+    assert (got.new_urls, got.new_sites, got.new_pairs) == \
+        (expected.new_urls, expected.new_sites, expected.new_pairs)
+    assert snapshot(on_dask.root, 2) == snapshot(local.root, 2)
+
+
+def _open_fifo_for_writing(fifo: Path, running: Future) -> int:
+    """Open ``fifo`` for writing once a reader has it open, failing if the run ends first."""
+    deadline = time.monotonic() + _DEADLINE
+    while True:
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as e:
+            if e.errno != errno.ENXIO:   # ENXIO: no reader yet
+                raise
+        if running.done():
+            running.result()
+            raise AssertionError("the run ended without reading the spool file")
+        assert time.monotonic() < deadline, "no worker opened the spool file"
+        time.sleep(0.01)  # polling with a deadline: a FIFO's reader arriving signals nothing
+
+
+def test_a_worker_killed_mid_run_leaves_the_same_queues_as_a_clean_run(tmp_path):
+    clean = links_config(tmp_path / "clean", checkpoint=3000)
+    clean = with_links(clean.path, partitions=4)
+    synthetic_spool(partial(write_spool, clean.root))
+    batch_once(clean)
+    with local_cluster() as client:
+        cfg = links_config(tmp_path / "killed", checkpoint=3000)
+        cfg = dask(cfg.path, scheduler=client.scheduler.address)
+        synthetic_spool(partial(write_spool, cfg.root))
+        # The sixth file (the third checkpoint's) is a FIFO: the worker reading it blocks in the
+        # read until the test writes, so the test kills it exactly mid-task, after two commits.
+        fifo = sorted((cfg.root / "outlinks").glob("*.tsv"))[5]
+        data = fifo.read_bytes()
+        fifo.unlink()
+        os.mkfifo(fifo)
+        pids = worker_pids(client)
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(batch_once, cfg)
+            fd = _open_fifo_for_writing(fifo, running)
+            reading = holders(fifo, pids)
+            assert len(reading) == 1
+            kill_and_wait(reading[0])
+            os.close(fd)
+            fd = _open_fifo_for_writing(fifo, running)     # the read, run again on a live worker
+            os.set_blocking(fd, True)
+            with os.fdopen(fd, "wb") as writer:
+                writer.write(data)
+            totals = running.result(timeout=_DEADLINE)
+        assert reading[0] not in worker_pids(client)         # the worker was replaced
+    assert totals.files == 12
+    assert snapshot(cfg.root, 2) == snapshot(clean.root, 2)
+
+
+def test_the_client_killed_with_its_local_cluster_then_rerun_equals_one_clean_run(tmp_path):
+    clean = links_config(tmp_path / "clean", checkpoint=3000)
+    clean = with_links(clean.path, partitions=4)
+    synthetic_spool(partial(write_spool, clean.root))
+    batch_once(clean)
+    cfg = links_config(tmp_path / "killed", checkpoint=3000)
+    cfg = dask(cfg.path)
+    synthetic_spool(partial(write_spool, cfg.root))
+    # Its own session, so that its LocalCluster's workers die with it, as on a machine that stops.
+    proc = subprocess.Popen([*ARCHIVER, "links", "run", "--once", "--config", str(cfg.path)],
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stderr is not None
+    try:
+        for line in proc.stderr:
+            if "links-checkpoint" in line and "generation=2" in line:
+                os.killpg(proc.pid, signal.SIGKILL)
+                break
+    finally:
+        proc.wait(timeout=_DEADLINE)
+    assert proc.returncode == -signal.SIGKILL
+    with_links(cfg.path, engine="local")
+    rerun = batch_once(config.load(cfg.path))
+    assert 0 < rerun.files < 12                       # it really stopped halfway
+    assert snapshot(cfg.root, 2) == snapshot(clean.root, 2)
+
+
+def test_on_the_shared_stores_the_workers_read_the_bucket(tmp_path, pg_store_url, s3_bucket):
+    embedded = links_config(tmp_path / "embedded")
+    embedded = with_links(embedded.path, partitions=4)
+    synthetic_spool(partial(write_spool, embedded.root), files=4)
+    batch_once(embedded)
+    cfg = shared_links_config(tmp_path / "m1", store_url=pg_store_url, bucket=s3_bucket)
+    cfg = dask(cfg.path)
+    synthetic_spool(partial(ship_spool, cfg), files=4)
+    shutil.rmtree(cfg.root / "outlinks")             # only the bucket has the spool files now
+    assert batch_once(cfg).files == 4
+    sites, inboxes = shared_snapshot(pg_store_url)
+    want_sites, want_queues = snapshot(embedded.root, 2)
+    assert {o: inlinks for o, (_, inlinks) in sites.items()} == \
+        {o: inlinks for o, (_, _, inlinks) in want_sites.items()}
+    assert {o: [url for _, url, _ in rows] for o, rows in inboxes.items()} == want_queues
