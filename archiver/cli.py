@@ -23,7 +23,8 @@ from archiver import __version__, config, logs
 from archiver.crawl.crawler import Crawler, SeedError, enqueue_seeds, read_seeds
 from archiver.dns.resolver import RefreshStats
 from archiver.dns.service import read_names, refresh_pass, run_service
-from archiver.links.batch import run_batch
+from archiver.links.batch import ReshardError, reshard_batch, run_batch
+from archiver.links.partition import MAX_PARTITIONS
 from archiver.migrate import Migration, MigrationFailed, MigrationRefused
 from archiver.store.catalog import Capture, CatalogError, surt_key
 from archiver.store.catalog_maintenance import Progress, export_cdxj
@@ -114,6 +115,28 @@ def cmd_links(args: argparse.Namespace) -> int:
     print(f"links: {totals.line()}; {totals.new_pairs} new site-to-site links, "
           f"{totals.checkpoints} checkpoints")
     return 0
+
+
+def cmd_links_reshard(args: argparse.Namespace) -> int:
+    cfg = _config(args)
+    logs.setup(cfg.log.level)
+    try:
+        totals = reshard_batch(cfg, args.partitions, allow_missing=args.allow_missing)
+    except ProcessBusy as e:
+        return _fail(str(e))
+    except (ReshardError, RuntimeError, OSError, sqlite3.Error, psycopg.Error, ObjectStoreError) as e:
+        print(f"archiver: links reshard: {redact(str(e)).strip()}", file=sys.stderr)
+        return 1
+    print(f"links reshard: {args.partitions} slices rebuilt from {totals.files} spool files, "
+          f"{totals.lines} URLs read")
+    return 0
+
+
+def _partitions(text: str) -> int:
+    count = int(text)
+    if not 1 <= count <= MAX_PARTITIONS:
+        raise argparse.ArgumentTypeError(f"must be 1 to {MAX_PARTITIONS}")
+    return count
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -468,6 +491,18 @@ def parser() -> argparse.ArgumentParser:
     links_run.add_argument("--once", action="store_true",
                            help="process the spool files there now, then exit")
     links_run.set_defaults(func=cmd_links)
+    links_reshard = links_verbs.add_parser(
+        "reshard", help="rebuild the global bitmap's slices for another slice count from the "
+                        "spool files done (no links run meanwhile)")
+    links_reshard.add_argument("--config", required=True, help="the TOML config file")
+    links_reshard.add_argument("--partitions", required=True, type=_partitions,
+                               help="the new slice count (set links.partitions to it too)")
+    links_reshard.add_argument(
+        "--allow-missing", action="store_true",
+        help="rebuild even if spool files the ledger lists were pruned from outlinks/done: their "
+             "URLs may be queued again (each site's bitmap drops them) and their site pairs may "
+             "count twice as in-links")
+    links_reshard.set_defaults(func=cmd_links_reshard)
 
     replay = verbs.add_parser("replay", help="serve the archive as a website, by date")
     replay.add_argument("--config", required=True, help="the TOML config file")

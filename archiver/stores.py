@@ -244,7 +244,7 @@ class SharedStores:
         """The links batch's state, which holds the cluster's links lock while open (ProcessBusy
         if another batch, on any machine, holds it)."""
         try:
-            return PgLinksState(self.url, self.objects(), self.root / "links")
+            return PgLinksState(self.url, self.objects())
         except LinksBatchBusy as e:
             raise ProcessBusy(str(e)) from None
 

@@ -107,8 +107,8 @@ def bench(args: argparse.Namespace, work: Path, shared: str) -> None:
         totals = batch.run(once=True)
         if profiler:
             profiler.disable()
-        bitmap_mib = batch.bitmap.bits / 8 / 2**20
-        fp = batch.bitmap.fp_rate()
+        bitmap_mib = sum(batch.counts.bits) / 8 / 2**20
+        fp = batch.counts.fp_now()
     wall, cpu = time.monotonic() - wall, time.process_time() - cpu
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"{totals.lines:,} URLs read, {totals.new_urls:,} new, {totals.new_sites:,} new sites, "

@@ -3,29 +3,40 @@
 Crawlers answer "seen it?" only for links inside the site they crawl; links that leave a site are
 spooled to ``<root>/outlinks/``. This batch reads every closed spool file, normalises each URL and
 tests-and-sets it in the global Bloom bitmap. A new URL goes to its site's crawl queue (the site's
-inbox, created if absent); a site's in-link count (distinct other sites linking to it) orders the
-site queues, and a site seen for the first time joins the queue of the one process that owns it.
+inbox); a site's in-link count (distinct other sites linking to it) orders the site queues, and a
+site seen for the first time joins the queue of the one process that owns it.
 
-Its state (the ledger of spool files done, in-link counts, the bitmap's generations) is a store of its
-own: archiver.queues.linksstate.
+The bitmap is split into ``links.partitions`` slices by a hash of the key (archiver.links.partition,
+archiver.links.slices), each a Bloom bitmap of its own, saved as its own file (or object) with its
+own generation. ``LinkBatch`` is the driver: it picks the files, hands each checkpoint's steps
+(archiver.links.steps) to an engine (archiver.links.engine: in this process, or on a Dask
+cluster), and commits what they found. Its state (the ledger of spool files done, in-link counts,
+each slice's generation) is a store of its own: archiver.queues.linksstate.
 
-A checkpoint is one atomic step: (1) new URLs are appended to the sites' inboxes and made durable,
-(2) the bitmap is saved as the next generation, (3) one SQLite transaction records the spool files
-done, adds the in-link counts and moves the generation forward, (4) the previous bitmap file is
-removed, then the counts are pushed to the site queues. A kill before (3) leaves the previous
-generation, its bitmap and ledger, intact: a rerun redoes those files, and the URLs it appends a
-second time are dropped by each site's own bitmap when its inbox is merged. A kill after (3) leaves
-the sites marked dirty, and the next run pushes them first. So a rerun never counts or queues
-anything twice. Spool files done are moved to ``outlinks/done/`` (the operator may prune it).
+A checkpoint is one atomic step over a group of spool files: (1) the engine tests every slice with
+the group's keys and saves each as its next generation, (2) the new URLs are appended to the
+sites' inboxes and made durable, (3) one transaction records the spool files done, adds the
+in-link counts and moves every slice's generation forward, (4) the previous generation of each
+slice is removed, the files move to ``outlinks/done/``, and the counts are pushed to the site
+queues. A kill before (3), after any number of slices were saved, leaves the previous generation
+of every slice, and the ledger, in force: the slices saved are stale (removed at the next start),
+a rerun redoes those files, and the URLs it appends a second time are dropped by each site's own
+bitmap when its inbox is merged. A kill after (3) leaves the sites marked dirty, and the next run
+pushes them first. So a rerun never counts or queues anything twice. Spool files done stay in
+``outlinks/done/`` for ``reshard`` (the operator may prune it).
 
 On several machines (``store.url`` naming PostgreSQL) the batch runs on any one of them: it reads
-the spool files the crawlers shipped to the object store (``outlinks/``, deleted once done), keeps
-its ledger and counts in PostgreSQL and its bitmap in the object store
-(archiver.queues.pglinksstate, which also holds the one-batch-per-cluster lock), and feeds the one
-shared site queue and the sites' inboxes in PostgreSQL; the steps of a checkpoint are the same.
+the spool files the crawlers shipped to the object store (``outlinks/``, moved to
+``outlinks/done/`` once done), keeps its ledger and counts in PostgreSQL and its slices in the
+object store (archiver.queues.pglinksstate, which also holds the one-batch-per-cluster lock), and
+feeds the one shared site queue and the sites' inboxes in PostgreSQL; the steps are the same.
 
 Site pairs (source, target) share the bitmap with URLs under a prefix no URL can have, which keeps
 the in-link counts distinct without a table that would grow with the link graph.
+
+``reshard`` rebuilds every slice for another slice count by reading the spool files done again,
+in ledger order, through the same steps; the new slices become the ones in force in one
+transaction, so a reshard killed midway leaves the old ones in force.
 """
 
 from __future__ import annotations
@@ -41,20 +52,20 @@ from functools import partial
 import trio
 
 from archiver.config import Config
+from archiver.links import steps
+from archiver.links.columns import REPORTED
+from archiver.links.engine import Engine, Work, open_engine
+from archiver.links.partition import PARTITION_FUNCTION, check_partitions
+from archiver.links.slices import SliceFiles, SliceObjects, SliceStore, slice_name, slice_shape
 from archiver.logs import event
-from archiver.queues.bloom import BloomBitmap, false_positive_rate, optimal_hashes
-from archiver.queues.interfaces import LinksState
+from archiver.queues.bloom import false_positive_rate
+from archiver.queues.interfaces import LinksState, SpoolFiles
 from archiver.queues.sitequeue import process_for
-from archiver.queues.spool import parse_line
+from archiver.queues.spool import spool_order
 from archiver.service import Service
 from archiver.stores import SharedStores, open_stores
-from archiver.web import urls
 
 log = logging.getLogger("archiver.links.batch")
-
-# Bad lines logged one by one per spool file; the rest are only counted.
-_REPORTED_BAD = 20
-_PAIR = "\x00"  # no normalised URL starts with a NUL
 
 
 @dataclass
@@ -68,7 +79,7 @@ class Totals:
     new_sites: int = 0
     new_pairs: int = 0
     checkpoints: int = 0
-    checkpoint_seconds: float = 0.0  # of which in checkpoints (crawl-queue appends, bitmap save)
+    checkpoint_seconds: float = 0.0  # of which in commits (crawl-queue appends, the state's commit)
     started: float = field(default_factory=time.monotonic)
 
     def line(self) -> str:
@@ -76,6 +87,20 @@ class Totals:
         return (f"{self.files} files, {self.lines} URLs read, {self.new_urls} new URLs, "
                 f"{self.new_sites} new sites, {self.bad} bad lines, "
                 f"{self.lines / elapsed:,.0f} URLs/s")
+
+
+@dataclass
+class SliceCounts:
+    """What the driver knows of each slice without holding it: size, hashes, keys."""
+
+    bits: list[int]
+    hashes: list[int]
+    keys: list[int]
+
+    def fp_now(self) -> float:
+        """The worst slice's estimated false-positive rate."""
+        return max(false_positive_rate(b, k, h)
+                   for b, h, k in zip(self.bits, self.hashes, self.keys, strict=True))
 
 
 class LinkBatch:
@@ -95,12 +120,12 @@ class LinkBatch:
             self.totals = Totals()
             self.progress_interval = progress_interval
             self.stop_requested = threading.Event()
-            self.bitmap = self._load_bitmap()
-            self._pending: dict[str, list[str]] = defaultdict(list)  # origin -> new URLs, in order
-            self._pending_count = 0
-            self._inlinks: dict[str, int] = defaultdict(int)  # origin -> new distinct linking sites
-            self._files: list[tuple[str, int, int, int]] = []  # (name, lines, new URLs, bad)
+            self.slices, self.generations = self._open_slices()
+            self.counts = self._slice_counts()
+            self.engine: Engine = open_engine(config, self._work(self.slices))
+            opened.callback(self.engine.close)
             self._last_progress = time.monotonic()
+            self._reading = (0, 0, 0)  # this checkpoint so far: files, lines, slices done
             self._push_dirty()
             self._opened = opened.pop_all()
 
@@ -114,135 +139,157 @@ class LinkBatch:
     def __exit__(self, *exc: object) -> None:
         self._opened.close()
 
-    # -- the bitmap ------------------------------------------------------------------------
+    # -- the slices ------------------------------------------------------------------------
 
-    def _load_bitmap(self) -> BloomBitmap:
-        links = self.config.links
-        bitmap = self.state.load_bitmap()
-        if bitmap is None:
-            bitmap = BloomBitmap(links.expected_urls * links.bits_per_url,
-                                 optimal_hashes(links.bits_per_url))
-        design = false_positive_rate(bitmap.bits, links.expected_urls, bitmap.hashes)
-        event(log, logging.INFO, "bitmap", path=self.state.bitmap_name(self.generation),
-              bits=bitmap.bits, hashes=bitmap.hashes, mib=round(bitmap.bits / 8 / 2**20, 1),
-              expected_urls=links.expected_urls, fp_at_design_load=f"{design:.2e}",
-              keys=bitmap.count, fp_now=f"{bitmap.fp_rate():.2e}", generation=self.generation)
-        return bitmap
+    def slice_store(self, partitions: int, *, empty_at: int = 0) -> SliceStore:
+        """Where slices of ``partitions`` live in these stores (new ones sized by the config)."""
+        bits, hashes = slice_shape(self.config.links.expected_urls, self.config.links.bits_per_url,
+                                   check_partitions(partitions))
+        directory = self.config.root / "links"
+        if isinstance(self.stores, SharedStores):
+            return SliceObjects(self.stores.objects(), directory, partitions, bits, hashes,
+                                empty_at)
+        return SliceFiles(directory, partitions, bits, hashes, empty_at)
 
-    # -- reading spool files -----------------------------------------------------------------
+    def _open_slices(self) -> tuple[SliceStore, list[int]]:
+        """The slices in force and their generations; stale ones removed. A state from before
+        slices has its one bitmap copied as slice 0 of 1 (recorded at the next checkpoint)."""
+        legacy = self.state.legacy_bitmap()
+        generations = self.state.slice_generations()
+        wanted = self.config.links.partitions
+        if legacy is not None:
+            slices = self.slice_store(1)
+            slices.remove_stale(())
+            slices.save(0, self.generation, legacy)
+            event(log, logging.INFO, "links-legacy-bitmap", path=self.state.legacy_name(),
+                  slice=slices.location(0, self.generation))
+            generations = [self.generation]
+        elif generations:
+            slices = self.slice_store(len(generations))
+        else:
+            slices = self.slice_store(wanted)
+            generations = [slices.empty_at] * wanted
+        slices.remove_stale({slice_name(p, slices.partitions, g) for p, g in enumerate(generations)})
+        if slices.partitions != wanted:
+            event(log, logging.WARNING, "links-partitions", state=slices.partitions, config=wanted,
+                  note=f"the links state has {slices.partitions} slices and links.partitions says "
+                       f"{wanted}; going on with {slices.partitions}: run `archiver links reshard "
+                       f"--partitions {wanted}` to rebuild them")
+        return slices, generations
 
-    def pending_files(self) -> list[str]:
-        """Closed spool files not done yet; files the ledger has are moved to ``done/``
-        (a kill between a checkpoint's commit and its moves leaves some behind)."""
-        done = self.state.files_done()
-        waiting = {name for name, *_ in self._files}
-        out = []
-        for name in self.spool.closed():
-            if name in done:
-                self.spool.done(name)
-            elif name not in waiting:
-                out.append(name)
-        return out
+    def _slice_counts(self) -> SliceCounts:
+        """Each slice's size and keys, logged with its false-positive rate at design load and now."""
+        counts = SliceCounts([], [], [])
+        design_keys = self.config.links.expected_urls / self.slices.partitions
+        for p, generation in enumerate(self.generations):
+            if generation == self.slices.empty_at:
+                bits, hashes, keys = self.slices.bits, self.slices.hashes, 0
+            else:
+                bits, hashes, _, keys = self.slices.header(p, generation)
+            counts.bits.append(bits)
+            counts.hashes.append(hashes)
+            counts.keys.append(keys)
+            event(log, logging.INFO, "slice", slice=f"{p}/{self.slices.partitions}",
+                  path=self.slices.location(p, generation), bits=bits, hashes=hashes,
+                  mib=round(bits / 8 / 2**20, 1), expected_urls=round(design_keys),
+                  fp_at_design_load=f"{false_positive_rate(bits, round(design_keys), hashes):.2e}",
+                  keys=keys, fp_now=f"{false_positive_rate(bits, keys, hashes):.2e}",
+                  generation=generation)
+        return counts
 
-    def process_file(self, name: str) -> None:
-        """Test-and-set every URL of one spool file; new ones wait for the next checkpoint.
+    def _work(self, slices: SliceStore, files: SpoolFiles | None = None) -> Work:
+        """What the engine works on: ``files`` (the spool by default) and ``slices``."""
+        # The embedded crawl queues' rule is a method of an object holding a path and two
+        # numbers, so it pickles; the shared ones take any site (PgCrawlQueues.unfit is None).
+        unfit = None if self.shared else self.crawl_queues.unfit
+        spool = steps.SpoolSource(self.spool if files is None else files, unfit,
+                                  "" if unfit is None else f"crawl queues under {self.config.root}")
+        return Work(spool, slices, lambda: self.config.links.checkpoint_urls, self.stop_requested,
+                    self)
 
-        A file (``outlinks.max_lines`` lines) is read whole and its keys go through the bitmap
-        in one ``add_many`` call: the bit work is done by numpy, not one Python loop per bit.
-        """
-        found: list[str] = []  # normalised URLs, in file order
-        targets: list[str] = []  # their origins
-        pairs: list[str] = []  # (linking site, target site) keys
-        paired: list[str] = []  # the target of each pair key
-        bad = 0
-        unfit: dict[str, str | None] = {}  # target origin -> why it can have no crawl queue
-        # Line ends as Python's text mode reads them (universal newlines), in both modes.
-        text = self.spool.read(name).decode("utf-8", errors="replace")
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-        where = self.spool.location(name)
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        for number, line in enumerate(lines, 1):
-            parsed = parse_line(line)
-            url = None
-            if isinstance(parsed, tuple):
-                url = parsed[0] if urls.is_normal(parsed[0]) else urls.normalize(parsed[0])
-                if url is None:
-                    parsed = f"not an http(s) URL: {parsed[0][:100]!r}"
-                else:
-                    target = url[: url.find("/", 8)]
-                    if target not in unfit:
-                        unfit[target] = self.crawl_queues.unfit(target)
-                    if unfit[target] is not None:
-                        parsed, url = f"{unfit[target]}: {url[:100]!r}", None
-            if url is None:
-                bad += 1
-                if bad <= _REPORTED_BAD:
-                    event(log, logging.WARNING, "spool-bad-line", file=where, line=number,
-                          reason=parsed)
-                continue
-            target = url[: url.find("/", 8)]
-            found.append(url)
-            targets.append(target)
-            source = parsed[1]
-            if source != target:
-                pairs.append(f"{_PAIR}{source}{_PAIR}{target}")
-                paired.append(target)
-        if bad > _REPORTED_BAD:
-            event(log, logging.WARNING, "spool-bad-lines", file=where, bad=bad,
-                  reported=_REPORTED_BAD)
-        new = 0
-        pending = self._pending
-        for url, target, is_new in zip(found, targets, self.bitmap.add_many(found), strict=True):
-            if is_new:
-                new += 1
-                pending[target].append(url)
-        inlinks = self._inlinks
-        for target, is_new in zip(paired, self.bitmap.add_many(pairs), strict=True):
-            if is_new:
-                inlinks[target] += 1
-                self.totals.new_pairs += 1
-        self._files.append((name, len(lines), new, bad))
-        self._pending_count += new
-        t = self.totals
-        t.files, t.lines, t.bad, t.new_urls = (t.files + 1, t.lines + len(lines), t.bad + bad,
-                                               t.new_urls + new)
+    # -- progress (engine.Progress) ----------------------------------------------------------
+
+    def file_read(self, lines: int) -> None:
+        files, read, done = self._reading
+        self._reading = (files + 1, read + lines, done)
+        self._progress()
+
+    def slice_done(self) -> None:
+        files, read, done = self._reading
+        self._reading = (files, read, done + 1)
         self._progress()
 
     def _progress(self) -> None:
         now = time.monotonic()
         if now - self._last_progress >= self.progress_interval:
             self._last_progress = now
-            event(log, logging.INFO, "links-progress", summary=self.totals.line())
+            files, lines, done = self._reading
+            event(log, logging.INFO, "links-progress", summary=self.totals.line(),
+                  checkpoint=f"{files} files, {lines} URLs read, "
+                             f"{done}/{self.slices.partitions} partitions done")
 
     # -- checkpoints ----------------------------------------------------------------------------
 
-    def checkpoint(self) -> None:
-        """Make the work since the last checkpoint durable and visible to the crawlers."""
-        if not self._files:
-            return
+    def pending_files(self) -> list[str]:
+        """Closed spool files not done yet; files the ledger has are moved to ``done/``
+        (a kill between a checkpoint's commit and its moves leaves some behind)."""
+        done = self.state.files_done()
+        out = []
+        for name in self.spool.closed():
+            if name in done:
+                self.spool.done(name)
+            else:
+                out.append(name)
+        return out
+
+    def checkpoint(self, files: list[str]) -> int:
+        """One checkpoint over the next group of ``files`` (pending, in spool order); how many it
+        took."""
+        self._reading = (0, 0, 0)
+        results = self.engine.checkpoint(files, self.generations)
         started = time.monotonic()
-        for origin, new_urls in self._pending.items():
-            self.crawl_queues.append(origin, ((u, 0) for u in new_urls), sync=False)
+        new_urls: dict[str, list[str]] = {}
+        inlinks: dict[str, int] = defaultdict(int)
+        t = self.totals
+        for result in results:
+            self._report_bad_lines(result)
+            for origin, found in result.new_urls.items():
+                new_urls.setdefault(origin, []).extend(found)
+            for origin, count in result.inlinks.items():
+                inlinks[origin] += count
+            t.files, t.lines, t.bad = t.files + 1, t.lines + result.lines, t.bad + result.bad
+            t.new_urls += result.new_url_count
+            t.new_pairs += result.new_pairs
+            self.counts.keys = [k + n for k, n in zip(self.counts.keys, result.new_keys, strict=True)]
+        for origin, found in new_urls.items():
+            self.crawl_queues.append(origin, ((u, 0) for u in found), sync=False)
         self.crawl_queues.sync()
+        previous = self.generations
+        self.generations = [g + 1 for g in previous]
         generation = self.generation + 1
-        self.state.save_bitmap(self.bitmap, generation)
-        touched = set(self._pending) | set(self._inlinks)
-        self.totals.new_sites += self.state.commit(
-            generation, list(self._files), dict(self._inlinks), set(self._pending), time.time())
-        for name, *_ in self._files:
-            self.spool.done(name)
-        self._pending.clear()
-        self._inlinks.clear()
-        self._files.clear()
-        self._pending_count = 0
+        t.new_sites += self.state.commit(
+            generation, [(r.name, r.lines, r.new_url_count, r.bad) for r in results], dict(inlinks),
+            set(new_urls), time.time(), self.generations)
+        for p, old in enumerate(previous):
+            if old != self.slices.empty_at:
+                self.slices.remove(p, old)
+        for result in results:
+            self.spool.done(result.name)
         self._push_dirty()
         took = time.monotonic() - started
-        self.totals.checkpoints += 1
-        self.totals.checkpoint_seconds += took
-        event(log, logging.INFO, "links-checkpoint", generation=generation, sites=len(touched),
-              seconds=round(took, 2), summary=self.totals.line())
+        t.checkpoints += 1
+        t.checkpoint_seconds += took
+        event(log, logging.INFO, "links-checkpoint", generation=generation,
+              sites=len(set(new_urls) | set(inlinks)), seconds=round(took, 2), summary=t.line())
+        return len(results)
+
+    def _report_bad_lines(self, result: steps.FileResult) -> None:
+        for number, reason in result.reports:
+            event(log, logging.WARNING, "spool-bad-line", file=result.location, line=number,
+                  reason=reason)
+        if result.bad > REPORTED:
+            event(log, logging.WARNING, "spool-bad-lines", file=result.location, bad=result.bad,
+                  reported=REPORTED)
 
     def _push_dirty(self) -> None:
         """Hand the changed sites to the queues of the processes that own them (on several
@@ -266,30 +313,101 @@ class LinkBatch:
 
     def run(self, *, once: bool) -> Totals:
         """Process closed spool files; with ``once`` stop when none is left, else wait for more.
-        ``stop_requested`` ends the run at the next file, after a checkpoint."""
-        limit = self.config.links.checkpoint_urls
+        ``stop_requested`` ends the run after the file being read, and a checkpoint."""
         while not self.stop_requested.is_set():
-            for name in self.pending_files():
-                self.process_file(name)
-                if self.stop_requested.is_set():
-                    break
-                if self._pending_count >= limit:
-                    self.checkpoint()
-            self.checkpoint()
+            pending = self.pending_files()
+            while pending and not self.stop_requested.is_set():
+                pending = pending[self.checkpoint(pending):]
             if once:
                 break
             self.stop_requested.wait(self.config.links.poll_interval)
         return self.totals
+
+    # -- reshard ---------------------------------------------------------------------------------
+
+    def reshard(self, partitions: int, *, allow_missing: bool = False) -> Totals:
+        """Rebuild every slice for ``partitions`` slices from the spool files done, read again in
+        ledger order through the same steps, and make them the slices in force in one
+        transaction. ReshardError if files of the ledger are gone and ``allow_missing`` is not
+        given; a kill midway leaves the old slices in force (the new ones are stale)."""
+        history = self.spool.history()
+        kept = set(history.closed())
+        ledger = sorted(self.state.ledger_files(), key=lambda row: (row[0], spool_order(row[1])))
+        names = [name for _, name in ledger if name in kept]
+        missing = len(ledger) - len(names)
+        if missing and not allow_missing:
+            raise ReshardError(
+                f"{missing} of the {len(ledger)} spool files the ledger lists are no longer in "
+                f"{self.spool.location('done')} (pruned?): restore them, or run again with "
+                "--allow-missing, and the rebuilt slices lack their keys: some of their URLs go to "
+                "their sites' inboxes again (each site's own bitmap drops them) and some site "
+                "pairs count again as in-links")
+        # New generations above every one in force: no new slice takes an old one's name.
+        start = max(self.generations, default=0)
+        rebuilt = self.slice_store(partitions, empty_at=start)
+        engine = open_engine(self.config, self._work(rebuilt, history))
+        generations = [start] * partitions
+        event(log, logging.INFO, "links-reshard", partitions=partitions, files=len(names),
+              missing=missing, function=PARTITION_FUNCTION)
+        try:
+            while names:
+                if self.stop_requested.is_set():
+                    raise ReshardError("the reshard was stopped: the old slices stay in force")
+                self._reading = (0, 0, 0)
+                results = engine.checkpoint(names, generations)
+                for p, g in enumerate(generations):
+                    if g != start:
+                        rebuilt.remove(p, g)  # a generation no state names: only the last counts
+                generations = [g + 1 for g in generations]
+                names = names[len(results):]
+                t = self.totals
+                t.files += len(results)
+                t.lines += sum(r.lines for r in results)
+                t.checkpoints += 1
+                event(log, logging.INFO, "links-reshard-progress", summary=t.line(),
+                      left=len(names))
+            if generations[0] == start:  # no file to read again: the slices start empty
+                for p in range(partitions):
+                    rebuilt.save(p, start + 1, rebuilt.load(p, start))
+                generations = [start + 1] * partitions
+            self.state.reshard(generations)
+        finally:
+            engine.close()
+        old, self.slices, previous = self.slices, rebuilt, self.generations
+        self.generations = generations
+        for p, g in enumerate(previous):
+            if g != old.empty_at:
+                old.remove(p, g)
+        self.engine.close()
+        self.engine = open_engine(self.config, self._work(self.slices))
+        self.counts = self._slice_counts()
+        return self.totals
+
+
+class ReshardError(Exception):
+    """A reshard that cannot rebuild what the ledger says (files pruned), or was stopped."""
+
+
+def reshard_batch(config: Config, partitions: int, *, allow_missing: bool) -> Totals:
+    """``archiver links reshard``: SIGTERM/SIGINT stop it (ReshardError), the old slices in force."""
+    with LinkBatch(config) as batch:
+        service = Service(config, on_stop=batch.stop_requested.set)
+        trio.run(service.run, partial(trio.to_thread.run_sync, partial(
+            batch.reshard, partitions, allow_missing=allow_missing)))
+        event(log, logging.INFO, "links-resharded", partitions=partitions,
+              summary=batch.totals.line(), keys=sum(batch.counts.keys),
+              fp_now=f"{batch.counts.fp_now():.2e}")
+        return batch.totals
 
 
 def run_batch(config: Config, *, once: bool) -> Totals:
     """``archiver links run``: SIGTERM/SIGINT finish the current file and checkpoint, then stop."""
     with LinkBatch(config) as batch:
         def reloaded(new: Config) -> None:
-            batch.config = new  # read afresh at each file and checkpoint
+            batch.config = new  # read afresh at each checkpoint
 
         service = Service(config, on_stop=batch.stop_requested.set, on_reload=reloaded)
         trio.run(service.run, partial(trio.to_thread.run_sync, partial(batch.run, once=once)))
         event(log, logging.INFO, "links-done", summary=batch.totals.line(),
-              bitmap_keys=batch.bitmap.count, fp_now=f"{batch.bitmap.fp_rate():.2e}")
+              keys=sum(batch.counts.keys), fp_now=f"{batch.counts.fp_now():.2e}")
         return batch.totals

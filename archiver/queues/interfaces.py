@@ -157,33 +157,45 @@ class SpoolFiles(Protocol):
     def location(self, name: str) -> str:
         """Where the file lives, for messages (a path, an ``s3://`` URL)."""
 
-    def done(self, name: str) -> None: ...
+    def done(self, name: str) -> None:
+        """Move the file to the history of files done (``done/``)."""
+
+    def history(self) -> SpoolFiles:
+        """The files done, as a spool of their own."""
 
 
 class LinksState(Protocol):
     """The external-link batch's state: the ledger of spool files done, each target site's in-link
-    count and whether it is still to be pushed to the site queue, and the global bitmap's
-    generations (see :mod:`archiver.links.batch` for how a checkpoint uses them)."""
+    count and whether it is still to be pushed to the site queue, and the generation of each slice
+    of the global bitmap (see :mod:`archiver.links.batch` for how a checkpoint uses them)."""
 
-    generation: int  # of the bitmap the ledger matches; 0 before the first checkpoint
+    generation: int  # of the last checkpoint; 0 before the first
 
-    def load_bitmap(self) -> BloomBitmap | None:
-        """The current generation's bitmap (None at generation 0); the bitmaps of other
-        generations are removed. RuntimeError if it is missing or not a bitmap."""
+    def slice_generations(self) -> list[int]:
+        """Each slice's generation, slice 0 first; their number is the slice count. [] before the
+        first checkpoint, and for a state from before slices (``legacy_bitmap``)."""
 
-    def bitmap_name(self, generation: int) -> str:
-        """Where the bitmap of ``generation`` lives, for messages."""
+    def legacy_bitmap(self) -> BloomBitmap | None:
+        """The one bitmap of a state from before slices, read as one slice (None for any other
+        state); bitmaps of other generations are removed. RuntimeError if it is missing."""
 
-    def save_bitmap(self, bitmap: BloomBitmap, generation: int) -> None:
-        """Durably store ``bitmap`` as ``generation``, before the ledger names it."""
+    def legacy_name(self) -> str:
+        """Where that bitmap lives, for messages."""
 
     def files_done(self) -> set[str]: ...
 
+    def ledger_files(self) -> list[tuple[int, str]]:
+        """(generation, name) of every spool file done."""
+
     def commit(self, generation: int, files: Iterable[tuple[str, int, int, int]],
-               inlinks: dict[str, int], woken: set[str], now: float) -> int:
+               inlinks: dict[str, int], woken: set[str], now: float, slices: list[int]) -> int:
         """One checkpoint, all or nothing: the spool files done (name, lines, new URLs, bad lines),
-        the new in-link counts, the sites with new URLs, and ``generation``; then the previous
-        generation's bitmap is removed. Returns the number of sites new to the state."""
+        the new in-link counts, the sites with new URLs, ``generation``, and each slice's
+        generation (their number becomes the slice count); then a bitmap from before slices is
+        removed. Returns the number of sites new to the state."""
+
+    def reshard(self, slices: list[int]) -> None:
+        """Make ``len(slices)`` slices, at these generations, the slices in force, all or nothing."""
 
     def dirty_sites(self) -> list[tuple[str, int, bool]]:
         """(origin, in-links, has new URLs) of the sites not pushed to the site queue yet."""

@@ -1,26 +1,27 @@
-"""The external-link batch's state (``<root>/links/``): the global bitmap's generations, the ledger
-of spool files done, and each site's in-link count with what is still to be pushed to the site queues.
+"""The external-link batch's state (``<root>/links/``): the ledger of spool files done, each site's
+in-link count with what is still to be pushed to the site queues, and the generation of each slice
+of the global bitmap.
 
 ``state.sqlite``
-    The ledger of spool files done, the sites with their in-link counts, and the generation of the
-    bitmap that matches them.
+    The ledger of spool files done, the sites with their in-link counts, the checkpoint generation,
+    and the slice count and each slice's generation (table ``slices``: the slices' files are
+    archiver.links.slices').
 ``bitmap-<generation>.bloom``
-    The global bitmap, saved at each checkpoint: written to a temporary name, fsynced, renamed.
+    The one bitmap of a state from before slices (no ``slices`` rows): read as one slice
+    (``legacy_bitmap``), removed at the first checkpoint that records slices.
 
-A checkpoint commits in one transaction (``commit``) what the bitmap saved as the next generation
-(``save_bitmap``) already holds; the previous bitmap goes only after the commit. So the state on
-disk is always one generation's ledger with that generation's bitmap (see archiver.links.batch).
+A checkpoint commits in one transaction (``commit``) what the slices saved at their next
+generations already hold; the previous generations go only after the commit. So the state on disk
+is always one checkpoint's ledger with that checkpoint's slices (see archiver.links.batch).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from archiver.queues.bloom import BloomBitmap
 from archiver.store import sqlite
-from archiver.store.durable import fsync_directory
 
 STATE = "state.sqlite"
 _SCHEMA = """
@@ -34,6 +35,7 @@ CREATE TABLE IF NOT EXISTS sites (
     dirty INTEGER NOT NULL DEFAULT 0   -- 1: count to push, 2: also new URLs (wake the site)
 );
 CREATE INDEX IF NOT EXISTS sites_dirty ON sites (dirty) WHERE dirty > 0;
+CREATE TABLE IF NOT EXISTS slices (slice INTEGER PRIMARY KEY, generation INTEGER NOT NULL);
 """
 
 
@@ -59,14 +61,21 @@ class EmbeddedLinksState:
             self._closed = True
             sqlite.close(self._db, writer=True)
 
-    def load_bitmap(self) -> BloomBitmap | None:
-        """The current generation's bitmap (None before the first checkpoint); stale files of
-        generations that never committed, or were superseded, are removed."""
+    def slice_generations(self) -> list[int]:
+        """Each slice's generation, slice 0 first ([] before the first checkpoint that recorded
+        slices); their number is the state's slice count."""
+        return [g for (g,) in self._db.execute("SELECT generation FROM slices ORDER BY slice")]
+
+    def legacy_bitmap(self) -> BloomBitmap | None:
+        """The one bitmap of a state from before slices (None for any other state); bitmaps of
+        other generations, or of a state that now has slices, are removed. RuntimeError if the
+        ledger names a bitmap that is missing or damaged."""
+        legacy = self.generation > 0 and not self.slice_generations()
         path = bitmap_path(self.directory, self.generation)
         for stale in self.directory.glob("bitmap-*"):
-            if stale != path:
+            if not legacy or stale != path:
                 stale.unlink()
-        if self.generation == 0:
+        if not legacy:
             return None
         if not path.exists():
             raise RuntimeError(f"{path} is missing: the ledger says generation {self.generation}; "
@@ -77,28 +86,23 @@ class EmbeddedLinksState:
             except ValueError as e:
                 raise RuntimeError(f"{path}: not a bitmap this batch wrote: {e}") from None
 
-    def bitmap_name(self, generation: int) -> str:
-        return str(bitmap_path(self.directory, generation))
-
-    def save_bitmap(self, bitmap: BloomBitmap, generation: int) -> None:
-        """Durably store ``bitmap`` as ``generation`` (write, fsync, rename)."""
-        path = bitmap_path(self.directory, generation)
-        tmp = path.with_name(path.name + ".tmp")
-        with tmp.open("wb") as f:
-            bitmap.write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        fsync_directory(self.directory)
+    def legacy_name(self) -> str:
+        return str(bitmap_path(self.directory, self.generation))
 
     def files_done(self) -> set[str]:
         return {row[0] for row in self._db.execute("SELECT name FROM ledger")}
 
+    def ledger_files(self) -> list[tuple[int, str]]:
+        """(generation, name) of every spool file done."""
+        return list(self._db.execute("SELECT generation, name FROM ledger"))
+
     def commit(self, generation: int, files: Iterable[tuple[str, int, int, int]],
-               inlinks: dict[str, int], woken: set[str], now: float) -> int:
+               inlinks: dict[str, int], woken: set[str], now: float, slices: list[int]) -> int:
         """One checkpoint in one transaction: the spool files done (name, lines, new URLs, bad
-        lines), the new in-link counts, the sites with new URLs to wake, and ``generation``. The
-        previous generation's bitmap is then removed. Returns the sites new to the state."""
+        lines), the new in-link counts, the sites with new URLs to wake, ``generation``, and each
+        slice's generation (``slices``, slice 0 first). A bitmap from before slices is then
+        removed. Returns the sites new to the state."""
+        legacy = not self.slice_generations()
         touched = set(inlinks) | woken
         with sqlite.transaction(self._db):
             added = self._db.executemany(
@@ -112,9 +116,22 @@ class EmbeddedLinksState:
                 [(name, generation, lines, new, bad, now) for name, lines, new, bad in files])
             self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)",
                              (generation,))
-        bitmap_path(self.directory, self.generation).unlink(missing_ok=True)
+            self._record_slices(slices)
+        if legacy:
+            bitmap_path(self.directory, self.generation).unlink(missing_ok=True)
         self.generation = generation
         return added
+
+    def reshard(self, slices: list[int]) -> None:
+        """Make ``len(slices)`` slices, at these generations, the slices in force (one
+        transaction)."""
+        with sqlite.transaction(self._db):
+            self._record_slices(slices)
+
+    def _record_slices(self, slices: list[int]) -> None:
+        self._db.execute("DELETE FROM slices")
+        self._db.executemany("INSERT INTO slices (slice, generation) VALUES (?, ?)",
+                             list(enumerate(slices)))
 
     def dirty_sites(self) -> list[tuple[str, int, bool]]:
         """(origin, in-links, has new URLs) of the sites not pushed to the site queues yet."""

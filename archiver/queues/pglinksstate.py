@@ -1,12 +1,12 @@
 """The external-link batch's state on several machines: PostgreSQL and the object store.
 
 The behaviour of :class:`archiver.queues.linksstate.EmbeddedLinksState`, one table per SQLite table
-(schema version 3 in :mod:`archiver.store.pgschema`): ``links_ledger`` (spool files done),
-``links_sites`` (in-link counts and what is still to be pushed), ``links_meta`` (the generation).
-The global bitmap of each generation is the object ``links/bitmap-<generation>.bloom``: written
-whole to a scratch file on this machine, uploaded, and checked against what the store then holds
-(``objectstore.put``) before the ledger may name it; the previous generation's object is removed
-only after the ledger's commit, so the store always holds the bitmap the ledger matches.
+(schema versions 3 and 4 in :mod:`archiver.store.pgschema`): ``links_ledger`` (spool files done),
+``links_sites`` (in-link counts and what is still to be pushed), ``links_meta`` (the checkpoint
+generation), ``links_slices`` (each slice's generation). The slices themselves are objects under
+``links/`` (archiver.links.slices), uploaded and verified before a commit names them. A state from
+before slices has one bitmap, the object ``links/bitmap-<generation>.bloom``, read as one slice
+and removed at the first checkpoint that records slices.
 
 One links batch per cluster: opening the state takes a session-level advisory lock on the state's
 own connection, so the lock lasts exactly as long as the connection the batch writes through. A
@@ -21,16 +21,14 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Iterable
-from pathlib import Path
 
 from archiver.queues.bloom import BloomBitmap
-from archiver.store.objectstore import NoSuchObject, ObjectStore, open_object, put
+from archiver.store.objectstore import NoSuchObject, ObjectStore, open_object
 from archiver.store.pgschema import check_version, connect
 
 BITMAP_PREFIX = "links/bitmap-"
 # pg_try_advisory_lock(classid, objid) of the links batch: "arch", "link" in ASCII.
 _LOCK = (0x61726368, 0x6C696E6B)
-_UPLOAD_SUFFIX = ".upload"
 # PostgreSQL keeps the first 63 bytes of an application_name.
 _APPLICATION_NAME_BYTES = 63
 
@@ -44,12 +42,11 @@ def bitmap_key(generation: int) -> str:
 
 
 class PgLinksState:
-    """The batch's state in the PostgreSQL database at ``url``, its bitmaps in ``objects``;
-    ``scratch`` is a local folder for a bitmap on its way up (emptied at open)."""
+    """The batch's state in the PostgreSQL database at ``url``; ``objects`` holds the bitmap of a
+    state from before slices."""
 
-    def __init__(self, url: str, objects: ObjectStore, scratch: Path) -> None:
+    def __init__(self, url: str, objects: ObjectStore) -> None:
         self.objects = objects
-        self.scratch = scratch
         self._db = connect(url)
         try:
             check_version(self._db)
@@ -82,17 +79,19 @@ class PgLinksState:
         """Close the connection, which releases the cluster's links lock."""
         self._db.close()
 
-    # -- the bitmap
+    # -- the slices
 
-    def load_bitmap(self) -> BloomBitmap | None:
+    def slice_generations(self) -> list[int]:
+        return [int(g) for (g,) in self._db.execute(
+            "SELECT generation FROM links_slices ORDER BY slice")]
+
+    def legacy_bitmap(self) -> BloomBitmap | None:
+        legacy = self.generation > 0 and not self.slice_generations()
         key = bitmap_key(self.generation)
         for stale in self.objects.list(BITMAP_PREFIX):
-            if stale != key:
+            if not legacy or stale != key:
                 self.objects.delete(stale)
-        if self.scratch.is_dir():
-            for leftover in self.scratch.glob(f"*{_UPLOAD_SUFFIX}"):
-                leftover.unlink()
-        if self.generation == 0:
+        if not legacy:
             return None
         try:
             with open_object(self.objects, key) as f:
@@ -105,37 +104,26 @@ class PgLinksState:
             raise RuntimeError(f"{self.objects.location(key)}: not a bitmap this batch wrote: {e}"
                                ) from None
 
-    def bitmap_name(self, generation: int) -> str:
-        return self.objects.location(bitmap_key(generation))
-
-    def save_bitmap(self, bitmap: BloomBitmap, generation: int) -> None:
-        """Write the bitmap whole to a scratch file, upload it, check the store holds those bytes."""
-        self.scratch.mkdir(parents=True, exist_ok=True)
-        local = self.scratch / f"bitmap-{generation}.bloom{_UPLOAD_SUFFIX}"
-        try:
-            with local.open("wb") as f:
-                bitmap.write(f)
-            put(self.objects, local, bitmap_key(generation))
-        finally:
-            local.unlink(missing_ok=True)
+    def legacy_name(self) -> str:
+        return self.objects.location(bitmap_key(self.generation))
 
     # -- the ledger and the sites
 
     def files_done(self) -> set[str]:
         return {row[0] for row in self._db.execute("SELECT name FROM links_ledger")}
 
+    def ledger_files(self) -> list[tuple[int, str]]:
+        return [(int(g), name) for g, name in self._db.execute(
+            "SELECT generation, name FROM links_ledger")]
+
     def commit(self, generation: int, files: Iterable[tuple[str, int, int, int]],
-               inlinks: dict[str, int], woken: set[str], now: float) -> int:
+               inlinks: dict[str, int], woken: set[str], now: float, slices: list[int]) -> int:
+        legacy = not self.slice_generations()
         touched = sorted(set(inlinks) | woken)  # one lock order for the rows of every batch
         done = list(files)
         names, lines, new_urls, bad = ([row[n] for row in done] for n in range(4))
         with self._db.transaction():
-            moved = self._db.execute(
-                "UPDATE links_meta SET generation = %s WHERE generation = %s",
-                (generation, self.generation)).rowcount
-            if moved != 1:
-                raise RuntimeError(f"the links state is no longer at generation {self.generation}: "
-                                   "another batch wrote it; this checkpoint is dropped")
+            self._move(generation)
             added = self._db.execute(
                 "INSERT INTO links_sites (origin) SELECT unnest(%s::text[]) ON CONFLICT DO NOTHING",
                 (touched,)).rowcount
@@ -150,9 +138,31 @@ class PgLinksState:
                 " SELECT n, %s, l, u, b, %s"
                 " FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::bigint[]) AS f(n, l, u, b)",
                 (generation, now, names, lines, new_urls, bad))
-        self.objects.delete(bitmap_key(self.generation))
+            self._record_slices(slices)
+        if legacy:
+            self.objects.delete(bitmap_key(self.generation))
         self.generation = generation
         return added
+
+    def reshard(self, slices: list[int]) -> None:
+        with self._db.transaction():
+            self._move(self.generation)
+            self._record_slices(slices)
+
+    def _move(self, generation: int) -> None:
+        """Move the generation to ``generation`` (in the caller's transaction), only from the one
+        this state read."""
+        moved = self._db.execute("UPDATE links_meta SET generation = %s WHERE generation = %s",
+                                 (generation, self.generation)).rowcount
+        if moved != 1:
+            raise RuntimeError(f"the links state is no longer at generation {self.generation}: "
+                               "another batch wrote it; this write is dropped")
+
+    def _record_slices(self, slices: list[int]) -> None:
+        self._db.execute("DELETE FROM links_slices")
+        self._db.execute("INSERT INTO links_slices (slice, generation)"
+                         " SELECT * FROM unnest(%s::integer[], %s::bigint[])",
+                         (list(range(len(slices))), slices))
 
     def dirty_sites(self) -> list[tuple[str, int, bool]]:
         rows = self._db.execute("SELECT origin, inlinks, dirty FROM links_sites WHERE dirty > 0")

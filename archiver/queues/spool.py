@@ -7,18 +7,20 @@ batch never reads a file still growing. Files rotate by line count and age.
 
 The batch reads closed files through :class:`SpoolDirectory` (the embedded mode: ``<root>/outlinks``)
 or :class:`ObjectSpool` (several machines: each crawler ships its closed files to the object store
-under ``outlinks/``, where the batch, on any machine, finds them).
+under ``outlinks/``, where the batch, on any machine, finds them); files it is done with are kept
+under ``done/`` in both, for ``archiver links reshard``.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import IO
 
 from archiver.store.durable import Retired, SyncJob
-from archiver.store.objectstore import NoSuchObject, ObjectStore
+from archiver.store.objectstore import NoSuchObject, ObjectStore, put
 
 DONE = "done"  # the folder of spool files the links batch has read
 OBJECT_PREFIX = "outlinks/"  # where closed spool files go in an object store
@@ -150,7 +152,9 @@ def spool_order(name: str) -> tuple[str, int, str]:
 
 class SpoolDirectory:
     """The spool as the links batch reads it: the crawlers' closed files in ``directory``, oldest
-    first; a file the batch is done with moves to ``done/`` (the operator may prune it)."""
+    first; a file the batch is done with moves to ``done/`` (its history, which a reshard reads
+    again; the operator may prune it). Picklable: a worker of the batch's engine reads through it.
+    """
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -171,30 +175,50 @@ class SpoolDirectory:
         (self.directory / DONE).mkdir(exist_ok=True)
         (self.directory / name).replace(self.directory / DONE / name)
 
+    def history(self) -> SpoolDirectory:
+        """The files done, as a spool of their own."""
+        return SpoolDirectory(self.directory / DONE)
+
 
 class ObjectSpool:
     """The spool in an object store: the closed files the crawlers shipped under ``outlinks/``
-    (``store.shipping.ship_closed``), oldest first; a file the batch is done with is deleted (its
-    lines are in the crawl queues, its totals in the ledger)."""
+    (``store.shipping.ship_closed``), oldest first; a file the batch is done with moves to
+    ``outlinks/done/`` (copied there, checked, then deleted: its history, as in the embedded
+    mode). Picklable when its store is (a folder, or an S3 store opened from the config)."""
 
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(self, store: ObjectStore, prefix: str = OBJECT_PREFIX) -> None:
         self.store = store
+        self.prefix = prefix
 
     def closed(self) -> list[str]:
-        names = (key[len(OBJECT_PREFIX):] for key in self.store.list(OBJECT_PREFIX))
+        names = (key[len(self.prefix):] for key in self.store.list(self.prefix))
         return sorted((n for n in names if "/" not in n and n.endswith(".tsv")), key=spool_order)
 
     def read(self, name: str) -> bytes:
         """The whole file in one ranged GET (a spool file is ``outlinks.max_lines`` lines, and the
         batch holds one in memory anyway)."""
-        key = OBJECT_PREFIX + name
+        key = self.prefix + name
         size = self.store.size(key)
         if size is None:
             raise NoSuchObject(f"{self.store.location(key)}: no such object")
         return self.store.read(key, 0, size) if size else b""
 
     def location(self, name: str) -> str:
-        return self.store.location(OBJECT_PREFIX + name)
+        return self.store.location(self.prefix + name)
 
     def done(self, name: str) -> None:
-        self.store.delete(OBJECT_PREFIX + name)
+        """Move the file under ``done/``: the store has no move, so it is written there from a
+        local copy (a verified put) before the original is deleted; done again after a kill, it
+        writes the same bytes again."""
+        key = self.prefix + name
+        if self.store.size(key) is None:  # moved already (a kill after the delete)
+            return
+        with tempfile.TemporaryDirectory(prefix="archiver-spool-") as scratch:
+            local = Path(scratch) / name
+            local.write_bytes(self.read(name))
+            put(self.store, local, f"{self.prefix}{DONE}/{name}")
+        self.store.delete(key)
+
+    def history(self) -> ObjectSpool:
+        """The files done, as a spool of their own."""
+        return ObjectSpool(self.store, f"{self.prefix}{DONE}/")

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import hashlib
 import io
 import os
@@ -255,12 +256,22 @@ class S3Store:
         self.bucket = bucket
         self.prefix = prefix.strip("/")
         self.part_size = part_size
+        self.opened_from: tuple[str, S3Config] | None = None  # what from_config was given
 
     @classmethod
     def from_config(cls, url: str, s3: S3Config) -> S3Store:
         """The store ``warc.store = "s3://bucket/prefix"`` names, with the ``[s3]`` section."""
         bucket, prefix = parse_s3_url(url)
-        return cls(s3_client(s3.endpoint_url, s3.region), bucket, prefix)
+        store = cls(s3_client(s3.endpoint_url, s3.region), bucket, prefix)
+        store.opened_from = (url, s3)
+        return store
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as what it was opened from (a client holds connections): a process that
+        unpickles it opens the store once and shares it (the links batch's Dask workers)."""
+        if self.opened_from is None:
+            raise TypeError("only an S3Store opened by S3Store.from_config can be pickled")
+        return _reopened, self.opened_from
 
     def _key(self, key: str) -> str:
         check_key(key)
@@ -382,6 +393,11 @@ class S3Store:
 
     def delete(self, key: str) -> None:
         self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
+
+
+@functools.cache
+def _reopened(url: str, s3: S3Config) -> S3Store:
+    return S3Store.from_config(url, s3)
 
 
 def _b64sha256(data: bytes) -> str:

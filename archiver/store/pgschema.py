@@ -31,6 +31,10 @@ Version 3 holds the external-link batch's state, as ``queues/linksstate.py`` kee
 the site queue, 2: new URLs too, so a finished site waits again) and ``links_meta`` (the
 generation of the global bitmap, whose object ``links/bitmap-<generation>.bloom`` matches them).
 
+Version 4 splits that bitmap into slices (archiver.links.slices): ``links_slices`` holds each
+slice's generation (their number is the slice count), committed with the ledger; a state with no
+rows there and a generation above 0 still has its one bitmap of version 3, read as one slice.
+
 Connections come from ``connect``: autocommit (every store call is its own transaction, so no
 reader holds one open between calls), and errors with any password taken out of their text.
 """
@@ -208,6 +212,12 @@ CREATE TABLE links_sites (
     dirty smallint NOT NULL DEFAULT 0 CHECK (dirty BETWEEN 0 AND 2)
 );
 CREATE INDEX links_sites_dirty ON links_sites (origin) WHERE dirty > 0;
+"""),
+    Migration(4, "external-link batch: the global bitmap in slices, each with its generation", """
+CREATE TABLE links_slices (
+    slice integer PRIMARY KEY CHECK (slice >= 0),
+    generation bigint NOT NULL CHECK (generation >= 0)
+);
 """),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version

@@ -1,0 +1,252 @@
+"""One spool file read as columns: bytes in, normalised URLs, their sites and the site pairs out.
+
+A spool line is ``URL <TAB> linking origin <TAB> 14-digit time`` (archiver.queues.spool). The
+batch reads a whole file (``outlinks.max_lines`` lines) at once: pyarrow's CSV reader splits it
+into three columns (tab-separated, no quoting; a line without exactly three fields is counted by
+its ``invalid_row_handler``), and the checks run over whole columns with RE2 regexes
+(pyarrow.compute), so Python touches a URL only to hash it, or to normalise the few not in
+normal form already. The result is exactly what the per-line rules of ``line_verdict`` give,
+line by line (a property test holds the two together):
+
+- the text is UTF-8 with invalid bytes replaced (``errors="replace"``), and ``\\r\\n`` and a lone
+  ``\\r`` end lines as ``\\n`` does (Python's universal newlines);
+- a line is bad if it has not three fields, its linking site is not an origin, its time is not
+  14 digits, its URL does not normalise to an http(s) URL (``web.urls.normalize``; those already in
+  normal form, ``web.urls.is_normal``, are taken as they are), or its site can have no crawl queue
+  (``unfit``, asked once per distinct site);
+- the first ``REPORTED`` bad lines get their line number and reason, the others are counted.
+
+Keys: a URL's key is the URL; a (linking site, target site) pair's key is
+``"\\0" + source + "\\0" + target`` (no URL starts with a NUL), one per distinct pair whose sites
+differ, in the order the pairs first appear.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from archiver.queues.spool import parse_line
+from archiver.web import urls
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+# Bad lines reported one by one per spool file; the rest are only counted.
+REPORTED = 20
+PAIR = "\x00"
+Unfit = Callable[[str], "str | None"]  # why a site can have no crawl queue, or None
+
+# web.urls.is_normal's regex in RE2, which has no lookaround: its "no '/.' or '/..' segment
+# before a '/', a '?' or the end" becomes the shape of each path segment (and of each part of
+# the query after a '/'), and its "host of at most 253 characters" is checked apart, in Python,
+# for the few URLs long enough to break it (``_LONG``).
+_C = "A-Za-z0-9_~!$&'()*+,;=:@-"  # a path character other than '.' and '/'
+_SEGMENT = rf"(?:[{_C}][.{_C}]*|\.[{_C}][.{_C}]*|\.\.[.{_C}]+)?"
+_QUERY_PART = rf"(?:[?{_C}][?.{_C}]*|\.[{_C}][?.{_C}]*|\.\.[.{_C}][?.{_C}]*)?"
+NORMAL_URL = (r"^https?://(?:[a-z0-9_-]{1,63}\.)*[a-z][a-z0-9_-]{0,62}"
+              rf"(?:/{_SEGMENT})+(?:\?[?.{_C}]*(?:/{_QUERY_PART})*)?$")
+_LONG = len("https://") + 253  # a URL this long or shorter has a host of at most 253 characters
+# parse_line's "linking site is an origin": http:// or https://, then no '/' from the 9th
+# character on.
+ORIGIN = r"^(?:http://.?|https://)[^/]*$"
+_FIELDS = ["url", "source", "time"]
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class SpoolColumns:
+    """What one spool file holds, as the batch uses it."""
+
+    lines: int
+    bad: int
+    reports: list[tuple[int, str]]  # (line number, reason) of the first REPORTED bad lines
+    urls: pa.Array  # the good lines' normalised URLs (strings), in line order
+    url_keys: list[bytes]  # the same in UTF-8, to hash
+    targets: NDArray[np.intp]  # each URL's site, as an index into origins
+    origins: list[str]  # the distinct sites of the URLs
+    pair_keys: list[bytes]  # distinct site pairs (source differs from target), by first line
+    pair_targets: NDArray[np.intp]  # each pair's target site, as an index into origins
+
+
+def line_verdict(line: str, unfit: Unfit | None) -> tuple[str, str] | str:
+    """(normalised URL, linking site) of one spool line, or why it is bad: the rules one line at
+    a time, which ``read_columns`` applies to whole columns."""
+    parsed = parse_line(line)
+    if isinstance(parsed, str):
+        return parsed
+    written, source = parsed
+    url = written if urls.is_normal(written) else urls.normalize(written)
+    if url is None:
+        return f"not an http(s) URL: {written[:100]!r}"
+    why = unfit(urls.origin(url)) if unfit else None
+    if why is not None:
+        return f"{why}: {url[:100]!r}"
+    return url, source
+
+
+def text_bytes(data: bytes) -> bytes:
+    """The file as the per-line rules read it, in UTF-8: invalid bytes replaced, every line ended
+    by ``\\n`` alone."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        data = data.decode("utf-8", errors="replace").encode("utf-8")
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    return data
+
+
+def read_columns(data: bytes, unfit: Unfit | None) -> SpoolColumns:
+    """Read a spool file's bytes; ``unfit`` (None: every site may have a crawl queue) is asked
+    once per distinct site of the URLs."""
+    data = text_bytes(data)
+    lines = data.count(b"\n") + (not data.endswith(b"\n") if data else 0)
+    table, skipped = _table(data)
+    # Each line is one row, kept or skipped: the kept rows' line numbers are the others.
+    line_of = np.delete(np.arange(1, lines + 1), np.asarray(skipped, dtype=np.intp) - 1)
+    if len(line_of) != table.num_rows:
+        raise ValueError(f"pyarrow read {table.num_rows} rows and skipped {len(skipped)} of "
+                         f"{lines} lines")
+    url, source, when = (table[name].combine_chunks() for name in _FIELDS)
+    # Linking site and time, as parse_line checks them (sources repeat: checked per distinct one).
+    sources = source.dictionary_encode()
+    origin_ok = pc.match_substring_regex(sources.dictionary, ORIGIN).take(sources.indices)
+    ok = _numpy(origin_ok) & _time_ok(when)
+    # The URLs: most are in normal form already; the rest go through normalize one by one.
+    rewrite = np.flatnonzero(ok & ~normal_form(url))
+    rewritten = [urls.normalize(u) for u in url.take(rewrite).to_pylist()]
+    ok[rewrite[[u is None for u in rewritten]]] = False
+    mask = np.zeros(len(url), dtype=bool)
+    mask[rewrite] = True
+    url = pc.replace_with_mask(url, pa.array(mask), pa.array(rewritten, pa.string()))
+    # The URLs' sites, and the sites that can have no crawl queue.
+    kept = np.flatnonzero(ok)
+    targets = _origins(url.take(kept)).dictionary_encode()
+    origins: list[str] = targets.dictionary.to_pylist()
+    codes = _numpy(targets.indices).astype(np.intp)
+    if unfit is not None:
+        fit = np.array([unfit(origin) is None for origin in origins], dtype=bool)
+        if not fit.all():
+            ok[kept[~fit[codes]]] = False
+            codes = codes[fit[codes]]
+            kept = np.flatnonzero(ok)
+    pair_keys, pair_targets = _pairs(sources, kept, codes, targets.dictionary)
+    bad = np.flatnonzero(~ok)
+    wrong = np.union1d(np.asarray(skipped, dtype=np.intp), line_of[bad])
+    url = url.take(kept)
+    return SpoolColumns(
+        lines=lines, bad=len(wrong), reports=_reports(data, wrong[:REPORTED].tolist(), unfit),
+        urls=url, url_keys=url.cast(pa.binary()).to_pylist(), targets=codes, origins=origins,
+        pair_keys=pair_keys, pair_targets=pair_targets)
+
+
+def normal_form(url: pa.Array) -> NDArray[np.bool_]:
+    """``web.urls.is_normal`` of each URL of a string column."""
+    normal = _numpy(pc.match_substring_regex(url, NORMAL_URL))
+    long_ = np.flatnonzero(normal & (_numpy(pc.binary_length(url)) > _LONG))
+    normal[long_] = [urls.is_normal(u) for u in url.take(long_).to_pylist()]
+    return normal
+
+
+def _table(data: bytes) -> tuple[pa.Table, list[int]]:
+    """The lines with three fields as a table of three string columns, and the numbers of the
+    other lines."""
+    skipped: list[int] = []
+    if not data:
+        return pa.table({name: pa.array([], pa.string()) for name in _FIELDS}), skipped
+    # pyarrow drops a byte-order mark at the very start, which the per-line rules keep as part of
+    # the first URL: an empty line before it keeps it in place (and is dropped again below).
+    shift = data.startswith(_BOM)
+    if shift:
+        data = b"\n" + data
+
+    def skip(row: pacsv.InvalidRow) -> str:
+        if row.number is None:  # known when one thread reads the whole file as one block
+            raise ValueError("pyarrow did not say which line has the wrong number of fields")
+        skipped.append(row.number - shift)
+        return "skip"
+
+    table = pacsv.read_csv(
+        io.BytesIO(data),
+        read_options=pacsv.ReadOptions(column_names=_FIELDS, use_threads=False,
+                                       block_size=len(data) + 1),
+        parse_options=pacsv.ParseOptions(
+            delimiter="\t", quote_char=False, escape_char=False, double_quote=False,
+            newlines_in_values=False, ignore_empty_lines=False, invalid_row_handler=skip),
+        convert_options=pacsv.ConvertOptions(
+            column_types=dict.fromkeys(_FIELDS, pa.string()), strings_can_be_null=False,
+            quoted_strings_can_be_null=False, check_utf8=False))
+    return (table.slice(1) if shift else table), skipped
+
+
+def _numpy(column: pa.Array) -> NDArray[np.bool_]:
+    """A boolean (or integer) column as a writable numpy array."""
+    return np.array(column.to_numpy(zero_copy_only=False))
+
+
+def _time_ok(when: pa.Array) -> NDArray[np.bool_]:
+    """parse_line's "14 digits": 14 ASCII digits, or 14 characters str.isdigit takes."""
+    ok = _numpy(pc.and_(pc.equal(pc.binary_length(when), 14), pc.ascii_is_decimal(when)))
+    others = np.flatnonzero(~ok & (_numpy(pc.utf8_length(when)) == 14))
+    ok[others] = [w.isdigit() for w in when.take(others).to_pylist()]
+    return ok
+
+
+def _origins(normal: pa.Array) -> pa.Array:
+    """Each normalised URL's origin: its text up to the first '/' from the 9th character on
+    (ASCII, so bytes are characters), cut out of the column's own buffer."""
+    if not len(normal):
+        return pa.array([], pa.string())
+    offsets_buffer, data_buffer = normal.buffers()[1:]
+    offsets = np.frombuffer(offsets_buffer, dtype=np.int32, count=len(normal) + 1,
+                            offset=normal.offset * 4)
+    text = np.frombuffer(data_buffer, dtype=np.uint8)
+    slashes = np.flatnonzero(text == ord("/"))
+    starts = offsets[:-1]
+    ends = slashes[np.searchsorted(slashes, starts + 8)]
+    lengths = (ends - starts).astype(np.int32)
+    cut = np.zeros(len(normal) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=cut[1:])
+    picked = np.repeat(starts - cut[:-1], lengths) + np.arange(cut[-1], dtype=np.int32)
+    return pa.StringArray.from_buffers(len(normal), pa.py_buffer(cut), pa.py_buffer(text[picked]))
+
+
+def _pairs(sources: pa.DictionaryArray, kept: NDArray[np.intp], targets: NDArray[np.intp],
+           origins: pa.Array) -> tuple[list[bytes], NDArray[np.intp]]:
+    """The distinct (linking site, target site) pairs of the kept lines whose two sites differ,
+    in order of first appearance: their keys and their targets."""
+    source_codes = _numpy(sources.indices)[kept].astype(np.int64)
+    # A linking site that is also a target site has that site's index; others -1.
+    as_target = _numpy(pc.index_in(sources.dictionary, value_set=origins).fill_null(-1))
+    other = as_target[source_codes] != targets
+    pair = source_codes[other] * max(len(origins), 1) + targets[other]
+    _, first = np.unique(pair, return_index=True)
+    first.sort()
+    chosen = targets[other][first]
+    keys = pc.binary_join_element_wise("", sources.dictionary.take(source_codes[other][first]),
+                                       origins.take(chosen), PAIR)
+    return keys.cast(pa.binary()).to_pylist(), chosen
+
+
+def _reports(data: bytes, numbers: list[int], unfit: Unfit | None) -> list[tuple[int, str]]:
+    """(line number, reason) of the given bad lines, the reason from the per-line rules."""
+    if not numbers:
+        return []
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
+    starts = np.concatenate(([0], ends + 1))
+    out = []
+    for number in numbers:
+        start = int(starts[number - 1])
+        end = int(ends[number - 1]) if number <= len(ends) else len(data)
+        verdict = line_verdict(data[start:end].decode("utf-8"), unfit)
+        assert isinstance(verdict, str), f"line {number} was found bad, yet reads as good"
+        out.append((number, verdict))
+    return out

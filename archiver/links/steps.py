@@ -1,0 +1,217 @@
+"""The steps of one checkpoint, as the engines run them (archiver.links.engine runs them in this
+process; the Dask engine runs the same functions on its workers).
+
+A checkpoint takes the next group of pending spool files: files in spool order, grouped until
+their line count reaches ``links.checkpoint_urls`` (``group_end``), so every engine groups alike.
+For that group:
+
+1. ``read_spool_file`` (per file, in parallel): the file's columns (archiver.links.columns), its
+   keys hashed in bulk (``bloom.hash_keys``) and routed to their slices
+   (archiver.links.partition). The ``ReadFile`` stays where it was read; only
+2. ``partition_keys`` (per file and slice: two uint64 arrays) travels to
+3. ``test_slice`` (per slice, one task at a time): the slice at the state's generation, its keys
+   tested and set file by file in file order, saved durably as the next generation;
+4. ``assemble`` (per file): the flags back in line order, the file's new URLs grouped by site and
+   its in-link increments (``FileResult``, what the driver, archiver.links.batch, merges in file
+   order and commits).
+
+Every argument and result here is picklable. ``test_slice`` keeps the slices it saved in a cache of
+its process, so a worker does not read a slice again at the next checkpoint; it always starts from
+the generation it is given, so running it again (a worker lost, the task retried) gives the same
+slice and the same flags.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+
+from archiver.links.columns import Unfit, read_columns
+from archiver.links.partition import partitions_of
+from archiver.links.slices import SliceStore
+from archiver.queues.bloom import BloomBitmap, hash_keys
+from archiver.queues.interfaces import SpoolFiles
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+# Verdicts of the unfit rule per (rule, site), kept across files: a spool file names tens of
+# thousands of sites, mostly the same ones file after file. Emptied when it grows past this.
+_VERDICTS_KEPT = 1 << 20
+_verdicts: dict[tuple[str, str], str | None] = {}
+# Slices this process saved last, by (store identity, slice): (generation, bitmap).
+_slices: dict[tuple[str, int], tuple[int, BloomBitmap]] = {}
+
+
+@dataclass(frozen=True)
+class SpoolSource:
+    """Where spool files are read, and why a site may have no crawl queue (``unfit``, None: any
+    site may). ``rule`` names that rule for the verdicts kept across files (and tasks)."""
+
+    files: SpoolFiles
+    unfit: Unfit | None = None
+    rule: str = ""
+
+    def verdict(self, origin: str) -> str | None:
+        assert self.unfit is not None
+        key = (self.rule, origin)
+        try:
+            return _verdicts[key]
+        except KeyError:
+            if len(_verdicts) >= _VERDICTS_KEPT:
+                _verdicts.clear()
+            why = _verdicts[key] = self.unfit(origin)
+            return why
+
+
+@dataclass(frozen=True)
+class KeyHashes:
+    """One file's keys in one slice: the halves of their hashes, its URLs' keys (``urls`` of
+    them, in line order) before its site pairs' keys (in order of first appearance)."""
+
+    lo: NDArray[np.uint64]
+    hi: NDArray[np.uint64]
+    urls: int
+
+
+@dataclass(frozen=True)
+class ReadFile:
+    """One spool file, read and hashed: what ``assemble`` needs, and each slice's keys."""
+
+    name: str
+    location: str
+    lines: int
+    bad: int
+    reports: list[tuple[int, str]]  # (line number, reason) of the first bad lines
+    urls: pa.Array  # the good lines' normalised URLs, in line order
+    targets: NDArray[np.intp]  # each URL's site, an index into origins
+    origins: list[str]
+    pair_targets: NDArray[np.intp]  # each distinct site pair's target, an index into origins
+    url_rows: list[NDArray[np.intp]]  # per slice: its URLs, as indexes into urls
+    pair_rows: list[NDArray[np.intp]]  # per slice: its site pairs, as indexes into pair_targets
+    keys: list[KeyHashes]  # per slice
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """What one spool file added, for the driver's checkpoint."""
+
+    name: str
+    location: str
+    lines: int
+    bad: int
+    reports: list[tuple[int, str]]
+    new_urls: dict[str, list[str]]  # site -> its new URLs in line order; sites by first new URL
+    inlinks: dict[str, int]  # site -> new distinct linking sites
+    new_pairs: int
+    new_keys: list[int]  # per slice: keys new to it (URLs and pairs)
+
+    @property
+    def new_url_count(self) -> int:
+        return sum(map(len, self.new_urls.values()))
+
+
+def group_end(line_counts: list[int], limit: int) -> int | None:
+    """How many of these files (in spool order, with their line counts) make the next
+    checkpoint's group: the fewest whose lines reach ``limit``; None if they all fall short
+    (the group may take more files)."""
+    lines = 0
+    for taken, count in enumerate(line_counts, 1):
+        lines += count
+        if lines >= limit:
+            return taken
+    return None
+
+
+def read_spool_file(spool: SpoolSource, name: str, partitions: int) -> ReadFile:
+    """Read, check and hash one spool file, its keys routed to the ``partitions`` slices."""
+    columns = read_columns(spool.files.read(name), spool.verdict if spool.unfit else None)
+    url_hashes = hash_keys(columns.url_keys)
+    pair_hashes = hash_keys(columns.pair_keys)
+    url_rows = _by_partition(partitions_of(url_hashes[:, 0], partitions), partitions)
+    pair_rows = _by_partition(partitions_of(pair_hashes[:, 0], partitions), partitions)
+    keys = [KeyHashes(lo=np.concatenate((url_hashes[u, 0], pair_hashes[q, 0])),
+                      hi=np.concatenate((url_hashes[u, 1], pair_hashes[q, 1])), urls=len(u))
+            for u, q in zip(url_rows, pair_rows, strict=True)]
+    return ReadFile(name=name, location=spool.files.location(name), lines=columns.lines,
+                    bad=columns.bad, reports=columns.reports, urls=columns.urls,
+                    targets=columns.targets, origins=columns.origins,
+                    pair_targets=columns.pair_targets, url_rows=url_rows, pair_rows=pair_rows,
+                    keys=keys)
+
+
+def _by_partition(partition: NDArray[np.intp], partitions: int) -> list[NDArray[np.intp]]:
+    """The indexes of each slice's keys, in their order."""
+    order = np.argsort(partition, kind="stable")
+    counts = np.bincount(partition, minlength=partitions)
+    return np.split(order, np.cumsum(counts)[:-1])
+
+
+def partition_keys(read: ReadFile, p: int) -> KeyHashes:
+    """The file's keys in slice ``p``."""
+    return read.keys[p]
+
+
+def test_slice(slices: SliceStore, p: int, generation: int, keys: list[KeyHashes]
+               ) -> list[NDArray[np.bool_]]:
+    """Test and set each file's keys in slice ``p`` (at ``generation``), file after file; save
+    the slice durably as ``generation + 1``. One array of flags per file (True: new), its URLs'
+    then its pairs' (the two kinds are tested apart, so a URL's bits never hide a pair)."""
+    bitmap = _slice(slices, p, generation)
+    flags = []
+    for k in keys:
+        flags.append(np.concatenate((bitmap.add_hashes(k.lo[:k.urls], k.hi[:k.urls]),
+                                     bitmap.add_hashes(k.lo[k.urls:], k.hi[k.urls:]))))
+    slices.save(p, generation + 1, bitmap)
+    _slices[(slices.identity(), p)] = (generation + 1, bitmap)
+    return flags
+
+
+def _slice(slices: SliceStore, p: int, generation: int) -> BloomBitmap:
+    """Slice ``p`` at ``generation``: this process's copy if it holds that generation, else the
+    store's. Taken out of the cache first, so that a failed test leaves no half-set copy there."""
+    kept = _slices.pop((slices.identity(), p), None)
+    if kept is not None and kept[0] == generation and generation != slices.empty_at:
+        return kept[1]
+    return slices.load(p, generation)
+
+
+def forget_slices(slices: SliceStore) -> None:
+    """Drop this process's copies of the store's slices (their memory goes)."""
+    for key in [key for key in _slices if key[0] == slices.identity()]:
+        del _slices[key]
+
+
+def assemble(read: ReadFile, flags_by_partition: list[NDArray[np.bool_]]) -> FileResult:
+    """The file's result from each slice's flags for it (``test_slice``'s array for this file)."""
+    new_url = np.zeros(len(read.urls), dtype=bool)
+    new_pair = np.zeros(len(read.pair_targets), dtype=bool)
+    for p, flags in enumerate(flags_by_partition):
+        urls = read.keys[p].urls
+        new_url[read.url_rows[p]] = flags[:urls]
+        new_pair[read.pair_rows[p]] = flags[urls:]
+    counts = np.bincount(read.pair_targets[new_pair], minlength=len(read.origins))
+    return FileResult(
+        name=read.name, location=read.location, lines=read.lines, bad=read.bad,
+        reports=read.reports, new_urls=_grouped(read, np.flatnonzero(new_url)),
+        inlinks={read.origins[t]: int(counts[t]) for t in np.flatnonzero(counts).tolist()},
+        new_pairs=int(new_pair.sum()), new_keys=[int(f.sum()) for f in flags_by_partition])
+
+
+def _grouped(read: ReadFile, rows: NDArray[np.intp]) -> dict[str, list[str]]:
+    """The URLs at ``rows`` (in line order) by site: sites in order of their first URL there."""
+    if not len(rows):
+        return {}
+    sites = read.targets[rows]
+    order = np.argsort(sites, kind="stable")
+    rows, sites = rows[order], sites[order]
+    starts = np.flatnonzero(np.concatenate(([True], sites[1:] != sites[:-1])))
+    ends = np.append(starts[1:], len(rows)).tolist()
+    picked = read.urls.take(rows).to_pylist()
+    firsts = np.argsort(rows[starts]).tolist()  # the groups by their first line
+    starts_list, site_list = starts.tolist(), sites[starts].tolist()
+    return {read.origins[site_list[g]]: picked[starts_list[g]:ends[g]] for g in firsts}
+

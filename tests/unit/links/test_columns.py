@@ -1,0 +1,133 @@
+"""A spool file read as columns gives what the per-line rules give, line by line."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from archiver.links.columns import REPORTED, line_verdict, normal_form, read_columns
+from archiver.web import urls
+from tests.support.urlstrategies import absolute_urls, odd_text
+
+STAMP = "20261122000000"
+
+
+def unfit(origin: str) -> str | None:
+    return "origin too long for a directory name" if len(origin) > 40 else None
+
+
+def per_line(data: bytes, unfit) -> tuple:
+    """The batch's reading before it was columnar: decode, split, one verdict per line."""
+    text = data.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    bad, found, targets, pairs = [], [], [], []
+    for number, line in enumerate(lines, 1):
+        verdict = line_verdict(line, unfit)
+        if isinstance(verdict, str):
+            bad.append((number, verdict))
+            continue
+        url, source = verdict
+        found.append(url)
+        targets.append(urls.origin(url))
+        if source != urls.origin(url):
+            pairs.append((f"\x00{source}\x00{urls.origin(url)}", urls.origin(url)))
+    pairs = list(dict.fromkeys(pairs))
+    return (len(lines), len(bad), bad[:REPORTED], found, targets,
+            [key for key, _ in pairs], [target for _, target in pairs])
+
+
+def columnar(data: bytes, unfit) -> tuple:
+    read = read_columns(data, unfit)
+    assert read.url_keys == [u.encode() for u in read.urls.to_pylist()]
+    return (read.lines, read.bad, read.reports, read.urls.to_pylist(),
+            [read.origins[t] for t in read.targets], [k.decode() for k in read.pair_keys],
+            [read.origins[t] for t in read.pair_targets])
+
+
+# -- the normal-form check over a column -------------------------------------------------------
+
+_PATH_PARTS = st.sampled_from(["/", "/.", "/..", "/...", "/.a", "/..a", "/a.", "/a", "//", "?", "?/.",
+                               "?/..", "?.", "/.?", "/..?", "%41", "~", "-", "'", "A", "@:", "é", " "])
+
+
+@st.composite
+def nearly_normal(draw: st.DrawFn) -> str:
+    """URLs close to normal form: the cases the check's segments and host tell apart."""
+    host = draw(st.sampled_from(["a.test", "www.example.com", "x", "a-b.c_d", "1.2", "a." * 130 + "b",
+                                 "A.test", "a..b", "a.test:8080", "[::1]", "a" * 64 + ".b"]))
+    scheme = draw(st.sampled_from(["http", "https", "ftp", "HTTP"]))
+    path = "/" + "".join(draw(st.lists(_PATH_PARTS, max_size=8)))
+    return f"{scheme}://{host}{path}"
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(nearly_normal(), absolute_urls(), absolute_urls().map(urls.normalize)
+                          .filter(bool), odd_text), min_size=1, max_size=30))
+@example(["http://a.test/", "http://a.test/./", "http://a.test/?x/..", "http://a.test/?x/...",
+          "https://" + "a" * 63 + "." + "b" * 63 + "." + "c" * 63 + "." + "d" * 61 + "/x"])
+def test_the_normal_form_regex_agrees_with_is_normal(candidates):
+    candidates = [u.encode("utf-8", "replace").decode() for u in candidates]  # text read from UTF-8
+    assert normal_form(pa.array(candidates, pa.string())).tolist() == [
+        urls.is_normal(u) for u in candidates]
+
+
+# -- whole files ------------------------------------------------------------------------------
+
+_SOURCES = st.one_of(st.sampled_from(["http://x.test", "https://y.test:8443", "http://a.test",
+                                      "http://", "http:///", "https:///", "http://a/b", "x.test",
+                                      "http://é.test", "https://a.test/"]), st.text(max_size=12))
+_TIMES = st.one_of(st.just(STAMP), st.sampled_from(["2026112200000\u0663", "\uff12" * 14,
+                                                    "2026-11-22", ""]), st.text("0123456789", max_size=16))
+_URLS = st.one_of(nearly_normal(), absolute_urls(), st.sampled_from(
+    ["http://a.test/", "http://" + "l" * 50 + ".test/", "https://[::1]:8/x", "javascript:x", ""]))
+_LINE = st.one_of(
+    st.builds(lambda u, s, t: f"{u}\t{s}\t{t}", _URLS, _SOURCES, _TIMES),
+    st.builds(lambda u, s: f"{u}\t{s}\t{STAMP}\textra", _URLS, _SOURCES),
+    st.text(max_size=30),
+    st.sampled_from(["", "\t", "\t\t", "\t\t\t", "\ufeffhttp://a.test/\thttp://x.test\t" + STAMP]),
+)
+_ENDS = st.sampled_from(["\n", "\n", "\n", "\r\n", "\r"])
+
+
+@st.composite
+def spool_files(draw: st.DrawFn) -> bytes:
+    parts = []
+    for line in draw(st.lists(_LINE, max_size=40)):
+        parts.append(line.encode("utf-8", "surrogatepass") + draw(_ENDS).encode())
+    data = b"".join(parts)
+    if draw(st.booleans()):  # cut anywhere: a last line without its end, a split character
+        data = data[: draw(st.integers(0, len(data)))]
+    if draw(st.integers(0, 4)) == 0:
+        data = draw(st.binary(max_size=8)) + data
+    return data
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spool_files(), st.booleans())
+@example(b"\xef\xbb\xbfhttp://a.test/\thttp://x.test\t20261122000000\n", True)
+@example(b"\n\nx\r\n\t\t\n" + b"http://a.test/\thttp://a.test\t20261122000000", False)
+def test_columnar_reading_equals_the_per_line_rules(data, with_unfit):
+    rule = unfit if with_unfit else None
+    assert columnar(data, rule) == per_line(data, rule)
+
+
+def test_more_bad_lines_than_reported_are_counted():
+    data = "".join(f"bad {n}\n" for n in range(30)).encode() + f"http://a.test/\thttp://x.test\t{STAMP}\n".encode()
+    read = read_columns(data, None)
+    assert (read.lines, read.bad, read.urls.to_pylist()) == (31, 30, ["http://a.test/"])
+    assert read.reports == [(n, "expected 3 tab-separated fields, found 1") for n in range(1, 21)]
+
+
+@pytest.mark.parametrize(("line", "verdict"), [
+    ("http://A.test:80/x\thttp://b.test\t" + STAMP, ("http://a.test/x", "http://b.test")),
+    ("mailto:x@a.test\thttp://b.test\t" + STAMP, "not an http(s) URL: 'mailto:x@a.test'"),
+    ("http://" + "l" * 50 + ".test/\thttp://b.test\t" + STAMP,
+     "origin too long for a directory name: 'http://" + "l" * 50 + ".test/'"),
+    ("http://a.test/\thttp://b.test\t2026", "time '2026' is not 14 digits"),
+])
+def test_line_verdict(line, verdict):
+    assert line_verdict(line, unfit) == verdict
