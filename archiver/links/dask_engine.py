@@ -92,8 +92,6 @@ class DaskEngine:
                 self._line_counts[name] = self.client.submit(_lines, read, pure=False)
 
     def checkpoint(self, files: list[str], generations: list[int]) -> list[steps.FileResult]:
-        from distributed import as_completed
-
         work, client = self.work, self.client
         partitions = work.slices.partitions
         limit = work.checkpoint_lines()
@@ -119,7 +117,8 @@ class DaskEngine:
                                  [client.submit(operator.getitem, tested[p], n, pure=False)
                                   for p in range(partitions)], pure=False)
                    for n, read in enumerate(reads)]
-        for _ in as_completed(tested):
+        for finished in [client.submit(len, flags, pure=False) for flags in tested]:
+            finished.result()  # a slice's flags stay on its worker; only their count comes here
             work.progress.slice_done()
         done: list[steps.FileResult] = client.gather(results)
         for name in group:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from archiver.config import Config, ConfigError
+from archiver.config import Config
 from archiver.links import steps
 from archiver.links.slices import SliceStore
 
@@ -81,6 +81,7 @@ class LocalEngine:
 def open_engine(config: Config, work: Work) -> Engine:
     """The engine ``links.engine`` names."""
     if config.links.engine == "dask":
-        raise ConfigError('links.engine = "dask": the Dask engine is not part of this archiver '
-                          'yet; use "local"')
+        from archiver.links.dask_engine import DaskEngine
+
+        return DaskEngine(config, work)
     return LocalEngine(work)

@@ -1,5 +1,5 @@
 """A Dask cluster on 127.0.0.1 for the links batch's Dask engine: a LocalCluster of two worker
-processes, and a way to kill -9 the worker that is reading a given file."""
+processes, a worker plugin that holds one task at its start (once), and kill -9 for a worker."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, WorkerPlugin
 
 _DEADLINE = 30.0
 
@@ -23,26 +23,44 @@ def local_cluster(workers: int = 2) -> Iterator[Client]:
         yield client
 
 
+class HoldOnce(WorkerPlugin):
+    """Holds the first task whose key starts with ``prefix`` as it starts executing, on whichever
+    worker gets it: writes that worker's pid to ``marker`` and blocks the worker until it is killed
+    (or the deadline passes). Installed on every worker, restarted ones too; holds one task only."""
+
+    def __init__(self, prefix: str, marker: Path) -> None:
+        self.prefix = prefix
+        self.marker = marker
+
+    def transition(self, key: object, start: str, finish: str, **kwargs: object) -> None:
+        if finish != "executing" or not str(key).startswith(self.prefix):
+            return
+        try:
+            fd = os.open(self.marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        except FileExistsError:
+            return  # held once already
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
+        time.sleep(_DEADLINE)  # a held worker: the test kills it
+
+
+def wait_for_marker(marker: Path) -> int:
+    """The pid a ``HoldOnce`` plugin wrote, once it is there."""
+    deadline = time.monotonic() + _DEADLINE
+    while True:
+        try:
+            text = marker.read_text()
+        except FileNotFoundError:
+            text = ""
+        if text:
+            return int(text)
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no task was held within {_DEADLINE} s")
+        time.sleep(0.01)  # polling with a deadline: the worker's process signals nothing
+
+
 def worker_pids(client: Client) -> list[int]:
     return sorted(client.run(os.getpid).values())
-
-
-def holders(path: Path, pids: list[int]) -> list[int]:
-    """The processes among ``pids`` that have ``path`` open."""
-    found = []
-    for pid in pids:
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except FileNotFoundError:
-            continue
-        for fd in fds:
-            try:
-                if os.readlink(f"/proc/{pid}/fd/{fd}") == str(path):
-                    found.append(pid)
-                    break
-            except FileNotFoundError:
-                pass
-    return found
 
 
 def kill_and_wait(pid: int) -> None:
