@@ -91,6 +91,28 @@ def test_the_shared_stores_drop_in_verifies_with_every_service(tmp_path, broken)
 
 
 @needs_analyze
+@pytest.mark.parametrize("broken", [False, True])
+def test_the_links_dask_drop_in_verifies_and_keeps_exposure_low(tmp_path, broken):
+    copies(tmp_path)
+    text = (UNITS / "links-dask.conf").read_text()
+    if broken:  # proves systemd-analyze reads the drop-in it is shown
+        text = text.replace("TasksMax=", "TaskMax=", 1)
+    drop_in = tmp_path / "archiver-links.service.d" / "links-dask.conf"
+    drop_in.parent.mkdir()
+    drop_in.write_text(text)
+    code, said = verify([tmp_path / "archiver-links.service"])
+    assert ((code, said) == (0, "")) != broken, said
+    if broken:
+        assert "Unknown key 'TaskMax'" in said
+        return
+    done = subprocess.run(
+        [ANALYZE, "security", "--offline=yes", "--threshold=20",
+         str(tmp_path / "archiver-links.service")],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@needs_analyze
 @pytest.mark.parametrize("service", SERVICES)
 def test_exposure_stays_low(tmp_path, service):
     copies(tmp_path)
