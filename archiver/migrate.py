@@ -19,11 +19,12 @@ folder). The parts, in this order, each read with the embedded stores' own reade
 - **catalog**: every entry, after the bundles, so the new catalog never names a file the object
   store lacks; file names stay the same.
 - **spool**: closed spool files not yet read by the links batch, under ``outlinks/<name>``.
-- **links**: the links batch's state (``<root>/links/``): its bitmap of the current generation
-  uploaded as ``links/bitmap-<generation>.bloom`` with a verified put, then in one transaction
-  every ledger row into ``links_ledger``, every site with its in-link count and what is still to
-  be pushed into ``links_sites``, and the generation into ``links_meta``; so the ledger never
-  names a bitmap the object store lacks.
+- **links**: the links batch's state (``<root>/links/``): the global bitmap's slices at their
+  current generations uploaded under ``links/`` by their file names with verified puts (a state
+  from before slices: its one bitmap, as ``links/bitmap-<generation>.bloom``), then in one
+  transaction every ledger row into ``links_ledger``, every site with its in-link count and what
+  is still to be pushed into ``links_sites``, each slice's generation into ``links_slices`` and the
+  generation into ``links_meta``; so the ledger never names a slice the object store lacks.
 
 Resumable: every write is idempotent (``ON CONFLICT DO NOTHING``; a crawl queue is written in one
 transaction with its cursor row, and skipped if that row is there; a bundle already held with the
@@ -38,7 +39,7 @@ and every bundle's stored size and checksum with the file's; a difference raises
 Refused (MigrationRefused): NEW not PostgreSQL, OLD not embedded, a crawler or links batch running
 on OLD or a links batch in NEW's cluster (their locks are taken for the whole migrate), NEW's
 schema not current, bundles or spool files a crash left open in OLD, a bitmap OLD's links ledger
-names but lacks.
+names but lacks (a slice, or the one bitmap of a state from before slices).
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ import psycopg
 from botocore.exceptions import BotoCoreError, ClientError
 
 from archiver.config import Config, database_url
+from archiver.links.slices import OBJECT_PREFIX as SLICE_PREFIX
+from archiver.links.slices import slice_name
 from archiver.queues.crawlqueue import (
     queue_dir,
     queue_origin,
@@ -499,25 +502,30 @@ class Migration:
         self._begin("links", ("links_ledger", "links_sites"))
         directory = self.old.root / "links"
         if not (directory / LINKS_STATE).exists():  # no links batch ever ran on OLD
-            self._links_copied(0, _LinksTally(), (0, 0))
+            self._links_copied(0, [], _LinksTally(), (0, 0))
             return
         links = EmbeddedLinksState(directory)
         try:
-            if links.generation:
-                bitmap = bitmap_path(directory, links.generation)
-                if not bitmap.is_file():
-                    raise MigrationRefused(f"{bitmap} is missing: OLD's links ledger says generation "
+            generations = links.slice_generations()
+            files = {SLICE_PREFIX + slice_name(p, len(generations), g): directory / slice_name(
+                p, len(generations), g) for p, g in enumerate(generations)}
+            if links.generation and not generations:  # a state from before slices
+                files = {bitmap_key(links.generation): bitmap_path(directory, links.generation)}
+            for path in files.values():
+                if not path.is_file():
+                    raise MigrationRefused(f"{path} is missing: OLD's links ledger says generation "
                                            f"{links.generation}; restore it before migrating")
-                # Before the ledger names it, as the links batch itself does.
-                self._ship("links bitmap", {bitmap_key(links.generation): bitmap})
-            tally, copied = self._copy_links(links)
+            if files:  # before the ledger names them, as the links batch itself does
+                self._ship("links bitmap", files)
+            tally, copied = self._copy_links(links, generations)
         finally:
             links.close()
-        self._links_copied(links.generation, tally, copied)
+        self._links_copied(links.generation, generations, tally, copied)
 
-    def _copy_links(self, links: EmbeddedLinksState) -> tuple[_LinksTally, tuple[int, int]]:
-        """One transaction: OLD's ledger rows and sites (those not in NEW yet) and its generation;
-        what OLD holds, and the ledger rows and sites copied."""
+    def _copy_links(self, links: EmbeddedLinksState, slices: list[int]
+                    ) -> tuple[_LinksTally, tuple[int, int]]:
+        """One transaction: OLD's ledger rows and sites (those not in NEW yet), its slices'
+        generations and its generation; what OLD holds, and the ledger rows and sites copied."""
         tally = _LinksTally()
         with self.db.transaction(), self.db.cursor() as cur:
             cur.execute("CREATE TEMPORARY TABLE migrate_ledger (LIKE links_ledger) ON COMMIT DROP")
@@ -538,10 +546,18 @@ class Migration:
             cur.execute("INSERT INTO links_sites SELECT * FROM migrate_links ON CONFLICT DO NOTHING")
             sites_copied = cur.rowcount
             cur.execute("UPDATE links_meta SET generation = %s", (links.generation,))
+            cur.execute("DELETE FROM links_slices")
+            cur.execute("INSERT INTO links_slices (slice, generation)"
+                        " SELECT * FROM unnest(%s::integer[], %s::bigint[])",
+                        (list(range(len(slices))), slices))
         return tally, (ledger_copied, sites_copied)
 
-    def _links_copied(self, generation: int, expected: _LinksTally, copied: tuple[int, int]) -> None:
+    def _links_copied(self, generation: int, slices: list[int], expected: _LinksTally,
+                      copied: tuple[int, int]) -> None:
         """Compare NEW's links state with OLD's (``expected``) and say what was copied."""
+        held = [g for (g,) in self.db.execute("SELECT generation FROM links_slices ORDER BY slice")]
+        if held != slices:
+            raise MigrationMismatch(f"links: OLD's slices are at generations {slices}, NEW's at {held}")
         row = self.db.execute(
             "SELECT (SELECT generation FROM links_meta), (SELECT count(*) FROM links_ledger), count(*),"
             " coalesce(sum(inlinks), 0), count(*) FILTER (WHERE dirty > 0) FROM links_sites").fetchone()
@@ -554,7 +570,9 @@ class Migration:
             self._compare("links", old, new, what)
         self._say(f"links: {copied[0]} ledger rows and {copied[1]} sites copied; verified generation "
                   f"{generation}, {found.ledger} ledger rows, {found.sites} sites ({found.dirty} to push), "
-                  f"{found.inlinks} in-links" + (f", bitmap {bitmap_key(generation)}" if generation else ""))
+                  f"{found.inlinks} in-links" + (f", {len(slices)} bitmap slices" if slices else
+                                                  f", bitmap {bitmap_key(generation)}" if generation
+                                                  else ""))
 
     # -- helpers
 

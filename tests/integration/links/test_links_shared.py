@@ -28,6 +28,11 @@ from tests.support.repo import ARCHIVER
 STAMP = "20261122000000"
 
 
+def slices(generation: int) -> list[str]:
+    """The keys of the 4 slices (links.partitions) at ``generation``."""
+    return [f"links/slice-{p}of4-{generation}.bloom" for p in range(4)]
+
+
 def links_run(path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*ARCHIVER, "links", "run", "--once", "--config", str(path)],
                           capture_output=True, text=True, timeout=120, check=False)
@@ -54,7 +59,8 @@ def test_the_batch_reads_the_bucket_and_feeds_the_shared_site_queue_and_inboxes(
         "http://a.test": [(0, "http://a.test/one", False), (0, "http://a.test/two", False),
                           (0, "http://a.test/self", False)],
         "http://b.test": [(0, "http://b.test/", False)]}
-    assert objects.list() == ["links/bitmap-1.bloom"]      # the spool file is done and gone
+    # The spool file is done and moved to outlinks/done/; each of the 4 slices at generation 1.
+    assert objects.list() == [*slices(1), "outlinks/done/0-20261122000000-00001.tsv"]
     with psycopg.connect(pg_store_url) as db:
         assert db.execute("SELECT name, generation, lines, new_urls, bad FROM links_ledger").fetchall() \
             == [("0-20261122000000-00001.tsv", 1, 6, 4, 1)]
@@ -62,7 +68,7 @@ def test_the_batch_reads_the_bucket_and_feeds_the_shared_site_queue_and_inboxes(
     # The same file shipped again (a crawler's retry): the ledger makes it a no-op, and it goes.
     ship_spool(cfg, "0-20261122000000-00001.tsv", first)
     assert batch_once(cfg).files == 0
-    assert objects.list() == ["links/bitmap-1.bloom"]
+    assert objects.list() == [*slices(1), "outlinks/done/0-20261122000000-00001.tsv"]
     # From another machine: a finished site with new URLs waits again; nothing known is queued twice.
     other = shared_links_config(tmp_path / "m2", store_url=pg_store_url, bucket=s3_bucket)
     with psycopg.connect(pg_store_url) as db:
@@ -77,7 +83,8 @@ def test_the_batch_reads_the_bucket_and_feeds_the_shared_site_queue_and_inboxes(
     assert sites == {"http://a.test": ("waiting", 3), "http://b.test": ("waiting", 2)}
     assert inboxes["http://b.test"] == [(0, "http://b.test/", False), (0, "http://b.test/new", False)]
     assert len(inboxes["http://a.test"]) == 3
-    assert objects.list() == ["links/bitmap-2.bloom"]
+    assert objects.list() == [*slices(2), "outlinks/done/0-20261122000000-00001.tsv",
+                              "outlinks/done/1-20261122000100-00001.tsv"]
 
 
 def _queued(sites: dict, inboxes: dict) -> tuple[dict, dict]:
@@ -123,7 +130,7 @@ def test_a_shared_batch_killed_halfway_then_rerun_equals_one_clean_run(tmp_path,
     assert _queued(*shared_snapshot(pg_store_url)) == _embedded(tmp_path)
     objects = S3Store.from_config(cfg.warc.store, cfg.s3)
     with LinkBatch(cfg) as batch:
-        assert objects.list() == [f"links/bitmap-{batch.generation}.bloom"]
+        assert objects.list("links/") == slices(batch.generation)
 
 
 def test_one_links_batch_per_cluster(tmp_path, pg_store_url, s3_bucket):

@@ -22,9 +22,9 @@ import psycopg
 import pytest
 
 from archiver import config, migrate
+from archiver.links.slices import slice_name
 from archiver.queues.crawlqueue import CrawlQueue, EmbeddedCrawlQueues, queue_origin, read_inbox
-from archiver.queues.linksstate import bitmap_path
-from archiver.queues.pglinksstate import PgLinksState, bitmap_key
+from archiver.queues.pglinksstate import PgLinksState
 from archiver.queues.sitequeue import SiteQueue, queue_path
 from archiver.queues.spool import SpoolDirectory
 from archiver.store.catalog import Capture, Catalog
@@ -181,36 +181,39 @@ def check_everything(old: config.Config, url: str, bucket: Any) -> None:
         entries = sorted(before.iter_all(), key=_capture_key)
         assert entries and sorted(after.iter_all(), key=_capture_key) == entries
 
-    # Objects: exactly the bundles, the closed spool files not done and the links bitmap, byte for byte.
+    # Objects: exactly the bundles, the closed spool files not done and the links bitmap's slices,
+    # byte for byte.
     store = objects(bucket)
     bundles = sorted((root / "warcs").glob("*.warc.gz"))
     spool = [root / "outlinks" / name for name in SpoolDirectory(root / "outlinks").closed()]
-    generation = check_links_state(root, url)
-    bitmap = bitmap_path(root / "links", generation)
+    check_links_state(root, url)
     assert len(bundles) > 5 and len(spool) == 1
     expected = {p.name: p for p in bundles} | {f"outlinks/{p.name}": p for p in spool} | \
-        {bitmap_key(generation): bitmap}
+        {f"links/{p.name}": p for p in old_slices(root)}
     assert store.list() == sorted(expected)
     for key, path in expected.items():
         data = path.read_bytes()
         assert store.read(key, 0, len(data)) == data
 
 
-def old_generation(root: Path) -> int:
+def old_slices(root: Path) -> list[Path]:
+    """OLD's slice files in force, slice 0 first (4: links.partitions)."""
     with closing(sqlite3.connect(f"file:{root / 'links' / 'state.sqlite'}?mode=ro", uri=True)) as db:
-        (generation,) = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-    return int(generation)
+        generations = [g for (g,) in db.execute("SELECT generation FROM slices ORDER BY slice")]
+    assert len(generations) == 4
+    return [root / "links" / slice_name(p, 4, g) for p, g in enumerate(generations)]
 
 
 def check_links_state(root: Path, url: str) -> int:
-    """NEW's links tables hold OLD's ledger, sites and generation (read from OLD's SQLite file as
-    it is); the generation."""
+    """NEW's links tables hold OLD's ledger, sites, slices and generation (read from OLD's SQLite
+    file as it is); the generation."""
     old = sqlite3.connect(f"file:{root / 'links' / 'state.sqlite'}?mode=ro", uri=True)
     try:
         ledger = old.execute("SELECT name, generation, lines, new_urls, bad, done FROM ledger"
                              " ORDER BY name").fetchall()
         sites = old.execute("SELECT origin, inlinks, dirty FROM sites ORDER BY origin").fetchall()
         (generation,) = old.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        slices = old.execute("SELECT slice, generation FROM slices ORDER BY slice").fetchall()
     finally:
         old.close()
     assert generation >= 1 and ledger and sites
@@ -222,23 +225,24 @@ def check_links_state(root: Path, url: str) -> int:
         assert db.execute("SELECT origin, inlinks, dirty FROM links_sites"
                           " ORDER BY origin").fetchall() == sites
         assert db.execute("SELECT generation FROM links_meta").fetchall() == [(generation,)]
+        assert db.execute("SELECT slice, generation FROM links_slices ORDER BY slice").fetchall() \
+            == slices
     return int(generation)
 
 
 def check_links_batch_takes_over(old: config.Config, new: Path) -> None:
-    """The shared links state opens at OLD's generation with OLD's bitmap, bit for bit, the
+    """The shared links state opens at OLD's generation with OLD's slices, bit for bit, the
     spool files OLD's batch did as done and the same sites still to push."""
     stores = open_stores(config.load(new))
     assert isinstance(stores, SharedStores)
     state = stores.links_state()
     assert isinstance(state, PgLinksState)
     try:
-        generation = state.generation
-        bitmap = state.load_bitmap()
-        assert bitmap is not None
-        held = io.BytesIO()
-        bitmap.write(held)
-        assert held.getvalue() == bitmap_path(old.root / "links", generation).read_bytes()
+        store = stores.objects()
+        for p, generation in enumerate(state.slice_generations()):
+            held = old.root / "links" / slice_name(p, 4, generation)
+            data = held.read_bytes()
+            assert store.read(f"links/{held.name}", 0, len(data)) == data
         assert state.files_done() == {p.name for p in (old.root / "outlinks" / "done").iterdir()}
         with closing(sqlite3.connect(f"file:{old.root / 'links' / 'state.sqlite'}?mode=ro", uri=True)) as db:
             dirty = db.execute("SELECT origin, inlinks, dirty = 2 FROM sites WHERE dirty > 0").fetchall()
@@ -301,7 +305,7 @@ def test_migrate_moves_every_part_and_verifies_it(old: config.Config, pg_store_u
     done = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
     assert done.returncode == 0, done.stderr
     for part in ("sites:", "crawl queues:", "DNS history:", "bundles:", "catalog:", "spool:",
-                 "links bitmap: 1 copied", "links:", "done:"):
+                 "links bitmap: 4 copied", "links:", "done:"):
         assert f"store migrate: {part}" in done.stdout
     assert "store migrate: bundles: 1/" in done.stderr  # progress lines
     assert "warning" not in done.stderr
@@ -464,9 +468,9 @@ def test_migrate_refuses_what_it_cannot_do(old: config.Config, pg_url: str, pg_s
     refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
     assert refused.returncode == 2 and "holds another object" in refused.stderr
     assert objects(s3_bucket).read(bundle.name, 0, 24) == b"another archive's bundle"
-    # OLD's links ledger names a bitmap it lacks: refused before the ledger is written.
+    # OLD's links ledger names a slice it lacks: refused before the ledger is written.
     objects(s3_bucket).delete(bundle.name)
-    bitmap = bitmap_path(old.root / "links", old_generation(old.root))
+    bitmap = old_slices(old.root)[2]
     bitmap.rename(tmp_path / bitmap.name)
     refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
     assert refused.returncode == 2 and f"{bitmap} is missing" in refused.stderr
@@ -513,14 +517,14 @@ def test_the_catalog_resumes_after_its_last_batch(old: config.Config, pg_store_u
 def test_the_links_state_resumes_after_its_bitmap(old: config.Config, pg_store_url: str, s3_bucket: Any,
                                                   tmp_path: Path) -> None:
     new = config.load(new_config(tmp_path, pg_store_url, s3_bucket))
-    with pytest.raises(Interrupted, match="links bitmap: 1/1 files"):
+    with pytest.raises(Interrupted, match="links bitmap: 1/4 files"):
         migrate.Migration(old, new, out=io.StringIO(), err=InterruptAt("links bitmap")).run()
-    with psycopg.connect(pg_store_url) as db:  # the bitmap is up, the ledger not written yet
+    with psycopg.connect(pg_store_url) as db:  # a slice is up, the ledger not written yet
         assert db.execute("SELECT count(*) FROM links_ledger").fetchone() == (0,)
         assert db.execute("SELECT generation FROM links_meta").fetchone() == (0,)
     assert [key for key in objects(s3_bucket).list() if key.startswith("links/")] == \
-        [bitmap_key(old_generation(old.root))]
+        [f"links/{old_slices(old.root)[0].name}"]
     out = io.StringIO()
     migrate.Migration(old, new, out=out, err=io.StringIO()).run()
-    assert "links bitmap: 0 copied, 1 there already" in out.getvalue()
+    assert "links bitmap: 3 copied, 1 there already" in out.getvalue()
     check_everything(old, pg_store_url, s3_bucket)
