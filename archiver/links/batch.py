@@ -350,14 +350,11 @@ class LinkBatch:
         event(log, logging.INFO, "links-reshard", partitions=partitions, files=len(names),
               missing=missing, function=PARTITION_FUNCTION)
         try:
-            while names:
+            while names:  # the slices grow in memory; no generation but the last is saved
                 if self.stop_requested.is_set():
                     raise ReshardError("the reshard was stopped: the old slices stay in force")
                 self._reading = (0, 0, 0)
-                results = engine.checkpoint(names, generations)
-                for p, g in enumerate(generations):
-                    if g != start:
-                        rebuilt.remove(p, g)  # a generation no state names: only the last counts
+                results = engine.checkpoint(names, generations, save=False)
                 generations = [g + 1 for g in generations]
                 names = names[len(results):]
                 t = self.totals
@@ -366,10 +363,8 @@ class LinkBatch:
                 t.checkpoints += 1
                 event(log, logging.INFO, "links-reshard-progress", summary=t.line(),
                       left=len(names))
-            if generations[0] == start:  # no file to read again: the slices start empty
-                for p in range(partitions):
-                    rebuilt.save(p, start + 1, rebuilt.load(p, start))
-                generations = [start + 1] * partitions
+            engine.checkpoint([], generations)  # every slice saved
+            generations = [g + 1 for g in generations]
             self.state.reshard(generations)
         finally:
             engine.close()

@@ -155,17 +155,19 @@ def partition_keys(read: ReadFile, p: int) -> KeyHashes:
     return read.keys[p]
 
 
-def test_slice(slices: SliceStore, p: int, generation: int, keys: list[KeyHashes]
-               ) -> list[NDArray[np.bool_]]:
+def test_slice(slices: SliceStore, p: int, generation: int, keys: list[KeyHashes], *,
+               save: bool = True) -> list[NDArray[np.bool_]]:
     """Test and set each file's keys in slice ``p`` (at ``generation``), file after file; save
-    the slice durably as ``generation + 1``. One array of flags per file (True: new), its URLs'
-    then its pairs' (the two kinds are tested apart, so a URL's bits never hide a pair)."""
+    the slice durably as ``generation + 1`` (unless ``save`` is False: a reshard's slices before
+    its last group, then held by this process alone). One array of flags per file (True: new),
+    its URLs' then its pairs' (the two kinds are tested apart, so a URL's bits never hide a pair)."""
     bitmap = _slice(slices, p, generation)
     flags = []
     for k in keys:
         flags.append(np.concatenate((bitmap.add_hashes(k.lo[:k.urls], k.hi[:k.urls]),
                                      bitmap.add_hashes(k.lo[k.urls:], k.hi[k.urls:]))))
-    slices.save(p, generation + 1, bitmap)
+    if save:
+        slices.save(p, generation + 1, bitmap)
     _slices[(slices.identity(), p)] = (generation + 1, bitmap)
     return flags
 
