@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 REPORTED = 20
 PAIR = "\x00"
 Unfit = Callable[[str], "str | None"]  # why a site can have no crawl queue, or None
+Verdicts = Callable[[list[str]], "list[str | None]"]  # Unfit of each of many sites
 
 # web.urls.is_normal's regex in RE2, which has no lookaround: its "no '/.' or '/..' segment
 # before a '/', a '?' or the end" becomes the shape of each path segment (and of each part of
@@ -104,9 +105,9 @@ def text_bytes(data: bytes) -> bytes:
     return data
 
 
-def read_columns(data: bytes, unfit: Unfit | None) -> SpoolColumns:
+def read_columns(data: bytes, unfit: Verdicts | None) -> SpoolColumns:
     """Read a spool file's bytes; ``unfit`` (None: every site may have a crawl queue) is asked
-    once per distinct site of the URLs."""
+    once about the distinct sites of the URLs."""
     data = text_bytes(data)
     lines = data.count(b"\n") + (not data.endswith(b"\n") if data else 0)
     table, skipped = _table(data)
@@ -133,7 +134,7 @@ def read_columns(data: bytes, unfit: Unfit | None) -> SpoolColumns:
     origins: list[str] = targets.dictionary.to_pylist()
     codes = _numpy(targets.indices).astype(np.intp)
     if unfit is not None:
-        fit = np.array([unfit(origin) is None for origin in origins], dtype=bool)
+        fit = np.array([why is None for why in unfit(origins)], dtype=bool)
         if not fit.all():
             ok[kept[~fit[codes]]] = False
             codes = codes[fit[codes]]
@@ -143,7 +144,8 @@ def read_columns(data: bytes, unfit: Unfit | None) -> SpoolColumns:
     wrong = np.union1d(np.asarray(skipped, dtype=np.intp), line_of[bad])
     url = url.take(kept)
     return SpoolColumns(
-        lines=lines, bad=len(wrong), reports=_reports(data, wrong[:REPORTED].tolist(), unfit),
+        lines=lines, bad=len(wrong),
+        reports=_reports(data, wrong[:REPORTED].tolist(), None if unfit is None else _one(unfit)),
         urls=url, url_keys=url.cast(pa.binary()).to_pylist(), targets=codes, origins=origins,
         pair_keys=pair_keys, pair_targets=pair_targets)
 
@@ -234,6 +236,10 @@ def _pairs(sources: pa.DictionaryArray, kept: NDArray[np.intp], targets: NDArray
     keys = pc.binary_join_element_wise("", sources.dictionary.take(source_codes[other][first]),
                                        origins.take(chosen), PAIR)
     return keys.cast(pa.binary()).to_pylist(), chosen
+
+
+def _one(unfit: Verdicts) -> Unfit:
+    return lambda origin: unfit([origin])[0]
 
 
 def _reports(data: bytes, numbers: list[int], unfit: Unfit | None) -> list[tuple[int, str]]:

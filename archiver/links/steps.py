@@ -38,10 +38,11 @@ from archiver.queues.interfaces import SpoolFiles
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-# Verdicts of the unfit rule per (rule, site), kept across files: a spool file names tens of
-# thousands of sites, mostly the same ones file after file. Emptied when it grows past this.
+# Verdicts of each unfit rule per site, kept across files: a spool file names tens of thousands of
+# sites, mostly the same ones file after file. Emptied when it grows past this.
 _VERDICTS_KEPT = 1 << 20
-_verdicts: dict[tuple[str, str], str | None] = {}
+_verdicts: dict[str, dict[str, str | None]] = {}
+_ASK = "?"  # (not a verdict: a verdict is None or a reason, never this very object)
 # Slices this process saved last, by (store identity, slice): (generation, bitmap).
 _slices: dict[tuple[str, int], tuple[int, BloomBitmap]] = {}
 
@@ -55,16 +56,16 @@ class SpoolSource:
     unfit: Unfit | None = None
     rule: str = ""
 
-    def verdict(self, origin: str) -> str | None:
+    def verdicts(self, origins: list[str]) -> list[str | None]:
+        """``unfit`` of each site, asked once per site and process (``rule`` names the rule)."""
         assert self.unfit is not None
-        key = (self.rule, origin)
-        try:
-            return _verdicts[key]
-        except KeyError:
-            if len(_verdicts) >= _VERDICTS_KEPT:
-                _verdicts.clear()
-            why = _verdicts[key] = self.unfit(origin)
-            return why
+        known = _verdicts.setdefault(self.rule, {})
+        if len(known) >= _VERDICTS_KEPT:
+            known.clear()
+        out = [known.get(origin, _ASK) for origin in origins]
+        for n in [n for n, why in enumerate(out) if why is _ASK]:
+            out[n] = known[origins[n]] = self.unfit(origins[n])
+        return out
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ def group_end(line_counts: list[int], limit: int) -> int | None:
 
 def read_spool_file(spool: SpoolSource, name: str, partitions: int) -> ReadFile:
     """Read, check and hash one spool file, its keys routed to the ``partitions`` slices."""
-    columns = read_columns(spool.files.read(name), spool.verdict if spool.unfit else None)
+    columns = read_columns(spool.files.read(name), spool.verdicts if spool.unfit else None)
     url_hashes = hash_keys(columns.url_keys)
     pair_hashes = hash_keys(columns.pair_keys)
     url_rows = _by_partition(partitions_of(url_hashes[:, 0], partitions), partitions)
@@ -145,7 +146,9 @@ def read_spool_file(spool: SpoolSource, name: str, partitions: int) -> ReadFile:
 
 def _by_partition(partition: NDArray[np.intp], partitions: int) -> list[NDArray[np.intp]]:
     """The indexes of each slice's keys, in their order."""
-    order = np.argsort(partition, kind="stable")
+    # A stable sort of 16-bit numbers is a radix sort in numpy: linear time.
+    order = np.argsort(partition.astype(np.uint16) if partitions <= 1 << 16 else partition,
+                       kind="stable")
     counts = np.bincount(partition, minlength=partitions)
     return np.split(order, np.cumsum(counts)[:-1])
 
@@ -196,10 +199,12 @@ def assemble(read: ReadFile, flags_by_partition: list[NDArray[np.bool_]]) -> Fil
         new_url[read.url_rows[p]] = flags[:urls]
         new_pair[read.pair_rows[p]] = flags[urls:]
     counts = np.bincount(read.pair_targets[new_pair], minlength=len(read.origins))
+    linked = np.flatnonzero(counts)
     return FileResult(
         name=read.name, location=read.location, lines=read.lines, bad=read.bad,
         reports=read.reports, new_urls=_grouped(read, np.flatnonzero(new_url)),
-        inlinks={read.origins[t]: int(counts[t]) for t in np.flatnonzero(counts).tolist()},
+        inlinks=dict(zip(map(read.origins.__getitem__, linked.tolist()), counts[linked].tolist(),
+                         strict=True)),
         new_pairs=int(new_pair.sum()), new_keys=[int(f.sum()) for f in flags_by_partition])
 
 
@@ -211,9 +216,10 @@ def _grouped(read: ReadFile, rows: NDArray[np.intp]) -> dict[str, list[str]]:
     order = np.argsort(sites, kind="stable")
     rows, sites = rows[order], sites[order]
     starts = np.flatnonzero(np.concatenate(([True], sites[1:] != sites[:-1])))
-    ends = np.append(starts[1:], len(rows)).tolist()
+    ends = np.append(starts[1:], len(rows))
+    firsts = np.argsort(rows[starts])  # the groups by their first line
     picked = read.urls.take(rows).to_pylist()
-    firsts = np.argsort(rows[starts]).tolist()  # the groups by their first line
-    starts_list, site_list = starts.tolist(), sites[starts].tolist()
-    return {read.origins[site_list[g]]: picked[starts_list[g]:ends[g]] for g in firsts}
+    return dict(zip(map(read.origins.__getitem__, sites[starts][firsts].tolist()),
+                    map(picked.__getitem__, map(slice, starts[firsts].tolist(),
+                                                ends[firsts].tolist())), strict=True))
 

@@ -233,18 +233,17 @@ def _first_occurrences(lo: NDArray[np.uint64], hi: NDArray[np.uint64]) -> NDArra
 
     if len(lo) < 2:
         return np.arange(len(lo))
-    order = np.argsort(lo, kind="stable")  # equal hashes keep their order
+    order = np.argsort(lo)
     ordered = lo[order]
     same = ordered[1:] == ordered[:-1]
     if not same.any():
         return np.arange(len(lo))
-    twin = same & (hi[order][1:] == hi[order][:-1])
-    if (same & ~twin).any():  # two keys share a low half: sort on both halves
+    if (same & (hi[order][1:] != hi[order][:-1])).any():  # two keys share a low half
         order = np.lexsort((hi, lo))
-        twin = (lo[order][1:] == lo[order][:-1]) & (hi[order][1:] == hi[order][:-1])
-    first = np.ones(len(lo), dtype=bool)
-    first[order[1:][twin]] = False
-    return np.flatnonzero(first)
+        same = (lo[order][1:] == lo[order][:-1]) & (hi[order][1:] == hi[order][:-1])
+    # Equal hashes are neighbours now; the first of each run is its smallest place.
+    runs = np.flatnonzero(np.concatenate(([True], ~same)))
+    return np.sort(np.minimum.reduceat(order, runs))
 
 
 class GrowingBloom:

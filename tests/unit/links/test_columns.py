@@ -41,7 +41,7 @@ def per_line(data: bytes, unfit) -> tuple:
 
 
 def columnar(data: bytes, unfit) -> tuple:
-    read = read_columns(data, unfit)
+    read = read_columns(data, unfit and (lambda origins: [unfit(o) for o in origins]))
     assert read.url_keys == [u.encode() for u in read.urls.to_pylist()]
     return (read.lines, read.bad, read.reports, read.urls.to_pylist(),
             [read.origins[t] for t in read.targets], [k.decode() for k in read.pair_keys],
