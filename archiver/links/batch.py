@@ -3,8 +3,8 @@
 Crawlers answer "seen it?" only for links inside the site they crawl; links that leave a site are
 spooled to ``<root>/outlinks/``. This batch reads every closed spool file, normalises each URL and
 tests-and-sets it in the global Bloom bitmap. A new URL goes to its site's crawl queue (the site's
-inbox); a site's in-link count (distinct other sites linking to it) orders the site queues, and a
-site seen for the first time joins the queue of the one process that owns it.
+inbox: a database row); a site's in-link count (distinct other sites linking to it) orders the
+site queues, and a site seen for the first time joins the queue of the one process that owns it.
 
 The bitmap is split into ``links.partitions`` slices by a hash of the key (archiver.links.partition,
 archiver.links.slices), each a Bloom bitmap of its own, saved as its own file (or object) with its
