@@ -199,11 +199,10 @@ class LinkBatch:
 
     def _work(self, slices: SliceStore, files: SpoolFiles | None = None) -> Work:
         """What the engine works on: ``files`` (the spool by default) and ``slices``."""
-        # The embedded crawl queues' rule is a method of an object holding a path and two
-        # numbers, so it pickles; the shared ones take any site (PgCrawlQueues.unfit is None).
-        unfit = None if self.shared else self.crawl_queues.unfit
-        spool = steps.SpoolSource(self.spool if files is None else files, unfit,
-                                  "" if unfit is None else f"crawl queues under {self.config.root}")
+        # The crawl queues' rule for sites, as the engine's workers can be given it: the shared
+        # queues take any site (PgCrawlQueues.unfit is None).
+        unfit = None if self.shared else steps.QueueNames(self.config.root)
+        spool = steps.SpoolSource(self.spool if files is None else files, unfit)
         return Work(spool, slices, lambda: self.config.links.checkpoint_urls, self.stop_requested,
                     self)
 

@@ -24,6 +24,7 @@ slice and the same flags.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,6 +34,7 @@ from archiver.links.columns import Unfit, read_columns
 from archiver.links.partition import partitions_of
 from archiver.links.slices import SliceStore
 from archiver.queues.bloom import BloomBitmap, hash_keys
+from archiver.queues.crawlqueue import queue_dir
 from archiver.queues.interfaces import SpoolFiles
 
 if TYPE_CHECKING:
@@ -41,25 +43,40 @@ if TYPE_CHECKING:
 # Verdicts of each unfit rule per site, kept across files: a spool file names tens of thousands of
 # sites, mostly the same ones file after file. Emptied when it grows past this.
 _VERDICTS_KEPT = 1 << 20
-_verdicts: dict[str, dict[str, str | None]] = {}
+_verdicts: dict[Unfit, dict[str, str | None]] = {}
 _ASK = "?"  # (not a verdict: a verdict is None or a reason, never this very object)
 # Slices this process saved last, by (store identity, slice): (generation, bitmap).
 _slices: dict[tuple[str, int], tuple[int, BloomBitmap]] = {}
 
 
 @dataclass(frozen=True)
+class QueueNames:
+    """The embedded crawl queues' rule for sites (``EmbeddedCrawlQueues.unfit``): a crawl queue is
+    a folder named after its site (``crawlqueue.queue_dir``), and a site whose name cannot be one
+    has none. Picklable and comparable, so a worker keeps its verdicts from task to task."""
+
+    root: Path
+
+    def __call__(self, origin: str) -> str | None:
+        try:
+            queue_dir(self.root, origin)
+        except ValueError as e:
+            return str(e).partition(":")[0]
+        return None
+
+
+@dataclass(frozen=True)
 class SpoolSource:
     """Where spool files are read, and why a site may have no crawl queue (``unfit``, None: any
-    site may). ``rule`` names that rule for the verdicts kept across files (and tasks)."""
+    site may; hashable: its verdicts are kept across files, and tasks, by it)."""
 
     files: SpoolFiles
     unfit: Unfit | None = None
-    rule: str = ""
 
     def verdicts(self, origins: list[str]) -> list[str | None]:
-        """``unfit`` of each site, asked once per site and process (``rule`` names the rule)."""
+        """``unfit`` of each site, asked once per site and process."""
         assert self.unfit is not None
-        known = _verdicts.setdefault(self.rule, {})
+        known = _verdicts.setdefault(self.unfit, {})
         if len(known) >= _VERDICTS_KEPT:
             known.clear()
         out = [known.get(origin, _ASK) for origin in origins]

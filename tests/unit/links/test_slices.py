@@ -118,8 +118,7 @@ def test_the_steps_find_new_urls_by_site_and_in_links_and_save_every_slice(tmp_p
     spool = spool_file(tmp_path, "0-20261122000000-00001.tsv", LINES)
     spool_file(tmp_path, "0-20261122000001-00002.tsv", [f"http://a.test/1\thttp://z.test\t{STAMP}",
                                                          f"http://c.test/\thttp://z.test\t{STAMP}"])
-    queues = EmbeddedCrawlQueues(tmp_path, bloom_bits=1024, max_fp=0.01)
-    source = steps.SpoolSource(spool, queues.unfit, "test")
+    source = steps.SpoolSource(spool, steps.QueueNames(tmp_path))
     source = pickle.loads(pickle.dumps(source))                  # sent to Dask workers
     slices = store(tmp_path)
     first, second = run_steps(source, slices, spool.closed(), 0)
@@ -181,6 +180,16 @@ def test_a_slice_that_fails_to_save_leaves_no_half_set_copy_behind(tmp_path):
         run_steps(source, failing, spool.closed()[1:], 1)
     (result,) = run_steps(source, slices, spool.closed()[1:], 1)  # read again from generation 1
     assert result.new_urls == {"http://d.test": ["http://d.test/"]}
+
+
+def test_the_rule_for_sites_is_the_embedded_crawl_queues_one(tmp_path):
+    queues = EmbeddedCrawlQueues(tmp_path, bloom_bits=1024, max_fp=0.01)
+    rule = steps.QueueNames(tmp_path)
+    for origin in ["http://a.test", "https://[::1]:8443", f"http://{'.'.join(['l' * 62] * 4)}",
+                   "http://" + "%41" * 90, "http://a.test/x", "nothing"]:
+        assert rule(origin) == queues.unfit(origin)
+    assert rule("http://" + "%41" * 90) == "origin too long for a directory name"
+    queues.close()
 
 
 def test_a_group_ends_when_its_lines_reach_the_checkpoint_size():
