@@ -42,12 +42,15 @@ transaction, so a reshard killed midway leaves the old ones in force.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import repeat
 
 import trio
 
@@ -244,16 +247,18 @@ class LinkBatch:
     def checkpoint(self, files: list[str]) -> int:
         """One checkpoint over the next group of ``files`` (pending, in spool order); how many it
         took."""
+        with _without_cycle_collection():
+            return self._checkpoint(files)
+
+    def _checkpoint(self, files: list[str]) -> int:
         self._reading = (0, 0, 0)
         results = self.engine.checkpoint(files, self.generations)
         started = time.monotonic()
-        new_urls: dict[str, list[str]] = {}
+        new_urls = steps.merged(results)
         inlinks: dict[str, int] = defaultdict(int)
         t = self.totals
         for result in results:
             self._report_bad_lines(result)
-            for origin, found in result.new_urls.items():
-                new_urls.setdefault(origin, []).extend(found)
             for origin, count in result.inlinks.items():
                 inlinks[origin] += count
             t.files, t.lines, t.bad = t.files + 1, t.lines + result.lines, t.bad + result.bad
@@ -261,7 +266,7 @@ class LinkBatch:
             t.new_pairs += result.new_pairs
             self.counts.keys = [k + n for k, n in zip(self.counts.keys, result.new_keys, strict=True)]
         for origin, found in new_urls.items():
-            self.crawl_queues.append(origin, ((u, 0) for u in found), sync=False)
+            self.crawl_queues.append(origin, zip(found, repeat(0)), sync=False)
         self.crawl_queues.sync()
         previous = self.generations
         self.generations = [g + 1 for g in previous]
@@ -353,7 +358,8 @@ class LinkBatch:
                 if self.stop_requested.is_set():
                     raise ReshardError("the reshard was stopped: the old slices stay in force")
                 self._reading = (0, 0, 0)
-                results = engine.checkpoint(names, generations, save=False)
+                with _without_cycle_collection():
+                    results = engine.checkpoint(names, generations, save=False)
                 generations = [g + 1 for g in generations]
                 names = names[len(results):]
                 t = self.totals
@@ -376,6 +382,19 @@ class LinkBatch:
         self.engine = open_engine(self.config, self._work(self.slices))
         self.counts = self._slice_counts()
         return self.totals
+
+
+@contextlib.contextmanager
+def _without_cycle_collection() -> Iterator[None]:
+    """A checkpoint makes millions of objects and no reference cycles: Python's cycle collector
+    would only walk them again and again (a tenth of the time)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class ReshardError(Exception):

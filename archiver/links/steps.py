@@ -106,7 +106,7 @@ class ReadFile:
     reports: list[tuple[int, str]]  # (line number, reason) of the first bad lines
     urls: pa.Array  # the good lines' normalised URLs, in line order
     targets: NDArray[np.intp]  # each URL's site, an index into origins
-    origins: list[str]
+    origins: pa.Array  # the sites (strings)
     pair_targets: NDArray[np.intp]  # each distinct site pair's target, an index into origins
     url_rows: list[NDArray[np.intp]]  # per slice: its URLs, as indexes into urls
     pair_rows: list[NDArray[np.intp]]  # per slice: its site pairs, as indexes into pair_targets
@@ -122,14 +122,35 @@ class FileResult:
     lines: int
     bad: int
     reports: list[tuple[int, str]]
-    new_urls: dict[str, list[str]]  # site -> its new URLs in line order; sites by first new URL
+    new_urls: pa.Array  # (strings) grouped by site, each group in line order
+    new_sites: pa.Array  # (strings) the site of each group, in order of their first new URL
+    new_counts: NDArray[np.intp]  # the size of each group
     inlinks: dict[str, int]  # site -> new distinct linking sites
     new_pairs: int
     new_keys: list[int]  # per slice: keys new to it (URLs and pairs)
 
     @property
     def new_url_count(self) -> int:
-        return sum(map(len, self.new_urls.values()))
+        return len(self.new_urls)
+
+    def by_site(self) -> dict[str, list[str]]:
+        """Each site's new URLs in line order, sites in order of their first new URL."""
+        return merged([self])
+
+
+def merged(results: list[FileResult]) -> dict[str, list[str]]:
+    """The new URLs of files by site, each site's in file and line order; sites in order of their
+    first new URL."""
+    if not results:
+        return {}
+    # The work stays in arrow and numpy: Python strings are made once, in their final order.
+    sites = pa.concat_arrays([r.new_sites for r in results]).dictionary_encode()
+    by_url = np.repeat(_numpy(sites.indices), np.concatenate([r.new_counts for r in results]))
+    order = np.argsort(by_url, kind="stable")
+    urls = pa.concat_arrays([r.new_urls for r in results]).take(order).to_pylist()
+    ends = np.cumsum(np.bincount(by_url, minlength=len(sites.dictionary))).tolist()
+    return dict(zip(sites.dictionary.to_pylist(), map(urls.__getitem__, map(slice, [0, *ends[:-1]], ends)),
+                    strict=True))
 
 
 def group_end(line_counts: list[int], limit: int) -> int | None:
@@ -212,31 +233,34 @@ def assemble(read: ReadFile, flags_by_partition: list[NDArray[np.bool_]]) -> Fil
     new_url = np.zeros(len(read.urls), dtype=bool)
     new_pair = np.zeros(len(read.pair_targets), dtype=bool)
     for p, flags in enumerate(flags_by_partition):
-        urls = read.keys[p].urls
-        new_url[read.url_rows[p]] = flags[:urls]
-        new_pair[read.pair_rows[p]] = flags[urls:]
+        url_keys = read.keys[p].urls
+        new_url[read.url_rows[p]] = flags[:url_keys]
+        new_pair[read.pair_rows[p]] = flags[url_keys:]
     counts = np.bincount(read.pair_targets[new_pair], minlength=len(read.origins))
     linked = np.flatnonzero(counts)
+    urls, sites, counts_by_site = _grouped(read, np.flatnonzero(new_url))
     return FileResult(
         name=read.name, location=read.location, lines=read.lines, bad=read.bad,
-        reports=read.reports, new_urls=_grouped(read, np.flatnonzero(new_url)),
-        inlinks=dict(zip(map(read.origins.__getitem__, linked.tolist()), counts[linked].tolist(),
+        reports=read.reports, new_urls=urls, new_sites=sites, new_counts=counts_by_site,
+        inlinks=dict(zip(read.origins.take(linked).to_pylist(), counts[linked].tolist(),
                          strict=True)),
         new_pairs=int(new_pair.sum()), new_keys=[int(f.sum()) for f in flags_by_partition])
 
 
-def _grouped(read: ReadFile, rows: NDArray[np.intp]) -> dict[str, list[str]]:
-    """The URLs at ``rows`` (in line order) by site: sites in order of their first URL there."""
-    if not len(rows):
-        return {}
+def _grouped(read: ReadFile, rows: NDArray[np.intp]) -> tuple[pa.Array, pa.Array, NDArray[np.intp]]:
+    """The URLs at ``rows`` (in line order) grouped by site, sites in order of their first URL:
+    the URLs, each group's site, each group's size."""
     sites = read.targets[rows]
     order = np.argsort(sites, kind="stable")
     rows, sites = rows[order], sites[order]
-    starts = np.flatnonzero(np.concatenate(([True], sites[1:] != sites[:-1])))
-    ends = np.append(starts[1:], len(rows))
+    starts = np.flatnonzero(np.concatenate(([True], sites[1:] != sites[:-1]))) if len(rows) else rows
     firsts = np.argsort(rows[starts])  # the groups by their first line
-    picked = read.urls.take(rows).to_pylist()
-    return dict(zip(map(read.origins.__getitem__, sites[starts][firsts].tolist()),
-                    map(picked.__getitem__, map(slice, starts[firsts].tolist(),
-                                                ends[firsts].tolist())), strict=True))
+    sizes = np.diff(starts, append=len(rows))[firsts]
+    # Each group's rows, the groups in that order: where each one starts now, and where it was.
+    moved = np.repeat(starts[firsts] - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
+    return (read.urls.take(rows[moved + np.arange(len(rows))]),
+            read.origins.take(sites[starts[firsts]]), sizes)
 
+
+def _numpy(column: pa.Array) -> NDArray[np.intp]:
+    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.intp)

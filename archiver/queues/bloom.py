@@ -129,13 +129,13 @@ class BloomBitmap:
         step[step == 0] = 1  # as add_hash: a zero step would repeat one index
         # (start + i * step) mod m, one addition at a time: both are below m < 2**62, so a sum
         # never overflows and one subtraction brings it back below m.
-        index = np.empty((self.hashes, len(lo)), dtype=np.int64)
+        index = np.empty((self.hashes, len(lo)), dtype=np.intp)
         index[0] = start
         for i in range(1, self.hashes):
             start = start + step
             start -= m * (start >= m)
             index[i] = start
-        return (index >> 3).astype(np.intp), np.left_shift(1, index & 7).astype(np.uint8)
+        return index >> 3, np.array([1, 2, 4, 8, 16, 32, 64, 128], dtype=np.uint8)[index & 7]
 
     def add_hash(self, h: int) -> bool:
         """``add`` given ``h = mmh3.hash128(key, seed, signed=False)``; a stack's layers share h."""

@@ -17,6 +17,7 @@ is always one checkpoint's ledger with that checkpoint's slices (see archiver.li
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -104,12 +105,15 @@ class EmbeddedLinksState:
         removed. Returns the sites new to the state."""
         legacy = not self.slice_generations()
         touched = set(inlinks) | woken
+        # The sites as one JSON array of [origin, in-links, dirty]: SQLite walks it itself.
+        rows = json.dumps([[o, inlinks.get(o, 0), 2 if o in woken else 1] for o in touched])
         with sqlite.transaction(self._db):
-            added = self._db.executemany(
-                "INSERT OR IGNORE INTO sites (origin) VALUES (?)", [(o,) for o in touched]).rowcount
-            self._db.executemany(
-                "UPDATE sites SET inlinks = inlinks + ?, dirty = max(dirty, ?) WHERE origin = ?",
-                [(inlinks.get(o, 0), 2 if o in woken else 1, o) for o in touched])
+            added = self._db.execute("INSERT OR IGNORE INTO sites (origin)"
+                                     " SELECT value ->> 0 FROM json_each(?)", (rows,)).rowcount
+            self._db.execute(
+                "UPDATE sites SET inlinks = sites.inlinks + u.inlinks, dirty = max(sites.dirty, u.dirty)"
+                " FROM (SELECT value ->> 0 AS origin, value ->> 1 AS inlinks, value ->> 2 AS dirty"
+                " FROM json_each(?)) AS u WHERE sites.origin = u.origin", (rows,))
             self._db.executemany(
                 "INSERT INTO ledger (name, generation, lines, new_urls, bad, done) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
@@ -147,5 +151,6 @@ class EmbeddedLinksState:
         return iter(self._db.execute("SELECT origin, inlinks, dirty FROM sites"))
 
     def pushed(self, origins: list[str]) -> None:
-        with sqlite.transaction(self._db):
-            self._db.executemany("UPDATE sites SET dirty=0 WHERE origin=?", [(o,) for o in origins])
+        with sqlite.transaction(self._db):  # one statement: SQLite walks the list itself
+            self._db.execute("UPDATE sites SET dirty = 0 WHERE origin IN (SELECT value FROM json_each(?))",
+                             (json.dumps(origins),))

@@ -43,9 +43,10 @@ def per_line(data: bytes, unfit) -> tuple:
 def columnar(data: bytes, unfit) -> tuple:
     read = read_columns(data, unfit and (lambda origins: [unfit(o) for o in origins]))
     assert read.url_keys == [u.encode() for u in read.urls.to_pylist()]
+    origins = read.origins.to_pylist()
     return (read.lines, read.bad, read.reports, read.urls.to_pylist(),
-            [read.origins[t] for t in read.targets], [k.decode() for k in read.pair_keys],
-            [read.origins[t] for t in read.pair_targets])
+            [origins[t] for t in read.targets], [k.decode() for k in read.pair_keys],
+            [origins[t] for t in read.pair_targets])
 
 
 # -- the normal-form check over a column -------------------------------------------------------

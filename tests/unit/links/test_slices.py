@@ -94,6 +94,11 @@ def spool_file(tmp_path, name: str, lines: list[str]) -> SpoolDirectory:
     return SpoolDirectory(folder)
 
 
+def summary(result: steps.FileResult) -> tuple:
+    return (result.name, result.lines, result.bad, result.reports, result.by_site(), result.inlinks,
+            result.new_pairs, result.new_keys)
+
+
 def run_steps(source: steps.SpoolSource, slices, names: list[str], generation: int
               ) -> list[steps.FileResult]:
     reads = [steps.read_spool_file(source, name, slices.partitions) for name in names]
@@ -124,23 +129,28 @@ def test_the_steps_find_new_urls_by_site_and_in_links_and_save_every_slice(tmp_p
     first, second = run_steps(source, slices, spool.closed(), 0)
     assert (first.lines, first.bad, [n for n, _ in first.reports]) == (7, 2, [6, 7])
     assert "origin too long for a directory name" in first.reports[1][1]
-    assert first.new_urls == {"http://b.test": ["http://b.test/1", "http://b.test/2"],
-                              "http://a.test": ["http://a.test/1", "http://a.test/self"]}
+    assert list(first.by_site().items()) == [("http://b.test", ["http://b.test/1", "http://b.test/2"]),
+                                     ("http://a.test", ["http://a.test/1", "http://a.test/self"])]
     assert first.inlinks == {"http://b.test": 2, "http://a.test": 1} and first.new_pairs == 3
-    assert second.new_urls == {"http://c.test": ["http://c.test/"]}      # a.test/1 is known
+    assert list(second.by_site().items()) == [("http://c.test", ["http://c.test/"])]  # a.test/1 is known
     assert second.inlinks == {"http://a.test": 1, "http://c.test": 1}
     assert sum(first.new_keys) == 4 + 3 and sum(second.new_keys) == 1 + 2
     assert sorted(p.name for p in (tmp_path / "links").iterdir()) == [
         f"slice-{p}of4-1.bloom" for p in range(4)]
-    assert pickle.loads(pickle.dumps(first)) == first
+    assert summary(pickle.loads(pickle.dumps(first))) == summary(first)
+    assert steps.merged([first, second]) == {
+        "http://b.test": ["http://b.test/1", "http://b.test/2"],
+        "http://a.test": ["http://a.test/1", "http://a.test/self"], "http://c.test": ["http://c.test/"]}
+    assert steps.merged([]) == {}
     # Run again from generation 0 (a worker lost, its tasks retried): the same flags, the same slices.
     saved = {p: slices.path(p, 1).read_bytes() for p in range(4)}
     steps.forget_slices(slices)
-    assert run_steps(source, slices, spool.closed(), 0) == [first, second]
+    assert [summary(r) for r in run_steps(source, slices, spool.closed(), 0)] == [
+        summary(first), summary(second)]
     assert {p: slices.path(p, 1).read_bytes() for p in range(4)} == saved
     # From generation 1: nothing is new.
     again = run_steps(source, slices, spool.closed(), 1)
-    assert [r.new_urls for r in again] == [{}, {}] and [r.inlinks for r in again] == [{}, {}]
+    assert [r.by_site() for r in again] == [{}, {}] and [r.inlinks for r in again] == [{}, {}]
 
 
 def test_one_slice_finds_what_the_one_bitmap_of_old_found(tmp_path):
@@ -156,8 +166,8 @@ def test_one_slice_finds_what_the_one_bitmap_of_old_found(tmp_path):
     pairs = [f"\x00{s}\x00{u[:u.find('/', 8)]}" for s, u in zip(sources, found, strict=True)
              if s != u[:u.find("/", 8)]]
     inlinks = sum(old.add_many(pairs))
-    assert sum(map(len, result.new_urls.values())) == len(new) and result.new_pairs == inlinks
-    assert sorted(u for urls in result.new_urls.values() for u in urls) == sorted(new)
+    assert result.new_url_count == len(new) and result.new_pairs == inlinks
+    assert sorted(result.new_urls.to_pylist()) == sorted(new)
     assert slices.load(0, 1)._array == old._array
 
 
@@ -179,7 +189,7 @@ def test_a_slice_that_fails_to_save_leaves_no_half_set_copy_behind(tmp_path):
     with pytest.raises(OSError, match="No space"):
         run_steps(source, failing, spool.closed()[1:], 1)
     (result,) = run_steps(source, slices, spool.closed()[1:], 1)  # read again from generation 1
-    assert result.new_urls == {"http://d.test": ["http://d.test/"]}
+    assert list(result.by_site().items()) == [("http://d.test", ["http://d.test/"])]
 
 
 def test_the_rule_for_sites_is_the_embedded_crawl_queues_one(tmp_path):
