@@ -105,15 +105,14 @@ class EmbeddedLinksState:
         removed. Returns the sites new to the state."""
         legacy = not self.slice_generations()
         touched = set(inlinks) | woken
-        # The sites as one JSON array of [origin, in-links, dirty]: SQLite walks it itself.
-        rows = json.dumps([[o, inlinks.get(o, 0), 2 if o in woken else 1] for o in touched])
         with sqlite.transaction(self._db):
-            added = self._db.execute("INSERT OR IGNORE INTO sites (origin)"
-                                     " SELECT value ->> 0 FROM json_each(?)", (rows,)).rowcount
-            self._db.execute(
-                "UPDATE sites SET inlinks = sites.inlinks + u.inlinks, dirty = max(sites.dirty, u.dirty)"
-                " FROM (SELECT value ->> 0 AS origin, value ->> 1 AS inlinks, value ->> 2 AS dirty"
-                " FROM json_each(?)) AS u WHERE sites.origin = u.origin", (rows,))
+            # Sites are never deleted, so a site new to the table gets a rowid above all others.
+            (last,) = self._db.execute("SELECT coalesce(max(rowid), 0) FROM sites").fetchone()
+            self._db.executemany(
+                "INSERT INTO sites (origin, inlinks, dirty) VALUES (?, ?, ?) ON CONFLICT (origin)"
+                " DO UPDATE SET inlinks = inlinks + excluded.inlinks, dirty = max(dirty, excluded.dirty)",
+                [(o, inlinks.get(o, 0), 2 if o in woken else 1) for o in touched])
+            (added,) = self._db.execute("SELECT count(*) FROM sites WHERE rowid > ?", (last,)).fetchone()
             self._db.executemany(
                 "INSERT INTO ledger (name, generation, lines, new_urls, bad, done) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
