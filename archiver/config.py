@@ -254,8 +254,8 @@ _POSITIVE = {
     ("dns", "concurrency"), ("warc", "max_size"),
     ("outlinks", "max_lines"), ("outlinks", "max_age"), ("catalog", "shards"),
     ("links", "expected_urls"), ("links", "bits_per_url"), ("links", "checkpoint_urls"),
-    ("links", "poll_interval"), ("links", "partitions"), ("links", "workers"), ("replay", "scan_slice_rows"), ("replay", "scan_max_rows"),
-    ("replay", "scan_deadline"),
+    ("links", "poll_interval"), ("links", "partitions"), ("links", "workers"),
+    ("replay", "scan_slice_rows"), ("replay", "scan_max_rows"), ("replay", "scan_deadline"),
 }
 
 

@@ -7,11 +7,13 @@ folder). The parts, in this order, each read with the embedded stores' own reade
 - **sites**: every ``<root>/sites/<n>.sqlite`` into table ``sites``; ``active`` (a crawler stopped
   mid-visit) becomes ``waiting``; no holder, epoch 0. An origin in two queues (``crawl.processes``
   changed) is taken from the lowest-numbered one.
-- **crawl queues**: each ``<root>/frontier/`` folder: its log's entries into ``crawl_entries``
+- **crawl queues**: each ``<root>/frontier/`` folder, and each site with rows in the inbox
+  database (``frontier/inbox.sqlite``) but no folder yet: its log's entries into ``crawl_entries``
   (``seq`` 1, 2, ... in log order), its cursor into ``crawl_cursors`` (the seq of the last entry
   whose line ends at or before the cursor offset, with the page and byte totals and the restart
-  time), its inbox into ``crawl_inbox``. Entries past the cursor that crash recovery found done
-  (the ``done`` file) stay pending: they are fetched again, the safe direction for an archive.
+  time), its inbox (an earlier version's inbox file, then its rows) into ``crawl_inbox``. Entries
+  past the cursor that crash recovery found done (the ``done`` file) stay pending: they are
+  fetched again, the safe direction for an archive.
 - **DNS history**: every row (with its row number: the history's order) and every name's state;
   the clock moves up to OLD's.
 - **bundles**: each closed ``*.warc.gz`` uploaded under its file name with a verified put (size and
@@ -46,7 +48,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import astuple, dataclass
 from itertools import islice
@@ -58,6 +59,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from archiver.config import Config, database_url
 from archiver.queues.crawlqueue import (
+    inbox_database,
     queue_dir,
     queue_origin,
     read_cursor,
@@ -65,6 +67,7 @@ from archiver.queues.crawlqueue import (
     read_log,
     read_restarted,
 )
+from archiver.queues.inboxes import InboxDatabase, SiteInbox
 from archiver.queues.interfaces import LinksState
 from archiver.queues.linksstate import STATE as LINKS_STATE
 from archiver.queues.linksstate import EmbeddedLinksState, bitmap_path
@@ -302,13 +305,22 @@ class Migration:
         self._say(f"sites: {copied} copied; verified {sum(found.values())} sites ({by_state})"
                   + (f"; {twice} found in two queues, taken from the lower-numbered" if twice else ""))
 
-    def _queue_dirs(self) -> Iterator[Path]:
+    def _queue_dirs(self, inboxes: InboxDatabase) -> list[Path]:
+        """Every crawl queue's folder, and the folder of each site with inbox rows but no queue."""
         frontier = self.old.root / "frontier"
+        found: set[Path] = set()
         if frontier.is_dir():
-            for bucket in sorted(p for p in frontier.iterdir() if p.is_dir()):
-                yield from sorted(p for p in bucket.iterdir() if p.is_dir())
+            for bucket in (p for p in frontier.iterdir() if p.is_dir()):
+                found.update(p for p in bucket.iterdir() if p.is_dir())
+        for origin in inboxes.origins():
+            try:
+                found.add(queue_dir(self.old.root, origin))
+            except ValueError as e:
+                raise MigrationRefused(f"{inboxes.path}: rows for {origin[:80]!r}, which cannot have "
+                                       f"a crawl queue ({e}): delete them") from None
+        return sorted(found)
 
-    def _read_queue(self, directory: Path) -> _QueueFiles:
+    def _read_queue(self, directory: Path, inboxes: InboxDatabase) -> _QueueFiles:
         try:
             origin = queue_origin(directory)
             if queue_dir(self.old.root, origin) != directory:
@@ -323,7 +335,7 @@ class Migration:
             if entry.end <= cursor:
                 done = len(entries)
         return _QueueFiles(origin, entries, done, pages, bytes_, read_restarted(directory),
-                           list(read_inbox(directory)))
+                           list(read_inbox(directory, SiteInbox(inboxes, origin))))
 
     def _crawl_queues(self) -> None:
         self._begin("crawl queues", ("crawl_cursors", "crawl_entries", "crawl_inbox"))
@@ -331,16 +343,21 @@ class Migration:
         copied = 0
         progress = _Progress(self.err, "crawl queues", "queues")
         batch: list[_QueueFiles] = []
-        for directory in self._queue_dirs():
-            queue = self._read_queue(directory)
-            totals["queues"] += 1
-            totals["entries"] += len(queue.entries)
-            totals["inbox"] += len(queue.inbox)
-            batch.append(queue)
-            if len(batch) >= QUEUE_BATCH_SITES or sum(len(q.entries) for q in batch) >= QUEUE_BATCH_ENTRIES:
-                copied += self._write_queues(batch)
-                batch = []
-                progress.show(totals["queues"])
+        inboxes = inbox_database(self.old.root)
+        try:
+            for directory in self._queue_dirs(inboxes):
+                queue = self._read_queue(directory, inboxes)
+                totals["queues"] += 1
+                totals["entries"] += len(queue.entries)
+                totals["inbox"] += len(queue.inbox)
+                batch.append(queue)
+                entries = sum(len(q.entries) for q in batch)
+                if len(batch) >= QUEUE_BATCH_SITES or entries >= QUEUE_BATCH_ENTRIES:
+                    copied += self._write_queues(batch)
+                    batch = []
+                    progress.show(totals["queues"])
+        finally:
+            inboxes.close()
         copied += self._write_queues(batch)
         found = {"queues": self._count("SELECT count(*) FROM crawl_cursors"),
                  "entries": self._count("SELECT count(*) FROM crawl_entries"),

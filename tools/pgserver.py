@@ -79,9 +79,11 @@ def _wait_ready(server: PostgresServer, proc: subprocess.Popen[bytes], log: Path
 
 
 @contextlib.contextmanager
-def running_postgres(*, durable: bool = False) -> Iterator[PostgresServer]:
+def running_postgres(*, durable: bool = False, settings: dict[str, str] | None = None
+                     ) -> Iterator[PostgresServer]:
     """A PostgreSQL server that runs until the block ends; ``durable`` keeps fsync on (the
-    benchmarks: a fair comparison with SQLite's synced writes)."""
+    benchmarks: a fair comparison with SQLite's synced writes); ``settings`` are more server
+    settings (``{"shared_buffers": "4GB"}``)."""
     bindir = _bin_dir()
     base = Path(tempfile.mkdtemp(prefix="archiver-pg-"))
     data = base / "data"
@@ -101,7 +103,8 @@ def running_postgres(*, durable: bool = False) -> Iterator[PostgresServer]:
             [*prefix, str(bindir / "postgres"), "-D", str(data), "-p", str(port),
              "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={data}",
              *([] if durable else
-               ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"])],
+               ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]),
+             *[arg for key, value in (settings or {}).items() for arg in ("-c", f"{key}={value}")]],
             stdout=out, stderr=subprocess.STDOUT)
     server = PostgresServer(port, user, data)
     try:

@@ -3,7 +3,7 @@
 Crawlers answer "seen it?" only for links inside the site they crawl; links that leave a site are
 spooled to ``<root>/outlinks/``. This batch reads every closed spool file, normalises each URL and
 tests-and-sets it in the global Bloom bitmap. A new URL goes to its site's crawl queue (the site's
-inbox, created if absent); a site's in-link count (distinct other sites linking to it) orders the
+inbox: a database row); a site's in-link count (distinct other sites linking to it) orders the
 site queues, and a site seen for the first time joins the queue of the one process that owns it.
 
 Its state (the ledger of spool files done, in-link counts, the bitmap's generations) is a store of its

@@ -7,17 +7,18 @@ from __future__ import annotations
 import random
 import sqlite3
 from collections import defaultdict
+from contextlib import closing
 from pathlib import Path
 
 import psycopg
 
 from archiver import config
 from archiver.links.batch import LinkBatch
-from archiver.queues.crawlqueue import CrawlQueue, queue_dir
 from archiver.queues.sitequeue import queue_path
 from archiver.queues.spool import OBJECT_PREFIX
 from archiver.store.objectstore import S3Store
 from archiver.store.shipping import ship_closed
+from tests.support.crawlqueues import embedded_queues
 from tests.support.objectstore import S3Bucket
 
 LINKS = "\n[links]\nexpected_urls = 200000\nbits_per_url = 16\ncheckpoint_urls = {checkpoint}\n"
@@ -42,7 +43,6 @@ def write_spool(root: Path, name: str, lines: list[str]) -> Path:
 def snapshot(root: Path, processes: int) -> tuple[dict, dict]:
     """The site queues (origin -> state, in-links) and each site's crawl queue, inbox merged."""
     sites = {}
-    crawl = config.CrawlConfig()
     for p in range(processes):
         path = queue_path(root, p)
         if path.exists():
@@ -51,10 +51,10 @@ def snapshot(root: Path, processes: int) -> tuple[dict, dict]:
                 "SELECT origin, state, inlinks FROM sites")})
             db.close()
     queues = {}
-    for origin in sites:
-        with CrawlQueue.open(queue_dir(root, origin), bloom_bits=crawl.site_bitmap_bits,
-                             max_fp=crawl.site_bitmap_max_fp) as crawl_queue:
-            queues[origin] = [e.url for e in iter(crawl_queue.next, None)]
+    with closing(embedded_queues(root)) as crawl_queues:
+        for origin in sites:
+            with crawl_queues.open(origin) as crawl_queue:
+                queues[origin] = [e.url for e in iter(crawl_queue.next, None)]
     return sites, queues
 
 

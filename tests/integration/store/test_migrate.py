@@ -22,7 +22,16 @@ import psycopg
 import pytest
 
 from archiver import config, migrate
-from archiver.queues.crawlqueue import CrawlQueue, EmbeddedCrawlQueues, queue_origin, read_inbox
+from archiver.queues.crawlqueue import INBOX as INBOX_FILE
+from archiver.queues.crawlqueue import (
+    CrawlQueue,
+    EmbeddedCrawlQueues,
+    inbox_database,
+    queue_dir,
+    queue_origin,
+    read_inbox,
+)
+from archiver.queues.inboxes import SiteInbox
 from archiver.queues.linksstate import bitmap_path
 from archiver.queues.pglinksstate import PgLinksState, bitmap_key
 from archiver.queues.sitequeue import SiteQueue, queue_path
@@ -44,6 +53,7 @@ from tests.support.repo import ARCHIVER, archiver_here
 SETTINGS = "[warc]\nmax_size = 32768\n[outlinks]\nmax_lines = 2\n[links]\nexpected_urls = 4000\n"
 INBOX = [("/late-a", 1), ("/late-b", 2)]
 ACTIVE_ORIGIN = "http://unvisited.example:8080"
+INBOX_ONLY_ORIGIN = "http://linked-to.example"  # inbox rows, no crawl-queue folder
 
 
 def archiver(*args: str) -> subprocess.CompletedProcess[str]:
@@ -59,7 +69,8 @@ def migrate_here(old: Path, new: Path) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def crawled_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A demo web crawled into an embedded archive; the links batch run over all its spool files
-    but the last (closed after the batch ran); then an inbox filled and a site left active."""
+    but the last (closed after the batch ran); then an inbox filled (and an inbox file an earlier
+    version left) and a site left active."""
     directory = tmp_path_factory.mktemp("crawled")
     spec = WebSpec(sites=4, pages_per_site=12, port=0, trap=False)
     with run_demo_process(spec) as (web, _port, _proc):
@@ -77,8 +88,10 @@ def crawled_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert links.returncode == 0, links.stderr
     (directory / last.name).rename(last)
     first = web.origins()[0]
-    EmbeddedCrawlQueues(cfg.root, bloom_bits=1024, max_fp=0.01).append(
-        first, [(first + url, depth) for url, depth in INBOX])
+    with closing(EmbeddedCrawlQueues(cfg.root, bloom_bits=1024, max_fp=0.01)) as crawl_queues:
+        crawl_queues.append(first, [(first + url, depth) for url, depth in INBOX])
+        crawl_queues.append(INBOX_ONLY_ORIGIN, [(INBOX_ONLY_ORIGIN + "/", 0)])
+    (queue_dir(cfg.root, first) / INBOX_FILE).write_text(f"3\t{first}/from-a-file\n")
     with SiteQueue(queue_path(cfg.root, 0), recover=False) as queue:
         queue.add(ACTIVE_ORIGIN)
         while queue.claim(include_deferred=True, now=float("inf")) != ACTIVE_ORIGIN:
@@ -162,9 +175,14 @@ def check_everything(old: config.Config, url: str, bucket: Any) -> None:
         assert any(finished < len(entries) for entries, finished, _ in facts.values())
         # Inboxes: the links batch's new URLs, and the lines appended after it.
         inbox = db.execute("SELECT origin, url, depth, refetch FROM crawl_inbox ORDER BY id").fetchall()
-        old_inbox = [(queue_origin(d), url, depth, False) for d in sorted((root / "frontier").glob("*/*"))
-                     for url, depth in read_inbox(d)]
+        with closing(inbox_database(root)) as inboxes:
+            directories = {queue_dir(root, origin) for origin in inboxes.origins()}
+            directories.update((root / "frontier").glob("*/*"))
+            old_inbox = [(queue_origin(d), url, depth, False) for d in sorted(directories)
+                         for url, depth in read_inbox(d, SiteInbox(inboxes, queue_origin(d)))]
         origins = {row[0] for row in old_inbox}
+        assert any(url.endswith("/from-a-file") for _, url, _, _ in old_inbox)
+        assert INBOX_ONLY_ORIGIN in origins and not queue_dir(root, INBOX_ONLY_ORIGIN).exists()
         assert len(origins) > 1
         assert [[row for row in inbox if row[0] == o] for o in sorted(origins)] == \
             [[row for row in old_inbox if row[0] == o] for o in sorted(origins)]
