@@ -118,7 +118,7 @@ def test_queries_from_the_command_line(crawled):
     (("get", "http://a.demo/", "--at", "123"), b"date"),
 ])
 def test_bad_input_exits_2(crawled, args, needle):
-    result = archiver(crawled, *args)
+    result = archiver_in_process(crawled, *args)
     assert result.returncode == 2
     assert needle.lower() in result.stderr.lower()
 
