@@ -46,11 +46,11 @@ from archiver.store.warcindex import read_record
 from archiver.stores import EmbeddedStores, SharedStores, open_stores
 from demoweb import WebSpec, run_demo_process
 from tests.support.crawls import write_config
-from tests.support.repo import ARCHIVER
+from tests.support.repo import ARCHIVER, archiver_here
 
 # Small bundles: a demo crawl leaves a dozen of them, so a migrate spends a while on them. Small
 # spool files, so one can be closed after the links batch ran; a small bitmap for the batch.
-SETTINGS = "[warc]\nmax_size = 8192\n[outlinks]\nmax_lines = 2\n[links]\nexpected_urls = 4000\n"
+SETTINGS = "[warc]\nmax_size = 32768\n[outlinks]\nmax_lines = 2\n[links]\nexpected_urls = 4000\n"
 INBOX = [("/late-a", 1), ("/late-b", 2)]
 ACTIVE_ORIGIN = "http://unvisited.example:8080"
 INBOX_ONLY_ORIGIN = "http://linked-to.example"  # inbox rows, no crawl-queue folder
@@ -58,6 +58,12 @@ INBOX_ONLY_ORIGIN = "http://linked-to.example"  # inbox rows, no crawl-queue fol
 
 def archiver(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*ARCHIVER, *args], capture_output=True, text=True, timeout=300, check=False)
+
+
+def migrate_here(old: Path, new: Path) -> subprocess.CompletedProcess[str]:
+    """``archiver store migrate`` run in this process; each test also runs one as a child."""
+    done = archiver_here("store", "migrate", "--from", str(old), "--to", str(new))
+    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
 
 
 @pytest.fixture(scope="module")
@@ -331,7 +337,7 @@ def test_migrate_moves_every_part_and_verifies_it(old: config.Config, pg_store_u
     check_links_batch_takes_over(old, new)
     assert check_captures_read_back(old, pg_store_url, s3_bucket) > 20
 
-    again = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+    again = migrate_here(old.path, new)
     assert again.returncode == 0, again.stderr
     assert "sites: 0 copied" in again.stdout and "crawl queues: 0 copied" in again.stdout
     assert "bundles: 0 copied" in again.stdout and "links: 0 ledger rows and 0 sites copied" in again.stdout
@@ -339,7 +345,7 @@ def test_migrate_moves_every_part_and_verifies_it(old: config.Config, pg_store_u
 
     # NEW's crawlers take over (sites leased, so no longer as OLD has them): a migrate run now says so.
     check_shared_queues_continue(old, new)
-    differs = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+    differs = migrate_here(old.path, new)
     assert differs.returncode == 1
     with SiteQueue(queue_path(old.root, 0), recover=False) as queue:
         counts = queue.counts()
@@ -423,7 +429,7 @@ def test_a_migrate_killed_part_way_finishes_when_run_again(old: config.Config, p
     shipped = objects(s3_bucket).list()
     assert 0 < len(shipped) < len(list((old.root / "warcs").glob("*.warc.gz")))
 
-    done = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+    done = migrate_here(old.path, new)
     assert done.returncode == 0, done.stderr
     check_everything(old, pg_store_url, s3_bucket)
 
@@ -434,40 +440,40 @@ def test_migrate_refuses_what_it_cannot_do(old: config.Config, pg_url: str, pg_s
     # NEW not PostgreSQL.
     embedded = tmp_path / "embedded.toml"
     embedded.write_text(f'[archive]\nroot = "{tmp_path / "other"}"\n')
-    refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(embedded))
+    refused = migrate_here(old.path, embedded)
     assert refused.returncode == 2 and "target of a migrate is a PostgreSQL database" in refused.stderr
     # OLD not embedded.
-    refused = archiver("store", "migrate", "--from", str(new), "--to", str(new))
+    refused = migrate_here(new, new)
     assert refused.returncode == 2 and "only an embedded archive" in refused.stderr
     # NEW's schema not current.
     bare = tmp_path / "bare.toml"
     bare.write_text(new.read_text().replace(pg_store_url, pg_url))
-    refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(bare))
+    refused = migrate_here(old.path, bare)
     assert refused.returncode == 2 and "archiver store init" in refused.stderr
     # NEW's server unreachable (nothing listens on port 9): a clear error, not a traceback.
     gone = tmp_path / "gone.toml"
     gone.write_text(new.read_text().replace(pg_store_url, "postgresql://migrator@127.0.0.1:9/archive"))
-    failed = archiver("store", "migrate", "--from", str(old.path), "--to", str(gone))
+    failed = archiver("store", "migrate", "--from", str(old.path), "--to", str(gone))  # a child
     assert failed.returncode == 1 and "cannot connect to the PostgreSQL store" in failed.stderr
     assert "Traceback" not in failed.stderr
     # A crawler running on OLD: its lock is held.
     lock = EmbeddedStores(old).lock("crawl", 0)
     try:
-        refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+        refused = migrate_here(old.path, new)
     finally:
         lock.release()
     assert refused.returncode == 2 and "crawler process 0 is already running" in refused.stderr
     # A links batch running in NEW's cluster: it holds the links state's lock.
     batch = open_stores(config.load(new)).links_state()
     try:
-        refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+        refused = migrate_here(old.path, new)
     finally:
         batch.close()
     assert refused.returncode == 2 and "a links batch is already running in this cluster" in refused.stderr
     # A bundle a crash left open.
     bundle = sorted((old.root / "warcs").glob("*.warc.gz"))[-1]
     bundle.rename(bundle.with_name(bundle.name + ".open"))
-    refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+    refused = migrate_here(old.path, new)
     assert refused.returncode == 2 and "left open" in refused.stderr
     bundle.with_name(bundle.name + ".open").rename(bundle)
     # Nothing was written by any of them.
@@ -477,26 +483,26 @@ def test_migrate_refuses_what_it_cannot_do(old: config.Config, pg_url: str, pg_s
     # A NEW that holds another archive's rows, or another object under a bundle's name.
     with psycopg.connect(pg_store_url, autocommit=True) as db:
         db.execute("INSERT INTO sites (origin, added) VALUES ('http://other.example', 0)")
-        refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+        refused = migrate_here(old.path, new)
         assert refused.returncode == 2 and "table sites is not empty" in refused.stderr
         db.execute("DELETE FROM sites")
     foreign = tmp_path / "foreign"
     foreign.write_bytes(b"another archive's bundle")
     objects(s3_bucket).upload(foreign, bundle.name)
-    refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+    refused = migrate_here(old.path, new)
     assert refused.returncode == 2 and "holds another object" in refused.stderr
     assert objects(s3_bucket).read(bundle.name, 0, 24) == b"another archive's bundle"
     # OLD's links ledger names a slice it lacks: refused before the ledger is written.
     objects(s3_bucket).delete(bundle.name)
     bitmap = old_slices(old.root)[2]
     bitmap.rename(tmp_path / bitmap.name)
-    refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+    refused = migrate_here(old.path, new)
     assert refused.returncode == 2 and f"{bitmap} is missing" in refused.stderr
     with psycopg.connect(pg_store_url) as db:
         assert db.execute("SELECT count(*) FROM links_ledger").fetchone() == (0,)
         assert db.execute("SELECT generation FROM links_meta").fetchone() == (0,)
     (tmp_path / bitmap.name).rename(bitmap)
-    done = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+    done = migrate_here(old.path, new)
     assert done.returncode == 0, done.stderr
     check_everything(old, pg_store_url, s3_bucket)
 
