@@ -19,6 +19,7 @@ from archiver.queues.bloom import (
     optimal_hashes,
     read_header,
 )
+from tests.support.fuzzing import examples
 
 
 def keys(prefix: str, n: int, seed: int) -> list[str]:
@@ -154,6 +155,7 @@ def test_bad_parameters():
 
 # -- many keys at once -------------------------------------------------------------------------
 
+@settings(max_examples=examples(100))
 @given(st.lists(st.one_of(st.text(max_size=30), st.binary(max_size=30)), max_size=40),
        st.integers(0, 0xFFFFFFFF))
 def test_bulk_hashes_are_hash128_halves(keys, seed):
@@ -164,7 +166,7 @@ def test_bulk_hashes_are_hash128_halves(keys, seed):
         assert (lo, hi) == (h & (2**64 - 1), h >> 64)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.sampled_from([f"k{n}" for n in range(40)]) | st.text(max_size=8), max_size=60),
        st.integers(1, 5_000), st.integers(1, 12), st.integers(0, 3))
 def test_add_hashes_sets_what_add_sets_and_a_repeat_is_new_once(keys, bits, hashes, seed):
