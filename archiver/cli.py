@@ -107,7 +107,7 @@ def cmd_links(args: argparse.Namespace) -> int:
     logs.setup(cfg.log.level)
     try:
         totals = run_batch(cfg, once=args.once)
-    except ProcessBusy as e:
+    except (ProcessBusy, config.ConfigError) as e:
         return _fail(str(e))
     except (RuntimeError, OSError, sqlite3.Error, psycopg.Error, ObjectStoreError) as e:
         print(f"archiver: links: {redact(str(e)).strip()}", file=sys.stderr)
@@ -122,7 +122,7 @@ def cmd_links_reshard(args: argparse.Namespace) -> int:
     logs.setup(cfg.log.level)
     try:
         totals = reshard_batch(cfg, args.partitions, allow_missing=args.allow_missing)
-    except ProcessBusy as e:
+    except (ProcessBusy, config.ConfigError) as e:
         return _fail(str(e))
     except (ReshardError, RuntimeError, OSError, sqlite3.Error, psycopg.Error, ObjectStoreError) as e:
         print(f"archiver: links reshard: {redact(str(e)).strip()}", file=sys.stderr)

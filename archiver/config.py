@@ -169,7 +169,7 @@ class LinksConfig:
     # sized it; with 11 hash functions that is a 0.05 % false-positive rate at the design load.
     expected_urls: int = 10_000_000
     bits_per_url: int = 16
-    # New URLs held in memory before a checkpoint (bitmap saved, ledger committed).
+    # Spool lines read per checkpoint (slices saved, ledger committed).
     checkpoint_urls: int = 1_000_000
     # Seconds between looks for new spool files when running as a service (without --once).
     poll_interval: float = 60.0
@@ -254,8 +254,8 @@ _POSITIVE = {
     ("dns", "concurrency"), ("warc", "max_size"),
     ("outlinks", "max_lines"), ("outlinks", "max_age"), ("catalog", "shards"),
     ("links", "expected_urls"), ("links", "bits_per_url"), ("links", "checkpoint_urls"),
-    ("links", "poll_interval"), ("links", "partitions"), ("links", "workers"), ("replay", "scan_slice_rows"), ("replay", "scan_max_rows"),
-    ("replay", "scan_deadline"),
+    ("links", "poll_interval"), ("links", "partitions"), ("links", "workers"),
+    ("replay", "scan_slice_rows"), ("replay", "scan_max_rows"), ("replay", "scan_deadline"),
 }
 
 

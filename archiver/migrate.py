@@ -7,11 +7,13 @@ folder). The parts, in this order, each read with the embedded stores' own reade
 - **sites**: every ``<root>/sites/<n>.sqlite`` into table ``sites``; ``active`` (a crawler stopped
   mid-visit) becomes ``waiting``; no holder, epoch 0. An origin in two queues (``crawl.processes``
   changed) is taken from the lowest-numbered one.
-- **crawl queues**: each ``<root>/frontier/`` folder: its log's entries into ``crawl_entries``
+- **crawl queues**: each ``<root>/frontier/`` folder, and each site with rows in the inbox
+  database (``frontier/inbox.sqlite``) but no folder yet: its log's entries into ``crawl_entries``
   (``seq`` 1, 2, ... in log order), its cursor into ``crawl_cursors`` (the seq of the last entry
   whose line ends at or before the cursor offset, with the page and byte totals and the restart
-  time), its inbox into ``crawl_inbox``. Entries past the cursor that crash recovery found done
-  (the ``done`` file) stay pending: they are fetched again, the safe direction for an archive.
+  time), its inbox (an earlier version's inbox file, then its rows) into ``crawl_inbox``. Entries
+  past the cursor that crash recovery found done (the ``done`` file) stay pending: they are
+  fetched again, the safe direction for an archive.
 - **DNS history**: every row (with its row number: the history's order) and every name's state;
   the clock moves up to OLD's.
 - **bundles**: each closed ``*.warc.gz`` uploaded under its file name with a verified put (size and
@@ -19,11 +21,12 @@ folder). The parts, in this order, each read with the embedded stores' own reade
 - **catalog**: every entry, after the bundles, so the new catalog never names a file the object
   store lacks; file names stay the same.
 - **spool**: closed spool files not yet read by the links batch, under ``outlinks/<name>``.
-- **links**: the links batch's state (``<root>/links/``): its bitmap of the current generation
-  uploaded as ``links/bitmap-<generation>.bloom`` with a verified put, then in one transaction
-  every ledger row into ``links_ledger``, every site with its in-link count and what is still to
-  be pushed into ``links_sites``, and the generation into ``links_meta``; so the ledger never
-  names a bitmap the object store lacks.
+- **links**: the links batch's state (``<root>/links/``): the global bitmap's slices at their
+  current generations uploaded under ``links/`` by their file names with verified puts (a state
+  from before slices: its one bitmap, as ``links/bitmap-<generation>.bloom``), then in one
+  transaction every ledger row into ``links_ledger``, every site with its in-link count and what
+  is still to be pushed into ``links_sites``, each slice's generation into ``links_slices`` and the
+  generation into ``links_meta``; so the ledger never names a slice the object store lacks.
 
 Resumable: every write is idempotent (``ON CONFLICT DO NOTHING``; a crawl queue is written in one
 transaction with its cursor row, and skipped if that row is there; a bundle already held with the
@@ -38,7 +41,7 @@ and every bundle's stored size and checksum with the file's; a difference raises
 Refused (MigrationRefused): NEW not PostgreSQL, OLD not embedded, a crawler or links batch running
 on OLD or a links batch in NEW's cluster (their locks are taken for the whole migrate), NEW's
 schema not current, bundles or spool files a crash left open in OLD, a bitmap OLD's links ledger
-names but lacks.
+names but lacks (a slice, or the one bitmap of a state from before slices).
 """
 
 from __future__ import annotations
@@ -46,7 +49,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import astuple, dataclass
 from itertools import islice
@@ -57,7 +59,10 @@ import psycopg
 from botocore.exceptions import BotoCoreError, ClientError
 
 from archiver.config import Config, database_url
+from archiver.links.slices import OBJECT_PREFIX as SLICE_PREFIX
+from archiver.links.slices import slice_name
 from archiver.queues.crawlqueue import (
+    inbox_database,
     queue_dir,
     queue_origin,
     read_cursor,
@@ -65,6 +70,7 @@ from archiver.queues.crawlqueue import (
     read_log,
     read_restarted,
 )
+from archiver.queues.inboxes import InboxDatabase, SiteInbox
 from archiver.queues.interfaces import LinksState
 from archiver.queues.linksstate import STATE as LINKS_STATE
 from archiver.queues.linksstate import EmbeddedLinksState, bitmap_path
@@ -302,13 +308,22 @@ class Migration:
         self._say(f"sites: {copied} copied; verified {sum(found.values())} sites ({by_state})"
                   + (f"; {twice} found in two queues, taken from the lower-numbered" if twice else ""))
 
-    def _queue_dirs(self) -> Iterator[Path]:
+    def _queue_dirs(self, inboxes: InboxDatabase) -> list[Path]:
+        """Every crawl queue's folder, and the folder of each site with inbox rows but no queue."""
         frontier = self.old.root / "frontier"
+        found: set[Path] = set()
         if frontier.is_dir():
-            for bucket in sorted(p for p in frontier.iterdir() if p.is_dir()):
-                yield from sorted(p for p in bucket.iterdir() if p.is_dir())
+            for bucket in (p for p in frontier.iterdir() if p.is_dir()):
+                found.update(p for p in bucket.iterdir() if p.is_dir())
+        for origin in inboxes.origins():
+            try:
+                found.add(queue_dir(self.old.root, origin))
+            except ValueError as e:
+                raise MigrationRefused(f"{inboxes.path}: rows for {origin[:80]!r}, which cannot have "
+                                       f"a crawl queue ({e}): delete them") from None
+        return sorted(found)
 
-    def _read_queue(self, directory: Path) -> _QueueFiles:
+    def _read_queue(self, directory: Path, inboxes: InboxDatabase) -> _QueueFiles:
         try:
             origin = queue_origin(directory)
             if queue_dir(self.old.root, origin) != directory:
@@ -323,7 +338,7 @@ class Migration:
             if entry.end <= cursor:
                 done = len(entries)
         return _QueueFiles(origin, entries, done, pages, bytes_, read_restarted(directory),
-                           list(read_inbox(directory)))
+                           list(read_inbox(directory, SiteInbox(inboxes, origin))))
 
     def _crawl_queues(self) -> None:
         self._begin("crawl queues", ("crawl_cursors", "crawl_entries", "crawl_inbox"))
@@ -331,16 +346,21 @@ class Migration:
         copied = 0
         progress = _Progress(self.err, "crawl queues", "queues")
         batch: list[_QueueFiles] = []
-        for directory in self._queue_dirs():
-            queue = self._read_queue(directory)
-            totals["queues"] += 1
-            totals["entries"] += len(queue.entries)
-            totals["inbox"] += len(queue.inbox)
-            batch.append(queue)
-            if len(batch) >= QUEUE_BATCH_SITES or sum(len(q.entries) for q in batch) >= QUEUE_BATCH_ENTRIES:
-                copied += self._write_queues(batch)
-                batch = []
-                progress.show(totals["queues"])
+        inboxes = inbox_database(self.old.root)
+        try:
+            for directory in self._queue_dirs(inboxes):
+                queue = self._read_queue(directory, inboxes)
+                totals["queues"] += 1
+                totals["entries"] += len(queue.entries)
+                totals["inbox"] += len(queue.inbox)
+                batch.append(queue)
+                entries = sum(len(q.entries) for q in batch)
+                if len(batch) >= QUEUE_BATCH_SITES or entries >= QUEUE_BATCH_ENTRIES:
+                    copied += self._write_queues(batch)
+                    batch = []
+                    progress.show(totals["queues"])
+        finally:
+            inboxes.close()
         copied += self._write_queues(batch)
         found = {"queues": self._count("SELECT count(*) FROM crawl_cursors"),
                  "entries": self._count("SELECT count(*) FROM crawl_entries"),
@@ -499,25 +519,30 @@ class Migration:
         self._begin("links", ("links_ledger", "links_sites"))
         directory = self.old.root / "links"
         if not (directory / LINKS_STATE).exists():  # no links batch ever ran on OLD
-            self._links_copied(0, _LinksTally(), (0, 0))
+            self._links_copied(0, [], _LinksTally(), (0, 0))
             return
         links = EmbeddedLinksState(directory)
         try:
-            if links.generation:
-                bitmap = bitmap_path(directory, links.generation)
-                if not bitmap.is_file():
-                    raise MigrationRefused(f"{bitmap} is missing: OLD's links ledger says generation "
+            generations = links.slice_generations()
+            files = {SLICE_PREFIX + slice_name(p, len(generations), g): directory / slice_name(
+                p, len(generations), g) for p, g in enumerate(generations)}
+            if links.generation and not generations:  # a state from before slices
+                files = {bitmap_key(links.generation): bitmap_path(directory, links.generation)}
+            for path in files.values():
+                if not path.is_file():
+                    raise MigrationRefused(f"{path} is missing: OLD's links ledger says generation "
                                            f"{links.generation}; restore it before migrating")
-                # Before the ledger names it, as the links batch itself does.
-                self._ship("links bitmap", {bitmap_key(links.generation): bitmap})
-            tally, copied = self._copy_links(links)
+            if files:  # before the ledger names them, as the links batch itself does
+                self._ship("links bitmap", files)
+            tally, copied = self._copy_links(links, generations)
         finally:
             links.close()
-        self._links_copied(links.generation, tally, copied)
+        self._links_copied(links.generation, generations, tally, copied)
 
-    def _copy_links(self, links: EmbeddedLinksState) -> tuple[_LinksTally, tuple[int, int]]:
-        """One transaction: OLD's ledger rows and sites (those not in NEW yet) and its generation;
-        what OLD holds, and the ledger rows and sites copied."""
+    def _copy_links(self, links: EmbeddedLinksState, slices: list[int]
+                    ) -> tuple[_LinksTally, tuple[int, int]]:
+        """One transaction: OLD's ledger rows and sites (those not in NEW yet), its slices'
+        generations and its generation; what OLD holds, and the ledger rows and sites copied."""
         tally = _LinksTally()
         with self.db.transaction(), self.db.cursor() as cur:
             cur.execute("CREATE TEMPORARY TABLE migrate_ledger (LIKE links_ledger) ON COMMIT DROP")
@@ -538,10 +563,18 @@ class Migration:
             cur.execute("INSERT INTO links_sites SELECT * FROM migrate_links ON CONFLICT DO NOTHING")
             sites_copied = cur.rowcount
             cur.execute("UPDATE links_meta SET generation = %s", (links.generation,))
+            cur.execute("DELETE FROM links_slices")
+            cur.execute("INSERT INTO links_slices (slice, generation)"
+                        " SELECT * FROM unnest(%s::integer[], %s::bigint[])",
+                        (list(range(len(slices))), slices))
         return tally, (ledger_copied, sites_copied)
 
-    def _links_copied(self, generation: int, expected: _LinksTally, copied: tuple[int, int]) -> None:
+    def _links_copied(self, generation: int, slices: list[int], expected: _LinksTally,
+                      copied: tuple[int, int]) -> None:
         """Compare NEW's links state with OLD's (``expected``) and say what was copied."""
+        held = [g for (g,) in self.db.execute("SELECT generation FROM links_slices ORDER BY slice")]
+        if held != slices:
+            raise MigrationMismatch(f"links: OLD's slices are at generations {slices}, NEW's at {held}")
         row = self.db.execute(
             "SELECT (SELECT generation FROM links_meta), (SELECT count(*) FROM links_ledger), count(*),"
             " coalesce(sum(inlinks), 0), count(*) FILTER (WHERE dirty > 0) FROM links_sites").fetchone()
@@ -554,7 +587,9 @@ class Migration:
             self._compare("links", old, new, what)
         self._say(f"links: {copied[0]} ledger rows and {copied[1]} sites copied; verified generation "
                   f"{generation}, {found.ledger} ledger rows, {found.sites} sites ({found.dirty} to push), "
-                  f"{found.inlinks} in-links" + (f", bitmap {bitmap_key(generation)}" if generation else ""))
+                  f"{found.inlinks} in-links" + (f", {len(slices)} bitmap slices" if slices else
+                                                  f", bitmap {bitmap_key(generation)}" if generation
+                                                  else ""))
 
     # -- helpers
 

@@ -1,11 +1,14 @@
 """Benchmark the external-link batch: URLs per second through ``archiver links run`` on one core.
 
 Generates spool files of external links (default 10 million over 100,000 sites, a third of them
-repeats, as pages link the same popular URLs), then runs the batch once over them and reports
-URLs/s (wall and CPU), where the time goes, the bitmap's size and the peak RSS.
+repeats, as pages link the same popular URLs), then deduplicates their URLs the coreutils way
+(``cut -f1 | LC_ALL=C sort -u``, the yardstick) and runs the batch once over them (what
+``archiver links run --once`` does, in this process, with ``links.engine``), and reports both
+times side by side, URLs/s (wall and CPU), where the time goes, the slices' size and the peak RSS.
 
-    python -m tools.bench_links [--urls 10000000] [--sites 100000] [--dir /tmp/bench-links]
-        [--store sqlite | postgresql://... | postgres] [--warc-store FOLDER | s3]
+    python -m tools.bench_links [--urls 10000000] [--sites 100000] [--partitions 4]
+        [--dir /tmp/bench-links] [--store sqlite | postgresql://... | postgres]
+        [--warc-store FOLDER | s3] [--profile]
 
 ``--store`` runs the batch on the shared stores, as ``tools.bench_crawl`` does (``postgres``: a
 throwaway local server with fsync on; ``--warc-store s3``: moto): the spool files are shipped to
@@ -18,10 +21,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
+import os
 import pstats
 import random
 import resource
 import shutil
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -56,11 +61,25 @@ def generate(root: Path, urls: int, sites: int, seed: int = 1) -> None:
         written += n
 
 
+def sort_unique(spool: Path) -> float:
+    """Seconds ``cut -f1 | LC_ALL=C sort -u`` takes to deduplicate the URLs of the spool files."""
+    files = sorted(str(p) for p in spool.glob("*.tsv"))
+    started = time.monotonic()
+    cut = subprocess.Popen(["cut", "-f1", *files], stdout=subprocess.PIPE)
+    distinct = subprocess.run(["sort", "-u"], stdin=cut.stdout, env={**os.environ, "LC_ALL": "C"},
+                              capture_output=True, check=True).stdout.count(b"\n")
+    cut.wait()
+    took = time.monotonic() - started
+    print(f"cut -f1 | LC_ALL=C sort -u: {distinct:,} distinct URLs in {took:.2f} s")
+    return took
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--urls", type=int, default=10_000_000)
     parser.add_argument("--sites", type=int, default=100_000)
+    parser.add_argument("--partitions", type=int, default=4, help="links.partitions")
     parser.add_argument("--dir", type=Path, help="work directory (default: a temporary one)")
     parser.add_argument("--profile", action="store_true", help="print the top functions by time")
     parser.add_argument("--store", default="sqlite",
@@ -86,12 +105,13 @@ def bench(args: argparse.Namespace, work: Path, shared: str) -> None:
     (work / "archiver.toml").write_text(
         '[archive]\nroot = "archive"\n[crawl]\nprocesses = 4\n'
         # URLs plus (source, target) site pairs share the bitmap.
-        f"[links]\nexpected_urls = {args.urls * 2}\ncheckpoint_urls = 2000000\n[log]\nlevel = \"warning\"\n"
-        + shared)
+        f"[links]\nexpected_urls = {args.urls * 2}\ncheckpoint_urls = 1000000\n"
+        f"partitions = {args.partitions}\n[log]\nlevel = \"warning\"\n" + shared)
     cfg = config.load(work / "archiver.toml")
     started = time.monotonic()
     generate(cfg.root, args.urls, args.sites)
     print(f"generated {args.urls:,} links over {args.sites:,} sites in {time.monotonic() - started:.1f} s")
+    coreutils = sort_unique(cfg.root / "outlinks")
     stores = open_stores(cfg)
     if isinstance(stores, SharedStores):
         started = time.monotonic()
@@ -116,10 +136,13 @@ def bench(args: argparse.Namespace, work: Path, shared: str) -> None:
     print(f"{totals.lines / wall:,.0f} URLs/s wall, {totals.lines / cpu:,.0f} URLs/s CPU "
           f"({cpu / totals.lines * 1e6:.2f} µs CPU per URL)")
     reading = wall - totals.checkpoint_seconds
-    print(f"of which {totals.checkpoint_seconds:.1f} s in checkpoints (crawl-queue appends to "
-          f"{totals.new_sites:,} sites, bitmap saves); reading and testing alone: "
-          f"{totals.lines / reading:,.0f} URLs/s")
-    print(f"bitmap {bitmap_mib:.1f} MiB, fp now {fp:.2e}; peak RSS {rss:.0f} MiB")
+    print(f"of which {totals.checkpoint_seconds:.1f} s in commits (crawl-queue appends to "
+          f"{totals.new_sites:,} sites, the state's commits); reading, testing and saving the "
+          f"slices alone: {totals.lines / reading:,.0f} URLs/s")
+    print(f"{args.partitions} slices, {bitmap_mib:.1f} MiB in all, fp now {fp:.2e}; "
+          f"peak RSS {rss:.0f} MiB")
+    print(f"side by side: links run --once {wall:.2f} s, cut -f1 | LC_ALL=C sort -u "
+          f"{coreutils:.2f} s: {wall / coreutils:.1f}x")
     if profiler:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
 

@@ -315,6 +315,7 @@ def recover(config: Config, stores: EmbeddedStores, process: int, catalog: Catal
             for records in by_host.values():
                 _recover_host(config, crawl_queues, process, records, spool, result)
         finally:
+            crawl_queues.close()
             spool.close()
     if result.records or result.bundles_repaired:
         event(log, logging.INFO, "recovered", bundles_repaired=result.bundles_repaired,

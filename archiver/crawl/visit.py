@@ -137,8 +137,9 @@ class SiteVisit:
             self.ctx.stats.active[self.origin]["queued"] = crawl_queue.pending
 
     async def _merge_inbox(self) -> None:
-        """Merge the URLs other processes queued for this site: the inbox's lock (another process
-        may hold it while it fsyncs) and the log's fsync are taken in a worker thread."""
+        """Merge the URLs other processes queued for this site: the inbox's reads and its delete
+        (another process may hold the inbox database's write lock) and the log's fsync are done in
+        a worker thread."""
         crawl_queue = self.crawl_queue
         inbox = await trio.to_thread.run_sync(crawl_queue.take_inbox)
         if inbox is None:

@@ -3,8 +3,8 @@
 Crawlers answer "seen it?" only for links inside the site they crawl; links that leave a site are
 spooled to ``<root>/outlinks/``. This batch reads every closed spool file, normalises each URL and
 tests-and-sets it in the global Bloom bitmap. A new URL goes to its site's crawl queue (the site's
-inbox); a site's in-link count (distinct other sites linking to it) orders the site queues, and a
-site seen for the first time joins the queue of the one process that owns it.
+inbox: a database row); a site's in-link count (distinct other sites linking to it) orders the
+site queues, and a site seen for the first time joins the queue of the one process that owns it.
 
 The bitmap is split into ``links.partitions`` slices by a hash of the key (archiver.links.partition,
 archiver.links.slices), each a Bloom bitmap of its own, saved as its own file (or object) with its
@@ -42,12 +42,15 @@ transaction, so a reshard killed midway leaves the old ones in force.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import repeat
 
 import trio
 
@@ -199,11 +202,10 @@ class LinkBatch:
 
     def _work(self, slices: SliceStore, files: SpoolFiles | None = None) -> Work:
         """What the engine works on: ``files`` (the spool by default) and ``slices``."""
-        # The embedded crawl queues' rule is a method of an object holding a path and two
-        # numbers, so it pickles; the shared ones take any site (PgCrawlQueues.unfit is None).
-        unfit = None if self.shared else self.crawl_queues.unfit
-        spool = steps.SpoolSource(self.spool if files is None else files, unfit,
-                                  "" if unfit is None else f"crawl queues under {self.config.root}")
+        # The crawl queues' rule for sites, as the engine's workers can be given it: the shared
+        # queues take any site (PgCrawlQueues.unfit is None).
+        unfit = None if self.shared else steps.QueueNames(self.config.root)
+        spool = steps.SpoolSource(self.spool if files is None else files, unfit)
         return Work(spool, slices, lambda: self.config.links.checkpoint_urls, self.stop_requested,
                     self)
 
@@ -245,16 +247,18 @@ class LinkBatch:
     def checkpoint(self, files: list[str]) -> int:
         """One checkpoint over the next group of ``files`` (pending, in spool order); how many it
         took."""
+        with _without_cycle_collection():
+            return self._checkpoint(files)
+
+    def _checkpoint(self, files: list[str]) -> int:
         self._reading = (0, 0, 0)
         results = self.engine.checkpoint(files, self.generations)
         started = time.monotonic()
-        new_urls: dict[str, list[str]] = {}
+        new_urls = steps.merged(results)
         inlinks: dict[str, int] = defaultdict(int)
         t = self.totals
         for result in results:
             self._report_bad_lines(result)
-            for origin, found in result.new_urls.items():
-                new_urls.setdefault(origin, []).extend(found)
             for origin, count in result.inlinks.items():
                 inlinks[origin] += count
             t.files, t.lines, t.bad = t.files + 1, t.lines + result.lines, t.bad + result.bad
@@ -262,7 +266,7 @@ class LinkBatch:
             t.new_pairs += result.new_pairs
             self.counts.keys = [k + n for k, n in zip(self.counts.keys, result.new_keys, strict=True)]
         for origin, found in new_urls.items():
-            self.crawl_queues.append(origin, ((u, 0) for u in found), sync=False)
+            self.crawl_queues.append(origin, zip(found, repeat(0)), sync=False)
         self.crawl_queues.sync()
         previous = self.generations
         self.generations = [g + 1 for g in previous]
@@ -350,14 +354,12 @@ class LinkBatch:
         event(log, logging.INFO, "links-reshard", partitions=partitions, files=len(names),
               missing=missing, function=PARTITION_FUNCTION)
         try:
-            while names:
+            while names:  # the slices grow in memory; no generation but the last is saved
                 if self.stop_requested.is_set():
                     raise ReshardError("the reshard was stopped: the old slices stay in force")
                 self._reading = (0, 0, 0)
-                results = engine.checkpoint(names, generations)
-                for p, g in enumerate(generations):
-                    if g != start:
-                        rebuilt.remove(p, g)  # a generation no state names: only the last counts
+                with _without_cycle_collection():
+                    results = engine.checkpoint(names, generations, save=False)
                 generations = [g + 1 for g in generations]
                 names = names[len(results):]
                 t = self.totals
@@ -366,10 +368,8 @@ class LinkBatch:
                 t.checkpoints += 1
                 event(log, logging.INFO, "links-reshard-progress", summary=t.line(),
                       left=len(names))
-            if generations[0] == start:  # no file to read again: the slices start empty
-                for p in range(partitions):
-                    rebuilt.save(p, start + 1, rebuilt.load(p, start))
-                generations = [start + 1] * partitions
+            engine.checkpoint([], generations)  # every slice saved
+            generations = [g + 1 for g in generations]
             self.state.reshard(generations)
         finally:
             engine.close()
@@ -382,6 +382,19 @@ class LinkBatch:
         self.engine = open_engine(self.config, self._work(self.slices))
         self.counts = self._slice_counts()
         return self.totals
+
+
+@contextlib.contextmanager
+def _without_cycle_collection() -> Iterator[None]:
+    """A checkpoint makes millions of objects and no reference cycles: Python's cycle collector
+    would only walk them again and again (a tenth of the time)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class ReshardError(Exception):

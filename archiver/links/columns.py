@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 REPORTED = 20
 PAIR = "\x00"
 Unfit = Callable[[str], "str | None"]  # why a site can have no crawl queue, or None
+Verdicts = Callable[[list[str]], "list[str | None]"]  # Unfit of each of many sites
 
 # web.urls.is_normal's regex in RE2, which has no lookaround: its "no '/.' or '/..' segment
 # before a '/', a '?' or the end" becomes the shape of each path segment (and of each part of
@@ -71,7 +72,7 @@ class SpoolColumns:
     urls: pa.Array  # the good lines' normalised URLs (strings), in line order
     url_keys: list[bytes]  # the same in UTF-8, to hash
     targets: NDArray[np.intp]  # each URL's site, as an index into origins
-    origins: list[str]  # the distinct sites of the URLs
+    origins: pa.Array  # the distinct sites of the URLs (strings)
     pair_keys: list[bytes]  # distinct site pairs (source differs from target), by first line
     pair_targets: NDArray[np.intp]  # each pair's target site, as an index into origins
 
@@ -104,9 +105,9 @@ def text_bytes(data: bytes) -> bytes:
     return data
 
 
-def read_columns(data: bytes, unfit: Unfit | None) -> SpoolColumns:
+def read_columns(data: bytes, unfit: Verdicts | None) -> SpoolColumns:
     """Read a spool file's bytes; ``unfit`` (None: every site may have a crawl queue) is asked
-    once per distinct site of the URLs."""
+    once about the distinct sites of the URLs."""
     data = text_bytes(data)
     lines = data.count(b"\n") + (not data.endswith(b"\n") if data else 0)
     table, skipped = _table(data)
@@ -129,21 +130,23 @@ def read_columns(data: bytes, unfit: Unfit | None) -> SpoolColumns:
     url = pc.replace_with_mask(url, pa.array(mask), pa.array(rewritten, pa.string()))
     # The URLs' sites, and the sites that can have no crawl queue.
     kept = np.flatnonzero(ok)
-    targets = _origins(url.take(kept)).dictionary_encode()
-    origins: list[str] = targets.dictionary.to_pylist()
+    url = url.take(kept)
+    targets = _origins(url).dictionary_encode()
+    origins = targets.dictionary.cast(pa.string())
     codes = _numpy(targets.indices).astype(np.intp)
     if unfit is not None:
-        fit = np.array([unfit(origin) is None for origin in origins], dtype=bool)
+        fit = np.array([why is None for why in unfit(origins.to_pylist())], dtype=bool)
         if not fit.all():
             ok[kept[~fit[codes]]] = False
+            url = url.filter(pa.array(fit[codes]))
             codes = codes[fit[codes]]
             kept = np.flatnonzero(ok)
-    pair_keys, pair_targets = _pairs(sources, kept, codes, targets.dictionary)
+    pair_keys, pair_targets = _pairs(sources, kept, codes, origins)
     bad = np.flatnonzero(~ok)
     wrong = np.union1d(np.asarray(skipped, dtype=np.intp), line_of[bad])
-    url = url.take(kept)
     return SpoolColumns(
-        lines=lines, bad=len(wrong), reports=_reports(data, wrong[:REPORTED].tolist(), unfit),
+        lines=lines, bad=len(wrong),
+        reports=_reports(data, wrong[:REPORTED].tolist(), None if unfit is None else _one(unfit)),
         urls=url, url_keys=url.cast(pa.binary()).to_pylist(), targets=codes, origins=origins,
         pair_keys=pair_keys, pair_targets=pair_targets)
 
@@ -202,21 +205,28 @@ def _time_ok(when: pa.Array) -> NDArray[np.bool_]:
 
 def _origins(normal: pa.Array) -> pa.Array:
     """Each normalised URL's origin: its text up to the first '/' from the 9th character on
-    (ASCII, so bytes are characters), cut out of the column's own buffer."""
+    (ASCII, so bytes are characters), as a string view into the column's own buffer."""
     if not len(normal):
-        return pa.array([], pa.string())
+        return pa.array([], pa.string_view())
     offsets_buffer, data_buffer = normal.buffers()[1:]
-    offsets = np.frombuffer(offsets_buffer, dtype=np.int32, count=len(normal) + 1,
-                            offset=normal.offset * 4)
+    starts = np.frombuffer(offsets_buffer, dtype=np.int32, count=len(normal),
+                           offset=normal.offset * 4)
     text = np.frombuffer(data_buffer, dtype=np.uint8)
     slashes = np.flatnonzero(text == ord("/"))
-    starts = offsets[:-1]
-    ends = slashes[np.searchsorted(slashes, starts + 8)]
-    lengths = (ends - starts).astype(np.int32)
-    cut = np.zeros(len(normal) + 1, dtype=np.int32)
-    np.cumsum(lengths, out=cut[1:])
-    picked = np.repeat(starts - cut[:-1], lengths) + np.arange(cut[-1], dtype=np.int32)
-    return pa.StringArray.from_buffers(len(normal), pa.py_buffer(cut), pa.py_buffer(text[picked]))
+    lengths = (slashes[np.searchsorted(slashes, starts + 8)] - starts).astype(np.int32)
+    # Arrow's string view: a length, then up to 12 bytes inline, or else the first 4 bytes and
+    # where the rest is (buffer 0, at an offset); all little-endian 32-bit numbers.
+    view = np.zeros((len(normal), 4), dtype=np.int32)
+    view[:, 0] = lengths
+    view[:, 1] = text[starts[:, None] + np.arange(4)].view("<i4")[:, 0]  # "http": 4 bytes at least
+    view[:, 3] = starts
+    short = np.flatnonzero(lengths <= 12)
+    if len(short):
+        at = np.minimum(starts[short, None] + np.arange(12), len(text) - 1)
+        inline = np.where(np.arange(12) < lengths[short, None], text[at], 0).astype(np.uint8)
+        view[short, 1:] = inline.view("<i4")
+    return pa.Array.from_buffers(pa.string_view(), len(normal),
+                                 [None, pa.py_buffer(view), data_buffer])
 
 
 def _pairs(sources: pa.DictionaryArray, kept: NDArray[np.intp], targets: NDArray[np.intp],
@@ -234,6 +244,10 @@ def _pairs(sources: pa.DictionaryArray, kept: NDArray[np.intp], targets: NDArray
     keys = pc.binary_join_element_wise("", sources.dictionary.take(source_codes[other][first]),
                                        origins.take(chosen), PAIR)
     return keys.cast(pa.binary()).to_pylist(), chosen
+
+
+def _one(unfit: Verdicts) -> Unfit:
+    return lambda origin: unfit([origin])[0]
 
 
 def _reports(data: bytes, numbers: list[int], unfit: Unfit | None) -> list[tuple[int, str]]:

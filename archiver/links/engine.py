@@ -2,9 +2,11 @@
 
 The driver calls ``Engine.checkpoint(files, generations)`` with the pending spool files in spool
 order and each slice's generation: the engine takes the next group of those files
-(``steps.group_end``, or fewer if ``stop`` is set while it reads), tests every slice with their
-keys, saves every slice ``p`` at ``generations[p] + 1``, and returns the group's ``FileResult``s in
-file order. The driver then commits. ``close`` lets go of what the engine holds.
+(``steps.group_end``, or fewer if ``stop`` is set while it reads; none if ``files`` is empty),
+tests every slice with their keys, saves every slice ``p`` at ``generations[p] + 1``, and returns
+the group's ``FileResult``s in file order. The driver then commits. With ``save=False`` (a
+reshard, before its last step) the slices at ``generations[p] + 1`` are kept in memory only, where
+the next checkpoint finds them. ``close`` lets go of what the engine holds.
 
 ``links.engine = "local"``: ``LocalEngine``, every step in this process, one after another (the
 slices stay in this process's memory between checkpoints). ``"dask"``: the steps on a Dask
@@ -44,7 +46,8 @@ class Work:
 
 
 class Engine(Protocol):
-    def checkpoint(self, files: list[str], generations: list[int]) -> list[steps.FileResult]:
+    def checkpoint(self, files: list[str], generations: list[int], *, save: bool = True
+                   ) -> list[steps.FileResult]:
         """Run one checkpoint's steps over the next group of ``files`` (see the module docstring)."""
 
     def close(self) -> None: ...
@@ -56,7 +59,8 @@ class LocalEngine:
     def __init__(self, work: Work) -> None:
         self.work = work
 
-    def checkpoint(self, files: list[str], generations: list[int]) -> list[steps.FileResult]:
+    def checkpoint(self, files: list[str], generations: list[int], *, save: bool = True
+                   ) -> list[steps.FileResult]:
         work = self.work
         partitions = work.slices.partitions
         limit = work.checkpoint_lines()
@@ -69,7 +73,8 @@ class LocalEngine:
         flags = []
         for p in range(partitions):
             flags.append(steps.test_slice(work.slices, p, generations[p],
-                                          [steps.partition_keys(read, p) for read in reads]))
+                                          [steps.partition_keys(read, p) for read in reads],
+                                          save=save))
             work.progress.slice_done()
         return [steps.assemble(read, [flags[p][n] for p in range(partitions)])
                 for n, read in enumerate(reads)]

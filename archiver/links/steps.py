@@ -24,6 +24,7 @@ slice and the same flags.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,38 +34,55 @@ from archiver.links.columns import Unfit, read_columns
 from archiver.links.partition import partitions_of
 from archiver.links.slices import SliceStore
 from archiver.queues.bloom import BloomBitmap, hash_keys
+from archiver.queues.crawlqueue import queue_dir
 from archiver.queues.interfaces import SpoolFiles
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-# Verdicts of the unfit rule per (rule, site), kept across files: a spool file names tens of
-# thousands of sites, mostly the same ones file after file. Emptied when it grows past this.
+# Verdicts of each unfit rule per site, kept across files: a spool file names tens of thousands of
+# sites, mostly the same ones file after file. Emptied when it grows past this.
 _VERDICTS_KEPT = 1 << 20
-_verdicts: dict[tuple[str, str], str | None] = {}
+_verdicts: dict[Unfit, dict[str, str | None]] = {}
+_ASK = "?"  # (not a verdict: a verdict is None or a reason, never this very object)
 # Slices this process saved last, by (store identity, slice): (generation, bitmap).
 _slices: dict[tuple[str, int], tuple[int, BloomBitmap]] = {}
 
 
 @dataclass(frozen=True)
+class QueueNames:
+    """The embedded crawl queues' rule for sites (``EmbeddedCrawlQueues.unfit``): a crawl queue is
+    a folder named after its site (``crawlqueue.queue_dir``), and a site whose name cannot be one
+    has none. Picklable and comparable, so a worker keeps its verdicts from task to task."""
+
+    root: Path
+
+    def __call__(self, origin: str) -> str | None:
+        try:
+            queue_dir(self.root, origin)
+        except ValueError as e:
+            return str(e).partition(":")[0]
+        return None
+
+
+@dataclass(frozen=True)
 class SpoolSource:
     """Where spool files are read, and why a site may have no crawl queue (``unfit``, None: any
-    site may). ``rule`` names that rule for the verdicts kept across files (and tasks)."""
+    site may; hashable: its verdicts are kept across files, and tasks, by it)."""
 
     files: SpoolFiles
     unfit: Unfit | None = None
-    rule: str = ""
 
-    def verdict(self, origin: str) -> str | None:
+    def verdicts(self, origins: list[str]) -> list[str | None]:
+        """``unfit`` of each site, asked once per site and process."""
         assert self.unfit is not None
-        key = (self.rule, origin)
-        try:
-            return _verdicts[key]
-        except KeyError:
-            if len(_verdicts) >= _VERDICTS_KEPT:
-                _verdicts.clear()
-            why = _verdicts[key] = self.unfit(origin)
-            return why
+        known = _verdicts.setdefault(self.unfit, {})
+        if len(known) >= _VERDICTS_KEPT:
+            known.clear()
+        out = [known.get(origin, _ASK) for origin in origins]
+        for n in [n for n, why in enumerate(out) if why is _ASK]:
+            out[n] = known[origins[n]] = self.unfit(origins[n])
+        return out
 
 
 @dataclass(frozen=True)
@@ -88,7 +106,7 @@ class ReadFile:
     reports: list[tuple[int, str]]  # (line number, reason) of the first bad lines
     urls: pa.Array  # the good lines' normalised URLs, in line order
     targets: NDArray[np.intp]  # each URL's site, an index into origins
-    origins: list[str]
+    origins: pa.Array  # the sites (strings)
     pair_targets: NDArray[np.intp]  # each distinct site pair's target, an index into origins
     url_rows: list[NDArray[np.intp]]  # per slice: its URLs, as indexes into urls
     pair_rows: list[NDArray[np.intp]]  # per slice: its site pairs, as indexes into pair_targets
@@ -104,14 +122,35 @@ class FileResult:
     lines: int
     bad: int
     reports: list[tuple[int, str]]
-    new_urls: dict[str, list[str]]  # site -> its new URLs in line order; sites by first new URL
+    new_urls: pa.Array  # (strings) grouped by site, each group in line order
+    new_sites: pa.Array  # (strings) the site of each group, in order of their first new URL
+    new_counts: NDArray[np.intp]  # the size of each group
     inlinks: dict[str, int]  # site -> new distinct linking sites
     new_pairs: int
     new_keys: list[int]  # per slice: keys new to it (URLs and pairs)
 
     @property
     def new_url_count(self) -> int:
-        return sum(map(len, self.new_urls.values()))
+        return len(self.new_urls)
+
+    def by_site(self) -> dict[str, list[str]]:
+        """Each site's new URLs in line order, sites in order of their first new URL."""
+        return merged([self])
+
+
+def merged(results: list[FileResult]) -> dict[str, list[str]]:
+    """The new URLs of files by site, each site's in file and line order; sites in order of their
+    first new URL."""
+    if not results:
+        return {}
+    # The work stays in arrow and numpy: Python strings are made once, in their final order.
+    sites = pa.concat_arrays([r.new_sites for r in results]).dictionary_encode()
+    by_url = np.repeat(_numpy(sites.indices), np.concatenate([r.new_counts for r in results]))
+    order = np.argsort(by_url, kind="stable")
+    urls = pa.concat_arrays([r.new_urls for r in results]).take(order).to_pylist()
+    ends = np.cumsum(np.bincount(by_url, minlength=len(sites.dictionary))).tolist()
+    return dict(zip(sites.dictionary.to_pylist(), map(urls.__getitem__, map(slice, [0, *ends[:-1]], ends)),
+                    strict=True))
 
 
 def group_end(line_counts: list[int], limit: int) -> int | None:
@@ -128,7 +167,7 @@ def group_end(line_counts: list[int], limit: int) -> int | None:
 
 def read_spool_file(spool: SpoolSource, name: str, partitions: int) -> ReadFile:
     """Read, check and hash one spool file, its keys routed to the ``partitions`` slices."""
-    columns = read_columns(spool.files.read(name), spool.verdict if spool.unfit else None)
+    columns = read_columns(spool.files.read(name), spool.verdicts if spool.unfit else None)
     url_hashes = hash_keys(columns.url_keys)
     pair_hashes = hash_keys(columns.pair_keys)
     url_rows = _by_partition(partitions_of(url_hashes[:, 0], partitions), partitions)
@@ -145,7 +184,9 @@ def read_spool_file(spool: SpoolSource, name: str, partitions: int) -> ReadFile:
 
 def _by_partition(partition: NDArray[np.intp], partitions: int) -> list[NDArray[np.intp]]:
     """The indexes of each slice's keys, in their order."""
-    order = np.argsort(partition, kind="stable")
+    # A stable sort of 16-bit numbers is a radix sort in numpy: linear time.
+    order = np.argsort(partition.astype(np.uint16) if partitions <= 1 << 16 else partition,
+                       kind="stable")
     counts = np.bincount(partition, minlength=partitions)
     return np.split(order, np.cumsum(counts)[:-1])
 
@@ -155,17 +196,19 @@ def partition_keys(read: ReadFile, p: int) -> KeyHashes:
     return read.keys[p]
 
 
-def test_slice(slices: SliceStore, p: int, generation: int, keys: list[KeyHashes]
-               ) -> list[NDArray[np.bool_]]:
+def test_slice(slices: SliceStore, p: int, generation: int, keys: list[KeyHashes], *,
+               save: bool = True) -> list[NDArray[np.bool_]]:
     """Test and set each file's keys in slice ``p`` (at ``generation``), file after file; save
-    the slice durably as ``generation + 1``. One array of flags per file (True: new), its URLs'
-    then its pairs' (the two kinds are tested apart, so a URL's bits never hide a pair)."""
+    the slice durably as ``generation + 1`` (unless ``save`` is False: a reshard's slices before
+    its last group, then held by this process alone). One array of flags per file (True: new),
+    its URLs' then its pairs' (the two kinds are tested apart, so a URL's bits never hide a pair)."""
     bitmap = _slice(slices, p, generation)
     flags = []
     for k in keys:
         flags.append(np.concatenate((bitmap.add_hashes(k.lo[:k.urls], k.hi[:k.urls]),
                                      bitmap.add_hashes(k.lo[k.urls:], k.hi[k.urls:]))))
-    slices.save(p, generation + 1, bitmap)
+    if save:
+        slices.save(p, generation + 1, bitmap)
     _slices[(slices.identity(), p)] = (generation + 1, bitmap)
     return flags
 
@@ -190,28 +233,34 @@ def assemble(read: ReadFile, flags_by_partition: list[NDArray[np.bool_]]) -> Fil
     new_url = np.zeros(len(read.urls), dtype=bool)
     new_pair = np.zeros(len(read.pair_targets), dtype=bool)
     for p, flags in enumerate(flags_by_partition):
-        urls = read.keys[p].urls
-        new_url[read.url_rows[p]] = flags[:urls]
-        new_pair[read.pair_rows[p]] = flags[urls:]
+        url_keys = read.keys[p].urls
+        new_url[read.url_rows[p]] = flags[:url_keys]
+        new_pair[read.pair_rows[p]] = flags[url_keys:]
     counts = np.bincount(read.pair_targets[new_pair], minlength=len(read.origins))
+    linked = np.flatnonzero(counts)
+    urls, sites, counts_by_site = _grouped(read, np.flatnonzero(new_url))
     return FileResult(
         name=read.name, location=read.location, lines=read.lines, bad=read.bad,
-        reports=read.reports, new_urls=_grouped(read, np.flatnonzero(new_url)),
-        inlinks={read.origins[t]: int(counts[t]) for t in np.flatnonzero(counts).tolist()},
+        reports=read.reports, new_urls=urls, new_sites=sites, new_counts=counts_by_site,
+        inlinks=dict(zip(read.origins.take(linked).to_pylist(), counts[linked].tolist(),
+                         strict=True)),
         new_pairs=int(new_pair.sum()), new_keys=[int(f.sum()) for f in flags_by_partition])
 
 
-def _grouped(read: ReadFile, rows: NDArray[np.intp]) -> dict[str, list[str]]:
-    """The URLs at ``rows`` (in line order) by site: sites in order of their first URL there."""
-    if not len(rows):
-        return {}
+def _grouped(read: ReadFile, rows: NDArray[np.intp]) -> tuple[pa.Array, pa.Array, NDArray[np.intp]]:
+    """The URLs at ``rows`` (in line order) grouped by site, sites in order of their first URL:
+    the URLs, each group's site, each group's size."""
     sites = read.targets[rows]
     order = np.argsort(sites, kind="stable")
     rows, sites = rows[order], sites[order]
-    starts = np.flatnonzero(np.concatenate(([True], sites[1:] != sites[:-1])))
-    ends = np.append(starts[1:], len(rows)).tolist()
-    picked = read.urls.take(rows).to_pylist()
-    firsts = np.argsort(rows[starts]).tolist()  # the groups by their first line
-    starts_list, site_list = starts.tolist(), sites[starts].tolist()
-    return {read.origins[site_list[g]]: picked[starts_list[g]:ends[g]] for g in firsts}
+    starts = np.flatnonzero(np.concatenate(([True], sites[1:] != sites[:-1]))) if len(rows) else rows
+    firsts = np.argsort(rows[starts])  # the groups by their first line
+    sizes = np.diff(starts, append=len(rows))[firsts]
+    # Each group's rows, the groups in that order: where each one starts now, and where it was.
+    moved = np.repeat(starts[firsts] - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
+    return (read.urls.take(rows[moved + np.arange(len(rows))]),
+            read.origins.take(sites[starts[firsts]]), sizes)
 
+
+def _numpy(column: pa.Array) -> NDArray[np.intp]:
+    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.intp)

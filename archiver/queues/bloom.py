@@ -129,13 +129,13 @@ class BloomBitmap:
         step[step == 0] = 1  # as add_hash: a zero step would repeat one index
         # (start + i * step) mod m, one addition at a time: both are below m < 2**62, so a sum
         # never overflows and one subtraction brings it back below m.
-        index = np.empty((self.hashes, len(lo)), dtype=np.int64)
+        index = np.empty((self.hashes, len(lo)), dtype=np.intp)
         index[0] = start
         for i in range(1, self.hashes):
             start = start + step
             start -= m * (start >= m)
             index[i] = start
-        return (index >> 3).astype(np.intp), np.left_shift(1, index & 7).astype(np.uint8)
+        return index >> 3, np.array([1, 2, 4, 8, 16, 32, 64, 128], dtype=np.uint8)[index & 7]
 
     def add_hash(self, h: int) -> bool:
         """``add`` given ``h = mmh3.hash128(key, seed, signed=False)``; a stack's layers share h."""
@@ -233,18 +233,17 @@ def _first_occurrences(lo: NDArray[np.uint64], hi: NDArray[np.uint64]) -> NDArra
 
     if len(lo) < 2:
         return np.arange(len(lo))
-    order = np.argsort(lo, kind="stable")  # equal hashes keep their order
+    order = np.argsort(lo)
     ordered = lo[order]
     same = ordered[1:] == ordered[:-1]
     if not same.any():
         return np.arange(len(lo))
-    twin = same & (hi[order][1:] == hi[order][:-1])
-    if (same & ~twin).any():  # two keys share a low half: sort on both halves
+    if (same & (hi[order][1:] != hi[order][:-1])).any():  # two keys share a low half
         order = np.lexsort((hi, lo))
-        twin = (lo[order][1:] == lo[order][:-1]) & (hi[order][1:] == hi[order][:-1])
-    first = np.ones(len(lo), dtype=bool)
-    first[order[1:][twin]] = False
-    return np.flatnonzero(first)
+        same = (lo[order][1:] == lo[order][:-1]) & (hi[order][1:] == hi[order][:-1])
+    # Equal hashes are neighbours now; the first of each run is its smallest place.
+    runs = np.flatnonzero(np.concatenate(([True], ~same)))
+    return np.sort(np.minimum.reduceat(order, runs))
 
 
 class GrowingBloom:

@@ -1,6 +1,12 @@
 """One site's crawl queue on disk: an append-only log of URLs, a cursor, and an inbox.
 
-Files in a site's directory:
+A site's inbox holds the URLs other processes queued for it (the links batch, ``archiver seeds``
+while a crawler holds the site): rows of the one inbox database ``<root>/frontier/inbox.sqlite``
+(archiver.queues.inboxes), so appending to a new site creates no directory and no file. The queue
+merges them into its log through its bitmap when it opens and whenever it runs dry, so the log has
+one writer and external URLs are deduplicated like discovered ones.
+
+Files in a site's directory (created when its queue is first opened):
 
 ``queue.log``
     One ``depth<TAB>url\\n`` line per queued URL, in discovery order. The log alone is the truth:
@@ -13,9 +19,9 @@ Files in a site's directory:
     other still holds the previous record (as LMDB alternates its two meta pages). The slots sit
     512 bytes apart, in different disk sectors.
 ``inbox``
-    ``depth<TAB>url\\n`` lines appended by other processes (``append_external``). The queue
-    merges them into the log through its bitmap when it opens and whenever the queue runs dry, so
-    the log has one writer and external URLs are deduplicated like discovered ones.
+    Left by earlier versions, which kept each site's inbox as a file of ``depth<TAB>url\\n``
+    lines: merged like the database's rows (before them), and emptied once merged. Nothing
+    writes one any more.
 ``done``
     Entries past the cursor that are already done: crash recovery (``archiver.crawl.recovery``) found
     their WARC records complete but could not move the cursor over them, because an entry before
@@ -52,11 +58,12 @@ from urllib.parse import quote, unquote
 import mmh3
 
 from archiver.queues.bloom import GrowingBloom
+from archiver.queues.inboxes import INBOXES, InboxDatabase, SiteInbox
 from archiver.store.durable import SyncJob, fsync_all, fsync_directory
 
 LOG = "queue.log"
 CURSOR = "cursor"
-INBOX = "inbox"
+INBOX = "inbox"  # an earlier version's inbox file
 DONE = "done"
 RESTARTED = "restarted"
 
@@ -76,6 +83,12 @@ def queue_dir(root: Path, origin: str) -> Path:
     The name is reversible (``queue_origin``) and holds only ``[A-Za-z0-9_.~%,-]``; the hash prefix
     spreads sites over 256 folders. ValueError for a malformed origin or one too long for a name.
     """
+    bucket = f"{mmh3.hash(origin, signed=False) & 0xFF:02x}"
+    return root / "frontier" / bucket / _queue_name(origin)
+
+
+def _queue_name(origin: str) -> str:
+    """The last component of ``queue_dir``; ValueError if ``origin`` can have none."""
     scheme, sep, hostport = origin.partition("://")
     if not sep or not scheme or not hostport or any(c in hostport for c in "/?#@"):
         raise ValueError(f"not an origin: {origin!r}")
@@ -94,8 +107,7 @@ def queue_dir(root: Path, origin: str) -> Path:
     name = ",".join(quote(part, safe="") for part in parts)
     if len(name) > _NAME_MAX:
         raise ValueError(f"origin too long for a directory name: {origin[:80]!r}...")
-    bucket = f"{mmh3.hash(origin, signed=False) & 0xFF:02x}"
-    return root / "frontier" / bucket / name
+    return name
 
 
 def queue_origin(directory: Path) -> str:
@@ -228,12 +240,28 @@ def read_cursor(directory: Path) -> tuple[int, int, int]:
     return cursor, pages, bytes_
 
 
-def read_inbox(directory: Path) -> Iterator[tuple[str, int]]:
-    """The (url, depth) of the inbox's whole lines, as a merge would read them, without merging."""
+def inbox_database(root: Path) -> InboxDatabase:
+    """The inbox database of the archive at ``root`` (not opened yet: its first use does)."""
+    return InboxDatabase(root / "frontier" / INBOXES)
+
+
+def read_inbox(directory: Path, inbox: SiteInbox | None = None) -> Iterator[tuple[str, int]]:
+    """The (url, depth) of a site's inbox, as a merge would read them, without merging: the lines
+    of an earlier version's inbox file in ``directory``, then those of its rows in ``inbox``."""
     try:
         data = (directory / INBOX).read_bytes()
     except FileNotFoundError:
-        return
+        data = b""
+    rows = inbox.take() if inbox is not None else None
+    yield from _inbox_entries(_whole_lines(data) + (rows[1] if rows else b""))
+
+
+def _whole_lines(data: bytes) -> bytes:
+    """``data`` up to its last newline: a writer that died mid-line left a fragment after it."""
+    return data[: data.rfind(b"\n") + 1]
+
+
+def _inbox_entries(data: bytes) -> Iterator[tuple[str, int]]:
     for line in data.splitlines(keepends=True):
         entry = _parse(line) if line.endswith(b"\n") else None
         if entry is not None:
@@ -251,14 +279,18 @@ def read_restarted(directory: Path) -> float | None:
 
 @dataclass
 class Inbox:
-    """An inbox taken for a merge: its open, locked file and the bytes it held."""
+    """An inbox taken for a merge: the lines taken, the highest inbox-database row they came from
+    (0 if none), and an earlier version's inbox file, open and locked, if it had lines."""
 
-    file: BinaryIO
     data: bytes
+    last_row: int
+    file: BinaryIO | None
 
     def release(self) -> None:
-        """The merge failed: close the file, which keeps its lines for the next merge."""
-        self.file.close()
+        """The merge failed: let go of the file; the file and the rows keep their lines for the
+        next merge."""
+        if self.file is not None:
+            self.file.close()
 
 
 class CrawlQueueBusy(RuntimeError):
@@ -275,8 +307,10 @@ class CrawlQueue:
         writer: BinaryIO,
         reader: BinaryIO,
         cursor_fd: int,
+        inbox: SiteInbox | None,
     ) -> None:
         self.directory = directory
+        self._inbox = inbox  # the site's rows in the inbox database
         self.cursor = 0
         self.pages = 0
         self.bytes = 0
@@ -294,9 +328,11 @@ class CrawlQueue:
         self._done: set[int] = set()  # ends of entries past the open-time cursor known done
 
     @classmethod
-    def open(cls, directory: Path, *, bloom_bits: int, max_fp: float) -> CrawlQueue:
+    def open(cls, directory: Path, *, bloom_bits: int, max_fp: float,
+             inbox: SiteInbox | None = None) -> CrawlQueue:
         """Open (creating if absent) the queue in ``directory``; rebuild its bitmap from the log
-        (``crawl.site_bitmap_bits`` and ``crawl.site_bitmap_max_fp`` size a new one)."""
+        (``crawl.site_bitmap_bits`` and ``crawl.site_bitmap_max_fp`` size a new one) and merge
+        its inbox: an inbox file left in ``directory``, and the rows of ``inbox``."""
         bloom = GrowingBloom(initial_bits=bloom_bits, max_fp=max_fp)
         new_dirs = _make_dirs(directory)
         new_log = not (directory / LOG).exists()
@@ -310,7 +346,7 @@ class CrawlQueue:
             cursor_fd = os.open(directory / CURSOR, os.O_RDWR | os.O_CREAT, 0o644)
             stack.callback(os.close, cursor_fd)
             reader = stack.enter_context(open(directory / LOG, "rb", buffering=_READ_BUFFER))
-            self = cls(directory, bloom, writer, reader, cursor_fd)
+            self = cls(directory, bloom, writer, reader, cursor_fd, inbox)
             record, done = _read_done(directory)
             self._seq, cursor, self.pages, self.bytes = max(read_slots(cursor_fd), record)
             self._rebuild(cursor, done)
@@ -569,19 +605,37 @@ class CrawlQueue:
         return added
 
     def inbox_waiting(self) -> bool:
-        """True if other processes left lines in the inbox (one stat)."""
+        """True if other processes left URLs in the inbox: one stat for an inbox file, and one
+        indexed read of the inbox database that never waits (a busy database says True)."""
         try:
-            return (self.directory / INBOX).stat().st_size > 0
+            if (self.directory / INBOX).stat().st_size > 0:
+                return True
         except FileNotFoundError:
-            return False
+            pass
+        return self._inbox is not None and self._inbox.waiting()
 
     def take_inbox(self) -> Inbox | None:
-        """Lock the inbox and read it (blocking: a writer may hold the lock while it fsyncs);
-        None if it is empty. The lock is held until ``finish_inbox``."""
+        """Read the inbox (blocking: the database may be busy): an inbox file's lines, locked
+        until ``finish_inbox``, then the site's rows; None if both are empty."""
+        file, data = self._take_inbox_file()
+        try:
+            rows = self._inbox.take() if self._inbox is not None else None
+        except BaseException:
+            if file is not None:
+                file.close()
+            raise
+        last_row, lines = rows or (0, b"")
+        if file is None and not lines:
+            return None
+        return Inbox(data + lines, last_row, file)
+
+    def _take_inbox_file(self) -> tuple[BinaryIO | None, bytes]:
+        """An earlier version's inbox file, open and locked, and its whole lines; (None, b"") if
+        it is absent or empty."""
         try:
             file = (self.directory / INBOX).open("r+b")
         except FileNotFoundError:
-            return None
+            return None, b""
         try:
             fcntl.flock(file, fcntl.LOCK_EX)
             data = file.read()
@@ -590,73 +644,33 @@ class CrawlQueue:
             raise
         if not data:
             file.close()
-            return None
-        return Inbox(file, data)
+            return None, b""
+        return file, _whole_lines(data)
 
     def merge(self, inbox: Inbox) -> bool:
-        """Add the inbox's whole lines to the log through the bitmap and hand them to the OS;
-        True if any was new (then the log must be fsynced before the inbox is emptied)."""
+        """Add the inbox's lines to the log through the bitmap and hand them to the OS; True if
+        any was new (then the log must be fsynced before the inbox is emptied)."""
         added = False
-        for line in inbox.data.splitlines(keepends=True):
-            entry = _parse(line) if line.endswith(b"\n") else None
-            if entry is not None and self.add(*entry):
+        for entry in _inbox_entries(inbox.data):
+            if self.add(*entry):
                 added = True
         self._flush()
         return added
 
     def finish_inbox(self, inbox: Inbox, added: bool) -> None:
-        """Blocking: fsync the log if ``merge`` added lines, then empty the inbox and release its
-        lock. Lines must be durable in the log before they leave the inbox: if ``merge`` did not
-        complete, call ``inbox.release()`` instead, which keeps them there."""
+        """Blocking: fsync the log if ``merge`` added lines, then empty the inbox: the file, and
+        the rows taken (not those appended since). Lines must be durable in the log before they
+        leave the inbox: if ``merge`` did not complete, call ``inbox.release()`` instead, which
+        keeps them there."""
         try:
             if added:
                 fsync_all([self.log_descriptor()])
-            inbox.file.truncate(0)
+            if inbox.file is not None:
+                inbox.file.truncate(0)
         finally:
-            inbox.file.close()
-
-    @staticmethod
-    def append_external(directory: Path, urls: Iterable[tuple[str, int]], *, sync: bool = True
-                        ) -> None:
-        """Queue (url, depth) pairs from another process; merged at the site's next open.
-
-        Whole lines go in one locked O_APPEND write, fsynced unless ``sync`` is False (a caller
-        writing to thousands of sites makes them durable at once with ``os.sync()``).
-        """
-        data = b"".join(_line(url, depth) for url, depth in urls)
-        if not data:
-            return
-        new_dirs = _make_dirs(directory)
-        new_inbox = not (directory / INBOX).exists()
-        fd = os.open(directory / INBOX, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                # A writer that died mid-line left a fragment: cut it so it cannot join our line.
-                os.ftruncate(fd, _end_of_last_line(fd, size))
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if sync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        if sync:
-            for changed in ([directory] if new_inbox else []) + new_dirs:
-                fsync_directory(changed)
-
-
-def _end_of_last_line(fd: int, size: int) -> int:
-    """Offset just after the last newline in the file's first ``size`` bytes (0 if none)."""
-    end = size
-    while end > 0:
-        start = max(0, end - _READ_BUFFER)
-        newline = os.pread(fd, end - start, start).rfind(b"\n")
-        if newline >= 0:
-            return start + newline + 1
-        end = start
-    return 0
+            inbox.release()
+        if inbox.last_row and self._inbox is not None:
+            self._inbox.delete(inbox.last_row)
 
 
 def _make_dirs(directory: Path) -> list[Path]:
@@ -671,25 +685,39 @@ def _make_dirs(directory: Path) -> list[Path]:
 
 
 class EmbeddedCrawlQueues:
-    """Every site's crawl queue as a folder under ``<root>/frontier/`` (see ``queue_dir``)."""
+    """Every site's crawl queue as a folder under ``<root>/frontier/`` (see ``queue_dir``), and
+    their inboxes in ``<root>/frontier/inbox.sqlite``."""
 
     def __init__(self, root: Path, *, bloom_bits: int, max_fp: float) -> None:
         self.root = root
         self.bloom_bits = bloom_bits
         self.max_fp = max_fp
+        self.inboxes = inbox_database(root)
 
     def open(self, origin: str) -> CrawlQueue:
         return CrawlQueue.open(queue_dir(self.root, origin), bloom_bits=self.bloom_bits,
-                               max_fp=self.max_fp)
+                               max_fp=self.max_fp, inbox=SiteInbox(self.inboxes, origin))
 
     def append(self, origin: str, entries: Iterable[tuple[str, int]], *, sync: bool = True) -> None:
-        CrawlQueue.append_external(queue_dir(self.root, origin), entries, sync=sync)
+        """Queue (url, depth) pairs in the inbox of ``origin`` (ValueError, and nothing queued, if
+        one is malformed or no crawl queue can hold the origin); with ``sync`` False they wait in
+        memory for ``sync``, which writes every site's in one transaction."""
+        _queue_name(origin)  # the origin must be able to have a crawl queue
+        lines = []
+        for url, depth in entries:
+            _check(url, depth)
+            lines.append(f"{depth}\t{url}\n")
+        if lines:
+            self.inboxes.stage(origin, "".join(lines).encode())
+        if sync:
+            self.inboxes.commit()
 
     def sync(self) -> None:
-        os.sync()  # every inbox at once: one call instead of an fsync per site
+        self.inboxes.commit()
 
     def close(self) -> None:
-        """Nothing to let go of: each queue's files are opened and closed by its own calls."""
+        """Close the inbox database (each queue's files are opened and closed by its own calls)."""
+        self.inboxes.close()
 
     def unfit(self, origin: str) -> str | None:
         try:

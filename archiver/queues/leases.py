@@ -7,7 +7,8 @@ lease expires (its ``lease_until``); the holder keeps its own, earlier deadline:
 *sent* the claim or renewal that succeeded, plus the TTL less a margin for clock-rate differences.
 Past that deadline it fetches nothing more for the site, whether or not the database has given the
 site to another yet: a process paused (SIGSTOP, a long GC, a frozen VM) past its TTL resumes
-without a single late fetch.
+without starting a late fetch. (A pause between the check and the request going out lets that one
+request out late; a web server takes no fencing token, so nothing can rule that out.)
 
 Pure bookkeeping, no I/O: the clock is passed in (``time.monotonic`` values).
 """

@@ -17,6 +17,7 @@ is always one checkpoint's ledger with that checkpoint's slices (see archiver.li
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -105,11 +106,13 @@ class EmbeddedLinksState:
         legacy = not self.slice_generations()
         touched = set(inlinks) | woken
         with sqlite.transaction(self._db):
-            added = self._db.executemany(
-                "INSERT OR IGNORE INTO sites (origin) VALUES (?)", [(o,) for o in touched]).rowcount
+            # Sites are never deleted, so a site new to the table gets a rowid above all others.
+            (last,) = self._db.execute("SELECT coalesce(max(rowid), 0) FROM sites").fetchone()
             self._db.executemany(
-                "UPDATE sites SET inlinks = inlinks + ?, dirty = max(dirty, ?) WHERE origin = ?",
-                [(inlinks.get(o, 0), 2 if o in woken else 1, o) for o in touched])
+                "INSERT INTO sites (origin, inlinks, dirty) VALUES (?, ?, ?) ON CONFLICT (origin)"
+                " DO UPDATE SET inlinks = inlinks + excluded.inlinks, dirty = max(dirty, excluded.dirty)",
+                [(o, inlinks.get(o, 0), 2 if o in woken else 1) for o in touched])
+            (added,) = self._db.execute("SELECT count(*) FROM sites WHERE rowid > ?", (last,)).fetchone()
             self._db.executemany(
                 "INSERT INTO ledger (name, generation, lines, new_urls, bad, done) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
@@ -147,5 +150,6 @@ class EmbeddedLinksState:
         return iter(self._db.execute("SELECT origin, inlinks, dirty FROM sites"))
 
     def pushed(self, origins: list[str]) -> None:
-        with sqlite.transaction(self._db):
-            self._db.executemany("UPDATE sites SET dirty=0 WHERE origin=?", [(o,) for o in origins])
+        with sqlite.transaction(self._db):  # one statement: SQLite walks the list itself
+            self._db.execute("UPDATE sites SET dirty = 0 WHERE origin IN (SELECT value FROM json_each(?))",
+                             (json.dumps(origins),))

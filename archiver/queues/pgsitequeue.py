@@ -21,7 +21,7 @@ from typing import Any
 
 from archiver.logs import event
 from archiver.queues.leases import Leases
-from archiver.queues.sitequeue import STATES
+from archiver.queues.sitequeue import STATES, backoff
 from archiver.store.pgschema import check_version, connect
 
 log = logging.getLogger("archiver.queues.pgsitequeue")
@@ -217,11 +217,8 @@ class PgSiteQueue:
         """As ``SiteQueue.retry``; "lost" if another process holds the site now."""
         now = time.time() if now is None else now
         row = self._one("SELECT attempts FROM sites WHERE origin = %s", (origin,))
-        attempts = (row[0] if row else 0) + 1
-        if attempts >= max_attempts:
-            state, due, attempts = "deferred", now + defer_delay, 0
-        else:
-            state, due = "retry", now + delay * 2 ** (attempts - 1)
+        state, due, attempts = backoff(row[0] if row else 0, delay=delay,
+                                       max_attempts=max_attempts, defer_delay=defer_delay, now=now)
         kept = self._held_write(
             origin, "retry", "UPDATE sites SET state = %(state)s, due = %(due)s, attempts = %(attempts)s,"
             " note = %(note)s, holder = NULL, lease_until = NULL",

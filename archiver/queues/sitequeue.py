@@ -70,6 +70,17 @@ def process_for(origin: str, processes: int) -> int:
     return mmh3.hash(origin, 0, signed=False) % processes
 
 
+def backoff(attempts: int, *, delay: float, max_attempts: int, defer_delay: float, now: float
+            ) -> tuple[str, float, int]:
+    """(state, due, attempts) after one more failed visit of a site that failed ``attempts``
+    times: "retry" after ``delay`` doubled per attempt, or "deferred" for ``defer_delay`` once
+    ``max_attempts`` is reached (its count starts again)."""
+    attempts += 1
+    if attempts >= max_attempts:
+        return "deferred", now + defer_delay, 0
+    return "retry", now + delay * 2 ** (attempts - 1), attempts
+
+
 class SiteQueue:
     """One process's site queue."""
 
@@ -179,11 +190,8 @@ class SiteQueue:
         now = time.time() if now is None else now
         (attempts,) = self._db.execute("SELECT attempts FROM sites WHERE origin=?",
                                        (origin,)).fetchone()
-        attempts += 1
-        if attempts >= max_attempts:
-            state, due, attempts = "deferred", now + defer_delay, 0
-        else:
-            state, due = "retry", now + delay * 2 ** (attempts - 1)
+        state, due, attempts = backoff(attempts, delay=delay, max_attempts=max_attempts,
+                                       defer_delay=defer_delay, now=now)
         self._db.execute("UPDATE sites SET state=?, due=?, attempts=?, note=? WHERE origin=?",
                          (state, due, attempts, note, origin))
         return state

@@ -208,11 +208,9 @@ class ObjectSpool:
 
     def done(self, name: str) -> None:
         """Move the file under ``done/``: the store has no move, so it is written there from a
-        local copy (a verified put) before the original is deleted; done again after a kill, it
-        writes the same bytes again."""
+        local copy (a verified put) before the original is deleted (done again after a kill in
+        between, it writes the same bytes again)."""
         key = self.prefix + name
-        if self.store.size(key) is None:  # moved already (a kill after the delete)
-            return
         with tempfile.TemporaryDirectory(prefix="archiver-spool-") as scratch:
             local = Path(scratch) / name
             local.write_bytes(self.read(name))

@@ -1,11 +1,12 @@
 """The one way archiver opens, writes and closes its SQLite files (site queues, catalog shards, DNS
-history, the links batch's state).
+history, the links batch's state, the sites' inboxes).
 
 - **Writers** get WAL mode with ``synchronous=NORMAL`` (the SQLite documentation's pairing: a commit
   is durable at the next checkpoint, and readers never wait for a writer), autocommit outside
   explicit transactions, and ``transaction()``: ``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any
   exception. IMMEDIATE takes the write lock at the start, so two writers never deadlock upgrading a
-  read lock.
+  read lock. ``transaction(durable=True)`` commits with ``synchronous=FULL`` (the WAL is fsynced at
+  the commit): for a caller that promises its rows survive a power loss once it returns.
 - **Readers** open the file read-only (``mode=ro``): they cannot write it by mistake, and they work on
   a read-only mount.
 - **Closing** a writer turns the file back to rollback-journal mode (best effort: another connection
@@ -23,10 +24,14 @@ history, the links batch's state).
   catalog shard     60 s     a batch of entries whose records are already durable
   DNS history       60 s     an observation; the crawler skips one that gives up
   links state       60 s     a checkpoint of the batch; a rerun redoes it
+  site inboxes      60 s     a links checkpoint's appends (a rerun redoes them), a seeds run's,
+                             a merge's read and delete (the rows stay until the delete is done)
+  inbox probe       0 s      a crawler's event loop asks whether a site's inbox has rows; busy
+                             answers "maybe", and the merge then waits in a worker thread
   ================  =======  ================================================================
 
   The crawler makes every one of these calls in a worker thread, so a wait never holds its event
-  loop.
+  loop; only the inbox probe runs on the loop, and it never waits.
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ SITE_QUEUE_TIMEOUT = 30.0
 CATALOG_TIMEOUT = 60.0
 DNS_HISTORY_TIMEOUT = 60.0
 LINKS_STATE_TIMEOUT = 60.0
+INBOX_TIMEOUT = 60.0
+INBOX_PROBE_TIMEOUT = 0.0
 
 
 def open_writer(path: Path, timeout: float, *, wal: bool = True) -> sqlite3.Connection:
@@ -65,15 +72,22 @@ def open_reader(path: Path, timeout: float) -> sqlite3.Connection:
 
 
 @contextlib.contextmanager
-def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT``; ``ROLLBACK`` and re-raise on any exception."""
-    conn.execute("BEGIN IMMEDIATE")
+def transaction(conn: sqlite3.Connection, *, durable: bool = False) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``; ``ROLLBACK`` and re-raise on any exception. ``durable``:
+    the commit fsyncs the WAL, so the transaction survives a power loss once this returns."""
+    if durable:
+        conn.execute("PRAGMA synchronous=FULL")
     try:
-        yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+    finally:
+        if durable:
+            conn.execute("PRAGMA synchronous=NORMAL")
 
 
 def close(conn: sqlite3.Connection, *, writer: bool) -> None:

@@ -95,9 +95,9 @@ def test_stores_that_cannot_be_used_are_refused_before_anything_runs(tmp_path, t
 
 
 def test_sigterm_stops_cleanly_and_a_restart_resumes(tmp_path):
-    spec = WebSpec(sites=4, pages_per_site=40, port=0, trap=False)
+    spec = WebSpec(sites=4, pages_per_site=20, port=0, trap=False)
     with run_demo_process(spec) as (web, _port, _proc):
-        cfg = write_config(tmp_path, web, min_rest=0.1)
+        cfg = write_config(tmp_path, web)
         root = load(cfg).root
         seeds = write_seeds(tmp_path / "seeds.txt", [o + "/" for o in web.origins()])
         daemon = subprocess.Popen([*ARCHIVER, "crawl", "--config", str(cfg), "--seeds", str(seeds)],

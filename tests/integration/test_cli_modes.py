@@ -9,7 +9,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from tests.support.repo import ARCHIVER
+from tests.support.repo import ARCHIVER, archiver_here
 from tests.support.statusrows import register, status_of
 from tests.support.storemodes import ModeArchive, entries_of, write_bundles
 
@@ -17,8 +17,14 @@ PAGES = {f"http://example.org/doc/{i}": b"%d: " % i + bytes(range(256)) * (i + 1
 
 
 def archiver(archive: ModeArchive, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """The verb run as a child process, as an operator runs it."""
     return subprocess.run([*ARCHIVER, *args, "--config", str(archive.path)], capture_output=True,
                           timeout=120, check=False)
+
+
+def here(archive: ModeArchive, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """The verb run in this process (``archiver_here``): the same code without a child's start-up."""
+    return archiver_here(*args, "--config", str(archive.path))
 
 
 def test_catalog_verbs(mode_archive: ModeArchive, tmp_path: Path) -> None:
@@ -34,7 +40,7 @@ def test_catalog_verbs(mode_archive: ModeArchive, tmp_path: Path) -> None:
     assert found.returncode == 0, found.stderr
     assert json.loads(found.stdout) == next(c for c in entries if c.url == url).to_json()
     out = tmp_path / "payload"
-    got = archiver(mode_archive, "catalog", "get", url, "--at", "2026", "-o", str(out))
+    got = here(mode_archive, "catalog", "get", url, "--at", "2026", "-o", str(out))
     assert got.returncode == 0, got.stderr
     assert out.read_bytes() == PAGES[url]
 
@@ -48,23 +54,23 @@ def test_catalog_verbs(mode_archive: ModeArchive, tmp_path: Path) -> None:
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert f"reindexed {len(bundles)} WARC file(s): {len(entries)} entries".encode() in rebuilt.stdout
     assert b"reindex:" in rebuilt.stderr
-    verified = archiver(mode_archive, "catalog", "verify")
+    verified = here(mode_archive, "catalog", "verify")
     assert verified.returncode == 0 and b"OK: " in verified.stdout, verified.stdout
-    exported = archiver(mode_archive, "catalog", "export-cdxj")
+    exported = here(mode_archive, "catalog", "export-cdxj")
     assert len(exported.stdout.splitlines()) == len(entries)
 
     last = sorted(contents)[-1]
     mode_archive.overwrite(last, contents[last][:-1])
-    refused = archiver(mode_archive, "catalog", "reindex")
+    refused = here(mode_archive, "catalog", "reindex")
     assert refused.returncode == 2
     assert last.encode() in refused.stderr and b"catalog left as it was" in refused.stderr
-    assert archiver(mode_archive, "catalog", "verify").returncode == 1
-    assert archiver(mode_archive, "catalog", "get", url, "--at", "2026", "-o", str(out)).returncode == 0
+    assert here(mode_archive, "catalog", "verify").returncode == 1
+    assert here(mode_archive, "catalog", "get", url, "--at", "2026", "-o", str(out)).returncode == 0
 
 
 def test_status_shows_every_process(mode_archive: ModeArchive) -> None:
     stores = mode_archive.stores
-    nothing = archiver(mode_archive, "status")
+    nothing = here(mode_archive, "status")
     assert nothing.returncode == 0 and nothing.stdout.startswith(b"no crawler status in ")
     register(stores, 0, "crawl-a.example", pid=1234)
     register(stores, 1, "crawl-b.example", pid=999, heartbeat_ago=1000)
@@ -86,7 +92,7 @@ def test_status_shows_every_process(mode_archive: ModeArchive) -> None:
     if mode_archive.mode == "shared":
         assert re.search(r", heartbeat \d+s ago$", heads[0])  # well within crawl.lease_ttl
         assert re.search(r", heartbeat 1\d\d\ds ago \(past crawl.lease_ttl: gone\?\)$", heads[1])
-    as_json = json.loads(archiver(mode_archive, "status", "--json").stdout)
+    as_json = json.loads(here(mode_archive, "status", "--json").stdout)
     assert [(s["process"], s["pages"]) for s in as_json] == [(0, 10), (1, 20)]
     if mode_archive.mode == "shared":
         assert [s["host"] for s in as_json] == ["crawl-a.example", "crawl-b.example"]

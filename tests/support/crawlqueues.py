@@ -1,17 +1,25 @@
-"""A site's crawl queue as the crawler opens it (the configured per-site bitmap), and its entries."""
+"""A site's crawl queue as the crawler opens it (the configured per-site bitmap), every site's crawl
+queue with their inboxes, and a queue's entries."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from archiver.config import CrawlConfig
-from archiver.queues.crawlqueue import CrawlQueue, Entry
+from archiver.queues.crawlqueue import CrawlQueue, EmbeddedCrawlQueues, Entry
 
 
 def open_queue(directory: Path) -> CrawlQueue:
     """A crawl queue with the configured per-site bitmap."""
     crawl = CrawlConfig()
     return CrawlQueue.open(directory, bloom_bits=crawl.site_bitmap_bits, max_fp=crawl.site_bitmap_max_fp)
+
+
+def embedded_queues(root: Path) -> EmbeddedCrawlQueues:
+    """Every site's crawl queue under the archive root ``root`` (the configured per-site bitmap),
+    with the inbox database; close it after use."""
+    crawl = CrawlConfig()
+    return EmbeddedCrawlQueues(root, bloom_bits=crawl.site_bitmap_bits, max_fp=crawl.site_bitmap_max_fp)
 
 
 def drain(crawl_queue: CrawlQueue) -> list[Entry]:

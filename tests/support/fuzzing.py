@@ -7,7 +7,9 @@ Bounded time is checked as a cost ratio, never against an absolute figure: the C
 thread on the pathological input must stay within ``factor`` times that of a benign input of the
 same size, measured in the same test (the machine is shared, so wall-clock time is not compared,
 and the benign input is the best of two runs). A quadratic parser fails such a check by orders of
-magnitude; a linear one passes it with room to spare.
+magnitude; a linear one passes it with room to spare. One full collection per check, then the
+garbage collector stays off for all its runs: a collection costs a tenth of a second and more once
+the suite's objects are loaded.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,18 +35,24 @@ def examples(count: int) -> int:
     return max(1, round(count * SCALE))
 
 
-def cpu_time(run: Callable[[Any], object], value: Any) -> float:
-    """CPU seconds this thread spends in ``run(value)``, with the garbage collector off: its cost
+@contextmanager
+def _collector_off() -> Iterator[None]:
+    """The garbage collector off for the block, after one full collection: a collection's cost
     grows with everything else the test process holds (the whole suite's objects), not with the
-    parser's work."""
+    parser's work, so none may fall inside a timed run."""
     gc.collect()
     gc.disable()
     try:
-        start = time.thread_time()
-        run(value)
-        return time.thread_time() - start
+        yield
     finally:
         gc.enable()
+
+
+def _cpu_time(run: Callable[[Any], object], value: Any) -> float:
+    """CPU seconds this thread spends in ``run(value)``; the caller turns the collector off."""
+    start = time.thread_time()
+    run(value)
+    return time.thread_time() - start
 
 
 def assert_cost_bounded(
@@ -55,10 +64,11 @@ def assert_cost_bounded(
     real budget instead of with timer noise. Both are the best of two runs: a page-fault storm on
     a loaded machine is not the parser's cost.
     """
-    base = min(cpu_time(run, benign) for _ in range(2))
-    cost = cpu_time(run, bad)
-    if cost > factor * max(base, _FLOOR):
-        cost = min(cost, cpu_time(run, bad))
+    with _collector_off():
+        base = min(_cpu_time(run, benign) for _ in range(2))
+        cost = _cpu_time(run, bad)
+        if cost > factor * max(base, _FLOOR):
+            cost = min(cost, _cpu_time(run, bad))
     budget = factor * max(base, _FLOOR)
     assert cost <= budget, f"{label}: {cost:.3f} s of CPU, benign input {base:.4f} s, budget {budget:.3f} s"
     return cost, base

@@ -5,31 +5,41 @@ batch queued (site queues and crawl queues, or the shared tables)."""
 from __future__ import annotations
 
 import random
+import re
 import sqlite3
 from collections import defaultdict
+from contextlib import closing
 from pathlib import Path
 
 import psycopg
 
 from archiver import config
 from archiver.links.batch import LinkBatch
-from archiver.queues.crawlqueue import CrawlQueue, queue_dir
 from archiver.queues.sitequeue import queue_path
 from archiver.queues.spool import OBJECT_PREFIX
 from archiver.store.objectstore import S3Store
 from archiver.store.shipping import ship_closed
+from tests.support.crawlqueues import embedded_queues
 from tests.support.objectstore import S3Bucket
 
 LINKS = "\n[links]\nexpected_urls = 200000\nbits_per_url = 16\ncheckpoint_urls = {checkpoint}\n"
 
 
-def links_config(directory: Path, *, processes: int = 2, checkpoint: int = 1000) -> config.Config:
+def links_config(directory: Path, *, processes: int = 2, checkpoint: int = 1000,
+                 partitions: int = 4) -> config.Config:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "archiver.toml"
     path.write_text(f'[archive]\nroot = "archive"\n[crawl]\nprocesses = {processes}\n'
                     'allowed_networks = ["127.0.0.0/8"]\n'
-                    + LINKS.format(checkpoint=checkpoint))
+                    + LINKS.format(checkpoint=checkpoint) + f"partitions = {partitions}\n")
     return config.load(path)
+
+
+def with_partitions(cfg: config.Config, partitions: int) -> config.Config:
+    """The same config with another links.partitions."""
+    text = cfg.path.read_text()
+    cfg.path.write_text(re.sub(r"(?m)^partitions = \d+$", f"partitions = {partitions}", text))
+    return config.load(cfg.path)
 
 
 def write_spool(root: Path, name: str, lines: list[str]) -> Path:
@@ -42,7 +52,6 @@ def write_spool(root: Path, name: str, lines: list[str]) -> Path:
 def snapshot(root: Path, processes: int) -> tuple[dict, dict]:
     """The site queues (origin -> state, in-links) and each site's crawl queue, inbox merged."""
     sites = {}
-    crawl = config.CrawlConfig()
     for p in range(processes):
         path = queue_path(root, p)
         if path.exists():
@@ -51,10 +60,10 @@ def snapshot(root: Path, processes: int) -> tuple[dict, dict]:
                 "SELECT origin, state, inlinks FROM sites")})
             db.close()
     queues = {}
-    for origin in sites:
-        with CrawlQueue.open(queue_dir(root, origin), bloom_bits=crawl.site_bitmap_bits,
-                             max_fp=crawl.site_bitmap_max_fp) as crawl_queue:
-            queues[origin] = [e.url for e in iter(crawl_queue.next, None)]
+    with closing(embedded_queues(root)) as crawl_queues:
+        for origin in sites:
+            with crawl_queues.open(origin) as crawl_queue:
+                queues[origin] = [e.url for e in iter(crawl_queue.next, None)]
     return sites, queues
 
 
@@ -93,8 +102,10 @@ def shared_snapshot(store_url: str) -> tuple[dict, dict]:
     return sites, dict(inboxes)
 
 
-def synthetic_spool(write, *, files: int = 12, per_file: int = 1500, sites: int = 150) -> None:
-    """Spool files of random links among ``sites`` sites, written by ``write(name, lines)``."""
+def synthetic_spool(write, *, files: int = 12, per_file: int = 1500, sites: int = 150,
+                    first: int = 0) -> None:
+    """Spool files of random links among ``sites`` sites, written by ``write(name, lines)`` (those
+    from the ``first``)."""
     rng = random.Random(7)
     for n in range(files):
         lines = []
@@ -102,4 +113,5 @@ def synthetic_spool(write, *, files: int = 12, per_file: int = 1500, sites: int 
             source, target = rng.randrange(sites), rng.randrange(sites)
             page = rng.randrange(60)
             lines.append(f"http://S{target}.test/p/{page}.html\thttp://s{source}.test\t20261122000000")
-        write(f"{n % 2}-2026112200{n:04d}-{n:05d}.tsv", lines)
+        if n >= first:
+            write(f"{n % 2}-2026112200{n:04d}-{n:05d}.tsv", lines)

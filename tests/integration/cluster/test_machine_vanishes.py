@@ -17,7 +17,7 @@ from archiver.store.pgcatalog import PgCatalog
 from archiver.store.warcindex import index_stream
 from demoweb import WebSpec, run_demo_process
 from tests.support.cluster import overlapping, requests, shared_config, wait_for
-from tests.support.crawls import load, warcio_check, write_seeds
+from tests.support.crawls import FAST, load, warcio_check, write_seeds
 from tests.support.repo import ARCHIVER
 
 LEASE_TTL = 3.0
@@ -29,9 +29,11 @@ def test_survivors_finish_the_sites_of_a_crawler_that_vanished(tmp_path, pg_stor
     spec = WebSpec(sites=6, pages_per_site=40, port=0, trap=False)
     log = tmp_path / "requests.jsonl"
     with run_demo_process(spec, log_path=log) as (web, _port, _proc):
+        # The doomed crawler's pace sets what its kill costs; the survivors crawl what is left at
+        # the tests' usual pace.
         configs = [shared_config(tmp_path / f"machine{n}", web, store_url=pg_store_url, bucket=s3_bucket,
-                                 warc=WARC, min_rest=0.15, lease_ttl=LEASE_TTL, poll_interval=0.2)
-                   for n in range(3)]
+                                 warc=WARC, min_rest=min_rest, lease_ttl=LEASE_TTL, poll_interval=0.2)
+                   for n, min_rest in enumerate([0.15, FAST["min_rest"], FAST["min_rest"]])]
         seeds = write_seeds(tmp_path / "seeds.txt", [o + "/" for o in web.origins()])
         queued = subprocess.run([*ARCHIVER, "seeds", "--config", str(configs[0]), str(seeds)],
                                 capture_output=True, text=True, timeout=60, check=False)

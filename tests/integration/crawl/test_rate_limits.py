@@ -27,7 +27,8 @@ LIMITS = {"min_rest": 0.0, "max_rest": 1.0, "backoff_start": 0.05, "max_backoff"
     pytest.param(lambda now: Answer(503, b"busy"), id="503-without-retry-after"),
 ])
 async def test_every_second_request_limited(tmp_path, make):
-    site = OneSite(pages=5, gate=EveryNth(2, make))
+    # Three limited answers, a second or two each; one page is limited twice.
+    site = OneSite(pages=3, gate=EveryNth(2, make))
     root = await crawl_site(tmp_path, site, **LIMITS)
     assert set(captures(root)) >= site.page_urls()       # every page, none dropped
     assert site.early() == []                            # every Retry-After honoured

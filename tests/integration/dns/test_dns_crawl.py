@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import trio
 
@@ -12,12 +13,17 @@ from archiver.store.dnshistory import DnsHistory
 from demoweb import WebSpec, start_demo
 from tests.support.crawls import captures, load, records, write_config
 from tests.support.dnsserver import DnsServer, TestZone
-from tests.support.repo import ARCHIVER
+from tests.support.repo import ARCHIVER, archiver_here
 
 
 async def cli(*args: str) -> trio.CompletedProcess:
     return await trio.run_process([*ARCHIVER, *args], capture_stdout=True, capture_stderr=True,
                                   check=False)
+
+
+def cli_here(*args: str) -> subprocess.CompletedProcess[bytes]:
+    """A reading verb run in this process (``archiver_here``): no child's start-up each time."""
+    return archiver_here(*args)
 
 
 async def test_service_history_and_lookup_by_date(tmp_path):
@@ -41,7 +47,7 @@ async def test_service_history_and_lookup_by_date(tmp_path):
         zone.set("www.example.test", a=["127.0.0.2"])
         third = await cli("dns", "refresh", *conf, "--once", "--hosts", str(names), "--force")
         assert third.returncode == 0
-        history = await cli("dns", "history", "www.example.test", *conf, "--json")
+        history = cli_here("dns", "history", "www.example.test", *conf, "--json")
         nursery.cancel_scope.cancel()
 
     rows = json.loads(history.stdout)
@@ -53,16 +59,16 @@ async def test_service_history_and_lookup_by_date(tmp_path):
     first_address = by_value[("address", "127.0.0.1")]
     assert first_address["superseded"] is not None     # 127.0.0.1 went away in the third pass
     assert by_value[("address", "127.0.0.2")]["superseded"] is None
-    before = await cli("dns", "lookup", "www.example.test", "--at", "1996-12-01", "--config", str(cfg))
+    before = cli_here("dns", "lookup", "www.example.test", "--at", "1996-12-01", "--config", str(cfg))
     assert before.returncode == 1 and b"no record" in before.stdout
-    now = await cli("dns", "lookup", "alias.example.test", "--json", "--config", str(cfg))
+    now = cli_here("dns", "lookup", "alias.example.test", "--json", "--config", str(cfg))
     answer = json.loads(now.stdout)
     assert answer["canonical"] == "www.example.test" and answer["addresses"] == ["127.0.0.2"]
     # Between-the-changes answers are asserted with an exact clock in test_dnsresolver.py; the
     # passes here fall within one second, finer than the CLI's dates.
-    later = await cli("dns", "lookup", "www.example.test", "--at", "2100", "--config", str(cfg))
+    later = cli_here("dns", "lookup", "www.example.test", "--at", "2100", "--config", str(cfg))
     assert later.returncode == 0 and b"address 127.0.0.2" in later.stdout
-    bad = await cli("dns", "lookup", "www.example.test", "--at", "1996-13-01", "--config", str(cfg))
+    bad = cli_here("dns", "lookup", "www.example.test", "--at", "1996-13-01", "--config", str(cfg))
     assert bad.returncode == 2 and b"date" in bad.stderr.lower()
 
 

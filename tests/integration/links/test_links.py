@@ -63,14 +63,15 @@ def test_a_batch_killed_halfway_then_rerun_equals_one_clean_run(tmp_path):
     assert snapshot(killed.root, 2) == snapshot(clean.root, 2)
 
 
-def test_missing_bitmap_is_a_clear_error(tmp_path):
+def test_a_missing_slice_is_a_clear_error(tmp_path):
     cfg = links_config(tmp_path)
     write_spool(cfg.root, "0-20261122000000-00001.tsv", ["http://a.test/\thttp://x.test\t20261122000000"])
     assert run_batch(cfg, once=True).new_urls == 1
-    (cfg.root / "links" / "bitmap-1.bloom").unlink()
+    (cfg.root / "links" / "slice-2of4-1.bloom").unlink()
     done = subprocess.run([*ARCHIVER, "links", "run", "--once", "--config", str(cfg.path)],
                           capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 1 and "bitmap-1.bloom is missing" in done.stderr
+    assert done.returncode == 1 and "slice-2of4-1.bloom is missing" in done.stderr
+    assert "archiver links reshard" in done.stderr
 
 
 # -- two crawler processes fed by the batch -----------------------------------------------

@@ -5,6 +5,7 @@ killed and run again; and the same queues as the embedded batch from the same sp
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import subprocess
 from functools import partial
@@ -21,11 +22,18 @@ from tests.support.linkbatch import (
     ship_spool,
     snapshot,
     synthetic_spool,
+    with_partitions,
     write_spool,
 )
 from tests.support.repo import ARCHIVER
 
 STAMP = "20261122000000"
+GROUP = 3000  # lines per checkpoint: two synthetic spool files
+
+
+def slices(generation: int) -> list[str]:
+    """The keys of the 4 slices (links.partitions) at ``generation``."""
+    return [f"links/slice-{p}of4-{generation}.bloom" for p in range(4)]
 
 
 def links_run(path) -> subprocess.CompletedProcess[str]:
@@ -54,7 +62,8 @@ def test_the_batch_reads_the_bucket_and_feeds_the_shared_site_queue_and_inboxes(
         "http://a.test": [(0, "http://a.test/one", False), (0, "http://a.test/two", False),
                           (0, "http://a.test/self", False)],
         "http://b.test": [(0, "http://b.test/", False)]}
-    assert objects.list() == ["links/bitmap-1.bloom"]      # the spool file is done and gone
+    # The spool file is done and moved to outlinks/done/; each of the 4 slices at generation 1.
+    assert objects.list() == [*slices(1), "outlinks/done/0-20261122000000-00001.tsv"]
     with psycopg.connect(pg_store_url) as db:
         assert db.execute("SELECT name, generation, lines, new_urls, bad FROM links_ledger").fetchall() \
             == [("0-20261122000000-00001.tsv", 1, 6, 4, 1)]
@@ -62,7 +71,7 @@ def test_the_batch_reads_the_bucket_and_feeds_the_shared_site_queue_and_inboxes(
     # The same file shipped again (a crawler's retry): the ledger makes it a no-op, and it goes.
     ship_spool(cfg, "0-20261122000000-00001.tsv", first)
     assert batch_once(cfg).files == 0
-    assert objects.list() == ["links/bitmap-1.bloom"]
+    assert objects.list() == [*slices(1), "outlinks/done/0-20261122000000-00001.tsv"]
     # From another machine: a finished site with new URLs waits again; nothing known is queued twice.
     other = shared_links_config(tmp_path / "m2", store_url=pg_store_url, bucket=s3_bucket)
     with psycopg.connect(pg_store_url) as db:
@@ -77,7 +86,8 @@ def test_the_batch_reads_the_bucket_and_feeds_the_shared_site_queue_and_inboxes(
     assert sites == {"http://a.test": ("waiting", 3), "http://b.test": ("waiting", 2)}
     assert inboxes["http://b.test"] == [(0, "http://b.test/", False), (0, "http://b.test/new", False)]
     assert len(inboxes["http://a.test"]) == 3
-    assert objects.list() == ["links/bitmap-2.bloom"]
+    assert objects.list() == [*slices(2), "outlinks/done/0-20261122000000-00001.tsv",
+                              "outlinks/done/1-20261122000100-00001.tsv"]
 
 
 def _queued(sites: dict, inboxes: dict) -> tuple[dict, dict]:
@@ -88,7 +98,7 @@ def _queued(sites: dict, inboxes: dict) -> tuple[dict, dict]:
 
 
 def _embedded(tmp_path) -> tuple[dict, dict]:
-    cfg = links_config(tmp_path / "embedded")
+    cfg = links_config(tmp_path / "embedded", checkpoint=GROUP)
     synthetic_spool(partial(write_spool, cfg.root))
     assert batch_once(cfg).checkpoints > 3
     sites, queues = snapshot(cfg.root, 2)
@@ -96,7 +106,8 @@ def _embedded(tmp_path) -> tuple[dict, dict]:
 
 
 def test_a_shared_batch_queues_what_the_embedded_one_does(tmp_path, pg_store_url, s3_bucket):
-    cfg = shared_links_config(tmp_path / "m1", store_url=pg_store_url, bucket=s3_bucket)
+    cfg = shared_links_config(tmp_path / "m1", store_url=pg_store_url, bucket=s3_bucket,
+                              checkpoint=GROUP)
     synthetic_spool(partial(ship_spool, cfg))
     assert batch_once(cfg).checkpoints > 3
     sites, inboxes = shared_snapshot(pg_store_url)
@@ -105,7 +116,8 @@ def test_a_shared_batch_queues_what_the_embedded_one_does(tmp_path, pg_store_url
 
 
 def test_a_shared_batch_killed_halfway_then_rerun_equals_one_clean_run(tmp_path, pg_store_url, s3_bucket):
-    cfg = shared_links_config(tmp_path / "m1", store_url=pg_store_url, bucket=s3_bucket)
+    cfg = shared_links_config(tmp_path / "m1", store_url=pg_store_url, bucket=s3_bucket,
+                              checkpoint=GROUP)
     synthetic_spool(partial(ship_spool, cfg))
     proc = subprocess.Popen([*ARCHIVER, "links", "run", "--once", "--config", str(cfg.path)],
                             stderr=subprocess.PIPE, text=True)
@@ -123,7 +135,7 @@ def test_a_shared_batch_killed_halfway_then_rerun_equals_one_clean_run(tmp_path,
     assert _queued(*shared_snapshot(pg_store_url)) == _embedded(tmp_path)
     objects = S3Store.from_config(cfg.warc.store, cfg.s3)
     with LinkBatch(cfg) as batch:
-        assert objects.list() == [f"links/bitmap-{batch.generation}.bloom"]
+        assert objects.list("links/") == slices(batch.generation)
 
 
 def test_one_links_batch_per_cluster(tmp_path, pg_store_url, s3_bucket):
@@ -138,3 +150,29 @@ def test_one_links_batch_per_cluster(tmp_path, pg_store_url, s3_bucket):
     done = links_run(there.path)                   # released on exit
     assert done.returncode == 0, done.stderr
     assert "1 files, 1 URLs read, 1 new URLs, 1 new sites" in done.stdout
+
+
+def test_a_shared_batch_reshards_from_the_files_done_in_the_bucket(tmp_path, pg_store_url, s3_bucket):
+    cfg = shared_links_config(tmp_path / "m1", store_url=pg_store_url, bucket=s3_bucket)
+    cfg = with_partitions(cfg, 2)
+    synthetic_spool(partial(ship_spool, cfg), files=3)
+    batch_once(cfg)
+    with LinkBatch(cfg) as batch:
+        # What the Dask engine sends its workers pickles: the slices and the spool in the bucket.
+        copy = pickle.loads(pickle.dumps(batch.slices))
+        assert copy.load(1, batch.generations[1])._array == batch.slices.load(1, batch.generations[1])._array
+        spool = pickle.loads(pickle.dumps(batch._work(batch.slices).spool))
+        assert spool.files.history().closed() == batch.spool.history().closed()
+        assert len(spool.files.history().closed()) == 3
+        batch.reshard(3)
+    objects = S3Store.from_config(cfg.warc.store, cfg.s3)
+    assert [key.split("-")[1] for key in objects.list("links/")] == ["0of3", "1of3", "2of3"]
+    cfg = with_partitions(cfg, 3)
+    synthetic_spool(partial(ship_spool, cfg), files=5, first=3)
+    batch_once(cfg)
+    fresh = links_config(tmp_path / "embedded", partitions=3)
+    synthetic_spool(partial(write_spool, fresh.root), files=5)
+    batch_once(fresh)
+    sites, queues = snapshot(fresh.root, 2)
+    assert _queued(*shared_snapshot(pg_store_url)) == (
+        {o: (state, inlinks) for o, (_, state, inlinks) in sites.items()}, queues)

@@ -6,23 +6,6 @@ from tests.support.crawlqueues import drain, open_queue
 from tests.support.repo import ROOT
 
 
-def test_append_external_from_another_process_while_open(tmp_path: Path):
-    script = (
-        "import sys\nfrom pathlib import Path\nfrom archiver.queues.crawlqueue import CrawlQueue\n"
-        "CrawlQueue.append_external(Path(sys.argv[1]), [(f'http://a/p{i}', 1) for i in range(500)])\n"
-    )
-    with open_queue(tmp_path) as f:
-        f.add("http://a/p7", 1)
-        children = [
-            subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], cwd=ROOT)
-            for _ in range(2)
-        ]
-        assert [child.wait() for child in children] == [0, 0]
-        urls = [e.url for e in drain(f)]
-    assert sorted(urls) == sorted(f"http://a/p{i}" for i in range(500))
-    assert urls[0] == "http://a/p7"
-
-
 def test_process_crash_after_commit_keeps_progress_and_links(tmp_path: Path):
     script = (
         "import os, sys\nfrom pathlib import Path\nfrom archiver.queues.crawlqueue import CrawlQueue\n"

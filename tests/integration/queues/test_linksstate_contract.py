@@ -4,6 +4,7 @@ server each). Only the interfaces are used, so both must answer alike."""
 
 from __future__ import annotations
 
+import io
 import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from archiver.queues.bloom import BloomBitmap
 from archiver.queues.interfaces import LinksState, SpoolFiles
 from archiver.queues.linksstate import EmbeddedLinksState
 from archiver.queues.pglinksstate import PgLinksState
-from archiver.queues.spool import OBJECT_PREFIX, ObjectSpool, SpoolDirectory
+from archiver.queues.spool import OBJECT_PREFIX, ObjectSpool, SpoolDirectory, spool_order
 from archiver.store.objectstore import S3Store
 from archiver.store.shipping import ship_closed
 
@@ -26,12 +27,14 @@ FILE = ("0-20261122000000-00001.tsv", 10, 4, 1)
 
 @dataclass
 class Backend:
-    """Opens the state of one archive, lists the generations whose bitmap it holds, and writes raw
-    bytes as a bitmap (None: removes it) the way an operator or a crash would."""
+    """Opens the state of one archive; ``legacy`` lists the generations whose bitmap from before
+    slices it holds, ``plant`` writes raw bytes as one (None: removes it) the way an operator or a
+    crash would, and ``age`` makes the state one from before slices, at a generation."""
 
     open: Callable[[], LinksState]
-    generations: Callable[[], set[int]]
+    legacy: Callable[[], set[int]]
     plant: Callable[[int, bytes | None], None]
+    age: Callable[[int], None]
 
 
 def _generation(name: str) -> int:
@@ -47,11 +50,11 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
         objects = S3Store(bucket.client, bucket.name, "archive")
 
         def make() -> LinksState:
-            opened.append(PgLinksState(url, objects, tmp_path / "scratch"))
+            opened.append(PgLinksState(url, objects))
             return opened[-1]
 
-        def generations() -> set[int]:
-            return {_generation(key) for key in objects.list("links/")}
+        def legacy() -> set[int]:
+            return {_generation(key) for key in objects.list("links/bitmap-")}
 
         def plant(generation: int, data: bytes | None) -> None:
             key = f"archive/links/bitmap-{generation}.bloom"
@@ -59,6 +62,11 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
                 bucket.client.delete_object(Bucket=bucket.name, Key=key)
             else:
                 bucket.client.put_object(Bucket=bucket.name, Key=key, Body=data)
+
+        def age(generation: int) -> None:
+            with psycopg.connect(url, autocommit=True) as db:
+                db.execute("UPDATE links_meta SET generation = %s", (generation,))
+                db.execute("DELETE FROM links_slices")
     else:
         folder = tmp_path / "links"
 
@@ -66,7 +74,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
             opened.append(EmbeddedLinksState(folder))
             return opened[-1]
 
-        def generations() -> set[int]:
+        def legacy() -> set[int]:
             return {_generation(p.name) for p in folder.glob("bitmap-*")}
 
         def plant(generation: int, data: bytes | None) -> None:
@@ -76,7 +84,16 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
             else:
                 path.write_bytes(data)
 
-    yield Backend(make, generations, plant)
+        def age(generation: int) -> None:
+            make().close()                              # the schema, as an older archiver made it
+            db = sqlite3.connect(folder / "state.sqlite")
+            with db:
+                db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)",
+                           (generation,))
+                db.execute("DROP TABLE slices")
+            db.close()
+
+    yield Backend(make, legacy, plant, age)
     for state in opened:
         state.close()
 
@@ -88,90 +105,105 @@ def bitmap(*keys: str) -> BloomBitmap:
     return b
 
 
-def checkpoint(state: LinksState, keys: tuple[str, ...], files: list[tuple[str, int, int, int]],
-               inlinks: dict[str, int], woken: set[str]) -> int:
+def checkpoint(state: LinksState, files: list[tuple[str, int, int, int]], inlinks: dict[str, int],
+               woken: set[str], slices: list[int] | None = None) -> int:
     generation = state.generation + 1
-    state.save_bitmap(bitmap(*keys), generation)
-    return state.commit(generation, files, inlinks, woken, NOW)
+    return state.commit(generation, files, inlinks, woken, NOW,
+                        [generation] * 4 if slices is None else slices)
 
 
 def test_a_new_state_is_empty(backend: Backend) -> None:
     state = backend.open()
     assert state.generation == 0
-    assert state.load_bitmap() is None
-    assert state.files_done() == set() and state.dirty_sites() == []
+    assert state.slice_generations() == [] and state.legacy_bitmap() is None
+    assert state.files_done() == set() and state.dirty_sites() == [] and state.ledger_files() == []
 
 
-def test_a_checkpoint_commits_ledger_counts_and_generation_together(backend: Backend) -> None:
+def test_a_checkpoint_commits_ledger_counts_and_slice_generations_together(backend: Backend) -> None:
     state = backend.open()
-    added = checkpoint(state, ("http://a.test/",), [FILE],
-                       {"http://a.test": 2, "http://b.test": 1}, {"http://a.test", "http://c.test"})
+    added = checkpoint(state, [FILE], {"http://a.test": 2, "http://b.test": 1},
+                       {"http://a.test", "http://c.test"}, slices=[1, 1, 7])
     assert added == 3
-    assert state.generation == 1
-    assert state.files_done() == {FILE[0]}
+    assert state.generation == 1 and state.slice_generations() == [1, 1, 7]
+    assert state.files_done() == {FILE[0]} and state.ledger_files() == [(1, FILE[0])]
     assert sorted(state.dirty_sites()) == [
         ("http://a.test", 2, True), ("http://b.test", 1, False), ("http://c.test", 0, True)]
     state.close()
     again = backend.open()                                 # what a later run finds
     assert again.generation == 1 and again.files_done() == {FILE[0]}
-    loaded = again.load_bitmap()
-    assert loaded is not None and loaded.count == 1
-    assert "http://a.test/" in loaded and "http://b.test/" not in loaded
-    assert backend.generations() == {1}
+    assert again.slice_generations() == [1, 1, 7] and again.legacy_bitmap() is None
 
 
-def test_counts_add_up_a_woken_site_stays_woken_until_pushed_and_old_bitmaps_go(backend: Backend) -> None:
+def test_counts_add_up_and_a_woken_site_stays_woken_until_pushed(backend: Backend) -> None:
     state = backend.open()
-    checkpoint(state, ("k1",), [FILE], {"http://a.test": 2}, {"http://a.test"})
-    added = checkpoint(state, ("k1", "k2"), [("1-20261122000100-00001.tsv", 5, 0, 0)],
+    checkpoint(state, [FILE], {"http://a.test": 2}, {"http://a.test"})
+    added = checkpoint(state, [("1-20261122000100-00001.tsv", 5, 0, 0)],
                        {"http://a.test": 3, "http://d.test": 1}, set())
     assert added == 1                                      # only d is new
     assert sorted(state.dirty_sites()) == [("http://a.test", 5, True), ("http://d.test", 1, False)]
-    assert backend.generations() == {2}                    # generation 1 removed after the commit
+    assert state.slice_generations() == [2, 2, 2, 2]
     state.pushed(["http://a.test"])
     assert state.dirty_sites() == [("http://d.test", 1, False)]
-    checkpoint(state, ("k1", "k2", "k3"), [("0-20261122000200-00002.tsv", 1, 1, 0)], {}, {"http://a.test"})
+    checkpoint(state, [("0-20261122000200-00002.tsv", 1, 1, 0)], {}, {"http://a.test"})
     assert sorted(state.dirty_sites()) == [("http://a.test", 5, True), ("http://d.test", 1, False)]
-    assert state.files_done() == {FILE[0], "1-20261122000100-00001.tsv", "0-20261122000200-00002.tsv"}
-
-
-def test_a_bitmap_saved_but_never_committed_is_dropped_at_the_next_load(backend: Backend) -> None:
-    state = backend.open()
-    checkpoint(state, ("old",), [FILE], {"http://a.test": 1}, set())
-    state.save_bitmap(bitmap("old", "new"), 2)             # killed before the commit
-    state.close()
-    assert backend.generations() == {1, 2}
-    again = backend.open()
-    loaded = again.load_bitmap()
-    assert again.generation == 1 and loaded is not None and "new" not in loaded
-    assert backend.generations() == {1}
+    assert sorted(state.ledger_files()) == [(1, FILE[0]), (2, "1-20261122000100-00001.tsv"),
+                                            (3, "0-20261122000200-00002.tsv")]
 
 
 def test_a_commit_that_fails_changes_nothing(backend: Backend) -> None:
     state = backend.open()
-    checkpoint(state, ("k",), [FILE], {"http://a.test": 1}, set())
-    state.save_bitmap(bitmap("k", "k2"), 2)
+    checkpoint(state, [FILE], {"http://a.test": 1}, set())
     with pytest.raises((sqlite3.IntegrityError, psycopg.errors.UniqueViolation)):
         state.commit(2, [("1-20261122000100-00001.tsv", 1, 1, 0), FILE],   # FILE is done already
-                     {"http://a.test": 5, "http://e.test": 1}, {"http://e.test"}, NOW)
+                     {"http://a.test": 5, "http://e.test": 1}, {"http://e.test"}, NOW, [2, 2])
     state.close()
     again = backend.open()
     assert again.generation == 1 and again.files_done() == {FILE[0]}
     assert again.dirty_sites() == [("http://a.test", 1, False)]
+    assert again.slice_generations() == [1, 1, 1, 1]
 
 
-def test_a_missing_or_foreign_bitmap_is_a_clear_error(backend: Backend) -> None:
+def test_a_reshard_swaps_the_slices_alone(backend: Backend) -> None:
     state = backend.open()
-    checkpoint(state, ("k",), [FILE], {}, set())
+    checkpoint(state, [FILE], {"http://a.test": 1}, set())
+    state.reshard([5] * 8)
     state.close()
-    backend.plant(1, None)
+    again = backend.open()
+    assert (again.generation, again.slice_generations()) == (1, [5] * 8)
+    assert again.files_done() == {FILE[0]} and again.dirty_sites() == [("http://a.test", 1, False)]
+
+
+def test_a_state_from_before_slices_has_its_one_bitmap_until_a_checkpoint_records_slices(
+        backend: Backend) -> None:
+    backend.age(3)
+    backend.plant(3, _bytes(bitmap("old")))
+    backend.plant(2, _bytes(bitmap()))                     # superseded, its removal cut short
+    state = backend.open()
+    assert state.generation == 3 and state.slice_generations() == []
+    loaded = state.legacy_bitmap()
+    assert loaded is not None and "old" in loaded and loaded.count == 1
+    assert backend.legacy() == {3}
+    assert state.legacy_name().endswith("links/bitmap-3.bloom")
+    checkpoint(state, [FILE], {}, set(), slices=[4])
+    assert backend.legacy() == set()                       # the slices replace it
+    assert state.legacy_bitmap() is None and state.slice_generations() == [4]
+
+
+def test_a_missing_or_foreign_bitmap_from_before_slices_is_a_clear_error(backend: Backend) -> None:
+    backend.age(1)
     missing = backend.open()
     with pytest.raises(RuntimeError, match=r"bitmap-1\.bloom is missing: the ledger says generation 1"):
-        missing.load_bitmap()
+        missing.legacy_bitmap()
     missing.close()
     backend.plant(1, b"not a bitmap at all, and long enough for a header")
     with pytest.raises(RuntimeError, match=r"bitmap-1\.bloom: not a bitmap this batch wrote"):
-        backend.open().load_bitmap()
+        backend.open().legacy_bitmap()
+
+
+def _bytes(layer: BloomBitmap) -> bytes:
+    buffer = io.BytesIO()
+    layer.write(buffer)
+    return buffer.getvalue()
 
 
 # -- the spool as the batch reads it ---------------------------------------------------------
@@ -208,11 +240,17 @@ def spool(request: pytest.FixtureRequest, tmp_path: Path) -> SpoolFiles:
     return ObjectSpool(objects)
 
 
-def test_the_spool_lists_closed_files_oldest_first_reads_them_forgets_done_ones(spool: SpoolFiles) -> None:
+def test_the_spool_lists_closed_files_oldest_first_reads_them_and_keeps_done_ones_apart(
+        spool: SpoolFiles) -> None:
     assert spool.closed() == ORDER
     for name, data in SPOOL.items():
         assert spool.read(name) == data
         assert spool.location(name).endswith("outlinks/" + name)
-    spool.done(ORDER[0])
+    history = spool.history()
+    before = history.closed()
     spool.done(ORDER[2])
+    spool.done(ORDER[0])
     assert spool.closed() == [ORDER[1], ORDER[3]]
+    assert history.closed() == sorted([*before, ORDER[0], ORDER[2]], key=spool_order)
+    assert history.read(ORDER[0]) == SPOOL[ORDER[0]]
+    assert history.location(ORDER[0]).endswith("outlinks/done/" + ORDER[0])

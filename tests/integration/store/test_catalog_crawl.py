@@ -12,7 +12,7 @@ import trio
 from archiver.store.catalog import Catalog
 from demoweb import WebSpec
 from tests.support.crawls import Crawled, warc_files
-from tests.support.repo import ARCHIVER
+from tests.support.repo import ARCHIVER, archiver_here
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +28,10 @@ def archiver(crawled, *args: str) -> subprocess.CompletedProcess[bytes]:
     verb, *rest = args
     return subprocess.run([*ARCHIVER, "catalog", verb, "--config", cfg, *rest],
                           capture_output=True, timeout=120, check=False)
+
+
+def archiver_in_process(crawled, verb: str, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return archiver_here("catalog", verb, "--config", str(crawled.tmp_path / "archiver.toml"), *args)
 
 
 def entries(crawled) -> list[dict]:
@@ -82,13 +86,15 @@ def test_get_returns_the_served_bytes(crawled):
         if reply.status != 200 or reply.behaviour in ("gzip", "chunked"):
             continue
         url = web.origin(record.host) + record.target
-        got = archiver(crawled, "get", url, "--at", "2100")
+        got = archiver_in_process(crawled, "get", url, "--at", "2100")
         assert got.returncode == 0, got.stderr
         assert got.stdout == reply.body, url
         checked += 1
     assert checked >= 5
+    # The verb as a child process too: the payload through a pipe.
     head = archiver(crawled, "get", web.origin(web.hosts[0]) + "/", "--at", "1996", "--headers")
     assert head.stdout.startswith(b"HTTP/1.1 200")
+    assert head.stdout.endswith(web.respond(web.hosts[0], "/").body)
 
 
 def test_queries_from_the_command_line(crawled):
@@ -112,7 +118,7 @@ def test_queries_from_the_command_line(crawled):
     (("get", "http://a.demo/", "--at", "123"), b"date"),
 ])
 def test_bad_input_exits_2(crawled, args, needle):
-    result = archiver(crawled, *args)
+    result = archiver_in_process(crawled, *args)
     assert result.returncode == 2
     assert needle.lower() in result.stderr.lower()
 

@@ -22,9 +22,18 @@ import psycopg
 import pytest
 
 from archiver import config, migrate
-from archiver.queues.crawlqueue import CrawlQueue, EmbeddedCrawlQueues, queue_origin, read_inbox
-from archiver.queues.linksstate import bitmap_path
-from archiver.queues.pglinksstate import PgLinksState, bitmap_key
+from archiver.links.slices import slice_name
+from archiver.queues.crawlqueue import INBOX as INBOX_FILE
+from archiver.queues.crawlqueue import (
+    CrawlQueue,
+    EmbeddedCrawlQueues,
+    inbox_database,
+    queue_dir,
+    queue_origin,
+    read_inbox,
+)
+from archiver.queues.inboxes import SiteInbox
+from archiver.queues.pglinksstate import PgLinksState
 from archiver.queues.sitequeue import SiteQueue, queue_path
 from archiver.queues.spool import SpoolDirectory
 from archiver.store.catalog import Capture, Catalog
@@ -37,23 +46,31 @@ from archiver.store.warcindex import read_record
 from archiver.stores import EmbeddedStores, SharedStores, open_stores
 from demoweb import WebSpec, run_demo_process
 from tests.support.crawls import write_config
-from tests.support.repo import ARCHIVER
+from tests.support.repo import ARCHIVER, archiver_here
 
 # Small bundles: a demo crawl leaves a dozen of them, so a migrate spends a while on them. Small
 # spool files, so one can be closed after the links batch ran; a small bitmap for the batch.
-SETTINGS = "[warc]\nmax_size = 8192\n[outlinks]\nmax_lines = 2\n[links]\nexpected_urls = 4000\n"
+SETTINGS = "[warc]\nmax_size = 32768\n[outlinks]\nmax_lines = 2\n[links]\nexpected_urls = 4000\n"
 INBOX = [("/late-a", 1), ("/late-b", 2)]
 ACTIVE_ORIGIN = "http://unvisited.example:8080"
+INBOX_ONLY_ORIGIN = "http://linked-to.example"  # inbox rows, no crawl-queue folder
 
 
 def archiver(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*ARCHIVER, *args], capture_output=True, text=True, timeout=300, check=False)
 
 
+def migrate_here(old: Path, new: Path) -> subprocess.CompletedProcess[str]:
+    """``archiver store migrate`` run in this process; each test also runs one as a child."""
+    done = archiver_here("store", "migrate", "--from", str(old), "--to", str(new))
+    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
+
+
 @pytest.fixture(scope="module")
 def crawled_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A demo web crawled into an embedded archive; the links batch run over all its spool files
-    but the last (closed after the batch ran); then an inbox filled and a site left active."""
+    but the last (closed after the batch ran); then an inbox filled (and an inbox file an earlier
+    version left) and a site left active."""
     directory = tmp_path_factory.mktemp("crawled")
     spec = WebSpec(sites=4, pages_per_site=12, port=0, trap=False)
     with run_demo_process(spec) as (web, _port, _proc):
@@ -71,8 +88,10 @@ def crawled_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert links.returncode == 0, links.stderr
     (directory / last.name).rename(last)
     first = web.origins()[0]
-    EmbeddedCrawlQueues(cfg.root, bloom_bits=1024, max_fp=0.01).append(
-        first, [(first + url, depth) for url, depth in INBOX])
+    with closing(EmbeddedCrawlQueues(cfg.root, bloom_bits=1024, max_fp=0.01)) as crawl_queues:
+        crawl_queues.append(first, [(first + url, depth) for url, depth in INBOX])
+        crawl_queues.append(INBOX_ONLY_ORIGIN, [(INBOX_ONLY_ORIGIN + "/", 0)])
+    (queue_dir(cfg.root, first) / INBOX_FILE).write_text(f"3\t{first}/from-a-file\n")
     with SiteQueue(queue_path(cfg.root, 0), recover=False) as queue:
         queue.add(ACTIVE_ORIGIN)
         while queue.claim(include_deferred=True, now=float("inf")) != ACTIVE_ORIGIN:
@@ -156,9 +175,14 @@ def check_everything(old: config.Config, url: str, bucket: Any) -> None:
         assert any(finished < len(entries) for entries, finished, _ in facts.values())
         # Inboxes: the links batch's new URLs, and the lines appended after it.
         inbox = db.execute("SELECT origin, url, depth, refetch FROM crawl_inbox ORDER BY id").fetchall()
-        old_inbox = [(queue_origin(d), url, depth, False) for d in sorted((root / "frontier").glob("*/*"))
-                     for url, depth in read_inbox(d)]
+        with closing(inbox_database(root)) as inboxes:
+            directories = {queue_dir(root, origin) for origin in inboxes.origins()}
+            directories.update((root / "frontier").glob("*/*"))
+            old_inbox = [(queue_origin(d), url, depth, False) for d in sorted(directories)
+                         for url, depth in read_inbox(d, SiteInbox(inboxes, queue_origin(d)))]
         origins = {row[0] for row in old_inbox}
+        assert any(url.endswith("/from-a-file") for _, url, _, _ in old_inbox)
+        assert INBOX_ONLY_ORIGIN in origins and not queue_dir(root, INBOX_ONLY_ORIGIN).exists()
         assert len(origins) > 1
         assert [[row for row in inbox if row[0] == o] for o in sorted(origins)] == \
             [[row for row in old_inbox if row[0] == o] for o in sorted(origins)]
@@ -181,36 +205,39 @@ def check_everything(old: config.Config, url: str, bucket: Any) -> None:
         entries = sorted(before.iter_all(), key=_capture_key)
         assert entries and sorted(after.iter_all(), key=_capture_key) == entries
 
-    # Objects: exactly the bundles, the closed spool files not done and the links bitmap, byte for byte.
+    # Objects: exactly the bundles, the closed spool files not done and the links bitmap's slices,
+    # byte for byte.
     store = objects(bucket)
     bundles = sorted((root / "warcs").glob("*.warc.gz"))
     spool = [root / "outlinks" / name for name in SpoolDirectory(root / "outlinks").closed()]
-    generation = check_links_state(root, url)
-    bitmap = bitmap_path(root / "links", generation)
+    check_links_state(root, url)
     assert len(bundles) > 5 and len(spool) == 1
     expected = {p.name: p for p in bundles} | {f"outlinks/{p.name}": p for p in spool} | \
-        {bitmap_key(generation): bitmap}
+        {f"links/{p.name}": p for p in old_slices(root)}
     assert store.list() == sorted(expected)
     for key, path in expected.items():
         data = path.read_bytes()
         assert store.read(key, 0, len(data)) == data
 
 
-def old_generation(root: Path) -> int:
+def old_slices(root: Path) -> list[Path]:
+    """OLD's slice files in force, slice 0 first (4: links.partitions)."""
     with closing(sqlite3.connect(f"file:{root / 'links' / 'state.sqlite'}?mode=ro", uri=True)) as db:
-        (generation,) = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-    return int(generation)
+        generations = [g for (g,) in db.execute("SELECT generation FROM slices ORDER BY slice")]
+    assert len(generations) == 4
+    return [root / "links" / slice_name(p, 4, g) for p, g in enumerate(generations)]
 
 
 def check_links_state(root: Path, url: str) -> int:
-    """NEW's links tables hold OLD's ledger, sites and generation (read from OLD's SQLite file as
-    it is); the generation."""
+    """NEW's links tables hold OLD's ledger, sites, slices and generation (read from OLD's SQLite
+    file as it is); the generation."""
     old = sqlite3.connect(f"file:{root / 'links' / 'state.sqlite'}?mode=ro", uri=True)
     try:
         ledger = old.execute("SELECT name, generation, lines, new_urls, bad, done FROM ledger"
                              " ORDER BY name").fetchall()
         sites = old.execute("SELECT origin, inlinks, dirty FROM sites ORDER BY origin").fetchall()
         (generation,) = old.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        slices = old.execute("SELECT slice, generation FROM slices ORDER BY slice").fetchall()
     finally:
         old.close()
     assert generation >= 1 and ledger and sites
@@ -222,23 +249,24 @@ def check_links_state(root: Path, url: str) -> int:
         assert db.execute("SELECT origin, inlinks, dirty FROM links_sites"
                           " ORDER BY origin").fetchall() == sites
         assert db.execute("SELECT generation FROM links_meta").fetchall() == [(generation,)]
+        assert db.execute("SELECT slice, generation FROM links_slices ORDER BY slice").fetchall() \
+            == slices
     return int(generation)
 
 
 def check_links_batch_takes_over(old: config.Config, new: Path) -> None:
-    """The shared links state opens at OLD's generation with OLD's bitmap, bit for bit, the
+    """The shared links state opens at OLD's generation with OLD's slices, bit for bit, the
     spool files OLD's batch did as done and the same sites still to push."""
     stores = open_stores(config.load(new))
     assert isinstance(stores, SharedStores)
     state = stores.links_state()
     assert isinstance(state, PgLinksState)
     try:
-        generation = state.generation
-        bitmap = state.load_bitmap()
-        assert bitmap is not None
-        held = io.BytesIO()
-        bitmap.write(held)
-        assert held.getvalue() == bitmap_path(old.root / "links", generation).read_bytes()
+        store = stores.objects()
+        for p, generation in enumerate(state.slice_generations()):
+            held = old.root / "links" / slice_name(p, 4, generation)
+            data = held.read_bytes()
+            assert store.read(f"links/{held.name}", 0, len(data)) == data
         assert state.files_done() == {p.name for p in (old.root / "outlinks" / "done").iterdir()}
         with closing(sqlite3.connect(f"file:{old.root / 'links' / 'state.sqlite'}?mode=ro", uri=True)) as db:
             dirty = db.execute("SELECT origin, inlinks, dirty = 2 FROM sites WHERE dirty > 0").fetchall()
@@ -301,7 +329,7 @@ def test_migrate_moves_every_part_and_verifies_it(old: config.Config, pg_store_u
     done = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
     assert done.returncode == 0, done.stderr
     for part in ("sites:", "crawl queues:", "DNS history:", "bundles:", "catalog:", "spool:",
-                 "links bitmap: 1 copied", "links:", "done:"):
+                 "links bitmap: 4 copied", "links:", "done:"):
         assert f"store migrate: {part}" in done.stdout
     assert "store migrate: bundles: 1/" in done.stderr  # progress lines
     assert "warning" not in done.stderr
@@ -309,7 +337,7 @@ def test_migrate_moves_every_part_and_verifies_it(old: config.Config, pg_store_u
     check_links_batch_takes_over(old, new)
     assert check_captures_read_back(old, pg_store_url, s3_bucket) > 20
 
-    again = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+    again = migrate_here(old.path, new)
     assert again.returncode == 0, again.stderr
     assert "sites: 0 copied" in again.stdout and "crawl queues: 0 copied" in again.stdout
     assert "bundles: 0 copied" in again.stdout and "links: 0 ledger rows and 0 sites copied" in again.stdout
@@ -317,7 +345,7 @@ def test_migrate_moves_every_part_and_verifies_it(old: config.Config, pg_store_u
 
     # NEW's crawlers take over (sites leased, so no longer as OLD has them): a migrate run now says so.
     check_shared_queues_continue(old, new)
-    differs = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+    differs = migrate_here(old.path, new)
     assert differs.returncode == 1
     with SiteQueue(queue_path(old.root, 0), recover=False) as queue:
         counts = queue.counts()
@@ -401,7 +429,7 @@ def test_a_migrate_killed_part_way_finishes_when_run_again(old: config.Config, p
     shipped = objects(s3_bucket).list()
     assert 0 < len(shipped) < len(list((old.root / "warcs").glob("*.warc.gz")))
 
-    done = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+    done = migrate_here(old.path, new)
     assert done.returncode == 0, done.stderr
     check_everything(old, pg_store_url, s3_bucket)
 
@@ -412,40 +440,40 @@ def test_migrate_refuses_what_it_cannot_do(old: config.Config, pg_url: str, pg_s
     # NEW not PostgreSQL.
     embedded = tmp_path / "embedded.toml"
     embedded.write_text(f'[archive]\nroot = "{tmp_path / "other"}"\n')
-    refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(embedded))
+    refused = migrate_here(old.path, embedded)
     assert refused.returncode == 2 and "target of a migrate is a PostgreSQL database" in refused.stderr
     # OLD not embedded.
-    refused = archiver("store", "migrate", "--from", str(new), "--to", str(new))
+    refused = migrate_here(new, new)
     assert refused.returncode == 2 and "only an embedded archive" in refused.stderr
     # NEW's schema not current.
     bare = tmp_path / "bare.toml"
     bare.write_text(new.read_text().replace(pg_store_url, pg_url))
-    refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(bare))
+    refused = migrate_here(old.path, bare)
     assert refused.returncode == 2 and "archiver store init" in refused.stderr
     # NEW's server unreachable (nothing listens on port 9): a clear error, not a traceback.
     gone = tmp_path / "gone.toml"
     gone.write_text(new.read_text().replace(pg_store_url, "postgresql://migrator@127.0.0.1:9/archive"))
-    failed = archiver("store", "migrate", "--from", str(old.path), "--to", str(gone))
+    failed = archiver("store", "migrate", "--from", str(old.path), "--to", str(gone))  # a child
     assert failed.returncode == 1 and "cannot connect to the PostgreSQL store" in failed.stderr
     assert "Traceback" not in failed.stderr
     # A crawler running on OLD: its lock is held.
     lock = EmbeddedStores(old).lock("crawl", 0)
     try:
-        refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+        refused = migrate_here(old.path, new)
     finally:
         lock.release()
     assert refused.returncode == 2 and "crawler process 0 is already running" in refused.stderr
     # A links batch running in NEW's cluster: it holds the links state's lock.
     batch = open_stores(config.load(new)).links_state()
     try:
-        refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+        refused = migrate_here(old.path, new)
     finally:
         batch.close()
     assert refused.returncode == 2 and "a links batch is already running in this cluster" in refused.stderr
     # A bundle a crash left open.
     bundle = sorted((old.root / "warcs").glob("*.warc.gz"))[-1]
     bundle.rename(bundle.with_name(bundle.name + ".open"))
-    refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+    refused = migrate_here(old.path, new)
     assert refused.returncode == 2 and "left open" in refused.stderr
     bundle.with_name(bundle.name + ".open").rename(bundle)
     # Nothing was written by any of them.
@@ -455,26 +483,26 @@ def test_migrate_refuses_what_it_cannot_do(old: config.Config, pg_url: str, pg_s
     # A NEW that holds another archive's rows, or another object under a bundle's name.
     with psycopg.connect(pg_store_url, autocommit=True) as db:
         db.execute("INSERT INTO sites (origin, added) VALUES ('http://other.example', 0)")
-        refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+        refused = migrate_here(old.path, new)
         assert refused.returncode == 2 and "table sites is not empty" in refused.stderr
         db.execute("DELETE FROM sites")
     foreign = tmp_path / "foreign"
     foreign.write_bytes(b"another archive's bundle")
     objects(s3_bucket).upload(foreign, bundle.name)
-    refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+    refused = migrate_here(old.path, new)
     assert refused.returncode == 2 and "holds another object" in refused.stderr
     assert objects(s3_bucket).read(bundle.name, 0, 24) == b"another archive's bundle"
-    # OLD's links ledger names a bitmap it lacks: refused before the ledger is written.
+    # OLD's links ledger names a slice it lacks: refused before the ledger is written.
     objects(s3_bucket).delete(bundle.name)
-    bitmap = bitmap_path(old.root / "links", old_generation(old.root))
+    bitmap = old_slices(old.root)[2]
     bitmap.rename(tmp_path / bitmap.name)
-    refused = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+    refused = migrate_here(old.path, new)
     assert refused.returncode == 2 and f"{bitmap} is missing" in refused.stderr
     with psycopg.connect(pg_store_url) as db:
         assert db.execute("SELECT count(*) FROM links_ledger").fetchone() == (0,)
         assert db.execute("SELECT generation FROM links_meta").fetchone() == (0,)
     (tmp_path / bitmap.name).rename(bitmap)
-    done = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+    done = migrate_here(old.path, new)
     assert done.returncode == 0, done.stderr
     check_everything(old, pg_store_url, s3_bucket)
 
@@ -513,14 +541,14 @@ def test_the_catalog_resumes_after_its_last_batch(old: config.Config, pg_store_u
 def test_the_links_state_resumes_after_its_bitmap(old: config.Config, pg_store_url: str, s3_bucket: Any,
                                                   tmp_path: Path) -> None:
     new = config.load(new_config(tmp_path, pg_store_url, s3_bucket))
-    with pytest.raises(Interrupted, match="links bitmap: 1/1 files"):
+    with pytest.raises(Interrupted, match="links bitmap: 1/4 files"):
         migrate.Migration(old, new, out=io.StringIO(), err=InterruptAt("links bitmap")).run()
-    with psycopg.connect(pg_store_url) as db:  # the bitmap is up, the ledger not written yet
+    with psycopg.connect(pg_store_url) as db:  # a slice is up, the ledger not written yet
         assert db.execute("SELECT count(*) FROM links_ledger").fetchone() == (0,)
         assert db.execute("SELECT generation FROM links_meta").fetchone() == (0,)
     assert [key for key in objects(s3_bucket).list() if key.startswith("links/")] == \
-        [bitmap_key(old_generation(old.root))]
+        [f"links/{old_slices(old.root)[0].name}"]
     out = io.StringIO()
     migrate.Migration(old, new, out=out, err=io.StringIO()).run()
-    assert "links bitmap: 0 copied, 1 there already" in out.getvalue()
+    assert "links bitmap: 3 copied, 1 there already" in out.getvalue()
     check_everything(old, pg_store_url, s3_bucket)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from archiver.links.columns import REPORTED, line_verdict, normal_form, read_columns
 from archiver.web import urls
+from tests.support.fuzzing import examples
 from tests.support.urlstrategies import absolute_urls, odd_text
 
 STAMP = "20261122000000"
@@ -41,11 +42,12 @@ def per_line(data: bytes, unfit) -> tuple:
 
 
 def columnar(data: bytes, unfit) -> tuple:
-    read = read_columns(data, unfit)
+    read = read_columns(data, unfit and (lambda origins: [unfit(o) for o in origins]))
     assert read.url_keys == [u.encode() for u in read.urls.to_pylist()]
+    origins = read.origins.to_pylist()
     return (read.lines, read.bad, read.reports, read.urls.to_pylist(),
-            [read.origins[t] for t in read.targets], [k.decode() for k in read.pair_keys],
-            [read.origins[t] for t in read.pair_targets])
+            [origins[t] for t in read.targets], [k.decode() for k in read.pair_keys],
+            [origins[t] for t in read.pair_targets])
 
 
 # -- the normal-form check over a column -------------------------------------------------------
@@ -64,7 +66,7 @@ def nearly_normal(draw: st.DrawFn) -> str:
     return f"{scheme}://{host}{path}"
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.one_of(nearly_normal(), absolute_urls(), absolute_urls().map(urls.normalize)
                           .filter(bool), odd_text), min_size=1, max_size=30))
 @example(["http://a.test/", "http://a.test/./", "http://a.test/?x/..", "http://a.test/?x/...",
@@ -106,7 +108,7 @@ def spool_files(draw: st.DrawFn) -> bytes:
     return data
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spool_files(), st.booleans())
 @example(b"\xef\xbb\xbfhttp://a.test/\thttp://x.test\t20261122000000\n", True)
 @example(b"\n\nx\r\n\t\t\n" + b"http://a.test/\thttp://a.test\t20261122000000", False)

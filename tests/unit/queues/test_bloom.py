@@ -2,15 +2,24 @@ import io
 import math
 import random
 
+import mmh3
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from archiver.queues.bloom import (
+    HEADER_SIZE,
     BloomBitmap,
     GrowingBloom,
+    LayerHeader,
     capacity,
     false_positive_rate,
+    hash_keys,
     optimal_hashes,
+    read_header,
 )
+from tests.support.fuzzing import examples
 
 
 def keys(prefix: str, n: int, seed: int) -> list[str]:
@@ -142,3 +151,56 @@ def test_bad_parameters():
     for kwargs in ({"max_fp": 0}, {"max_fp": 1}, {"max_fp": 1e-3, "growth": 0}):
         with pytest.raises(ValueError):
             GrowingBloom(initial_bits=1024, **kwargs)
+
+
+# -- many keys at once -------------------------------------------------------------------------
+
+@settings(max_examples=examples(100))
+@given(st.lists(st.one_of(st.text(max_size=30), st.binary(max_size=30)), max_size=40),
+       st.integers(0, 0xFFFFFFFF))
+def test_bulk_hashes_are_hash128_halves(keys, seed):
+    halves = hash_keys(keys, seed)
+    assert halves.shape == (len(keys), 2) and halves.dtype == np.uint64
+    for key, (lo, hi) in zip(keys, halves.tolist(), strict=True):
+        h = mmh3.hash128(key, seed, True, signed=False)
+        assert (lo, hi) == (h & (2**64 - 1), h >> 64)
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(st.lists(st.sampled_from([f"k{n}" for n in range(40)]) | st.text(max_size=8), max_size=60),
+       st.integers(1, 5_000), st.integers(1, 12), st.integers(0, 3))
+def test_add_hashes_sets_what_add_sets_and_a_repeat_is_new_once(keys, bits, hashes, seed):
+    one_by_one, at_once = BloomBitmap(bits, hashes, seed), BloomBitmap(bits, hashes, seed)
+    for key in keys[:3]:                                   # some bits set before
+        one_by_one.add(key)
+        at_once.add(key)
+    expected = [one_by_one.add(key) for key in keys[3:]]
+    halves = hash_keys(keys[3:], seed)
+    got = at_once.add_hashes(halves[:, 0], halves[:, 1]).tolist()
+    assert at_once._array == one_by_one._array              # the same bits
+    # Key by key, a key may find its bits set by an earlier key of the same call; at once it may
+    # not: the one difference, so where they differ the key was new at once, not one by one.
+    assert all(g or not e for g, e in zip(got, expected, strict=True))
+    first = {}
+    for n, key in enumerate(keys[3:]):
+        first.setdefault(key, n)
+    assert all(not g for n, (key, g) in enumerate(zip(keys[3:], got, strict=True)) if first[key] != n)
+    assert at_once.count == one_by_one.count - sum(expected) + sum(got)
+
+
+def test_add_many_is_add_hashes_on_the_keys_hashes():
+    bloom = BloomBitmap(100_003, 7)
+    keys = [f"http://a.test/{n % 500}" for n in range(1_000)]
+    assert bloom.add_many(keys) == [n < 500 for n in range(1_000)]
+    assert bloom.count == 500 and all(key in bloom for key in keys)
+    assert bloom.add_many([]) == []
+
+
+def test_a_header_says_what_the_layer_holds():
+    bloom = BloomBitmap(1_001, 5, seed=9)
+    bloom.add_many(["a", "b"])
+    buffer = io.BytesIO()
+    bloom.write(buffer)
+    assert read_header(buffer.getvalue()[:HEADER_SIZE]) == LayerHeader(1_001, 5, 9, 2)
+    with pytest.raises(ValueError, match="truncated header"):
+        read_header(buffer.getvalue()[:HEADER_SIZE - 1])

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from archiver.queues.crawlqueue import CURSOR, DONE, INBOX, LOG, CrawlQueue, Entry, queue_dir, queue_origin
+from archiver.queues.crawlqueue import CURSOR, DONE, LOG, Entry, queue_dir, queue_origin
 from tests.support.crawlqueues import drain, open_queue
 
 
@@ -223,40 +223,6 @@ def test_site_dir_names():
     ):
         with pytest.raises(ValueError):
             queue_dir(root, bad)
-
-
-def test_append_external_creates_and_merges_on_open(tmp_path: Path):
-    d = tmp_path / "frontier" / "ab" / "http,a"
-    CrawlQueue.append_external(d, [("http://a/x", 2), ("http://a/y", 3)])
-    CrawlQueue.append_external(d, [])
-    assert (d / INBOX).read_bytes() == b"2\thttp://a/x\n3\thttp://a/y\n"
-    with open_queue(d) as f:
-        assert (d / INBOX).read_bytes() == b""
-        assert not f.add("http://a/x", 0)
-        assert [(e.url, e.depth) for e in drain(f)] == [("http://a/x", 2), ("http://a/y", 3)]
-    with pytest.raises(ValueError):
-        CrawlQueue.append_external(d, [("http://a/ok", 0), ("http://a/\n", 0)])
-    assert (d / INBOX).read_bytes() == b""  # all or nothing
-
-
-def test_append_external_dedups_against_the_log_and_merges_when_dry(tmp_path: Path):
-    with open_queue(tmp_path) as f:
-        f.add("http://a/", 0)
-        assert f.next() is not None
-        CrawlQueue.append_external(tmp_path, [("http://a/", 0), ("http://a/new", 1)])
-        entry = f.next()  # the queue ran dry: the inbox is merged through the bitmap
-        assert entry is not None and entry.url == "http://a/new"
-        assert f.next() is None
-        CrawlQueue.append_external(tmp_path, [("http://a/", 0)])
-        assert f.next() is None
-        assert len(f) == 2
-    assert (tmp_path / LOG).read_bytes() == b"0\thttp://a/\n1\thttp://a/new\n"
-
-
-def test_append_external_cuts_a_torn_fragment(tmp_path: Path):
-    (tmp_path / INBOX).write_bytes(b"1\thttp://a/whole\n1\thttp://a/fra")
-    CrawlQueue.append_external(tmp_path, [("http://a/next", 1)])
-    assert (tmp_path / INBOX).read_bytes() == b"1\thttp://a/whole\n1\thttp://a/next\n"
 
 
 def test_a_commit_not_saved_is_fetched_again_after_a_crash(tmp_path: Path):

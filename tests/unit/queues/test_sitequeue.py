@@ -1,6 +1,6 @@
 """The per-process site queue (SQLite)."""
 
-from archiver.queues.sitequeue import SiteQueue, process_for, queue_path
+from archiver.queues.sitequeue import SiteQueue, backoff, process_for, queue_path
 
 
 def test_active_sites_come_back_after_a_crash(tmp_path):
@@ -36,3 +36,9 @@ def test_a_queue_made_before_recrawls_gains_the_column(tmp_path):
     db.close()
     q = SiteQueue(path)
     assert q.recrawl("http://a.test") == 1 and q.restart_pending("http://a.test")
+
+
+def test_backoff_doubles_the_delay_then_defers_and_starts_counting_again():
+    steps = [backoff(n, delay=10, max_attempts=4, defer_delay=3600, now=1000) for n in range(4)]
+    assert steps == [("retry", 1010, 1), ("retry", 1020, 2), ("retry", 1040, 3),
+                     ("deferred", 4600, 0)]
