@@ -7,8 +7,13 @@ repeats, as pages link the same popular URLs), then deduplicates their URLs the 
 times side by side, URLs/s (wall and CPU), where the time goes, the slices' size and the peak RSS.
 
     python -m tools.bench_links [--urls 10000000] [--sites 100000] [--partitions 4]
-        [--dir /tmp/bench-links] [--store sqlite | postgresql://... | postgres]
+        [--engine local | dask] [--workers 2] [--dir /tmp/bench-links]
+        [--store sqlite | postgresql://... | postgres]
         [--warc-store FOLDER | s3] [--profile]
+
+``--engine dask`` runs it on a LocalCluster of ``--workers`` one-thread worker processes started
+for the run (its start is timed too); the CPU figures then count this process only, so compare
+wall times.
 
 ``--store`` runs the batch on the shared stores, as ``tools.bench_crawl`` does (``postgres``: a
 throwaway local server with fsync on; ``--warc-store s3``: moto): the spool files are shipped to
@@ -80,6 +85,8 @@ def main() -> None:
     parser.add_argument("--urls", type=int, default=10_000_000)
     parser.add_argument("--sites", type=int, default=100_000)
     parser.add_argument("--partitions", type=int, default=4, help="links.partitions")
+    parser.add_argument("--engine", choices=("local", "dask"), default="local", help="links.engine")
+    parser.add_argument("--workers", type=int, default=2, help="links.workers (with --engine dask)")
     parser.add_argument("--dir", type=Path, help="work directory (default: a temporary one)")
     parser.add_argument("--profile", action="store_true", help="print the top functions by time")
     parser.add_argument("--store", default="sqlite",
@@ -106,7 +113,8 @@ def bench(args: argparse.Namespace, work: Path, shared: str) -> None:
         '[archive]\nroot = "archive"\n[crawl]\nprocesses = 4\n'
         # URLs plus (source, target) site pairs share the bitmap.
         f"[links]\nexpected_urls = {args.urls * 2}\ncheckpoint_urls = 1000000\n"
-        f"partitions = {args.partitions}\n[log]\nlevel = \"warning\"\n" + shared)
+        f"partitions = {args.partitions}\nengine = \"{args.engine}\"\nworkers = {args.workers}\n"
+        "[log]\nlevel = \"warning\"\n" + shared)
     cfg = config.load(work / "archiver.toml")
     started = time.monotonic()
     generate(cfg.root, args.urls, args.sites)

@@ -57,7 +57,7 @@ import trio
 from archiver.config import Config
 from archiver.links import steps
 from archiver.links.columns import REPORTED
-from archiver.links.engine import Engine, Work, open_engine
+from archiver.links.engine import Engine, LocalEngine, Work, open_engine
 from archiver.links.partition import PARTITION_FUNCTION, check_partitions
 from archiver.links.slices import SliceFiles, SliceObjects, SliceStore, slice_name, slice_shape
 from archiver.logs import event
@@ -349,7 +349,9 @@ class LinkBatch:
         # New generations above every one in force: no new slice takes an old one's name.
         start = max(self.generations, default=0)
         rebuilt = self.slice_store(partitions, empty_at=start)
-        engine = open_engine(self.config, self._work(rebuilt, history))
+        # In this process whatever links.engine says: the new slices are held, unsaved, from
+        # group to group, and a Dask worker's copy could be lost or its task moved elsewhere.
+        engine = LocalEngine(self._work(rebuilt, history))
         generations = [start] * partitions
         event(log, logging.INFO, "links-reshard", partitions=partitions, files=len(names),
               missing=missing, function=PARTITION_FUNCTION)

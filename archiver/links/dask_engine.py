@@ -91,7 +91,8 @@ class DaskEngine:
                 self._reads[name] = read
                 self._line_counts[name] = self.client.submit(_lines, read, pure=False)
 
-    def checkpoint(self, files: list[str], generations: list[int]) -> list[steps.FileResult]:
+    def checkpoint(self, files: list[str], generations: list[int], *, save: bool = True
+                   ) -> list[steps.FileResult]:
         work, client = self.work, self.client
         partitions = work.slices.partitions
         limit = work.checkpoint_lines()
@@ -109,9 +110,9 @@ class DaskEngine:
         reads = [self._reads[name] for name in group]
         keys = [[client.submit(steps.partition_keys, read, p, pure=False) for read in reads]
                 for p in range(partitions)]
+        homes = [[workers[p % len(workers)]] if workers else None for p in range(partitions)]
         tested = [client.submit(steps.test_slice, work.slices, p, generations[p], keys[p],
-                                pure=False, workers=[workers[p % len(workers)]] if workers else None,
-                                allow_other_workers=True)
+                                save=save, pure=False, workers=homes[p], allow_other_workers=True)
                   for p in range(partitions)]
         results = [client.submit(steps.assemble, read,
                                  [client.submit(operator.getitem, tested[p], n, pure=False)
