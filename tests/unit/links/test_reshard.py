@@ -52,6 +52,7 @@ def test_the_state_rules_the_slice_count_and_the_config_gets_a_warning(tmp_path,
     cfg = with_partitions(cfg, 5)
     write_spool(cfg.root, "0-20261122000100-00002.tsv", [f"http://b.test/\thttp://x.test\t{STAMP}",
                                                          f"http://a.test/\thttp://y.test\t{STAMP}"])
+    caplog.clear()  # the first run's lines too, if an earlier test left INFO on
     with caplog.at_level(logging.INFO, logger="archiver.links.batch"):
         assert run_batch(cfg, once=True).new_urls == 1
     warned = [r for r in caplog.records if r.getMessage() == "links-partitions"]
