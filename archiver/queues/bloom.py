@@ -44,7 +44,7 @@ def optimal_hashes(bits_per_item: float) -> int:
 
 def false_positive_rate(bits: int, items: int, hashes: int) -> float:
     """Expected false-positive rate (1 - e^(-kn/m))^k of ``bits`` bits holding ``items`` keys."""
-    return (-math.expm1(-hashes * items / bits)) ** hashes
+    return abs(math.expm1(-hashes * items / bits)) ** hashes  # abs: no "-0.00e+00" when empty
 
 
 def capacity(bits: int, hashes: int, max_fp: float) -> int:

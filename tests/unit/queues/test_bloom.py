@@ -204,3 +204,7 @@ def test_a_header_says_what_the_layer_holds():
     assert read_header(buffer.getvalue()[:HEADER_SIZE]) == LayerHeader(1_001, 5, 9, 2)
     with pytest.raises(ValueError, match="truncated header"):
         read_header(buffer.getvalue()[:HEADER_SIZE - 1])
+
+
+def test_an_empty_bitmap_has_a_false_positive_rate_of_plain_zero():
+    assert f"{false_positive_rate(1 << 20, 0, 11):.2e}" == "0.00e+00"
