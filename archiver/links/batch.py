@@ -62,6 +62,7 @@ from archiver.links.partition import PARTITION_FUNCTION, check_partitions
 from archiver.links.slices import SliceFiles, SliceObjects, SliceStore, slice_name, slice_shape
 from archiver.logs import event
 from archiver.queues.bloom import false_positive_rate
+from archiver.queues.crawlqueue import QueueNames
 from archiver.queues.interfaces import LinksState, SpoolFiles
 from archiver.queues.sitequeue import process_for
 from archiver.queues.spool import spool_order
@@ -204,7 +205,7 @@ class LinkBatch:
         """What the engine works on: ``files`` (the spool by default) and ``slices``."""
         # The crawl queues' rule for sites, as the engine's workers can be given it: the shared
         # queues take any site (PgCrawlQueues.unfit is None).
-        unfit = None if self.shared else steps.QueueNames(self.config.root)
+        unfit = None if self.shared else QueueNames(self.config.root)
         spool = steps.SpoolSource(self.spool if files is None else files, unfit)
         return Work(spool, slices, lambda: self.config.links.checkpoint_urls, self.stop_requested,
                     self)

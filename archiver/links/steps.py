@@ -24,7 +24,6 @@ slice and the same flags.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -34,7 +33,6 @@ from archiver.links.columns import Unfit, read_columns
 from archiver.links.partition import partitions_of
 from archiver.links.slices import SliceStore
 from archiver.queues.bloom import BloomBitmap, hash_keys
-from archiver.queues.crawlqueue import queue_dir
 from archiver.queues.interfaces import SpoolFiles
 
 if TYPE_CHECKING:
@@ -47,22 +45,6 @@ _verdicts: dict[Unfit, dict[str, str | None]] = {}
 _ASK = "?"  # (not a verdict: a verdict is None or a reason, never this very object)
 # Slices this process saved last, by (store identity, slice): (generation, bitmap).
 _slices: dict[tuple[str, int], tuple[int, BloomBitmap]] = {}
-
-
-@dataclass(frozen=True)
-class QueueNames:
-    """The embedded crawl queues' rule for sites (``EmbeddedCrawlQueues.unfit``): a crawl queue is
-    a folder named after its site (``crawlqueue.queue_dir``), and a site whose name cannot be one
-    has none. Picklable and comparable, so a worker keeps its verdicts from task to task."""
-
-    root: Path
-
-    def __call__(self, origin: str) -> str | None:
-        try:
-            queue_dir(self.root, origin)
-        except ValueError as e:
-            return str(e).partition(":")[0]
-        return None
 
 
 @dataclass(frozen=True)

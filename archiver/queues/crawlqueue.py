@@ -684,6 +684,22 @@ def _make_dirs(directory: Path) -> list[Path]:
     return changed
 
 
+@dataclass(frozen=True)
+class QueueNames:
+    """The embedded crawl queues' rule for sites (``EmbeddedCrawlQueues.unfit``): a crawl queue is
+    a folder named after its site (``queue_dir``), and a site whose name cannot be one has none.
+    Picklable and comparable, so a links batch's worker keeps its verdicts from task to task."""
+
+    root: Path
+
+    def __call__(self, origin: str) -> str | None:
+        try:
+            queue_dir(self.root, origin)
+        except ValueError as e:
+            return str(e).partition(":")[0]
+        return None
+
+
 class EmbeddedCrawlQueues:
     """Every site's crawl queue as a folder under ``<root>/frontier/`` (see ``queue_dir``), and
     their inboxes in ``<root>/frontier/inbox.sqlite``."""
@@ -720,11 +736,7 @@ class EmbeddedCrawlQueues:
         self.inboxes.close()
 
     def unfit(self, origin: str) -> str | None:
-        try:
-            queue_dir(self.root, origin)
-        except ValueError as e:
-            return str(e).partition(":")[0]
-        return None
+        return QueueNames(self.root)(origin)
 
     def exists(self, origin: str) -> bool:
         return self.unfit(origin) is None and (queue_dir(self.root, origin) / LOG).exists()

@@ -13,7 +13,7 @@ from archiver.links import steps
 from archiver.links.partition import partitions_of
 from archiver.links.slices import SliceFiles, slice_name, slice_shape
 from archiver.queues.bloom import BloomBitmap, false_positive_rate, hash_keys
-from archiver.queues.crawlqueue import EmbeddedCrawlQueues
+from archiver.queues.crawlqueue import EmbeddedCrawlQueues, QueueNames
 from archiver.queues.spool import SpoolDirectory
 
 STAMP = "20261122000000"
@@ -123,7 +123,7 @@ def test_the_steps_find_new_urls_by_site_and_in_links_and_save_every_slice(tmp_p
     spool = spool_file(tmp_path, "0-20261122000000-00001.tsv", LINES)
     spool_file(tmp_path, "0-20261122000001-00002.tsv", [f"http://a.test/1\thttp://z.test\t{STAMP}",
                                                          f"http://c.test/\thttp://z.test\t{STAMP}"])
-    source = steps.SpoolSource(spool, steps.QueueNames(tmp_path))
+    source = steps.SpoolSource(spool, QueueNames(tmp_path))
     source = pickle.loads(pickle.dumps(source))                  # sent to Dask workers
     slices = store(tmp_path)
     first, second = run_steps(source, slices, spool.closed(), 0)
@@ -194,7 +194,7 @@ def test_a_slice_that_fails_to_save_leaves_no_half_set_copy_behind(tmp_path):
 
 def test_the_rule_for_sites_is_the_embedded_crawl_queues_one(tmp_path):
     queues = EmbeddedCrawlQueues(tmp_path, bloom_bits=1024, max_fp=0.01)
-    rule = steps.QueueNames(tmp_path)
+    rule = QueueNames(tmp_path)
     for origin in ["http://a.test", "https://[::1]:8443", f"http://{'.'.join(['l' * 62] * 4)}",
                    "http://" + "%41" * 90, "http://a.test/x", "nothing"]:
         assert rule(origin) == queues.unfit(origin)
