@@ -88,31 +88,31 @@ async def test_both_engines_queue_the_same_from_a_two_process_crawl_of_the_demo_
     assert len(started) == 1 and started[0]["dashboard"].startswith("http://127.0.0.1:")
 
 
+def spooled(directory: Path, *, scheduler: str | None = None) -> config.Config:
+    """A config with 4 slices and checkpoints of 3,000 lines, for the Dask engine if a
+    ``scheduler`` is given ("": a LocalCluster), and the synthetic spool: 12 files of 1,500 lines,
+    so 6 checkpoints."""
+    cfg = links_config(directory, checkpoint=3000)
+    cfg = with_links(cfg.path, partitions=4) if scheduler is None else dask(cfg.path, scheduler)
+    synthetic_spool(partial(write_spool, cfg.root))
+    return cfg
+
+
 def test_both_engines_queue_the_same_over_many_checkpoints(tmp_path):
-    local = links_config(tmp_path / "local", checkpoint=3000)
-    with_links(local.path, partitions=4)
-    local = config.load(local.path)
-    on_dask = links_config(tmp_path / "dask", checkpoint=3000)
-    on_dask = dask(on_dask.path)
-    for cfg in (local, on_dask):
-        synthetic_spool(partial(write_spool, cfg.root))
+    local, remote = spooled(tmp_path / "local"), spooled(tmp_path / "dask", scheduler="")
     expected = batch_once(local)
-    got = batch_once(on_dask)
+    got = batch_once(remote)
     assert got.checkpoints == expected.checkpoints > 3
     assert (got.new_urls, got.new_sites, got.new_pairs) == \
         (expected.new_urls, expected.new_sites, expected.new_pairs)
-    assert snapshot(on_dask.root, 2) == snapshot(local.root, 2)
+    assert snapshot(remote.root, 2) == snapshot(local.root, 2)
 
 
 def test_a_worker_killed_mid_run_leaves_the_same_queues_as_a_clean_run(tmp_path):
-    clean = links_config(tmp_path / "clean", checkpoint=3000)
-    clean = with_links(clean.path, partitions=4)
-    synthetic_spool(partial(write_spool, clean.root))
+    clean = spooled(tmp_path / "clean")
     batch_once(clean)
     with local_cluster() as client:
-        cfg = links_config(tmp_path / "killed", checkpoint=3000)
-        cfg = dask(cfg.path, scheduler=client.scheduler.address)
-        synthetic_spool(partial(write_spool, cfg.root))
+        cfg = spooled(tmp_path / "killed", scheduler=client.scheduler.address)
         # The worker that starts reading the sixth file (the third checkpoint's, after two
         # commits) is held there and killed: mid-run, mid-task, its cached slices gone with it.
         sixth = sorted((cfg.root / "outlinks").glob("*.tsv"))[5].name
@@ -130,13 +130,9 @@ def test_a_worker_killed_mid_run_leaves_the_same_queues_as_a_clean_run(tmp_path)
 
 
 def test_the_client_killed_with_its_local_cluster_then_rerun_equals_one_clean_run(tmp_path):
-    clean = links_config(tmp_path / "clean", checkpoint=3000)
-    clean = with_links(clean.path, partitions=4)
-    synthetic_spool(partial(write_spool, clean.root))
+    clean = spooled(tmp_path / "clean")
     batch_once(clean)
-    cfg = links_config(tmp_path / "killed", checkpoint=3000)
-    cfg = dask(cfg.path)
-    synthetic_spool(partial(write_spool, cfg.root))
+    cfg = spooled(tmp_path / "killed", scheduler="")
     # Its own session, so that its LocalCluster's workers die with it, as on a machine that stops.
     proc = subprocess.Popen([*ARCHIVER, "links", "run", "--once", "--config", str(cfg.path)],
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
