@@ -50,7 +50,6 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import repeat
 
 import trio
 
@@ -255,26 +254,24 @@ class LinkBatch:
         self._reading = (0, 0, 0)
         results = self.engine.checkpoint(files, self.generations)
         started = time.monotonic()
-        new_urls = steps.merged(results)
-        inlinks: dict[str, int] = defaultdict(int)
+        new_lines = steps.inbox_lines(results)
+        inlinks = steps.inlinks(results)
         t = self.totals
         for result in results:
             self._report_bad_lines(result)
-            for origin, count in result.inlinks.items():
-                inlinks[origin] += count
             t.files, t.lines, t.bad = t.files + 1, t.lines + result.lines, t.bad + result.bad
             t.new_urls += result.new_url_count
             t.new_pairs += result.new_pairs
             self.counts.keys = [k + n for k, n in zip(self.counts.keys, result.new_keys, strict=True)]
-        for origin, found in new_urls.items():
-            self.crawl_queues.append(origin, zip(found, repeat(0)), sync=False)
+        for origin, lines in new_lines.items():
+            self.crawl_queues.append_lines(origin, lines, sync=False)
         self.crawl_queues.sync()
         previous = self.generations
         self.generations = [g + 1 for g in previous]
         generation = self.generation + 1
         t.new_sites += self.state.commit(
-            generation, [(r.name, r.lines, r.new_url_count, r.bad) for r in results], dict(inlinks),
-            set(new_urls), time.time(), self.generations)
+            generation, [(r.name, r.lines, r.new_url_count, r.bad) for r in results], inlinks,
+            set(new_lines), time.time(), self.generations)
         for p, old in enumerate(previous):
             if old != self.slices.empty_at:
                 self.slices.remove(p, old)
@@ -285,7 +282,7 @@ class LinkBatch:
         t.checkpoints += 1
         t.checkpoint_seconds += took
         event(log, logging.INFO, "links-checkpoint", generation=generation,
-              sites=len(set(new_urls) | set(inlinks)), seconds=round(took, 2), summary=t.line())
+              sites=len(new_lines.keys() | inlinks.keys()), seconds=round(took, 2), summary=t.line())
         return len(results)
 
     def _report_bad_lines(self, result: steps.FileResult) -> None:
@@ -312,7 +309,7 @@ class LinkBatch:
                 queue.merge_links(sites)
             finally:
                 queue.close()
-        self.state.pushed([origin for origin, _, _ in rows])
+        self.state.pushed()
 
     # -- runs -------------------------------------------------------------------------------------
 

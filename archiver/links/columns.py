@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 REPORTED = 20
 PAIR = "\x00"
 Unfit = Callable[[str], "str | None"]  # why a site can have no crawl queue, or None
-Verdicts = Callable[[list[str]], "list[str | None]"]  # Unfit of each of many sites
 
 # web.urls.is_normal's regex in RE2, which has no lookaround: its "no '/.' or '/..' segment
 # before a '/', a '?' or the end" becomes the shape of each path segment (and of each part of
@@ -105,9 +104,10 @@ def text_bytes(data: bytes) -> bytes:
     return data
 
 
-def read_columns(data: bytes, unfit: Verdicts | None) -> SpoolColumns:
+def read_columns(data: bytes, unfit: Unfit | None, *, fit: str = "") -> SpoolColumns:
     """Read a spool file's bytes; ``unfit`` (None: every site may have a crawl queue) is asked
-    once about the distinct sites of the URLs."""
+    once about each distinct site of the URLs that the regex ``fit`` (RE2; "": none) does not
+    match: ``fit`` names sites ``unfit`` always passes."""
     data = text_bytes(data)
     lines = data.count(b"\n") + (not data.endswith(b"\n") if data else 0)
     table, skipped = _table(data)
@@ -135,18 +135,18 @@ def read_columns(data: bytes, unfit: Verdicts | None) -> SpoolColumns:
     origins = targets.dictionary.cast(pa.string())
     codes = _numpy(targets.indices).astype(np.intp)
     if unfit is not None:
-        fit = np.array([why is None for why in unfit(origins.to_pylist())], dtype=bool)
-        if not fit.all():
-            ok[kept[~fit[codes]]] = False
-            url = url.filter(pa.array(fit[codes]))
-            codes = codes[fit[codes]]
+        fits = _fit_sites(origins, unfit, fit)
+        if not fits.all():
+            ok[kept[~fits[codes]]] = False
+            url = url.filter(pa.array(fits[codes]))
+            codes = codes[fits[codes]]
             kept = np.flatnonzero(ok)
     pair_keys, pair_targets = _pairs(sources, kept, codes, origins)
     bad = np.flatnonzero(~ok)
     wrong = np.union1d(np.asarray(skipped, dtype=np.intp), line_of[bad])
     return SpoolColumns(
         lines=lines, bad=len(wrong),
-        reports=_reports(data, wrong[:REPORTED].tolist(), None if unfit is None else _one(unfit)),
+        reports=_reports(data, wrong[:REPORTED].tolist(), unfit),
         urls=url, url_keys=url.cast(pa.binary()).to_pylist(), targets=codes, origins=origins,
         pair_keys=pair_keys, pair_targets=pair_targets)
 
@@ -246,8 +246,12 @@ def _pairs(sources: pa.DictionaryArray, kept: NDArray[np.intp], targets: NDArray
     return keys.cast(pa.binary()).to_pylist(), chosen
 
 
-def _one(unfit: Verdicts) -> Unfit:
-    return lambda origin: unfit([origin])[0]
+def _fit_sites(origins: pa.Array, unfit: Unfit, fit: str) -> NDArray[np.bool_]:
+    """Whether each site may have a crawl queue: those ``fit`` matches may, the others are asked."""
+    fits = _numpy(pc.match_substring_regex(origins, fit)) if fit else np.zeros(len(origins), bool)
+    asked = np.flatnonzero(~fits)
+    fits[asked] = [unfit(origin) is None for origin in origins.take(asked).to_pylist()]
+    return fits
 
 
 def _reports(data: bytes, numbers: list[int], unfit: Unfit | None) -> list[tuple[int, str]]:

@@ -28,43 +28,29 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from archiver.links.columns import Unfit, read_columns
+from archiver.links.columns import read_columns
 from archiver.links.partition import partitions_of
 from archiver.links.slices import SliceStore
 from archiver.queues.bloom import BloomBitmap, hash_keys
+from archiver.queues.crawlqueue import QueueNames
 from archiver.queues.interfaces import SpoolFiles
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-# Verdicts of each unfit rule per site, kept across files: a spool file names tens of thousands of
-# sites, mostly the same ones file after file. Emptied when it grows past this.
-_VERDICTS_KEPT = 1 << 20
-_verdicts: dict[Unfit, dict[str, str | None]] = {}
-_ASK = "?"  # (not a verdict: a verdict is None or a reason, never this very object)
 # Slices this process saved last, by (store identity, slice): (generation, bitmap).
 _slices: dict[tuple[str, int], tuple[int, BloomBitmap]] = {}
 
 
 @dataclass(frozen=True)
 class SpoolSource:
-    """Where spool files are read, and why a site may have no crawl queue (``unfit``, None: any
-    site may; hashable: its verdicts are kept across files, and tasks, by it)."""
+    """Where spool files are read, and the crawl queues' rule for sites (``queue_names``; None:
+    any site may have a crawl queue)."""
 
     files: SpoolFiles
-    unfit: Unfit | None = None
-
-    def verdicts(self, origins: list[str]) -> list[str | None]:
-        """``unfit`` of each site, asked once per site and process."""
-        assert self.unfit is not None
-        known = _verdicts.setdefault(self.unfit, {})
-        if len(known) >= _VERDICTS_KEPT:
-            known.clear()
-        out = [known.get(origin, _ASK) for origin in origins]
-        for n in [n for n, why in enumerate(out) if why is _ASK]:
-            out[n] = known[origins[n]] = self.unfit(origins[n])
-        return out
+    queue_names: QueueNames | None = None
 
 
 @dataclass(frozen=True)
@@ -107,7 +93,8 @@ class FileResult:
     new_urls: pa.Array  # (strings) grouped by site, each group in line order
     new_sites: pa.Array  # (strings) the site of each group, in order of their first new URL
     new_counts: NDArray[np.intp]  # the size of each group
-    inlinks: dict[str, int]  # site -> new distinct linking sites
+    linked_sites: pa.Array  # (strings) the sites that gained in-links
+    linked_counts: NDArray[np.intp]  # how many new distinct linking sites each gained
     new_pairs: int
     new_keys: list[int]  # per slice: keys new to it (URLs and pairs)
 
@@ -115,24 +102,35 @@ class FileResult:
     def new_url_count(self) -> int:
         return len(self.new_urls)
 
-    def by_site(self) -> dict[str, list[str]]:
-        """Each site's new URLs in line order, sites in order of their first new URL."""
-        return merged([self])
 
-
-def merged(results: list[FileResult]) -> dict[str, list[str]]:
-    """The new URLs of files by site, each site's in file and line order; sites in order of their
-    first new URL."""
+def inbox_lines(results: list[FileResult]) -> dict[str, bytes]:
+    """The new URLs of files as each site's inbox lines (``0<TAB>url\n``, depth 0: the crawl
+    queues' ``append_lines``), each site's in file and line order; sites in order of their first
+    new URL."""
     if not results:
         return {}
-    # The work stays in arrow and numpy: Python strings are made once, in their final order.
+    # The work stays in arrow and numpy: Python makes one bytes object per site, none per URL.
     sites = pa.concat_arrays([r.new_sites for r in results]).dictionary_encode()
     by_url = np.repeat(_numpy(sites.indices), np.concatenate([r.new_counts for r in results]))
     order = np.argsort(by_url, kind="stable")
-    urls = pa.concat_arrays([r.new_urls for r in results]).take(order).to_pylist()
-    ends = np.cumsum(np.bincount(by_url, minlength=len(sites.dictionary))).tolist()
-    return dict(zip(sites.dictionary.to_pylist(), map(urls.__getitem__, map(slice, [0, *ends[:-1]], ends)),
+    urls = pa.concat_arrays([r.new_urls for r in results]).take(order).cast(pa.large_string())
+    depth, end, joined_by = (pa.scalar(text, pa.large_string()) for text in ("0\t", "\n", ""))
+    lines = pc.binary_join_element_wise(depth, urls, end, joined_by)
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64, count=len(lines) + 1)
+    data = lines.buffers()[2].to_pybytes() if len(lines) else b""
+    ends = offsets[np.cumsum(np.bincount(by_url, minlength=len(sites.dictionary)))].tolist()
+    return dict(zip(sites.dictionary.to_pylist(), map(data.__getitem__, map(slice, [0, *ends[:-1]], ends)),
                     strict=True))
+
+
+def inlinks(results: list[FileResult]) -> dict[str, int]:
+    """The in-links the files added, by site."""
+    if not results:
+        return {}
+    gained = pa.table({"site": pa.concat_arrays([r.linked_sites for r in results]),
+                       "n": np.concatenate([r.linked_counts for r in results])})
+    summed = gained.group_by("site").aggregate([("n", "sum")])
+    return dict(zip(summed["site"].to_pylist(), summed["n_sum"].to_pylist(), strict=True))
 
 
 def group_end(line_counts: list[int], limit: int) -> int | None:
@@ -149,7 +147,8 @@ def group_end(line_counts: list[int], limit: int) -> int | None:
 
 def read_spool_file(spool: SpoolSource, name: str, partitions: int) -> ReadFile:
     """Read, check and hash one spool file, its keys routed to the ``partitions`` slices."""
-    columns = read_columns(spool.files.read(name), spool.verdicts if spool.unfit else None)
+    rule = spool.queue_names
+    columns = read_columns(spool.files.read(name), rule, fit=rule.ALWAYS_FIT if rule else "")
     url_hashes = hash_keys(columns.url_keys)
     pair_hashes = hash_keys(columns.pair_keys)
     url_rows = _by_partition(partitions_of(url_hashes[:, 0], partitions), partitions)
@@ -224,8 +223,7 @@ def assemble(read: ReadFile, flags_by_partition: list[NDArray[np.bool_]]) -> Fil
     return FileResult(
         name=read.name, location=read.location, lines=read.lines, bad=read.bad,
         reports=read.reports, new_urls=urls, new_sites=sites, new_counts=counts_by_site,
-        inlinks=dict(zip(read.origins.take(linked).to_pylist(), counts[linked].tolist(),
-                         strict=True)),
+        linked_sites=read.origins.take(linked), linked_counts=counts[linked],
         new_pairs=int(new_pair.sum()), new_keys=[int(f.sum()) for f in flags_by_partition])
 
 

@@ -52,7 +52,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, ClassVar
 from urllib.parse import quote, unquote
 
 import mmh3
@@ -136,7 +136,7 @@ def _line(url: str, depth: int) -> bytes:
     return f"{depth}\t{url}\n".encode()
 
 
-def _parse(line: bytes) -> tuple[str, int] | None:
+def parse_entry(line: bytes) -> tuple[str, int] | None:
     """(url, depth) from a complete log line, or None if it is not one."""
     tab = line.find(b"\t")
     digits = line[:tab]
@@ -219,7 +219,7 @@ def _entries_from(log: BinaryIO, start: int) -> Iterator[Entry]:
         if not line.endswith(b"\n"):
             return
         end += len(line)
-        entry = _parse(line)
+        entry = parse_entry(line)
         if entry is not None:
             yield Entry(entry[0], entry[1], end)
 
@@ -263,7 +263,7 @@ def _whole_lines(data: bytes) -> bytes:
 
 def _inbox_entries(data: bytes) -> Iterator[tuple[str, int]]:
     for line in data.splitlines(keepends=True):
-        entry = _parse(line) if line.endswith(b"\n") else None
+        entry = parse_entry(line) if line.endswith(b"\n") else None
         if entry is not None:
             yield entry
 
@@ -367,7 +367,7 @@ class CrawlQueue:
             end = offset + len(line)
             if end <= cursor:
                 start = end
-            entry = _parse(line)
+            entry = parse_entry(line)
             if entry is not None:
                 bloom.add(entry[0])
                 self._count += 1
@@ -421,7 +421,7 @@ class CrawlQueue:
                     continue
                 return None
             self._pos += len(line)
-            entry = _parse(line)
+            entry = parse_entry(line)
             if entry is not None and self._pos not in self._done:
                 self._handed += 1
                 return Entry(entry[0], entry[1], self._pos)
@@ -525,7 +525,7 @@ class CrawlQueue:
                 offset += len(line)
                 if offset > end:
                     break
-                if line.endswith(b"\n") and _parse(line) is not None:
+                if line.endswith(b"\n") and parse_entry(line) is not None:
                     count += 1
             return count
 
@@ -688,9 +688,12 @@ def _make_dirs(directory: Path) -> list[Path]:
 class QueueNames:
     """The embedded crawl queues' rule for sites (``EmbeddedCrawlQueues.unfit``): a crawl queue is
     a folder named after its site (``queue_dir``), and a site whose name cannot be one has none.
-    Picklable and comparable, so a links batch's worker keeps its verdicts from task to task."""
+    Picklable: the links batch's workers are given it."""
 
     root: Path
+    # Origins this regex matches always have a name (at most 5 + 1 + 240 + 6 characters, none
+    # escaped), so the links batch asks only about the others.
+    ALWAYS_FIT: ClassVar[str] = r"^https?://[a-z0-9._~-]{1,240}(?::[0-9]{1,5})?$"
 
     def __call__(self, origin: str) -> str | None:
         try:
@@ -725,6 +728,12 @@ class EmbeddedCrawlQueues:
             lines.append(f"{depth}\t{url}\n")
         if lines:
             self.inboxes.stage(origin, "".join(lines).encode())
+        if sync:
+            self.inboxes.commit()
+
+    def append_lines(self, origin: str, lines: bytes, *, sync: bool = True) -> None:
+        if lines:
+            self.inboxes.stage(origin, lines)
         if sync:
             self.inboxes.commit()
 

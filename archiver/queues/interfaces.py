@@ -117,6 +117,10 @@ class CrawlQueues(Protocol):
         """Queue (url, depth) pairs for ``origin`` from outside its visit (merged at its next turn);
         with ``sync`` False they may wait for ``sync`` (many sites' appends made durable at once)."""
 
+    def append_lines(self, origin: str, lines: bytes, *, sync: bool = True) -> None:
+        """``append`` for many URLs already checked (the links batch's: normalised, their site
+        fit for a crawl queue): whole ``depth<TAB>url\\n`` lines, as the inboxes keep them."""
+
     def sync(self) -> None:
         """Make every append made with ``sync`` False durable."""
 
@@ -200,6 +204,8 @@ class LinksState(Protocol):
     def dirty_sites(self) -> list[tuple[str, int, bool]]:
         """(origin, in-links, has new URLs) of the sites not pushed to the site queue yet."""
 
-    def pushed(self, origins: list[str]) -> None: ...
+    def pushed(self) -> None:
+        """Every site ``dirty_sites`` returned is pushed (the batch alone commits, and not between
+        the two calls)."""
 
     def close(self) -> None: ...

@@ -17,7 +17,6 @@ is always one checkpoint's ledger with that checkpoint's slices (see archiver.li
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -149,7 +148,6 @@ class EmbeddedLinksState:
         """Every site: (origin, in-links, dirty: 0 pushed, 1 count to push, 2 new URLs too)."""
         return iter(self._db.execute("SELECT origin, inlinks, dirty FROM sites"))
 
-    def pushed(self, origins: list[str]) -> None:
-        with sqlite.transaction(self._db):  # one statement: SQLite walks the list itself
-            self._db.execute("UPDATE sites SET dirty = 0 WHERE origin IN (SELECT value FROM json_each(?))",
-                             (json.dumps(origins),))
+    def pushed(self) -> None:
+        with sqlite.transaction(self._db):
+            self._db.execute("UPDATE sites SET dirty = 0 WHERE dirty > 0")

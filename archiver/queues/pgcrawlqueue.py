@@ -29,7 +29,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from archiver.queues.bloom import GrowingBloom
-from archiver.queues.crawlqueue import CrawlQueueBusy, Entry
+from archiver.queues.crawlqueue import CrawlQueueBusy, Entry, parse_entry
 from archiver.queues.leases import Leases
 from archiver.store.durable import SyncJob
 from archiver.store.pgschema import Connection, check_version, connect
@@ -282,6 +282,17 @@ class PgCrawlQueues:
         for url, depth in entries:
             _check(url, depth)
             self._unsent.append((origin, url, depth))
+        if sync:
+            self.sync()
+
+    def append_lines(self, origin: str, lines: bytes, *, sync: bool = True) -> None:
+        rows = []
+        for line in lines.split(b"\n")[:-1] if lines.endswith(b"\n") or not lines else [lines]:
+            entry = parse_entry(line + b"\n")
+            if entry is None:
+                raise ValueError(f"not a depth<TAB>url line for {origin}: {line[:100]!r}")
+            rows.append((origin, *entry))
+        self._unsent += rows
         if sync:
             self.sync()
 

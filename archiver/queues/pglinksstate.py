@@ -168,6 +168,6 @@ class PgLinksState:
         rows = self._db.execute("SELECT origin, inlinks, dirty FROM links_sites WHERE dirty > 0")
         return [(origin, inlinks, dirty == 2) for origin, inlinks, dirty in rows]
 
-    def pushed(self, origins: list[str]) -> None:
-        self._db.execute("UPDATE links_sites SET dirty = 0 WHERE origin = ANY(%s::text[])", (origins,))
+    def pushed(self) -> None:
+        self._db.execute("UPDATE links_sites SET dirty = 0 WHERE dirty > 0")
 

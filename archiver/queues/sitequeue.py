@@ -119,15 +119,18 @@ class SiteQueue:
         (its visit resumes at its cursor, where the new URLs are). Returns the sites added."""
         now = time.time() if now is None else now
         with sqlite.transaction(self._db):
-            added = self._db.executemany(
-                "INSERT OR IGNORE INTO sites (origin, added) VALUES (?, ?)",
-                [(origin, now) for origin, _, _ in sites]).rowcount
-            self._db.executemany("UPDATE sites SET inlinks=? WHERE origin=?",
-                                 [(inlinks, origin) for origin, inlinks, _ in sites])
+            # Sites are never deleted, so a site new to the table gets a rowid above all others.
+            (last,) = self._db.execute("SELECT coalesce(max(rowid), 0) FROM sites").fetchone()
             self._db.executemany(
-                "UPDATE sites SET state='waiting', due=? WHERE origin=? AND state='done'",
-                [(now, origin) for origin, _, woken in sites if woken])
-        return added
+                "INSERT INTO sites (origin, added, inlinks) VALUES (:origin, :now, :inlinks)"
+                " ON CONFLICT (origin) DO UPDATE SET inlinks = :inlinks,"
+                " due = CASE WHEN :woken AND state = 'done' THEN :now ELSE due END,"
+                " state = CASE WHEN :woken AND state = 'done' THEN 'waiting' ELSE state END"
+                " WHERE inlinks != :inlinks OR (:woken AND state = 'done')",
+                [{"origin": origin, "inlinks": inlinks, "woken": woken, "now": now}
+                 for origin, inlinks, woken in sites])
+            (added,) = self._db.execute("SELECT count(*) FROM sites WHERE rowid > ?", (last,)).fetchone()
+        return int(added)
 
     def claim(self, *, include_deferred: bool, now: float | None = None) -> str | None:
         """Take the most linked-to site that is due, mark it active, and return it."""

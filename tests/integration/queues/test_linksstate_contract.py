@@ -142,10 +142,10 @@ def test_counts_add_up_and_a_woken_site_stays_woken_until_pushed(backend: Backen
     assert added == 1                                      # only d is new
     assert sorted(state.dirty_sites()) == [("http://a.test", 5, True), ("http://d.test", 1, False)]
     assert state.slice_generations() == [2, 2, 2, 2]
-    state.pushed(["http://a.test"])
-    assert state.dirty_sites() == [("http://d.test", 1, False)]
-    checkpoint(state, [("0-20261122000200-00002.tsv", 1, 1, 0)], {}, {"http://a.test"})
-    assert sorted(state.dirty_sites()) == [("http://a.test", 5, True), ("http://d.test", 1, False)]
+    state.pushed()
+    assert state.dirty_sites() == []
+    checkpoint(state, [("0-20261122000200-00002.tsv", 1, 1, 0)], {"http://d.test": 1}, {"http://a.test"})
+    assert sorted(state.dirty_sites()) == [("http://a.test", 5, True), ("http://d.test", 2, False)]
     assert sorted(state.ledger_files()) == [(1, FILE[0]), (2, "1-20261122000100-00001.tsv"),
                                             (3, "0-20261122000200-00002.tsv")]
 

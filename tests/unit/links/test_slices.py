@@ -95,8 +95,17 @@ def spool_file(tmp_path, name: str, lines: list[str]) -> SpoolDirectory:
 
 
 def summary(result: steps.FileResult) -> tuple:
-    return (result.name, result.lines, result.bad, result.reports, result.by_site(), result.inlinks,
+    return (result.name, result.lines, result.bad, result.reports, by_site(result), steps.inlinks([result]),
             result.new_pairs, result.new_keys)
+
+
+def by_site(*results: steps.FileResult) -> dict[str, list[str]]:
+    """The new URLs of each site, from its inbox lines (depth 0)."""
+    out = {}
+    for site, lines in steps.inbox_lines(list(results)).items():
+        assert all(line.startswith("0\t") for line in lines.decode().splitlines())
+        out[site] = [line.removeprefix("0\t") for line in lines.decode().splitlines()]
+    return out
 
 
 def run_steps(source: steps.SpoolSource, slices, names: list[str], generation: int
@@ -129,19 +138,22 @@ def test_the_steps_find_new_urls_by_site_and_in_links_and_save_every_slice(tmp_p
     first, second = run_steps(source, slices, spool.closed(), 0)
     assert (first.lines, first.bad, [n for n, _ in first.reports]) == (7, 2, [6, 7])
     assert "origin too long for a directory name" in first.reports[1][1]
-    assert list(first.by_site().items()) == [("http://b.test", ["http://b.test/1", "http://b.test/2"]),
+    assert list(by_site(first).items()) == [("http://b.test", ["http://b.test/1", "http://b.test/2"]),
                                      ("http://a.test", ["http://a.test/1", "http://a.test/self"])]
-    assert first.inlinks == {"http://b.test": 2, "http://a.test": 1} and first.new_pairs == 3
-    assert list(second.by_site().items()) == [("http://c.test", ["http://c.test/"])]  # a.test/1 is known
-    assert second.inlinks == {"http://a.test": 1, "http://c.test": 1}
+    assert steps.inlinks([first]) == {"http://b.test": 2, "http://a.test": 1} and first.new_pairs == 3
+    assert list(by_site(second).items()) == [("http://c.test", ["http://c.test/"])]  # a.test/1 is known
+    assert steps.inlinks([second]) == {"http://a.test": 1, "http://c.test": 1}
     assert sum(first.new_keys) == 4 + 3 and sum(second.new_keys) == 1 + 2
     assert sorted(p.name for p in (tmp_path / "links").iterdir()) == [
         f"slice-{p}of4-1.bloom" for p in range(4)]
     assert summary(pickle.loads(pickle.dumps(first))) == summary(first)
-    assert steps.merged([first, second]) == {
-        "http://b.test": ["http://b.test/1", "http://b.test/2"],
-        "http://a.test": ["http://a.test/1", "http://a.test/self"], "http://c.test": ["http://c.test/"]}
-    assert steps.merged([]) == {}
+    assert steps.inbox_lines([first, second]) == {
+        "http://b.test": b"0\thttp://b.test/1\n0\thttp://b.test/2\n",
+        "http://a.test": b"0\thttp://a.test/1\n0\thttp://a.test/self\n",
+        "http://c.test": b"0\thttp://c.test/\n"}
+    assert list(steps.inbox_lines([first, second])) == ["http://b.test", "http://a.test", "http://c.test"]
+    assert steps.inlinks([first, second]) == {"http://b.test": 2, "http://a.test": 2, "http://c.test": 1}
+    assert steps.inbox_lines([]) == {} and steps.inlinks([]) == {}
     # Run again from generation 0 (a worker lost, its tasks retried): the same flags, the same slices.
     saved = {p: slices.path(p, 1).read_bytes() for p in range(4)}
     steps.forget_slices(slices)
@@ -150,7 +162,7 @@ def test_the_steps_find_new_urls_by_site_and_in_links_and_save_every_slice(tmp_p
     assert {p: slices.path(p, 1).read_bytes() for p in range(4)} == saved
     # From generation 1: nothing is new.
     again = run_steps(source, slices, spool.closed(), 1)
-    assert [r.by_site() for r in again] == [{}, {}] and [r.inlinks for r in again] == [{}, {}]
+    assert [by_site(r) for r in again] == [{}, {}] and [steps.inlinks([r]) for r in again] == [{}, {}]
 
 
 def test_one_slice_finds_what_the_one_bitmap_of_old_found(tmp_path):
@@ -189,7 +201,7 @@ def test_a_slice_that_fails_to_save_leaves_no_half_set_copy_behind(tmp_path):
     with pytest.raises(OSError, match="No space"):
         run_steps(source, failing, spool.closed()[1:], 1)
     (result,) = run_steps(source, slices, spool.closed()[1:], 1)  # read again from generation 1
-    assert list(result.by_site().items()) == [("http://d.test", ["http://d.test/"])]
+    assert list(by_site(result).items()) == [("http://d.test", ["http://d.test/"])]
 
 
 def test_the_rule_for_sites_is_the_embedded_crawl_queues_one(tmp_path):

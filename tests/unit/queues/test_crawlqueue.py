@@ -1,12 +1,16 @@
 import os
+import re
 import string
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from archiver.queues.crawlqueue import CURSOR, DONE, LOG, Entry, queue_dir, queue_origin
+from archiver.queues.crawlqueue import CURSOR, DONE, LOG, Entry, QueueNames, queue_dir, queue_origin
 from tests.support.crawlqueues import drain, open_queue
+from tests.support.fuzzing import examples
 
 
 def test_add_dedups_and_appends_lines(tmp_path: Path):
@@ -223,6 +227,16 @@ def test_site_dir_names():
     ):
         with pytest.raises(ValueError):
             queue_dir(root, bad)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.sampled_from(["http", "https"]), st.text("abz09._~-", min_size=1, max_size=245),
+       st.one_of(st.none(), st.text("0123456789", min_size=0, max_size=6)))
+def test_origins_the_always_fit_regex_matches_have_a_queue_name(scheme, host, port):
+    """The links batch asks QueueNames only about sites ALWAYS_FIT does not match."""
+    origin = f"{scheme}://{host}" + ("" if port is None else f":{port}")
+    if re.fullmatch(QueueNames.ALWAYS_FIT.strip("^$"), origin):
+        assert QueueNames(Path("/archive"))(origin) is None
 
 
 def test_a_commit_not_saved_is_fetched_again_after_a_crash(tmp_path: Path):
