@@ -8,8 +8,8 @@ the group's ``FileResult``s in file order. The driver then commits. With ``save=
 reshard, before its last step) the slices at ``generations[p] + 1`` are kept in memory only, where
 the next checkpoint finds them. ``close`` lets go of what the engine holds.
 
-``links.engine = "local"``: ``LocalEngine``, every step in this process, one after another (the
-slices stay in this process's memory between checkpoints). ``"dask"``: the steps on a Dask
+``links.engine = "local"``: ``LocalEngine``, every step in this process (spool files read ahead in
+threads; the slices stay in this process's memory between checkpoints). ``"dask"``: the steps on a Dask
 cluster (archiver.links.dask_engine).
 """
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -54,22 +55,40 @@ class Engine(Protocol):
 
 
 class LocalEngine:
-    """Every step in this process."""
+    """Every step in this process; spool files are read ahead in ``readers`` threads (most of a
+    read runs in pyarrow and numpy, outside the GIL), so the next group is read while this one's
+    slices are tested and committed."""
 
-    def __init__(self, work: Work) -> None:
+    def __init__(self, work: Work, readers: int = 2) -> None:
         self.work = work
+        self._pool = ThreadPoolExecutor(readers, thread_name_prefix="links-read")
+        self._reads: dict[str, Future[steps.ReadFile]] = {}  # spool file -> its read
+        self._ahead = 2 * readers  # files read ahead of the one waited for; then a group's worth
+
+    def _read_ahead(self, names: list[str]) -> None:
+        partitions = self.work.slices.partitions
+        for name in names:
+            if name not in self._reads:
+                self._reads[name] = self._pool.submit(steps.read_spool_file, self.work.spool, name,
+                                                      partitions)
 
     def checkpoint(self, files: list[str], generations: list[int], *, save: bool = True
                    ) -> list[steps.FileResult]:
         work = self.work
         partitions = work.slices.partitions
         limit = work.checkpoint_lines()
+        for name in self._reads.keys() - set(files):  # (not pending any more)
+            self._reads.pop(name).cancel()
         reads: list[steps.ReadFile] = []
-        for name in files:
-            reads.append(steps.read_spool_file(work.spool, name, partitions))
+        for i, name in enumerate(files):
+            self._read_ahead(files[i:i + 1 + self._ahead])
+            reads.append(self._reads.pop(name).result())
             work.progress.file_read(reads[-1].lines)
             if work.stop.is_set() or steps.group_end([r.lines for r in reads], limit) is not None:
                 break
+        if not work.stop.is_set():
+            self._ahead = max(self._ahead, len(reads))
+            self._read_ahead(files[len(reads):len(reads) + self._ahead])
         flags = []
         for p in range(partitions):
             flags.append(steps.test_slice(work.slices, p, generations[p],
@@ -80,6 +99,9 @@ class LocalEngine:
                 for n, read in enumerate(reads)]
 
     def close(self) -> None:
+        """Cancel the reads run ahead (waiting for those under way), and drop the slices kept."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._reads.clear()
         steps.forget_slices(self.work.slices)
 
 
