@@ -62,7 +62,7 @@ from archiver.links.slices import SliceFiles, SliceObjects, SliceStore, slice_na
 from archiver.logs import event
 from archiver.queues.bloom import false_positive_rate
 from archiver.queues.crawlqueue import QueueNames
-from archiver.queues.interfaces import LinksState, SpoolFiles
+from archiver.queues.interfaces import LinksState, SiteQueueStore, SpoolFiles
 from archiver.queues.sitequeue import process_for
 from archiver.queues.spool import spool_order
 from archiver.service import Service
@@ -127,6 +127,8 @@ class LinkBatch:
             self.counts = self._slice_counts()
             self.engine: Engine = open_engine(config, self._work(self.slices))
             opened.callback(self.engine.close)
+            self._site_queues: dict[int, SiteQueueStore] = {}
+            self._opened_queues = opened.enter_context(contextlib.ExitStack())
             self._last_progress = time.monotonic()
             self._reading = (0, 0, 0)  # this checkpoint so far: files, lines, slices done
             self._push_dirty()
@@ -304,11 +306,10 @@ class LinkBatch:
         for origin, inlinks, woken in rows:
             by_owner[process_for(origin, processes)].append((origin, inlinks, woken))
         for owner, sites in sorted(by_owner.items()):
-            queue = self.stores.site_queue(owner)
-            try:
-                queue.merge_links(sites)
-            finally:
-                queue.close()
+            if owner not in self._site_queues:  # kept open: their page caches stay warm
+                self._site_queues[owner] = self.stores.site_queue(owner)
+                self._opened_queues.callback(self._site_queues[owner].close)
+            self._site_queues[owner].merge_links(sites)
         self.state.pushed()
 
     # -- runs -------------------------------------------------------------------------------------

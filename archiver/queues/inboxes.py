@@ -142,7 +142,7 @@ class InboxDatabase:
             if not self.path.parent.exists():
                 self.path.parent.mkdir(parents=True)
                 new_dirs.append(self.path.parent.parent)
-        db = sqlite.open_writer(self.path, sqlite.INBOX_TIMEOUT)
+        db = sqlite.open_writer(self.path, sqlite.INBOX_TIMEOUT, cache_mib=sqlite.SITES_CACHE_MIB)
         try:
             db.executescript(_SCHEMA)
         except BaseException:

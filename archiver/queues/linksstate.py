@@ -49,7 +49,8 @@ class EmbeddedLinksState:
     def __init__(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self.directory = directory
-        self._db = sqlite.open_writer(directory / STATE, sqlite.LINKS_STATE_TIMEOUT)
+        self._db = sqlite.open_writer(directory / STATE, sqlite.LINKS_STATE_TIMEOUT,
+                                      cache_mib=sqlite.SITES_CACHE_MIB)
         self._closed = False
         self._db.executescript(_SCHEMA)
         row = self._db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()

@@ -89,7 +89,8 @@ class SiteQueue:
         waiting again, which other readers must not do."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite.open_writer(path, sqlite.SITE_QUEUE_TIMEOUT)
+        self._db = sqlite.open_writer(path, sqlite.SITE_QUEUE_TIMEOUT,
+                                      cache_mib=sqlite.SITES_CACHE_MIB)
         self._db.executescript(_SCHEMA)
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(sites)")}
         if "restart" not in columns:  # a queue made before recrawls existed

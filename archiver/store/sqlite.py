@@ -47,17 +47,26 @@ DNS_HISTORY_TIMEOUT = 60.0
 LINKS_STATE_TIMEOUT = 60.0
 INBOX_TIMEOUT = 60.0
 INBOX_PROBE_TIMEOUT = 0.0
+# Page cache of the files a links checkpoint writes a row of every site into (site queues, inboxes,
+# the links state): one connection each per process.
+SITES_CACHE_MIB = 64
 
 
-def open_writer(path: Path, timeout: float, *, wal: bool = True) -> sqlite3.Connection:
+def open_writer(path: Path, timeout: float, *, wal: bool = True, cache_mib: int = 0
+                ) -> sqlite3.Connection:
     """A read-write connection to ``path`` (created if absent), usable from any one thread at a
-    time; ``wal=False`` leaves the journal mode as it is (a file being built)."""
+    time; ``wal=False`` leaves the journal mode as it is (a file being built). ``cache_mib``: a
+    page cache of up to that size instead of SQLite's 2 MiB, for a file written all over at once
+    (a links checkpoint's rows for every site: it took 40 % longer with the default at 100,000
+    sites)."""
     conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
     try:
         if wal:
             with contextlib.suppress(sqlite3.OperationalError):  # a reader holds it: stay as is
                 conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
+        if cache_mib:
+            conn.execute(f"PRAGMA cache_size = {-1024 * cache_mib}")
     except BaseException:
         conn.close()
         raise
