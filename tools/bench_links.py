@@ -143,10 +143,10 @@ def bench(args: argparse.Namespace, work: Path, shared: str) -> None:
           f"{totals.checkpoints} checkpoints")
     print(f"{totals.lines / wall:,.0f} URLs/s wall, {totals.lines / cpu:,.0f} URLs/s CPU "
           f"({cpu / totals.lines * 1e6:.2f} µs CPU per URL)")
-    reading = wall - totals.checkpoint_seconds
-    print(f"of which {totals.checkpoint_seconds:.1f} s in commits (crawl-queue appends to "
-          f"{totals.new_sites:,} sites, the state's commits); reading, testing and saving the "
-          f"slices alone: {totals.lines / reading:,.0f} URLs/s")
+    print(f"{totals.steps_seconds:.1f} s in the engine's steps (reading, testing and saving the "
+          f"slices: {totals.lines / totals.steps_seconds:,.0f} URLs/s), {totals.checkpoint_seconds:.1f} s "
+          f"in commits (inbox rows for {totals.new_sites:,} sites, the state, the site queues), "
+          "each commit but the last beside the next checkpoint's steps")
     print(f"{args.partitions} slices, {bitmap_mib:.1f} MiB in all, fp now {fp:.2e}; "
           f"peak RSS {rss:.0f} MiB")
     print(f"side by side: links run --once {wall:.2f} s, cut -f1 | LC_ALL=C sort -u "

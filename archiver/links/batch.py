@@ -25,6 +25,11 @@ bitmap when its inbox is merged. A kill after (3) leaves the sites marked dirty,
 pushes them first. So a rerun never counts or queues anything twice. Spool files done stay in
 ``outlinks/done/`` for ``reshard`` (the operator may prune it).
 
+Steps (2)-(4) run in a committer thread while the engine runs step (1) of the next checkpoint:
+mostly SQLite and fsync, outside the GIL, beside reading and bit work. One commit at a time, in
+order, and a commit starts only once the one before it is in. A kill then may also leave the next
+generation of the slices saved: stale like the others, and removed at the next start.
+
 On several machines (``store.url`` naming PostgreSQL) the batch runs on any one of them: it reads
 the spool files the crawlers shipped to the object store (``outlinks/``, moved to
 ``outlinks/done/`` once done), keeps its ledger and counts in PostgreSQL and its slices in the
@@ -48,6 +53,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -82,7 +88,9 @@ class Totals:
     new_sites: int = 0
     new_pairs: int = 0
     checkpoints: int = 0
-    checkpoint_seconds: float = 0.0  # of which in commits (crawl-queue appends, the state's commit)
+    steps_seconds: float = 0.0  # in the engine's steps (reading, testing and saving the slices)
+    checkpoint_seconds: float = 0.0  # in commits (crawl-queue appends, the state's commit, pushes),
+    # all but the last beside the next checkpoint's steps
     started: float = field(default_factory=time.monotonic)
 
     def line(self) -> str:
@@ -129,6 +137,11 @@ class LinkBatch:
             opened.callback(self.engine.close)
             self._site_queues: dict[int, SiteQueueStore] = {}
             self._opened_queues = opened.enter_context(contextlib.ExitStack())
+            # One commit at a time, beside the next checkpoint's steps; ended before anything
+            # it writes to is closed.
+            self._committer = ThreadPoolExecutor(1, thread_name_prefix="links-commit")
+            opened.callback(self._committer.shutdown)
+            self._commit: Future[None] | None = None
             self._last_progress = time.monotonic()
             self._reading = (0, 0, 0)  # this checkpoint so far: files, lines, slices done
             self._push_dirty()
@@ -248,13 +261,32 @@ class LinkBatch:
 
     def checkpoint(self, files: list[str]) -> int:
         """One checkpoint over the next group of ``files`` (pending, in spool order); how many it
-        took."""
-        with _without_cycle_collection():
-            return self._checkpoint(files)
-
-    def _checkpoint(self, files: list[str]) -> int:
+        took. The engine's steps run here; the commit runs in the committer thread while the
+        next checkpoint's steps run (``committed`` waits for it)."""
         self._reading = (0, 0, 0)
-        results = self.engine.checkpoint(files, self.generations)
+        started = time.monotonic()
+        with _without_cycle_collection():
+            results = self.engine.checkpoint(files, self.generations)
+        self.totals.steps_seconds += time.monotonic() - started
+        previous = self.generations
+        self.generations = [g + 1 for g in previous]
+        # A commit starts only once the one before it is in: a failed commit stops the run here,
+        # and the next commit could otherwise record slices holding keys of files not recorded.
+        self.committed()
+        self._commit = self._committer.submit(self._commit_checkpoint, results, previous,
+                                              self.generations)
+        return len(results)
+
+    def committed(self) -> None:
+        """Wait for the commit under way, if any; raise what it raised."""
+        commit, self._commit = self._commit, None
+        if commit is not None:
+            with _without_cycle_collection():
+                commit.result()
+
+    def _commit_checkpoint(self, results: list[steps.FileResult], previous: list[int],
+                           generations: list[int]) -> None:
+        """Steps 2-4 of a checkpoint (see the module docstring), in the committer thread."""
         started = time.monotonic()
         new_lines = steps.inbox_lines(results)
         inlinks = steps.inlinks(results)
@@ -268,12 +300,10 @@ class LinkBatch:
         for origin, lines in new_lines.items():
             self.crawl_queues.append_lines(origin, lines, sync=False)
         self.crawl_queues.sync()
-        previous = self.generations
-        self.generations = [g + 1 for g in previous]
         generation = self.generation + 1
         t.new_sites += self.state.commit(
             generation, [(r.name, r.lines, r.new_url_count, r.bad) for r in results], inlinks,
-            set(new_lines), time.time(), self.generations)
+            set(new_lines), time.time(), generations)
         for p, old in enumerate(previous):
             if old != self.slices.empty_at:
                 self.slices.remove(p, old)
@@ -285,7 +315,6 @@ class LinkBatch:
         t.checkpoint_seconds += took
         event(log, logging.INFO, "links-checkpoint", generation=generation,
               sites=len(new_lines.keys() | inlinks.keys()), seconds=round(took, 2), summary=t.line())
-        return len(results)
 
     def _report_bad_lines(self, result: steps.FileResult) -> None:
         for number, reason in result.reports:
@@ -321,6 +350,7 @@ class LinkBatch:
             pending = self.pending_files()
             while pending and not self.stop_requested.is_set():
                 pending = pending[self.checkpoint(pending):]
+            self.committed()
             if once:
                 break
             self.stop_requested.wait(self.config.links.poll_interval)
@@ -333,6 +363,7 @@ class LinkBatch:
         ledger order through the same steps, and make them the slices in force in one
         transaction. ReshardError if files of the ledger are gone and ``allow_missing`` is not
         given; a kill midway leaves the old slices in force (the new ones are stale)."""
+        self.committed()
         history = self.spool.history()
         kept = set(history.closed())
         ledger = sorted(self.state.ledger_files(), key=lambda row: (row[0], spool_order(row[1])))
