@@ -105,7 +105,7 @@ class EmbeddedLinksState:
         removed. Returns the sites new to the state."""
         legacy = not self.slice_generations()
         touched = set(inlinks) | woken
-        with sqlite.transaction(self._db):
+        with sqlite.transaction(self._db, durable=True):
             # Sites are never deleted, so a site new to the table gets a rowid above all others.
             (last,) = self._db.execute("SELECT coalesce(max(rowid), 0) FROM sites").fetchone()
             self._db.executemany(
@@ -128,7 +128,7 @@ class EmbeddedLinksState:
     def reshard(self, slices: list[int]) -> None:
         """Make ``len(slices)`` slices, at these generations, the slices in force (one
         transaction)."""
-        with sqlite.transaction(self._db):
+        with sqlite.transaction(self._db, durable=True):
             self._record_slices(slices)
 
     def _record_slices(self, slices: list[int]) -> None:

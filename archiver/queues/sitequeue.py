@@ -119,7 +119,8 @@ class SiteQueue:
         sites are added; known ones get the count; a finished site with new URLs waits again
         (its visit resumes at its cursor, where the new URLs are). Returns the sites added."""
         now = time.time() if now is None else now
-        with sqlite.transaction(self._db):
+        # Durable: the batch then marks these sites pushed, in another file.
+        with sqlite.transaction(self._db, durable=True):
             # Sites are never deleted, so a site new to the table gets a rowid above all others.
             (last,) = self._db.execute("SELECT coalesce(max(rowid), 0) FROM sites").fetchone()
             self._db.executemany(
