@@ -71,3 +71,23 @@ def test_replace_is_one_transaction_readers_see_the_old_entries_until_it_commits
         catalog.add([filed(cap(PAGE, "20250101000000", 6), "E.warc.gz")])
         assert reader.captures(PAGE)[-1].filename == "E.warc.gz"
         assert catalog.file_names() == {"A.warc.gz", "B.warc.gz", "C.warc.gz", "D.warc.gz", "E.warc.gz"}
+
+
+def test_an_add_commits_without_waiting_for_its_wal_and_nothing_after_it_does(
+        pg_store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``synchronous_commit = off`` is the add's own (SET LOCAL): a later transaction of the same
+    connection, a ``replace`` say, waits for its flush as the server says."""
+    inside: list[str] = []
+    copy = PgCatalog._copy
+
+    def watched(cur: psycopg.Cursor, table: str, rows: list) -> None:
+        inside.append(cur.execute("SHOW synchronous_commit").fetchone()[0])
+        copy(cur, table, rows)
+
+    monkeypatch.setattr(PgCatalog, "_copy", staticmethod(watched))
+    with PgCatalog(pg_store_url, 1000) as catalog:
+        catalog._db.execute("SET synchronous_commit = on")
+        assert catalog.add([cap(PAGE, "20200101000000", 1)]) == 1
+        assert catalog.add([cap(PAGE, "20200101000000", 1), cap(PAGE, "20210101000000", 2)]) == 1
+        assert catalog._db.execute("SHOW synchronous_commit").fetchone() == ("on",)
+    assert inside == ["off", "off", "off"]       # the second add: its copy, then the staging one
