@@ -267,14 +267,16 @@ class LinkBatch:
         started = time.monotonic()
         with _without_cycle_collection():
             results = self.engine.checkpoint(files, self.generations)
+            # The new URLs put together here, while the commit before this one runs.
+            new_lines, inlinks = steps.inbox_lines(results), steps.inlinks(results)
         self.totals.steps_seconds += time.monotonic() - started
         previous = self.generations
         self.generations = [g + 1 for g in previous]
         # A commit starts only once the one before it is in: a failed commit stops the run here,
         # and the next commit could otherwise record slices holding keys of files not recorded.
         self.committed()
-        self._commit = self._committer.submit(self._commit_checkpoint, results, previous,
-                                              self.generations)
+        self._commit = self._committer.submit(self._commit_checkpoint, results, new_lines,
+                                              inlinks, previous, self.generations)
         return len(results)
 
     def committed(self) -> None:
@@ -284,12 +286,12 @@ class LinkBatch:
             with _without_cycle_collection():
                 commit.result()
 
-    def _commit_checkpoint(self, results: list[steps.FileResult], previous: list[int],
-                           generations: list[int]) -> None:
-        """Steps 2-4 of a checkpoint (see the module docstring), in the committer thread."""
+    def _commit_checkpoint(self, results: list[steps.FileResult], new_lines: dict[str, bytes],
+                           inlinks: dict[str, int], previous: list[int], generations: list[int]
+                           ) -> None:
+        """Steps 2-4 of a checkpoint (see the module docstring), in the committer thread: the
+        results' ``new_lines`` (``steps.inbox_lines``) and ``inlinks`` (``steps.inlinks``)."""
         started = time.monotonic()
-        new_lines = steps.inbox_lines(results)
-        inlinks = steps.inlinks(results)
         t = self.totals
         for result in results:
             self._report_bad_lines(result)
