@@ -53,10 +53,11 @@ def warc_paths(warcs: Path, pattern: str | None = None, *, include_open: bool = 
 class Progress:
     """A progress line on stderr: a bar on a terminal, a line every few seconds otherwise."""
 
-    def __init__(self, total: int, what: str, out: TextIO = sys.stderr, every: float = 5.0) -> None:
-        self.total, self.what, self.out, self.every = max(total, 1), what, out, every
+    def __init__(self, total: int, what: str, out: TextIO | None = None, every: float = 5.0) -> None:
+        self.total, self.what, self.every = max(total, 1), what, every
+        self.out = sys.stderr if out is None else out  # (the one in force now, not at import)
         self.started = self.last = time.monotonic()
-        self.tty = out.isatty()
+        self.tty = self.out.isatty()
 
     def update(self, done: int, entries: int, force: bool = False) -> None:
         now = time.monotonic()

@@ -1,14 +1,17 @@
 """The WARC folder as a WarcReader (``catalog_maintenance.WarcFiles``): bundles named as the
-catalog names them, ``.open`` ones only when asked, and ``--warcs`` globs reaching files elsewhere."""
+catalog names them, ``.open`` ones only when asked, and ``--warcs`` globs reaching files elsewhere;
+and the progress line of the catalog's long runs."""
 
 from __future__ import annotations
 
+import io
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
-from archiver.store.catalog_maintenance import WarcFiles
+from archiver.store.catalog_maintenance import Progress, WarcFiles
 from archiver.store.warcindex import WarcError, index_warc
 from tests.support.storemodes import write_bundles
 
@@ -51,3 +54,12 @@ def test_a_glob_matching_two_files_of_one_name_is_refused(tmp_path: Path) -> Non
     shutil.copy(bundle, tmp_path / "b" / bundle.name)
     with pytest.raises(WarcError, match="would have the same name in the catalog"):
         WarcFiles(tmp_path / "warcs").names(str(tmp_path / "*" / "*.warc.gz"))
+
+
+def test_progress_writes_to_the_stderr_in_force_when_it_starts(monkeypatch):
+    """Not to the one of the time the module was imported (an in-process CLI run swaps it)."""
+    swapped = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", swapped)
+    progress = Progress(2**20, "reindex")
+    progress.update(2**19, 10, force=True)
+    assert swapped.getvalue().startswith("reindex:  50.0% 0.5/1.0 MiB, 10 entries")
