@@ -9,8 +9,8 @@ reshard, before its last step) the slices at ``generations[p] + 1`` are kept in 
 the next checkpoint finds them. ``close`` lets go of what the engine holds.
 
 ``links.engine = "local"``: ``LocalEngine``, every step in this process (spool files read ahead in
-threads; the slices stay in this process's memory between checkpoints). ``"dask"``: the steps on a Dask
-cluster (archiver.links.dask_engine).
+a thread; the slices stay in this process's memory between checkpoints). ``"dask"``: the steps on
+a Dask cluster (archiver.links.dask_engine).
 """
 
 from __future__ import annotations

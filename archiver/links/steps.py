@@ -104,7 +104,7 @@ class FileResult:
 
 
 def inbox_lines(results: list[FileResult]) -> dict[str, bytes]:
-    """The new URLs of files as each site's inbox lines (``0<TAB>url\n``, depth 0: the crawl
+    """The new URLs of files as each site's inbox lines (``0<TAB>url\\n``, depth 0: the crawl
     queues' ``append_lines``), each site's in file and line order; sites in order of their first
     new URL."""
     if not results:

@@ -722,14 +722,7 @@ class EmbeddedCrawlQueues:
         one is malformed or no crawl queue can hold the origin); with ``sync`` False they wait in
         memory for ``sync``, which writes every site's in one transaction."""
         _queue_name(origin)  # the origin must be able to have a crawl queue
-        lines = []
-        for url, depth in entries:
-            _check(url, depth)
-            lines.append(f"{depth}\t{url}\n")
-        if lines:
-            self.inboxes.stage(origin, "".join(lines).encode())
-        if sync:
-            self.inboxes.commit()
+        self.append_lines(origin, b"".join(_line(url, depth) for url, depth in entries), sync=sync)
 
     def append_lines(self, origin: str, lines: bytes, *, sync: bool = True) -> None:
         if lines:

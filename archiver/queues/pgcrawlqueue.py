@@ -287,8 +287,8 @@ class PgCrawlQueues:
 
     def append_lines(self, origin: str, lines: bytes, *, sync: bool = True) -> None:
         rows = []
-        for line in lines.split(b"\n")[:-1] if lines.endswith(b"\n") or not lines else [lines]:
-            entry = parse_entry(line + b"\n")
+        for line in lines.splitlines(keepends=True):  # as the embedded inboxes read them
+            entry = parse_entry(line) if line.endswith(b"\n") else None
             if entry is None:
                 raise ValueError(f"not a depth<TAB>url line for {origin}: {line[:100]!r}")
             rows.append((origin, *entry))
