@@ -10,7 +10,9 @@ For that group:
    (archiver.links.partition). The ``ReadFile`` stays where it was read; only
 2. ``partition_keys`` (per file and slice: two uint64 arrays) travels to
 3. ``test_slice`` (per slice, one task at a time): the slice at the state's generation, its keys
-   tested and set file by file in file order, saved durably as the next generation;
+   tested and set file by file in file order, saved durably as the next generation (the local
+   engine runs its pieces, ``open_slice``, ``test_keys`` for each file as soon as it is read,
+   then ``keep_slice``);
 4. ``assemble`` (per file): the flags back in line order, the file's new URLs grouped by site and
    its in-link increments (``FileResult``, what the driver, archiver.links.batch, merges in file
    order and commits).
@@ -181,26 +183,37 @@ def test_slice(slices: SliceStore, p: int, generation: int, keys: list[KeyHashes
                save: bool = True) -> list[NDArray[np.bool_]]:
     """Test and set each file's keys in slice ``p`` (at ``generation``), file after file; save
     the slice durably as ``generation + 1`` (unless ``save`` is False: a reshard's slices before
-    its last group, then held by this process alone). One array of flags per file (True: new),
-    its URLs' then its pairs' (the two kinds are tested apart, so a URL's bits never hide a pair)."""
-    bitmap = _slice(slices, p, generation)
-    flags = []
-    for k in keys:
-        flags.append(np.concatenate((bitmap.add_hashes(k.lo[:k.urls], k.hi[:k.urls]),
-                                     bitmap.add_hashes(k.lo[k.urls:], k.hi[k.urls:]))))
-    if save:
-        slices.save(p, generation + 1, bitmap)
-    _slices[(slices.identity(), p)] = (generation + 1, bitmap)
+    its last group, then held by this process alone). One array of flags per file (``test_keys``)."""
+    bitmap = open_slice(slices, p, generation)
+    flags = [test_keys(bitmap, k) for k in keys]
+    keep_slice(slices, p, generation + 1, bitmap, save=save)
     return flags
 
 
-def _slice(slices: SliceStore, p: int, generation: int) -> BloomBitmap:
-    """Slice ``p`` at ``generation``: this process's copy if it holds that generation, else the
-    store's. Taken out of the cache first, so that a failed test leaves no half-set copy there."""
+def open_slice(slices: SliceStore, p: int, generation: int) -> BloomBitmap:
+    """Slice ``p`` at ``generation``, to test keys in: this process's copy if it holds that
+    generation, else the store's. Taken out of the cache first, so that a failed test leaves no
+    half-set copy there (``keep_slice`` puts it back)."""
     kept = _slices.pop((slices.identity(), p), None)
     if kept is not None and kept[0] == generation and generation != slices.empty_at:
         return kept[1]
     return slices.load(p, generation)
+
+
+def test_keys(bitmap: BloomBitmap, keys: KeyHashes) -> NDArray[np.bool_]:
+    """Test and set one file's keys in a slice: True where new, its URLs' then its pairs' (the
+    two kinds are tested apart, so a URL's bits never hide a pair)."""
+    return np.concatenate((bitmap.add_hashes(keys.lo[:keys.urls], keys.hi[:keys.urls]),
+                           bitmap.add_hashes(keys.lo[keys.urls:], keys.hi[keys.urls:])))
+
+
+def keep_slice(slices: SliceStore, p: int, generation: int, bitmap: BloomBitmap, *,
+               save: bool = True) -> None:
+    """Save slice ``p``, tested, durably as ``generation`` (unless ``save`` is False), and keep
+    it in this process's cache."""
+    if save:
+        slices.save(p, generation, bitmap)
+    _slices[(slices.identity(), p)] = (generation, bitmap)
 
 
 def forget_slices(slices: SliceStore) -> None:

@@ -1,6 +1,6 @@
-"""The local engine: spool files read ahead in threads give the groups, results and slices that
-reading one file after another gives, each file is read once, and a read that fails fails the
-checkpoint of its group, not an earlier one."""
+"""The local engine: spool files read ahead in threads, each tested as soon as it is read, give the
+groups, results and slices that reading one file after another gives, each file is read once, and
+a read that fails fails the checkpoint of its group, not an earlier one, and leaves no trace."""
 
 from __future__ import annotations
 
@@ -85,3 +85,24 @@ def test_a_read_that_fails_fails_its_own_group(tmp_path):
             local.checkpoint(files[2:], [1] * 4)
     finally:
         local.close()
+
+
+def test_a_group_that_fails_after_some_of_its_files_were_tested_leaves_no_trace(tmp_path):
+    spool = spool_of(tmp_path, 4)
+    files = spool.closed()
+    spool.broken = {files[3]}        # the second group's first file is tested, then this fails
+    slices = store(tmp_path / "failed")
+    local = engine(spool, slices)
+    try:
+        first = [by_site(r) for r in local.checkpoint(files, [0] * 4)]
+        with pytest.raises(OSError, match="Input/output error"):
+            local.checkpoint(files[2:], [1] * 4)
+        spool.broken = set()
+        second = [by_site(r) for r in local.checkpoint(files[2:], [1] * 4)]
+    finally:
+        local.close()
+    # As one clean run: the slices kept from the first group, not the half-tested copies.
+    plain, source = store(tmp_path / "plain"), steps.SpoolSource(spool)
+    assert first == [by_site(r) for r in run_steps(source, plain, files[:2], 0)]
+    assert second == [by_site(r) for r in run_steps(source, plain, files[2:], 1)]
+    assert all(slices.load(p, 2)._array == plain.load(p, 2)._array for p in range(4))
