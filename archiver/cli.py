@@ -26,6 +26,7 @@ from archiver.dns.service import read_names, refresh_pass, run_service
 from archiver.links.batch import ReshardError, reshard_batch, run_batch
 from archiver.links.partition import MAX_PARTITIONS
 from archiver.migrate import Migration, MigrationFailed, MigrationRefused
+from archiver.queues.sitequeue import SiteRow
 from archiver.store.catalog import Capture, CatalogError, surt_key
 from archiver.store.catalog_maintenance import Progress, export_cdxj
 from archiver.store.dnshistory import DnsRow
@@ -34,7 +35,14 @@ from archiver.store.objectstore import ObjectStoreError
 from archiver.store.pgschema import CURRENT_VERSION, StoreError, init_schema, redact
 from archiver.store.status import format_status
 from archiver.store.warcindex import WarcError
-from archiver.stores import EmbeddedStores, ProcessBusy, StoreUnavailable, check_stores, open_stores
+from archiver.stores import (
+    EmbeddedStores,
+    ProcessBusy,
+    SharedStores,
+    StoreUnavailable,
+    check_stores,
+    open_stores,
+)
 from archiver.web import urls
 from archiver.web.timestamps import parse_date, to_datetime
 
@@ -150,6 +158,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     cfg = _config(args)
     stores = open_stores(cfg)
+    if args.sites:
+        return _site_status(stores, as_json=args.json)
     with contextlib.closing(stores.status()) as status:
         statuses = status.read_all()
     if args.json:
@@ -160,6 +170,49 @@ def cmd_status(args: argparse.Namespace) -> int:
     else:
         print("\n".join(format_status(s, stale_after=cfg.crawl.lease_ttl) for s in statuses))
     return 0
+
+
+def _site_status(stores: EmbeddedStores | SharedStores, *, as_json: bool) -> int:
+    """``status --sites``: every site of the site queues, with its next visit and change rate."""
+    now = time.time()
+    queues = (((n, stores.site_queue(n)) for n in stores.site_queue_numbers())  # one at a time
+              if isinstance(stores, EmbeddedStores) else iter([(None, stores.site_queue())]))
+    for number, queue in queues:
+        with contextlib.closing(queue):
+            for row in queue.rows():
+                described = describe_site(row, now)
+                if number is not None:
+                    described["process"] = number
+                print(json.dumps(described, sort_keys=True) if as_json else site_line(described))
+    return 0
+
+
+def describe_site(row: SiteRow, now: float) -> dict[str, object]:
+    """One site of a site queue, as ``status --sites --json`` prints it."""
+    rate = row.history.rate()
+    return {"origin": row.origin, "state": row.state, "visits": row.visits, "inlinks": row.inlinks,
+            "due": _iso(row.due) if row.state != "done" and row.due else None,
+            "next_visit": _iso(row.next_visit) if row.next_visit else None,
+            "next_visit_in_days": round((row.next_visit - now) / 86400, 2) if row.next_visit else None,
+            "change_rate_per_day": None if rate is None else round(rate * 86400, 4),
+            "pages_compared": round(row.history.compared, 2),
+            "pages_changed": round(row.history.changed, 2), "note": row.note}
+
+
+def site_line(site: dict[str, object]) -> str:
+    """The text form of ``describe_site``."""
+    parts = [str(site["origin"]), str(site["state"]), f"visits={site['visits']}",
+             f"inlinks={site['inlinks']}"]
+    if site["next_visit"]:
+        parts.append(f"next_visit={site['next_visit']} (in {site['next_visit_in_days']} days)")
+    elif site["due"]:
+        parts.append(f"due={site['due']}")
+    if site["change_rate_per_day"] is not None:
+        parts.append(f"change_rate={site['change_rate_per_day']}/day "
+                     f"({site['pages_changed']} of {site['pages_compared']} pages compared changed)")
+    if site["note"]:
+        parts.append(f"note={site['note']!r}")
+    return "  ".join(parts)
 
 
 class InputError(Exception):
@@ -513,6 +566,8 @@ def parser() -> argparse.ArgumentParser:
     status = verbs.add_parser("status", help="print the crawler processes' progress")
     status.add_argument("--config", required=True)
     status.add_argument("--json", action="store_true")
+    status.add_argument("--sites", action="store_true",
+                        help="list every site of the site queues: state, next visit, change rate")
     status.set_defaults(func=cmd_status)
 
     catalog = verbs.add_parser("catalog", help="query and maintain the card catalog")

@@ -65,6 +65,14 @@ class CrawlConfig:
     site_retries: int = 3
     retry_delay: float = 60.0
     defer_delay: float = 6 * 3600.0
+    # Revisits (archiver.queues.revisits): a finished site is visited again after revisit_interval
+    # seconds (0: never), then after the mean time its pages took to change on earlier visits,
+    # held between revisit_min and revisit_max. A week, as wide crawls come back to most sites;
+    # a day at least (a visit of a large site can take that long, at one fetch per rest); a
+    # quarter at most, so a quiet site's removals are seen within one.
+    revisit_interval: float = 7 * 86400.0
+    revisit_min: float = 86400.0
+    revisit_max: float = 90 * 86400.0
     # Per-site guards.
     max_pages: int = 100_000
     max_bytes: int = 10 * 2**30
@@ -506,6 +514,10 @@ def _check(where: str, name: str, section: Any) -> None:
             raise ConfigError(f"{where}: crawl.allowed_networks: {e}") from None
         if not section.user_agent.isprintable() or not section.user_agent.isascii():
             raise ConfigError(f"{where}: crawl.user_agent: must be printable ASCII (it is an HTTP header)")
+        if section.revisit_interval and not (
+                0 < section.revisit_min <= section.revisit_interval <= section.revisit_max):
+            raise ConfigError(f"{where}: crawl.revisit_interval: must lie between crawl.revisit_min "
+                              "(above 0) and crawl.revisit_max, or be 0 (no revisits)")
         if section.on_disk_full not in ("pause", "exit"):
             raise ConfigError(f"{where}: crawl.on_disk_full: must be \"pause\" or \"exit\"")
     elif name == "dns":

@@ -283,17 +283,22 @@ class Migration:
         with self.db.transaction(), self.db.cursor() as cur:
             cur.execute("CREATE TEMPORARY TABLE migrate_sites (queue integer, origin text COLLATE \"C\","
                         " state text, due float8, inlinks bigint, attempts integer, added float8,"
-                        " visits integer, note text, restart boolean) ON COMMIT DROP")
+                        " visits integer, note text, restart boolean, next_visit float8,"
+                        " compared float8, changed float8, compared_seconds float8) ON COMMIT DROP")
             with cur.copy("COPY migrate_sites FROM STDIN") as copy:
                 for number in self.source.site_queue_numbers():
                     with SiteQueue(queue_path(self.old.root, number), recover=False) as queue:
                         for row in queue.rows():
-                            copy.write_row((number, *row))
+                            history = row.history
+                            copy.write_row((number, *row[:-1], history.compared, history.changed,
+                                            history.seconds))
             chosen = ("SELECT DISTINCT ON (origin) origin, CASE state WHEN 'active' THEN 'waiting'"
-                      " ELSE state END AS state, due, inlinks, attempts, added, visits, note, restart"
+                      " ELSE state END AS state, due, inlinks, attempts, added, visits, note, restart,"
+                      " next_visit, compared, changed, compared_seconds"
                       " FROM migrate_sites ORDER BY origin, queue")
             cur.execute("INSERT INTO sites (origin, state, due, inlinks, attempts, added, visits, note,"
-                        f" restart) {chosen} ON CONFLICT DO NOTHING")
+                        f" restart, next_visit, compared, changed, compared_seconds) {chosen}"
+                        " ON CONFLICT DO NOTHING")
             copied = cur.rowcount
             expected: dict[str, int] = dict(
                 cur.execute(f"SELECT state, count(*) FROM ({chosen}) s GROUP BY state").fetchall())

@@ -7,6 +7,7 @@ import dataclasses
 import email.utils
 import functools
 import gzip
+import hashlib
 import itertools
 import json
 import signal
@@ -115,6 +116,11 @@ class DemoServer:
         self._cache_size = cache_size
         self._date = (0, "")
 
+    def change(self, web: DemoWeb) -> None:
+        """Serve ``web`` from now on (another version of the same sites: the web changed)."""
+        self.web = web
+        self._cache.clear()
+
     async def serve(
         self,
         listeners: Sequence[trio.SocketListener] | None = None,
@@ -202,12 +208,16 @@ class DemoServer:
                                agent)
                 )
             return keep
-        out = [("Date", self._http_date()), ("Server", "demoweb"), *reply.headers]
+        current = validators(reply)
+        if current and not_modified(current, headers):  # no representation headers, no body
+            reply = Reply(304, [], b"")
+            body = reply.body
+        out = [("Date", self._http_date()), ("Server", "demoweb"), *reply.headers, *current]
         if reply.behaviour == "gzip":
             out.append(("Vary", "Accept-Encoding"))
             if body is not reply.body:
                 out.append(("Content-Encoding", "gzip"))
-        if reply.behaviour != "chunked":
+        if reply.behaviour != "chunked" and reply.status != 304:
             out.append(("Content-Length", str(len(body))))
         data = conn.h11.send(h11.Response(status_code=reply.status, headers=out))
         if method != "HEAD":
@@ -230,6 +240,41 @@ class DemoServer:
         if self._log_file is not None:
             self._log_file.write(json.dumps(dataclasses.asdict(entry)) + "\n")
             self._log_file.flush()
+
+
+# Images never change between versions of the web: dated, not tagged.
+IMAGES_MODIFIED = "Sat, 01 Jan 2000 00:00:00 GMT"
+# Served without a validator, as many servers serve them: a revisit gets them whole again.
+UNVALIDATED = ("text/css", "text/javascript", "application/javascript")
+
+
+def validators(reply: Reply) -> list[tuple[str, str]]:
+    """What a 200 answer says to check it later by (RFC 9110 §8.8): an image its Last-Modified
+    date, a stylesheet or a script nothing, anything else an ETag of its body."""
+    if reply.status != 200 or reply.behaviour not in ("normal", "gzip", "chunked"):
+        return []
+    kind = next((v for k, v in reply.headers if k.lower() == "content-type"), "")
+    if kind.startswith("image/"):
+        return [("Last-Modified", IMAGES_MODIFIED)]
+    if kind.startswith(UNVALIDATED):
+        return []
+    return [("ETag", '"' + hashlib.sha1(reply.body).hexdigest()[:16] + '"')]
+
+
+def not_modified(current: list[tuple[str, str]], request: dict[bytes, bytes]) -> bool:
+    """Whether a conditional request's validators match the answer's (then it is a 304)."""
+    ours = dict(current)
+    match = request.get(b"if-none-match")
+    if match is not None:
+        return "ETag" in ours and ours["ETag"] in match.decode("latin-1").split(", ")
+    since = request.get(b"if-modified-since")
+    if since is None or "Last-Modified" not in ours:
+        return False
+    try:
+        asked = email.utils.parsedate_to_datetime(since.decode("latin-1"))
+    except (TypeError, ValueError, IndexError):
+        return False
+    return asked >= email.utils.parsedate_to_datetime(ours["Last-Modified"])
 
 
 def _accepts_gzip(value: bytes) -> bool:

@@ -21,8 +21,10 @@ from archiver.queues.leases import Leases
 from archiver.store.bundles import BundleWriter
 from archiver.store.catalog import Capture
 from archiver.store.durable import SyncJob, is_disk_error
-from archiver.store.interfaces import CatalogStore
+from archiver.store.interfaces import CatalogStore, WarcReader
 from archiver.store.offloop import OffLoop
+from archiver.store.warcindex import WarcError
+from archiver.web.http import conditions as conditions_of
 
 log = logging.getLogger("archiver.crawl.crawler")
 
@@ -49,6 +51,8 @@ class CrawlContext:
     # In the job's worker thread, once their records are durable: the catalog (or, in a cluster,
     # the pending) entries. Set by the crawler.
     commit_captures: Callable[[list[Capture]], None] | None = None
+    # The archived records: a revisit reads the validators of the capture it asks about.
+    warcs: WarcReader | None = None
     lookup_calls: OffLoop = field(default_factory=OffLoop)
     sync_lock: trio.Lock = field(default_factory=trio.Lock)  # one SyncJob at a time
 
@@ -58,6 +62,21 @@ class CrawlContext:
     async def earlier_captures(self, url: str) -> list[Capture]:
         """The captures of ``url`` in the catalog, read in a worker thread (see archiver.store.offloop)."""
         return await self.lookup_calls.call(self.lookup.captures, url)
+
+    async def conditions(self, capture: Capture) -> list[tuple[str, str]]:
+        """The conditional request headers for the payload of ``capture`` (a response), from its
+        record's HTTP head (web.http.conditions), read in a worker thread; none if the record
+        cannot be read (the fetch is then unconditional)."""
+        if self.warcs is None:
+            return []
+        try:
+            stored = await self.lookup_calls.call(self.warcs.read, capture.filename, capture.offset,
+                                                  capture.length)
+        except (WarcError, OSError) as e:
+            event(log, logging.WARNING, "capture-unreadable", url=capture.url,
+                  record=f"{capture.filename}:{capture.offset}", error=str(e))
+            return []
+        return conditions_of(stored.http_head)
 
     def may_fetch(self, origin: str) -> bool:
         """False once this process's lease of ``origin`` is lost or past its safe deadline."""

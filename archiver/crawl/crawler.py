@@ -8,6 +8,7 @@ flight are dropped, interrupted sites go back to the queue, and every file is fl
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sqlite3
 import time
@@ -31,6 +32,7 @@ from archiver.logs import event
 from archiver.queues.crawlqueue import CrawlQueueBusy
 from archiver.queues.interfaces import CrawlQueueStore, SiteQueueStore
 from archiver.queues.pgsitequeue import PgSiteQueue
+from archiver.queues.revisits import RevisitSchedule
 from archiver.queues.sitequeue import process_for
 from archiver.service import Service
 from archiver.store.catalog import Capture
@@ -159,6 +161,7 @@ class Crawler:
                               min_age=config.dns.min_age, max_age=config.dns.max_age,
                               retry_base=config.dns.retry_base, retry_max=config.dns.retry_max))
         self.ctx.commit_captures = self._commit_captures
+        self.ctx.warcs = stores.warcs()
         if isinstance(stores, SharedStores):
             self.ctx.leases, self.ctx.published = stores.leases, []
 
@@ -240,8 +243,11 @@ class Crawler:
                 await self.ctx.disk_ok.wait()
                 continue
             try:
+                # Revisits are a daemon's (--until-idle does not wait for them), when on.
+                revisits = include_deferred and self.config.crawl.revisit_interval > 0
                 origin, due = await self._queue(self.queue.claim_or_due,
-                                                include_deferred=include_deferred)
+                                                include_deferred=include_deferred,
+                                                include_revisits=revisits)
             except sqlite3.Error as e:
                 if not is_disk_error(e):
                     raise
@@ -275,7 +281,10 @@ class Crawler:
         event(log, logging.INFO, "site-start", site=origin)
         try:
             recrawl = await self._start_over(origin) or await self._queue(self.queue.visits, origin) > 1
-            outcome = await SiteVisit(origin, self.ctx, recrawl=recrawl).run()
+            visit = SiteVisit(origin, self.ctx, recrawl=recrawl)
+            outcome = await visit.run()
+            if visit.changes.compared:
+                outcome = dataclasses.replace(outcome, changes=visit.changes)
         except trio.Cancelled:
             # Also reached when the claim's thread finished after the slot was cancelled: the site
             # is ours, and goes back now (or, if even that fails, at the next start's recovery).
@@ -311,7 +320,10 @@ class Crawler:
             event(log, logging.INFO, "site-stopped", site=origin, reason=outcome.note)
             return
         if outcome.kind == "done":
-            await self._queue(self.queue.finish, origin, outcome.note)
+            c = self.config.crawl
+            await self._queue(self.queue.finish, origin, outcome.note, changes=outcome.changes,
+                              schedule=RevisitSchedule(c.revisit_interval, c.revisit_min,
+                                                       c.revisit_max))
             self.stats.sites_done += 1
             event(log, logging.INFO, "site-done", site=origin, note=outcome.note or None)
         else:

@@ -203,14 +203,16 @@ class HttpClient:
         self._headers += list(extra_headers)
         self._conn: _Connection | None = None
 
-    async def fetch(self, url: str, ip: str) -> FetchResult:
-        """GET `url` from address `ip`; redirects are returned, not followed."""
+    async def fetch(self, url: str, ip: str, *, conditions: Sequence[tuple[str, str]] = ()
+                    ) -> FetchResult:
+        """GET `url` from address `ip`, with the request headers ``conditions`` too (a
+        conditional request: ``web.http.conditions``); redirects are returned, not followed."""
         result = FetchResult(url=url, ip=ip, started=time.time())
         t0 = trio.current_time()
         body = bytearray()
         try:
             with trio.move_on_at(t0 + self.total_timeout) as total:
-                await self._fetch(url, ip, result, t0, body)
+                await self._fetch(url, ip, result, t0, body, conditions)
             if total.cancelled_caught:
                 if result.status is None:
                     result.error = "timeout: total"
@@ -234,13 +236,14 @@ class HttpClient:
         await trio.lowlevel.checkpoint()
 
     async def _fetch(
-        self, url: str, ip: str, result: FetchResult, t0: float, body: bytearray
+        self, url: str, ip: str, result: FetchResult, t0: float, body: bytearray,
+        conditions: Sequence[tuple[str, str]],
     ) -> None:
         try:
             target = _Target.parse(url)
         except ValueError as exc:
             raise _Failed(f"url: {exc}") from None
-        headers = [("Host", target.host_header), *self._headers]
+        headers = [("Host", target.host_header), *self._headers, *conditions]
         try:
             request = h11.Request(method="GET", target=target.target, headers=headers)
         except (h11.LocalProtocolError, UnicodeError) as exc:  # a configured header h11 refuses

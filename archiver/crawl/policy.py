@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from archiver.config import CrawlConfig
 from archiver.crawl.politeness import RATE_LIMITED, Rest, RestPolicy
 from archiver.queues.bloom import GrowingBloom
+from archiver.queues.revisits import PageChanges
 from archiver.web import robots, urls
 from archiver.web.http import decode_body
 
@@ -48,10 +49,12 @@ _CUT_SHORT = frozenset({"time", "disconnect", "unspecified"})
 @dataclass(frozen=True)
 class Outcome:
     """How a visit ended: ``done`` (finished or stopped by a site limit), ``retry`` (come back
-    later), or ``stopped`` (the process is draining or the disk is full: back to the queue)."""
+    later), or ``stopped`` (the process is draining or the disk is full: back to the queue); and
+    the pages it compared with an earlier visit's captures, if any."""
 
     kind: str
     note: str = ""
+    changes: PageChanges | None = None
 
 
 @dataclass(frozen=True)

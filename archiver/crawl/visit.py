@@ -26,6 +26,7 @@ from archiver.crawl.http import FetchResult, HttpClient
 from archiver.crawl.policy import Outcome, RobotsFetch, VisitPolicy, url_shape
 from archiver.logs import event
 from archiver.queues.crawlqueue import Entry
+from archiver.queues.revisits import PageChanges
 from archiver.store.bundles import payload_digest
 from archiver.store.catalog import Capture, CatalogError
 from archiver.store.durable import is_disk_error
@@ -61,6 +62,9 @@ class SiteVisit:
         self._rest_from = 0.0  # when the current rest began
         self.held: str | None = None  # the address whose connection slot this visit holds
         self.policy = VisitPolicy(origin, ctx.config.crawl)
+        # Pages compared with their last capture of an earlier visit (the site's change rate).
+        self.changes = PageChanges()
+        self._started = time.time()
         self._config = ctx.config  # the config the policy came from (SIGHUP replaces it)
 
     async def run(self) -> Outcome:
@@ -213,7 +217,7 @@ class SiteVisit:
         """Fetch and parse ``origin``'s robots.txt (RFC 9309 §2.3); None when it is unavailable."""
         walk = RobotsFetch(origin, self.ctx.config.crawl.agent)
         while True:
-            result = await self._fetch(walk.url)
+            result = await self._fetch(walk.url, conditional=False)  # rules need a body
             answer = walk.answer(result.status, location=result.header("location"),
                                  content_encoding=result.header("content-encoding"),
                                  body=result.body, truncated=result.truncated)
@@ -251,11 +255,17 @@ class SiteVisit:
             self.addresses[host] = resolution.addresses[0]
         return self.addresses[host]
 
-    async def _fetch(self, url: str) -> FetchResult:
-        """Rest, fetch ``url``, write the exchange to the WARC bundle, set the next rest."""
+    async def _fetch(self, url: str, *, conditional: bool = True) -> FetchResult:
+        """Rest, fetch ``url`` (``conditional``: on a recrawl, asking whether its last capture is
+        still current), write the exchange to the WARC bundle, set the next rest."""
         ctx, stats = self.ctx, self.ctx.stats
         if ctx.bundle.error is not None:  # the WARC could not be written: stop fetching
             ctx.disk_trouble(ctx.bundle.error, "warc")
+        # Before the rest (its time counts towards it): the URL's captures so far, and the
+        # validators of the payload the last one stands for, to ask whether it changed since.
+        earlier = await self._earlier(url) if self.recrawl else []
+        base = _payload_holder(earlier)
+        conditions = await ctx.conditions(base) if base is not None and conditional else []
         if not ctx.disk_ok.is_set() or await self._rest():
             raise _Draining
         stats.active[self.origin]["url"] = url
@@ -268,7 +278,7 @@ class SiteVisit:
             await self._hold(ip)
             if not ctx.may_fetch(self.origin):  # checked last: holding the slot may take a while
                 raise _LeaseLost
-            result = await self.client.fetch(url, ip)
+            result = await self.client.fetch(url, ip, conditions=conditions)
             if ctx.slots.contended(ip):  # another site waits for this address: hand it over
                 await self._let_go()
         now = self._rest_from = trio.current_time()
@@ -282,7 +292,15 @@ class SiteVisit:
             event(log, logging.INFO, "fetch-failed", site=self.origin, url=url, error=result.error)
             return result
         date = datetime.fromtimestamp(result.started, UTC)
-        original = await self._same_payload(url, result)
+        digest = payload_digest(result.body) if base is not None else ""
+        # 304 to our conditions: the payload of ``base`` is current (a server-not-modified revisit).
+        not_modified = result.status == 304 and base is not None and bool(conditions)
+        original = base if not_modified else _same_payload(base, digest, result)
+        # A capture of this visit (fetched again) is no earlier visit's: whole seconds, as stored.
+        if base is not None and (seen := to_datetime(earlier[-1].timestamp).timestamp()) < int(
+                self._started):
+            self.changes.page(changed=not not_modified and (base.status, base.digest)
+                              != (result.status, digest), since=result.started - seen)
         if original is None:
             rectype = "response"
             written = ctx.bundle.write_exchange(
@@ -294,7 +312,8 @@ class SiteVisit:
             written = ctx.bundle.write_revisit(
                 url=url, ip=result.ip, date=date, request=result.request,
                 response_head=result.head, payload_digest=original.digest,
-                refers_to_url=original.url, refers_to_date=to_datetime(original.timestamp))
+                refers_to_url=original.url, refers_to_date=to_datetime(original.timestamp),
+                not_modified=not_modified)
         try:
             ctx.captures.append(capture_fields(
                 url=url, date=date, status=result.status,
@@ -315,20 +334,12 @@ class SiteVisit:
               bytes=size, ms=round(result.elapsed * 1000))
         return result
 
-    async def _same_payload(self, url: str, result: FetchResult) -> Capture | None:
-        """On a recrawl, the earlier response whose payload this one repeats, if the last capture
-        of ``url`` had the same payload digest (Heritrix's and wget's deduplication by digest)."""
-        if not self.recrawl or not result.body or result.truncated:
-            return None
+    async def _earlier(self, url: str) -> list[Capture]:
+        """The captures of ``url`` so far, oldest first (none if the catalog cannot say)."""
         try:
-            earlier = await self.ctx.earlier_captures(url)
+            return await self.ctx.earlier_captures(url)
         except (CatalogError, ValueError, sqlite3.Error):
-            return None
-        if not earlier or earlier[-1].digest != payload_digest(result.body):
-            return None
-        digest = earlier[-1].digest
-        return next((c for c in reversed(earlier)
-                     if c.rectype == "response" and c.digest == digest), None)
+            return []
 
     def _route_links(self, entry: Entry, result: FetchResult) -> None:
         """Route the links of a response: same-site ones into the crawl queue, others to the spool."""
@@ -358,3 +369,23 @@ class SiteVisit:
             elif where != "seen":
                 stats.skipped[where] += 1
         policy.page_read(shape, new_local)
+
+
+
+def _payload_holder(earlier: list[Capture]) -> Capture | None:
+    """The response whose payload the last of a URL's captures (oldest first) stands for: that
+    capture itself, or for a revisit the latest response with its payload digest; None if the
+    URL has no capture, or its payload is not archived."""
+    if not earlier:
+        return None
+    last = earlier[-1]
+    return next((c for c in reversed(earlier) if c.rectype == "response" and c.digest == last.digest),
+                None)
+
+
+def _same_payload(base: Capture | None, digest: str, result: FetchResult) -> Capture | None:
+    """``base`` if this whole response (its payload ``digest``) repeats its payload (Heritrix's
+    and wget's deduplication by digest)."""
+    if base is None or not result.body or result.truncated or base.digest != digest:
+        return None
+    return base

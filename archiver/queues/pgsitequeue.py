@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from archiver.logs import event
 from archiver.queues.leases import Leases
-from archiver.queues.sitequeue import STATES, backoff
+from archiver.queues.revisits import ChangeHistory, PageChanges, RevisitSchedule, revisit_at
+from archiver.queues.sitequeue import STATES, SiteRow, backoff, ready_states
 from archiver.store.pgschema import check_version, connect
 
 log = logging.getLogger("archiver.queues.pgsitequeue")
@@ -36,10 +38,11 @@ FROM (SELECT origin, holder AS was FROM sites WHERE state = 'active' AND lease_u
 WHERE sites.origin = pick.origin
 RETURNING sites.origin, sites.epoch, pick.was
 """
-# The most linked-to ready site.
+# The most linked-to ready site (a revisit takes its schedule and starts its crawl queue over).
 _TAKE_READY = f"""
 UPDATE sites SET state = 'active', visits = visits + 1, holder = %(process)s, epoch = epoch + 1,
-    lease_until = {_LEASE}
+    lease_until = {_LEASE}, restart = restart OR sites.state = 'revisit',
+    next_visit = CASE WHEN sites.state = 'revisit' THEN 0 ELSE next_visit END
 FROM (SELECT origin FROM sites WHERE state = ANY(%(states)s) AND due <= %(now)s
       ORDER BY inlinks DESC, due LIMIT 1 FOR UPDATE SKIP LOCKED) AS pick
 WHERE sites.origin = pick.origin
@@ -52,10 +55,6 @@ WHERE s.origin = h.origin AND s.epoch = h.epoch AND s.state = 'active'
 RETURNING s.origin
 """
 _HELD = "origin = %(origin)s AND epoch = %(epoch)s AND state = 'active'"
-
-
-def _ready_states(include_deferred: bool) -> list[str]:
-    return ["waiting", "retry", "deferred"] if include_deferred else ["waiting", "retry"]
 
 
 class PgSiteQueue:
@@ -96,13 +95,13 @@ class PgSiteQueue:
                 "UPDATE sites SET inlinks = c.n FROM unnest(%s::text[], %s::bigint[]) AS c(o, n)"
                 " WHERE sites.origin = c.o", (origins, [n for _, n, _ in sites]))
             self._db.execute(
-                "UPDATE sites SET state = 'waiting', due = %s WHERE state = 'done'"
+                "UPDATE sites SET state = 'waiting', due = %s WHERE state IN ('done', 'revisit')"
                 " AND origin = ANY(%s::text[])", (now, [o for o, _, woken in sites if woken]))
         return added
 
     def recrawl(self, origin: str | None = None, *, now: float | None = None) -> int:
-        sql = ("UPDATE sites SET state = 'waiting', due = %s, attempts = 0, note = '', restart = true"
-               " WHERE state = 'done'")
+        sql = ("UPDATE sites SET state = 'waiting', due = %s, attempts = 0, note = '', restart = true,"
+               " next_visit = 0 WHERE state IN ('done', 'revisit')")
         params: tuple[Any, ...] = (time.time() if now is None else now,)
         if origin is not None:
             sql, params = sql + " AND origin = %s", (*params, origin)
@@ -116,13 +115,13 @@ class PgSiteQueue:
         row = self._one("SELECT restart FROM sites WHERE origin = %s", (origin,))
         return bool(row and row[0])
 
-    def next_due(self, *, include_deferred: bool) -> float | None:
+    def next_due(self, *, include_deferred: bool, include_revisits: bool = False) -> float | None:
         """When a slot should look again: the next ready site's due time, or the earliest lease
         to expire (a site another process holds may end or come free); None if neither exists."""
         row = self._one(
             "SELECT least((SELECT min(due) FROM sites WHERE state = ANY(%s)),"
             " (SELECT extract(epoch FROM min(lease_until))::float8 FROM sites WHERE state = 'active'))",
-            (_ready_states(include_deferred),))
+            (list(ready_states(include_deferred, include_revisits)),))
         return None if row is None or row[0] is None else float(row[0])
 
     def counts(self) -> dict[str, int]:
@@ -139,14 +138,23 @@ class PgSiteQueue:
         row = self._one("SELECT state FROM sites WHERE origin = %s", (origin,))
         return row[0] if row else None
 
+    def rows(self) -> Iterator[SiteRow]:
+        """Every site with all it records, by origin, as ``SiteQueue.rows``."""
+        for row in self._db.execute("SELECT origin, state, due, inlinks, attempts, added, visits,"
+                                    " note, restart, next_visit, compared, changed,"
+                                    " compared_seconds FROM sites ORDER BY origin"):
+            yield SiteRow._make((*row[:9], row[9], ChangeHistory(*row[10:])))
+
     # -- claims and leases (a crawler process)
 
-    def claim(self, *, include_deferred: bool, now: float | None = None) -> str | None:
+    def claim(self, *, include_deferred: bool, include_revisits: bool = False,
+              now: float | None = None) -> str | None:
         """Lease a site whose lease expired, else the most linked-to ready one; its origin."""
         if self.process is None:
             raise RuntimeError("a site queue opened without a process number cannot claim sites")
         params = {"process": self.process, "ttl": self.leases.ttl,
-                  "states": _ready_states(include_deferred), "now": time.time() if now is None else now}
+                  "states": list(ready_states(include_deferred, include_revisits)),
+                  "now": time.time() if now is None else now}
         sent = time.monotonic()
         row = self._one(_TAKE_EXPIRED, params)
         if row is not None:
@@ -158,12 +166,14 @@ class PgSiteQueue:
         self.leases.granted(row[0], row[1], sent)
         return str(row[0])
 
-    def claim_or_due(self, *, include_deferred: bool, now: float | None = None
-                     ) -> tuple[str | None, float | None]:
-        origin = self.claim(include_deferred=include_deferred, now=now)
+    def claim_or_due(self, *, include_deferred: bool, include_revisits: bool = False,
+                     now: float | None = None) -> tuple[str | None, float | None]:
+        origin = self.claim(include_deferred=include_deferred, include_revisits=include_revisits,
+                            now=now)
         if origin is not None:
             return origin, None
-        return None, self.next_due(include_deferred=include_deferred)
+        return None, self.next_due(include_deferred=include_deferred,
+                                   include_revisits=include_revisits)
 
     def renew(self) -> set[str]:
         """Extend every lease held; the origins whose lease another process has now (lost)."""
@@ -195,9 +205,24 @@ class PgSiteQueue:
             self._lost(origin, during)
         return done
 
-    def finish(self, origin: str, note: str = "") -> None:
-        self._held_write(origin, "finish", "UPDATE sites SET state = 'done', attempts = 0, note = %(note)s,"
-                         " holder = NULL, lease_until = NULL", {"note": note})
+    def finish(self, origin: str, note: str = "", *, changes: PageChanges | None = None,
+               schedule: RevisitSchedule | None = None, now: float | None = None) -> None:
+        """As ``SiteQueue.finish`` (nothing written if another process holds the site now)."""
+        now = time.time() if now is None else now
+        row = self._one("SELECT compared, changed, compared_seconds, next_visit FROM sites"
+                        " WHERE origin = %s", (origin,))
+        history = ChangeHistory(*row[:3]) if row else ChangeHistory()
+        if changes is not None:
+            history = history.observe(changes)
+        next_visit = revisit_at(row[3] if row else 0.0, history, schedule, now)
+        self._held_write(
+            origin, "finish", "UPDATE sites SET state = %(state)s, due = %(due)s,"
+            " next_visit = %(due)s, attempts = 0, note = %(note)s, compared = %(compared)s,"
+            " changed = %(changed)s, compared_seconds = %(seconds)s, holder = NULL,"
+            " lease_until = NULL",
+            {"state": "revisit" if next_visit else "done", "due": next_visit, "note": note,
+             "compared": history.compared, "changed": history.changed,
+             "seconds": history.seconds})
         self.leases.drop(origin)
 
     def release(self, origin: str) -> None:

@@ -9,7 +9,15 @@ why the busy timeout is 30 s).
 
 States: ``waiting`` (ready once ``due``), ``active`` (in a slot now), ``retry`` (failed, back
 after ``due``), ``deferred`` (failed too often; revisited by a daemon when due, not waited for by
-``--until-idle``), ``done``. A site left ``active`` by a crash is ``waiting`` again on open.
+``--until-idle``), ``revisit`` (finished, visited again from ``due``, its crawl queue started over,
+by a daemon only), ``done`` (finished, no revisit). A site left ``active`` by a crash is
+``waiting`` again on open.
+
+Revisits (archiver.queues.revisits): each site keeps its change history (``compared``,
+``changed``, ``compared_seconds``) and its next visit (``next_visit``, 0 if none). A visit that
+ends with no next visit set schedules one; a visit woken in between by new links (from ``revisit``
+to ``waiting``) keeps it, and the site goes back to ``revisit`` at that time. Claiming a revisit
+takes the schedule (``next_visit`` 0 again) and asks for its crawl queue to start over.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from typing import NamedTuple
 
 import mmh3
 
+from archiver.queues.revisits import ChangeHistory, PageChanges, RevisitSchedule, revisit_at
 from archiver.store import sqlite
 
 _SCHEMA = """
@@ -33,12 +42,20 @@ CREATE TABLE IF NOT EXISTS sites (
     added    REAL NOT NULL,
     visits   INTEGER NOT NULL DEFAULT 0,
     note     TEXT NOT NULL DEFAULT '',
-    restart  INTEGER NOT NULL DEFAULT 0
+    restart  INTEGER NOT NULL DEFAULT 0,
+    next_visit REAL NOT NULL DEFAULT 0,
+    compared REAL NOT NULL DEFAULT 0,
+    changed REAL NOT NULL DEFAULT 0,
+    compared_seconds REAL NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS sites_ready ON sites (state, inlinks DESC, due);
 """
 
-STATES = ("waiting", "active", "retry", "deferred", "done")
+STATES = ("waiting", "active", "retry", "deferred", "revisit", "done")
+# Columns added since the first queues, with their definitions (added to an older queue on open).
+_ADDED = {"restart": "INTEGER NOT NULL DEFAULT 0", "next_visit": "REAL NOT NULL DEFAULT 0",
+          "compared": "REAL NOT NULL DEFAULT 0", "changed": "REAL NOT NULL DEFAULT 0",
+          "compared_seconds": "REAL NOT NULL DEFAULT 0"}
 
 
 class SiteRow(NamedTuple):
@@ -53,11 +70,19 @@ class SiteRow(NamedTuple):
     visits: int
     note: str
     restart: bool
+    next_visit: float
+    history: ChangeHistory
 
 
-def _ready(include_deferred: bool) -> tuple[tuple[str, ...], str]:
+def ready_states(include_deferred: bool, include_revisits: bool) -> tuple[str, ...]:
+    """The states a slot may take a site from: deferred sites and revisits only in a daemon."""
+    return (("waiting", "retry") + (("deferred",) if include_deferred else ())
+            + (("revisit",) if include_revisits else ()))
+
+
+def _ready(include_deferred: bool, include_revisits: bool) -> tuple[tuple[str, ...], str]:
     """The states a slot may take a site from, and their SQL placeholders."""
-    states = ("waiting", "retry", "deferred") if include_deferred else ("waiting", "retry")
+    states = ready_states(include_deferred, include_revisits)
     return states, ",".join("?" * len(states))
 
 
@@ -93,8 +118,9 @@ class SiteQueue:
                                       cache_mib=sqlite.SITES_CACHE_MIB)
         self._db.executescript(_SCHEMA)
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(sites)")}
-        if "restart" not in columns:  # a queue made before recrawls existed
-            self._db.execute("ALTER TABLE sites ADD COLUMN restart INTEGER NOT NULL DEFAULT 0")
+        for name, definition in _ADDED.items():  # a queue made before recrawls, or revisits
+            if name not in columns:
+                self._db.execute(f"ALTER TABLE sites ADD COLUMN {name} {definition}")
         if recover:
             self._db.execute("UPDATE sites SET state='waiting' WHERE state='active'")
 
@@ -126,45 +152,71 @@ class SiteQueue:
             self._db.executemany(
                 "INSERT INTO sites (origin, added, inlinks) VALUES (:origin, :now, :inlinks)"
                 " ON CONFLICT (origin) DO UPDATE SET inlinks = :inlinks,"
-                " due = CASE WHEN :woken AND state = 'done' THEN :now ELSE due END,"
-                " state = CASE WHEN :woken AND state = 'done' THEN 'waiting' ELSE state END"
-                " WHERE inlinks != :inlinks OR (:woken AND state = 'done')",
+                " due = CASE WHEN :woken AND state IN ('done', 'revisit') THEN :now ELSE due END,"
+                " state = CASE WHEN :woken AND state IN ('done', 'revisit') THEN 'waiting' ELSE state END"
+                " WHERE inlinks != :inlinks OR (:woken AND state IN ('done', 'revisit'))",
                 [{"origin": origin, "inlinks": inlinks, "woken": woken, "now": now}
                  for origin, inlinks, woken in sites])
             (added,) = self._db.execute("SELECT count(*) FROM sites WHERE rowid > ?", (last,)).fetchone()
         return int(added)
 
-    def claim(self, *, include_deferred: bool, now: float | None = None) -> str | None:
-        """Take the most linked-to site that is due, mark it active, and return it."""
+    def claim(self, *, include_deferred: bool, include_revisits: bool = False,
+              now: float | None = None) -> str | None:
+        """Take the most linked-to site that is due, mark it active, and return it (a revisit
+        takes its schedule, and its crawl queue is to start over)."""
         now = time.time() if now is None else now
-        states, marks = _ready(include_deferred)
+        states, marks = _ready(include_deferred, include_revisits)
         with sqlite.transaction(self._db):
             row = self._db.execute(
                 f"SELECT origin FROM sites WHERE state IN ({marks}) AND due <= ? "
                 "ORDER BY inlinks DESC, due LIMIT 1", (*states, now)).fetchone()
             if row is None:
                 return None
-            self._db.execute("UPDATE sites SET state='active', visits=visits+1 WHERE origin=?", row)
+            self._db.execute(
+                "UPDATE sites SET state='active', visits=visits+1,"
+                " restart = CASE WHEN state='revisit' THEN 1 ELSE restart END,"
+                " next_visit = CASE WHEN state='revisit' THEN 0 ELSE next_visit END"
+                " WHERE origin=?", row)
         return row[0]
 
-    def claim_or_due(self, *, include_deferred: bool, now: float | None = None
-                     ) -> tuple[str | None, float | None]:
+    def claim_or_due(self, *, include_deferred: bool, include_revisits: bool = False,
+                     now: float | None = None) -> tuple[str | None, float | None]:
         """:meth:`claim` a site, else say when the next one is due: (origin, None) or (None, due);
         (None, None) when no site waits at all. One call for a slot's one trip to a worker thread."""
-        origin = self.claim(include_deferred=include_deferred, now=now)
+        origin = self.claim(include_deferred=include_deferred, include_revisits=include_revisits,
+                            now=now)
         if origin is not None:
             return origin, None
-        return None, self.next_due(include_deferred=include_deferred)
+        return None, self.next_due(include_deferred=include_deferred,
+                                   include_revisits=include_revisits)
 
-    def finish(self, origin: str, note: str = "") -> None:
-        """The visit ended normally (queue exhausted or a site limit reached)."""
-        self._db.execute("UPDATE sites SET state='done', attempts=0, note=? WHERE origin=?",
-                         (note, origin))
+    def finish(self, origin: str, note: str = "", *, changes: PageChanges | None = None,
+               schedule: RevisitSchedule | None = None, now: float | None = None) -> None:
+        """The visit ended normally (queue exhausted or a site limit reached): its ``changes``
+        join the site's history, and with ``schedule`` the site is due for a revisit (at the time
+        already set, else at one the history gives), else it is done."""
+        now = time.time() if now is None else now
+        with sqlite.transaction(self._db):
+            row = self._db.execute("SELECT compared, changed, compared_seconds, next_visit"
+                                   " FROM sites WHERE origin=?", (origin,)).fetchone()
+            if row is None:
+                return
+            history = ChangeHistory(*row[:3])
+            if changes is not None:
+                history = history.observe(changes)
+            next_visit = revisit_at(row[3], history, schedule, now)
+            self._db.execute(
+                "UPDATE sites SET state=?, due=?, next_visit=?, attempts=0, note=?, compared=?,"
+                " changed=?, compared_seconds=? WHERE origin=?",
+                ("revisit" if next_visit else "done", next_visit, next_visit, note,
+                 history.compared, history.changed, history.seconds, origin))
 
     def recrawl(self, origin: str | None = None, *, now: float | None = None) -> int:
-        """Queue a new visit of ``origin`` (of every site when None) if it is ``done``; the visit
-        starts its crawl queue over (see :meth:`restart_pending`). Returns the sites requeued."""
-        sql = "UPDATE sites SET state='waiting', due=?, attempts=0, note='', restart=1 WHERE state='done'"
+        """Queue a new visit of ``origin`` (of every site when None) if it is finished (``done``
+        or waiting for a ``revisit``); the visit starts its crawl queue over (see
+        :meth:`restart_pending`) and schedules the next. Returns the sites requeued."""
+        sql = ("UPDATE sites SET state='waiting', due=?, attempts=0, note='', restart=1,"
+               " next_visit=0 WHERE state IN ('done', 'revisit')")
         params: tuple[object, ...] = (time.time() if now is None else now,)
         if origin is not None:
             sql, params = sql + " AND origin=?", (*params, origin)
@@ -201,9 +253,10 @@ class SiteQueue:
                          (state, due, attempts, note, origin))
         return state
 
-    def next_due(self, *, include_deferred: bool) -> float | None:
-        """When the next waiting (or retrying, or deferred) site becomes due; None if there is none."""
-        states, marks = _ready(include_deferred)
+    def next_due(self, *, include_deferred: bool, include_revisits: bool = False) -> float | None:
+        """When the next waiting (or retrying, deferred, revisited) site becomes due; None if
+        there is none."""
+        states, marks = _ready(include_deferred, include_revisits)
         (due,) = self._db.execute(f"SELECT min(due) FROM sites WHERE state IN ({marks})",
                                   states).fetchone()
         return due
@@ -225,7 +278,9 @@ class SiteQueue:
         return row[0] if row else None
 
     def rows(self) -> Iterator[SiteRow]:
-        """Every site with all it records, by origin (for ``archiver store migrate``)."""
+        """Every site with all it records, by origin (``archiver store migrate``, ``status --sites``)."""
         for row in self._db.execute("SELECT origin, state, due, inlinks, attempts, added, visits,"
-                                    " note, restart FROM sites ORDER BY origin"):
-            yield SiteRow._make((*row[:8], bool(row[8])))
+                                    " note, restart, next_visit, compared, changed,"
+                                    " compared_seconds FROM sites ORDER BY origin"):
+            yield SiteRow._make((*row[:8], bool(row[8]), row[9], ChangeHistory(*row[10:])))
+

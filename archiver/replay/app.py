@@ -81,6 +81,7 @@ from archiver.replay.rewrite import (
     rewrite_html,
 )
 from archiver.replay.scan import Scan, ScanLimit
+from archiver.store.bundles import NOT_MODIFIED_PROFILE
 from archiver.store.catalog import Capture
 from archiver.store.warcindex import Stored, WarcError
 from archiver.web import urls
@@ -435,11 +436,18 @@ async def _memento(request: Request, target: WebTarget, captures: list[Capture])
             next=mementos[current + 1][1] if current + 1 < len(mementos) else None,
             count=len(mementos),
         )
-    head = stored if stored.http_head else payload
+    # A server-not-modified revisit holds the 304's head: the page is the original's, head too.
+    head = stored if stored.http_head and not _not_modified(stored) else payload
     response = _replay(request, target, capture, head, payload.payload, banner)
     response.headers["Memento-Datetime"] = memento.http_date(capture.timestamp)
     response.headers["Link"] = _memento_links(request, target.url, mementos, current)
     return response
+
+
+def _not_modified(stored: Stored) -> bool:
+    """Whether a record is a revisit of the server-not-modified profile."""
+    return any(name.lower() == "warc-profile" and value == NOT_MODIFIED_PROFILE
+               for name, value in stored.warc_headers)
 
 
 def _replay(

@@ -72,6 +72,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _NOT_URI = re.compile(r"[\x00-\x20\x7f]")
 _DIGITS = re.compile(r"[0-9]+")
 REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 
 
 @dataclass(frozen=True)
@@ -263,16 +264,20 @@ class BundleWriter:
         payload_digest: str,
         refers_to_url: str,
         refers_to_date: datetime,
+        not_modified: bool = False,
     ) -> Written:
-        """Append a ``revisit`` record (identical-payload-digest profile) and its ``request`` record.
+        """Append a ``revisit`` record and its ``request`` record.
 
         The payload equals that of the capture of ``refers_to_url`` at ``refers_to_date``: only the
         response head is stored (WARC 1.1 section 6.7.2), the way Heritrix and wget deduplicate.
+        The profile is identical-payload-digest (the payload came again, unchanged), or with
+        ``not_modified`` server-not-modified (the server answered a conditional request 304: its
+        head is stored, and the payload is the capture's it confirms, ``payload_digest``).
         """
         common = _exchange_fields(url, ip, date)
         revisit_id = StatusAndHeadersParser.make_warc_id()
         refers = [
-            ("WARC-Profile", REVISIT_PROFILE),
+            ("WARC-Profile", NOT_MODIFIED_PROFILE if not_modified else REVISIT_PROFILE),
             ("WARC-Refers-To-Target-URI", _check_uri(refers_to_url)),
             ("WARC-Refers-To-Date", _warc_date(refers_to_date)),
             ("WARC-Payload-Digest", _check_field("digest", payload_digest)),

@@ -219,6 +219,16 @@ CREATE TABLE links_slices (
     generation bigint NOT NULL CHECK (generation >= 0)
 );
 """),
+    Migration(5, "revisits: a site's next visit and its change history", """
+ALTER TABLE sites DROP CONSTRAINT sites_state_check;
+ALTER TABLE sites ADD CONSTRAINT sites_state_check
+    CHECK (state IN ('waiting', 'active', 'retry', 'deferred', 'revisit', 'done'));
+ALTER TABLE sites
+    ADD COLUMN next_visit double precision NOT NULL DEFAULT 0,
+    ADD COLUMN compared double precision NOT NULL DEFAULT 0,
+    ADD COLUMN changed double precision NOT NULL DEFAULT 0,
+    ADD COLUMN compared_seconds double precision NOT NULL DEFAULT 0;
+"""),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
 

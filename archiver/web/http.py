@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import email.utils
+import re
 import zlib
+from datetime import UTC
 
 import brotli
 
@@ -41,6 +43,42 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
     if when is None:
         return None
     return max(0.0, when.timestamp() - now)
+
+
+# An entity tag (RFC 9110 §8.8.3): optionally weak, then a quoted run of visible ASCII but '"'
+# (its obs-text left out: a request header we send stays ASCII).
+_ETAG = re.compile(r'(?:W/)?"[\x21\x23-\x7e]{0,256}"')
+
+
+def conditions(head: bytes) -> list[tuple[str, str]]:
+    """The request headers that ask whether a capture is still current (RFC 9110 §13.1): from
+    the raw HTTP head of a 200 response, ``If-None-Match`` with its ``ETag`` and
+    ``If-Modified-Since`` with its ``Last-Modified`` (written afresh as an HTTP date). A validator
+    that is malformed is left out, so a hostile one can never make a request unsendable. Never
+    raises."""
+    lines = head.split(b"\r\n\r\n", 1)[0].replace(b"\r\n", b"\n").split(b"\n")
+    status = lines[0].split(None, 2)
+    if len(status) < 2 or status[1] != b"200":
+        return []
+    found: dict[bytes, bytes] = {}
+    for line in lines[1:]:
+        name, colon, value = line.partition(b":")
+        name = name.strip().lower()
+        if colon and name in (b"etag", b"last-modified"):
+            found.setdefault(name, value.strip())
+    out = []
+    etag = found.get(b"etag", b"").decode("latin-1")
+    if _ETAG.fullmatch(etag):
+        out.append(("If-None-Match", etag))
+    modified = found.get(b"last-modified", b"").decode("latin-1")
+    try:
+        when = email.utils.parsedate_to_datetime(modified) if modified else None
+        if when is not None and when.tzinfo is not None and 1970 <= when.year <= 9998:
+            out.append(("If-Modified-Since",
+                        email.utils.format_datetime(when.astimezone(UTC), usegmt=True)))
+    except (TypeError, ValueError, IndexError, OverflowError):
+        pass
+    return out
 
 
 def decode_body(body: bytes, content_encoding: str | None, limit: int) -> bytes:

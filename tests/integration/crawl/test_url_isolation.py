@@ -39,7 +39,7 @@ async def test_a_url_whose_handling_raises_costs_only_that_url(tmp_path, monkeyp
     assert not [r for r in caplog.records if r.getMessage() == "site-crashed"]
     status = json.loads((root / "state" / "crawl-0.json").read_text())
     assert status["errors"]["internal"] == 2
-    assert status["sites"].get("done") == 1                      # finished, not retried
+    assert status["sites"].get("revisit") == 1                   # finished (a revisit due), not retried
     assert warcio_check(warc_files(root)).returncode == 0
 
 

@@ -11,6 +11,7 @@ import pytest
 from archiver.queues.interfaces import SiteQueueStore
 from archiver.queues.leases import Leases
 from archiver.queues.pgsitequeue import PgSiteQueue
+from archiver.queues.revisits import ChangeHistory, PageChanges, RevisitSchedule
 from archiver.queues.sitequeue import SiteQueue, queue_path
 
 
@@ -104,3 +105,76 @@ def test_claim_or_due_claims_else_says_when(open_queue):
     assert q.claim_or_due(include_deferred=False, now=0) == ("http://b.test", None)
     assert q.claim_or_due(include_deferred=False, now=5) == (None, 10)      # a.test is due at 10
     assert q.claim_or_due(include_deferred=False, now=10) == ("http://a.test", None)
+
+
+DAY = 86400.0
+WEEKLY = RevisitSchedule(interval=7 * DAY, shortest=DAY, longest=90 * DAY)
+
+
+def test_a_finished_site_waits_for_its_revisit_which_only_a_daemon_takes(open_queue):
+    q = open_queue()
+    q.add("http://a.test", now=0)
+    assert q.claim(include_deferred=False, now=0) == "http://a.test"
+    q.finish("http://a.test", schedule=WEEKLY, now=100)          # a first visit: the interval
+    assert q.state("http://a.test") == "revisit"
+    assert q.next_due(include_deferred=True) is None              # --until-idle: nothing waits
+    assert q.next_due(include_deferred=True, include_revisits=True) == 100 + 7 * DAY
+    assert q.claim(include_deferred=True, include_revisits=True, now=100 + 7 * DAY - 1) is None
+    assert q.claim(include_deferred=True, now=100 + 7 * DAY) is None
+    assert not q.restart_pending("http://a.test")
+    assert q.claim(include_deferred=True, include_revisits=True,
+                   now=100 + 7 * DAY) == "http://a.test"
+    assert q.restart_pending("http://a.test")                     # the crawl queue starts over
+    row = next(r for r in q.rows() if r.origin == "http://a.test")
+    assert row.next_visit == 0 and row.visits == 2                # the schedule was taken
+
+
+def test_each_visit_moves_the_next_by_how_much_changed(open_queue):
+    q = open_queue()
+    q.add("http://a.test", now=0)
+    q.claim(include_deferred=False, now=0)
+    q.finish("http://a.test", schedule=WEEKLY, now=0)
+    now = 7 * DAY
+    assert q.claim(include_deferred=True, include_revisits=True, now=now) == "http://a.test"
+    q.restarted("http://a.test")
+    all_changed = PageChanges(compared=10, changed=10, seconds=10 * 7 * DAY)
+    q.finish("http://a.test", changes=all_changed, schedule=WEEKLY, now=now)
+    row = next(r for r in q.rows() if r.origin == "http://a.test")
+    assert row.state == "revisit"
+    assert row.history == ChangeHistory(10, 10, 10 * 7 * DAY)
+    assert row.next_visit == now + WEEKLY.delay(row.history) < now + 7 * DAY   # sooner
+    now = row.next_visit
+    q.claim(include_deferred=True, include_revisits=True, now=now)
+    q.finish("http://a.test", changes=PageChanges(10, 0, 10 * DAY), schedule=WEEKLY, now=now)
+    row = next(r for r in q.rows() if r.origin == "http://a.test")
+    assert row.history.compared == pytest.approx(18) and row.history.changed == pytest.approx(8)
+    assert row.next_visit == now + WEEKLY.delay(row.history)
+
+
+def test_new_links_wake_a_site_waiting_for_its_revisit_and_keep_its_schedule(open_queue):
+    q = open_queue()
+    q.add("http://a.test", now=0)
+    q.claim(include_deferred=False, now=0)
+    q.finish("http://a.test", schedule=WEEKLY, now=0)
+    q.merge_links([("http://a.test", 3, True)], now=DAY)          # the links batch: new URLs
+    assert q.state("http://a.test") == "waiting"
+    assert q.claim(include_deferred=False, now=DAY) == "http://a.test"
+    assert not q.restart_pending("http://a.test")                 # only the new URLs
+    q.finish("http://a.test", schedule=WEEKLY, now=2 * DAY)
+    row = next(r for r in q.rows() if r.origin == "http://a.test")
+    assert (row.state, row.due, row.next_visit) == ("revisit", 7 * DAY, 7 * DAY)
+
+
+def test_without_revisits_a_finished_site_is_done_and_recrawl_takes_a_revisit_too(open_queue):
+    q = open_queue()
+    for origin in ("http://a.test", "http://b.test"):
+        q.add(origin, now=0)
+        q.claim(include_deferred=False, now=0)
+    q.finish("http://a.test", schedule=RevisitSchedule(0, DAY, 90 * DAY), now=0)
+    q.finish("http://b.test", schedule=WEEKLY, now=0)
+    assert (q.state("http://a.test"), q.state("http://b.test")) == ("done", "revisit")
+    assert q.counts()["revisit"] == 1
+    assert q.recrawl(now=5) == 2
+    assert q.claim(include_deferred=False, now=5) is not None
+    assert q.claim(include_deferred=False, now=5) is not None
+    assert q.restart_pending("http://a.test") and q.restart_pending("http://b.test")
