@@ -27,6 +27,7 @@ from archiver.links.batch import ReshardError, reshard_batch, run_batch
 from archiver.links.partition import MAX_PARTITIONS
 from archiver.migrate import Migration, MigrationFailed, MigrationRefused
 from archiver.queues.sitequeue import SiteRow
+from archiver.store import robotstxt
 from archiver.store.catalog import Capture, CatalogError, surt_key
 from archiver.store.catalog_maintenance import Progress, export_cdxj
 from archiver.store.dnshistory import DnsRow
@@ -253,6 +254,43 @@ def _print_captures(captures: list[Capture], as_json: bool) -> None:
             status = c.status if c.status is not None else "-"
             print(f"{c.timestamp} {status} {c.mime} {c.url} {c.filename}:{c.offset}:{c.length}"
                   + (f" -> {c.redirect}" if c.redirect else ""))
+
+
+def cmd_robots(args: argparse.Namespace) -> int:
+    """``archiver robots HOST``: the robots.txt in force at a date, and every change of it."""
+    cfg = _config(args)
+    try:
+        origin = urls.origin(_url(args.host))
+        at = _date(args.at, upper=True) if args.at else time.strftime("%Y%m%d%H%M%S", time.gmtime())
+    except InputError as e:
+        return _fail(str(e))
+    stores = open_stores(cfg)
+    with contextlib.closing(_catalog(cfg)) as catalog:
+        found = robotstxt.history(catalog, stores.warcs(), origin)
+    current = robotstxt.governing(found, at)
+    changes = [r for r in found if r.changed]
+    if args.json:
+        print(json.dumps({
+            "origin": origin, "at": at,
+            "in_force": None if current is None else current.to_json(text=True),
+            "changes": [r.to_json(text=False) for r in changes],
+            "captures": len(found)}, indent=1))
+        return 0 if current is not None else 1
+    if current is None:
+        print(f"no capture of {origin}/robots.txt at or before {at}"
+              + (f" (the first is at {found[0].capture.timestamp})" if found else ""))
+    else:
+        c = current.capture
+        print(f"in force at {at}: the capture of {c.url} at {c.timestamp} "
+              f"({c.filename}:{c.offset}): {current.meaning()}")
+        if current.via:
+            print("  redirected through " + " -> ".join(current.via))
+        if current.status is not None and 200 <= current.status < 300:
+            print(current.text.decode("utf-8", errors="replace").rstrip("\n"))
+    print(f"\n{len(changes)} versions in {len(found)} captures:")
+    for r in changes:
+        print(f"  {r.capture.timestamp}  {r.meaning()}  {len(r.text)} bytes  {r.capture.digest}")
+    return 0 if current is not None else 1
 
 
 def cmd_catalog(args: argparse.Namespace) -> int:
@@ -569,6 +607,14 @@ def parser() -> argparse.ArgumentParser:
     status.add_argument("--sites", action="store_true",
                         help="list every site of the site queues: state, next visit, change rate")
     status.set_defaults(func=cmd_status)
+
+    robots_ = verbs.add_parser("robots", help="the robots.txt that governed a host at a date, "
+                               "and every change of it, from the archive's captures")
+    robots_.add_argument("host", help="a host name or an origin (http://host:port)")
+    robots_.add_argument("--at", help="ISO 8601 or an archive timestamp (default: now)")
+    robots_.add_argument("--json", action="store_true")
+    robots_.add_argument("--config", required=True)
+    robots_.set_defaults(func=cmd_robots)
 
     catalog = verbs.add_parser("catalog", help="query and maintain the card catalog")
     catalog_verbs = catalog.add_subparsers(dest="catalog_verb", required=True)

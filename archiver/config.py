@@ -73,6 +73,11 @@ class CrawlConfig:
     revisit_interval: float = 7 * 86400.0
     revisit_min: float = 86400.0
     revisit_max: float = 90 * 86400.0
+    # What a capture need not store again: "url" asks conditionally when the URL's last capture
+    # had a validator and stores a 304 or the same payload again as a revisit record; "digest"
+    # also stores as a revisit a payload the archive has under another URL (the catalog's digest
+    # index); "off" stores every answer whole and asks unconditionally.
+    dedupe: str = "url"
     # Per-site guards.
     max_pages: int = 100_000
     max_bytes: int = 10 * 2**30
@@ -406,7 +411,8 @@ def from_dict(data: dict[str, Any], path: Path | None = None) -> Config:
 
 
 # What a running crawler takes from a new config on SIGHUP; everything else needs a restart.
-_FIXED_CRAWL_KEYS = ("processes", "sites_per_process")
+# (dedupe: the catalog is opened with its digest index or without.)
+_FIXED_CRAWL_KEYS = ("processes", "sites_per_process", "dedupe")
 _FIXED_SECTIONS = ("archive", "warc", "store", "s3", "catalog")
 
 
@@ -518,6 +524,8 @@ def _check(where: str, name: str, section: Any) -> None:
                 0 < section.revisit_min <= section.revisit_interval <= section.revisit_max):
             raise ConfigError(f"{where}: crawl.revisit_interval: must lie between crawl.revisit_min "
                               "(above 0) and crawl.revisit_max, or be 0 (no revisits)")
+        if section.dedupe not in ("url", "digest", "off"):
+            raise ConfigError(f"{where}: crawl.dedupe: must be \"url\", \"digest\" or \"off\"")
         if section.on_disk_full not in ("pause", "exit"):
             raise ConfigError(f"{where}: crawl.on_disk_full: must be \"pause\" or \"exit\"")
     elif name == "dns":

@@ -85,8 +85,10 @@ class EmbeddedStores:
 
     # -- stores
 
-    def catalog(self, *, readonly: bool = False) -> CatalogStore:
-        return Catalog(self.root / "catalog", self.config.catalog.shards, readonly=readonly)
+    def catalog(self, *, readonly: bool = False, digests: bool = False) -> CatalogStore:
+        """The card catalog (``digests``: responses added go to its digest index too)."""
+        return Catalog(self.root / "catalog", self.config.catalog.shards, readonly=readonly,
+                       digests=digests)
 
     def dns_history(self, *, readonly: bool = False) -> DnsHistoryStore:
         """The DNS history (created by a writer; FileNotFoundError for a reader when absent)."""
@@ -218,8 +220,8 @@ class SharedStores:
 
     # -- stores
 
-    def catalog(self, *, readonly: bool = False) -> CatalogStore:
-        return PgCatalog(self.url, self.config.catalog.shards, readonly=readonly)
+    def catalog(self, *, readonly: bool = False, digests: bool = False) -> CatalogStore:
+        return PgCatalog(self.url, self.config.catalog.shards, readonly=readonly, digests=digests)
 
     def dns_history(self, *, readonly: bool = False) -> DnsHistoryStore:
         return PgDnsHistory(self.url, readonly=readonly)

@@ -32,6 +32,7 @@ Truth for the special sites, as `expected` computes it:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import html
 import random
@@ -130,7 +131,11 @@ class WebSpec:
     trap: bool = True
     hostile: bool = False
     odd: bool = False
-    version: int = 0  # changes page content, for recrawl-at-two-dates tests
+    # Version 1 and later (the web changed, for recrawl and revisit tests): every third page's
+    # text edited, /news/v<N>.html added, each site's last page removed and its version-0 bytes
+    # served beside it at <name>-moved.html, linked from the home page, and robots.txt given a
+    # group for another crawler.
+    version: int = 0
 
 
 @dataclass(frozen=True)
@@ -463,6 +468,15 @@ class DemoWeb:
         self._sites: dict[str, _Site] = {}
         # With three sites or more the last is an orphan: only a crawl seeding it reaches it.
         self._linked = self.normal_hosts[: -1 if spec.sites >= 3 else None]
+        self._first: DemoWeb | None = None  # version 0 of this web, for pages that moved
+
+    def first_version(self) -> DemoWeb:
+        """This web as version 0 served it (itself, if it is version 0)."""
+        if self.spec.version == 0:
+            return self
+        if self._first is None:
+            self._first = DemoWeb(dataclasses.replace(self.spec, version=0))
+        return self._first
 
     # -- addresses -------------------------------------------------------------------------
 
@@ -538,6 +552,8 @@ class DemoWeb:
             table[f"/news/v{spec.version}.html"] = ("html", "news")
             if count >= 3:
                 del table[pages[-1]]  # the last page is a leaf: it disappears, links to it stay
+                if pages[-1].endswith(".html"):  # and its bytes move beside it (same directory)
+                    table[pages[-1].removesuffix(".html") + "-moved.html"] = ("moved", count - 1)
         return _Site(
             host=host,
             kind=kind,
@@ -621,6 +637,9 @@ class DemoWeb:
             return []
         if res[0] == "redirect":
             return [self._redirect_link(site, res)]
+        if res[0] == "moved":
+            first = self.first_version()
+            return first._links(first._known(site.host), site.pages[res[1]])
         if res[0] in ("page", "html", "css"):
             return self._document(site, target, res, text=False).links
         return []
@@ -739,6 +758,9 @@ class DemoWeb:
         if self.spec.version >= 1:
             news = d.url(f"/news/v{self.spec.version}.html")
             anchors.append((d.ref("a/href", news), "what is new"))
+            for target, res in site.table.items():
+                if res[0] == "moved":
+                    anchors.append((d.ref("a/href", d.url(target)), "moved here"))
         if site.host == self.hosts[0]:
             for host in self.special_hosts.values():
                 anchors.append((d.ref("a/href", d.url("/", host)), host))
@@ -792,8 +814,12 @@ class DemoWeb:
             ctype = _HTML if kind == "html" else "text/css"
             body = self._document(site, target, res, text=True).body()
             return Reply(200, [("Content-Type", ctype)], body, _BEHAVIOUR.get(target, "normal"))
+        if kind == "moved":  # the page as version 0 served it at its old URL, byte for byte
+            return self.first_version().respond(host, site.pages[res[1]])
         if kind == "robots":
             text = render_robots(site.groups, f"{site.host} ({site.kind})")
+            if self.spec.version >= 1:  # a rule for another crawler added: the file changed
+                text += f"\n# version {self.spec.version}\nUser-agent: badbot\nDisallow: /\n"
             return Reply(200, [("Content-Type", "text/plain")], text.encode())
         if kind == "error":
             return Reply(res[1], [("Content-Type", "text/plain")], b"Internal Server Error\n")

@@ -4,6 +4,7 @@ the events that drain or pause the crawl, and the one way to make writes durable
 from __future__ import annotations
 
 import logging
+import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from archiver.logs import event
 from archiver.queues.interfaces import CrawlQueues, CrawlQueueStore, SpoolWriterStore
 from archiver.queues.leases import Leases
 from archiver.store.bundles import BundleWriter
-from archiver.store.catalog import Capture
+from archiver.store.catalog import Capture, CatalogError
 from archiver.store.durable import SyncJob, is_disk_error
 from archiver.store.interfaces import CatalogStore, WarcReader
 from archiver.store.offloop import OffLoop
@@ -63,20 +64,29 @@ class CrawlContext:
         """The captures of ``url`` in the catalog, read in a worker thread (see archiver.store.offloop)."""
         return await self.lookup_calls.call(self.lookup.captures, url)
 
-    async def conditions(self, capture: Capture) -> list[tuple[str, str]]:
+    async def conditions(self, capture: Capture) -> tuple[list[tuple[str, str]], int]:
         """The conditional request headers for the payload of ``capture`` (a response), from its
-        record's HTTP head (web.http.conditions), read in a worker thread; none if the record
-        cannot be read (the fetch is then unconditional)."""
+        record's HTTP head (web.http.conditions), read in a worker thread, and the payload's size;
+        none if the record cannot be read (the fetch is then unconditional)."""
         if self.warcs is None:
-            return []
+            return [], 0
         try:
             stored = await self.lookup_calls.call(self.warcs.read, capture.filename, capture.offset,
                                                   capture.length)
         except (WarcError, OSError) as e:
             event(log, logging.WARNING, "capture-unreadable", url=capture.url,
                   record=f"{capture.filename}:{capture.offset}", error=str(e))
-            return []
-        return conditions_of(stored.http_head)
+            return [], 0
+        return conditions_of(stored.http_head), len(stored.payload)
+
+    async def first_with_digest(self, digest: str) -> Capture | None:
+        """The earliest response with payload ``digest`` in the catalog's digest index, looked up
+        in a worker thread; None if there is none (or the catalog cannot say)."""
+        try:
+            return await self.lookup_calls.call(self.lookup.first_with_digest, digest)
+        except (CatalogError, ValueError, sqlite3.Error) as e:
+            event(log, logging.WARNING, "digest-lookup-failed", digest=digest, error=str(e))
+            return None
 
     def may_fetch(self, origin: str) -> bool:
         """False once this process's lease of ``origin`` is lost or past its safe deadline."""

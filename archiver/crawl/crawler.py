@@ -137,7 +137,7 @@ class Crawler:
         self._lock = stores.lock("crawl", process)
         self.queue = stores.site_queue(process, recover=True)
         self.stats = Stats(process=process)
-        self.catalog = stores.catalog()
+        self.catalog = stores.catalog(digests=config.crawl.dedupe == "digest")
         self.cluster: ClusterMember | None = None
         if isinstance(stores, EmbeddedStores):
             recover(config, stores, process, self.catalog)

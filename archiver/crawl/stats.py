@@ -19,7 +19,9 @@ class Stats:
     started: float = field(default_factory=time.time)
     pages: int = 0
     bytes: int = 0
-    revisits: int = 0
+    revisits: int = 0  # revisit records written (of both profiles)
+    not_modified: int = 0  # of them, answers 304 to a conditional request
+    bytes_saved: int = 0  # payload bytes a revisit record spared the WARC files (see crawl.visit)
     sites_done: int = 0
     sites_retried: int = 0
     sites_lost: int = 0  # visits stopped because another process took the site's lease
@@ -42,7 +44,8 @@ class Stats:
         return {
             "process": self.process, "pid": os.getpid(), "time": time.time(),
             "started": self.started, "pages": self.pages, "bytes": self.bytes,
-            "revisits": self.revisits,
+            "revisits": self.revisits, "not_modified": self.not_modified,
+            "bytes_saved": self.bytes_saved,
             "pages_per_s": round(rate, 1), "sites_done": self.sites_done,
             "sites_retried": self.sites_retried, "sites_lost": self.sites_lost,
             "robots_excluded": self.robots_excluded,

@@ -26,7 +26,7 @@ from archiver.crawl.http import FetchResult, HttpClient
 from archiver.crawl.policy import Outcome, RobotsFetch, VisitPolicy, url_shape
 from archiver.logs import event
 from archiver.queues.crawlqueue import Entry
-from archiver.queues.revisits import PageChanges
+from archiver.queues.revisits import PageChanges, ask_again
 from archiver.store.bundles import payload_digest
 from archiver.store.catalog import Capture, CatalogError
 from archiver.store.durable import is_disk_error
@@ -170,7 +170,14 @@ class SiteVisit:
             self._commit(entry)
             await trio.lowlevel.checkpoint()  # a long run of excluded URLs must let others run
             return None
-        result = await self._fetch(entry.url)
+        earlier = await self._earlier(entry.url) if self.recrawl else []
+        if not ask_again([(to_datetime(c.timestamp).timestamp(), c.status) for c in earlier],
+                         time.time()):
+            stats.skipped["gone"] += 1  # asked less often while it stays gone
+            self._commit(entry)
+            await trio.lowlevel.checkpoint()
+            return None
+        result = await self._fetch(entry.url, earlier)
         verdict = policy.verdict(result.status, result.error)
         if verdict.links:
             self._route_links(entry, result)
@@ -217,7 +224,8 @@ class SiteVisit:
         """Fetch and parse ``origin``'s robots.txt (RFC 9309 §2.3); None when it is unavailable."""
         walk = RobotsFetch(origin, self.ctx.config.crawl.agent)
         while True:
-            result = await self._fetch(walk.url, conditional=False)  # rules need a body
+            earlier = await self._earlier(walk.url) if self.recrawl else []
+            result = await self._fetch(walk.url, earlier, conditional=False)  # rules need a body
             answer = walk.answer(result.status, location=result.header("location"),
                                  content_encoding=result.header("content-encoding"),
                                  body=result.body, truncated=result.truncated)
@@ -255,17 +263,19 @@ class SiteVisit:
             self.addresses[host] = resolution.addresses[0]
         return self.addresses[host]
 
-    async def _fetch(self, url: str, *, conditional: bool = True) -> FetchResult:
-        """Rest, fetch ``url`` (``conditional``: on a recrawl, asking whether its last capture is
-        still current), write the exchange to the WARC bundle, set the next rest."""
+    async def _fetch(self, url: str, earlier: list[Capture], *, conditional: bool = True
+                     ) -> FetchResult:
+        """Rest, fetch ``url`` (``conditional``: asking whether the last of its ``earlier``
+        captures is still current), write the exchange to the WARC bundle, set the next rest."""
         ctx, stats = self.ctx, self.ctx.stats
         if ctx.bundle.error is not None:  # the WARC could not be written: stop fetching
             ctx.disk_trouble(ctx.bundle.error, "warc")
-        # Before the rest (its time counts towards it): the URL's captures so far, and the
-        # validators of the payload the last one stands for, to ask whether it changed since.
-        earlier = await self._earlier(url) if self.recrawl else []
+        # Before the rest (its time counts towards it): the validators of the payload the last
+        # capture stands for, to ask whether it changed since.
+        dedupe = ctx.config.crawl.dedupe
         base = _payload_holder(earlier)
-        conditions = await ctx.conditions(base) if base is not None and conditional else []
+        conditions, base_size = (await ctx.conditions(base) if base is not None and conditional
+                                 and dedupe != "off" else ([], 0))
         if not ctx.disk_ok.is_set() or await self._rest():
             raise _Draining
         stats.active[self.origin]["url"] = url
@@ -292,10 +302,10 @@ class SiteVisit:
             event(log, logging.INFO, "fetch-failed", site=self.origin, url=url, error=result.error)
             return result
         date = datetime.fromtimestamp(result.started, UTC)
-        digest = payload_digest(result.body) if base is not None else ""
+        digest = payload_digest(result.body) if base is not None or dedupe == "digest" else ""
         # 304 to our conditions: the payload of ``base`` is current (a server-not-modified revisit).
         not_modified = result.status == 304 and base is not None and bool(conditions)
-        original = base if not_modified else _same_payload(base, digest, result)
+        original = await self._original(base, digest, result, not_modified, dedupe)
         # A capture of this visit (fetched again) is no earlier visit's: whole seconds, as stored.
         if base is not None and (seen := to_datetime(earlier[-1].timestamp).timestamp()) < int(
                 self._started):
@@ -309,6 +319,8 @@ class SiteVisit:
         else:
             rectype = "revisit"
             stats.revisits += 1
+            stats.not_modified += not_modified
+            stats.bytes_saved += base_size if not_modified else len(result.body)
             written = ctx.bundle.write_revisit(
                 url=url, ip=result.ip, date=date, request=result.request,
                 response_head=result.head, payload_digest=original.digest,
@@ -333,6 +345,21 @@ class SiteVisit:
         event(log, logging.DEBUG, "fetched", site=self.origin, url=url, status=result.status,
               bytes=size, ms=round(result.elapsed * 1000))
         return result
+
+    async def _original(self, base: Capture | None, digest: str, result: FetchResult,
+                        not_modified: bool, dedupe: str) -> Capture | None:
+        """The response whose payload this answer stands for, to be written as a revisit of it
+        (``crawl.dedupe``): ``base`` (the last capture's) if the server said not modified or sent
+        its payload again; with "digest", a 200's payload found under another URL."""
+        if not_modified:
+            return base
+        if dedupe == "off":
+            return None
+        original = _same_payload(base, digest, result)
+        if original is None and dedupe == "digest" and result.status == 200 and result.body \
+                and not result.truncated:
+            original = await self.ctx.first_with_digest(digest)
+        return original
 
     async def _earlier(self, url: str) -> list[Capture]:
         """The captures of ``url`` so far, oldest first (none if the catalog cannot say)."""

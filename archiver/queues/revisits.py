@@ -19,15 +19,22 @@ The next visit comes ``1 / rate`` after a visit ends (the mean time for a page t
 between ``crawl.revisit_min`` and ``crawl.revisit_max``: a site where nothing changed waits the
 maximum. A site with nothing compared yet (after its first visit) waits ``crawl.revisit_interval``;
 an interval of 0 turns revisits off.
+
+A URL that is gone (404 or 410 at its last captures) stays known and is asked less and less often
+(``ask_again``): once the time since its last capture is twice the time it has been gone. So a
+weekly revisit asks it at the next visit, then two weeks later, then six, eighteen..., never
+giving up on a page that may come back.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 # How much a visit's comparisons weigh at the next one: a change of habit shows within a few.
 DECAY = 0.8
+GONE = frozenset({404, 410})
 
 
 @dataclass
@@ -104,3 +111,16 @@ def revisit_at(scheduled: float, history: ChangeHistory, schedule: RevisitSchedu
         return scheduled
     delay = schedule.delay(history)
     return 0.0 if delay is None else now + delay
+
+
+def ask_again(captures: Sequence[tuple[float, int | None]], now: float) -> bool:
+    """Whether a revisit at ``now`` asks for a URL with these captures ((time, status), oldest
+    first): always, unless it is gone at its last ones; then once the time since the last is at
+    least twice the time it has been gone (from the first capture of that run to the last)."""
+    if not captures or captures[-1][1] not in GONE:
+        return True
+    first = len(captures) - 1
+    while first > 0 and captures[first - 1][1] in GONE:
+        first -= 1
+    last = captures[-1][0]
+    return now - last >= 2 * (last - captures[first][0])

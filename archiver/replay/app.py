@@ -64,7 +64,7 @@ from starlette.routing import Route
 
 from archiver.config import Config, public_url
 from archiver.logs import event
-from archiver.replay import cdx, dnspages, memento, pages, statuspages
+from archiver.replay import cdx, dnspages, memento, pages, robotspages, statuspages
 from archiver.replay.archive import ReplayArchive
 from archiver.replay.rewrite import (
     BANNERED,
@@ -148,6 +148,7 @@ def create_apps(config: Config) -> ReplayApps:
             Route("/timemap/json/{rest:path}", timemap_json),
             *cdx.routes,
             *dnspages.routes,
+            *robotspages.routes,
             *statuspages.routes,
         ],
         middleware=[Middleware(_SecurityHeaders, policy=APP_CSP)],

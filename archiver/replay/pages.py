@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import groupby
+from urllib.parse import urlsplit
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
@@ -54,6 +55,7 @@ def banner(
         next_when=_when(next) if next else None,
         list_href=list_url(prefix, url),
         count=count,
+        robots_href=f"{prefix}/robots/{urlsplit(url).netloc}?at={timestamp}",
     )
 
 

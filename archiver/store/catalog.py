@@ -15,6 +15,12 @@ corrupts; the catalog can always be rebuilt from the WARC files, which are the a
 ``catalog.json`` beside the shards records their count and the shard function; opening with
 another count is refused, since it would look for every key in the wrong file.
 
+The **digest index** ``digests.sqlite`` beside the shards (written by a catalog opened with
+``digests``: a crawler with ``crawl.dedupe = "digest"``) names, for each payload digest, the
+earliest response found with it: the original a revisit of another URL refers to
+(``first_with_digest``). It is an index to save bytes, not a record: a crash may lose its last
+rows, and a response without a row there is only stored whole again.
+
 A Catalog is used from one thread at a time (it may be a different thread each time, e.g. through
 ``trio.to_thread``). Several processes may share a catalog: SQLite's locks order the writers and
 WAL lets readers go on meanwhile.
@@ -56,6 +62,19 @@ _HOST = re.compile(r"(?:[0-9a-z_\-.,]+|[0-9a-f:.\[\]]+)(?::\d+)?")
 _HOST_PORT = re.compile(r"[^/:?#]+:\d+(?:[/?#]|\Z)")
 _PORT = re.compile(r":\d+\Z")
 _REVISIT_MIME = "warc/revisit"
+_DIGESTS = "digests.sqlite"
+_DIGEST_SCHEMA = """
+CREATE TABLE IF NOT EXISTS digests (
+    digest TEXT PRIMARY KEY,
+    url TEXT NOT NULL,
+    ts TEXT NOT NULL,
+    file TEXT NOT NULL
+) WITHOUT ROWID;
+"""
+_ADD_DIGEST = (
+    "INSERT INTO digests (digest, url, ts, file) VALUES (?, ?, ?, ?) ON CONFLICT (digest) DO UPDATE"
+    " SET url = excluded.url, ts = excluded.ts, file = excluded.file WHERE excluded.ts < digests.ts"
+)
 # Writers wait this long for another process's write transaction on the same shard (SQLite's
 # busy timeout); each transaction is one batch for one shard, milliseconds long.
 # Page cache per shard connection. SQLite's default, 2 MiB, would let 1000 open shards take
@@ -284,7 +303,8 @@ class Catalog:
     """
 
     def __init__(
-        self, directory: Path, shards: int, *, readonly: bool = False, max_open: int | None = None
+        self, directory: Path, shards: int, *, readonly: bool = False, max_open: int | None = None,
+        digests: bool = False,
     ) -> None:
         if shards < 1:
             raise ValueError(f"shards must be at least 1, not {shards}")
@@ -298,6 +318,8 @@ class Catalog:
         # never deleted, so cached ids stay valid whatever other processes do.
         self._file_ids: dict[int, dict[str, int]] = {}
         self._file_names: dict[int, dict[int, str]] = {}
+        self.digests = digests and not readonly  # responses' digests added to the digest index
+        self._digest_db: sqlite3.Connection | None = None
         self._check_meta()
 
     def __enter__(self) -> Catalog:
@@ -322,7 +344,20 @@ class Catalog:
                 groups[mmh3.hash(capture.urlkey.partition(")")[0], 0, False) % shards].append(capture)
             for shard, group in groups.items():
                 added += self._add_shard(shard, group)
+            if self.digests:
+                self._add_digests(chunk)
         return added
+
+    def first_with_digest(self, digest: str) -> Capture | None:
+        """The earliest response with payload ``digest`` the digest index names, or None (no
+        index, no row, or its capture gone from the catalog)."""
+        db = self._digest_index(create=False)
+        row = db.execute("SELECT url, ts FROM digests WHERE digest = ?", (digest,)).fetchone() \
+            if db is not None else None
+        if row is None:
+            return None
+        return next((c for c in self.captures(row[0], from_=row[1], to=row[1])
+                     if c.rectype == "response" and c.digest == digest), None)
 
     def closest(self, url: str, at: str) -> Capture | None:
         """The capture of ``url`` nearest to the 14-digit timestamp ``at``; a tie goes to the earlier.
@@ -414,12 +449,41 @@ class Catalog:
                 continue
             with sqlite.transaction(conn):
                 removed += conn.execute("DELETE FROM captures WHERE file = ?", found).rowcount
+        digests = self._digest_index(create=False)
+        if digests is not None:
+            with sqlite.transaction(digests):
+                digests.execute("DELETE FROM digests WHERE file = ?", (filename,))
         return removed
 
     def close(self) -> None:
         """Close every open shard connection (the catalog reopens them if used again)."""
         while self._conns:
             self._release(self._conns.popitem()[1])
+        if self._digest_db is not None:
+            self._release(self._digest_db)
+            self._digest_db = None
+
+    def _digest_index(self, *, create: bool) -> sqlite3.Connection | None:
+        """The digest index's connection; None if it has no file and not ``create``."""
+        if self._digest_db is None:
+            path = self.directory / _DIGESTS
+            if not path.exists() and not create:
+                return None
+            if self.readonly:
+                self._digest_db = sqlite.open_reader(path, sqlite.CATALOG_TIMEOUT)
+            else:
+                self._digest_db = sqlite.open_writer(path, sqlite.CATALOG_TIMEOUT)
+                self._digest_db.executescript(_DIGEST_SCHEMA)
+        return self._digest_db
+
+    def _add_digests(self, captures: builtins.list[Capture]) -> None:
+        """The responses' digests into the digest index (an earlier capture wins)."""
+        rows = [(c.digest, c.url, c.timestamp, c.filename) for c in captures
+                if c.rectype == "response" and c.digest != "-"]
+        db = self._digest_index(create=True)
+        if rows and db is not None:
+            with sqlite.transaction(db):
+                db.executemany(_ADD_DIGEST, rows)
 
     def _release(self, conn: sqlite3.Connection) -> None:
         sqlite.close(conn, writer=not self.readonly)

@@ -83,12 +83,16 @@ def _primary_key(row: tuple[Any, ...]) -> tuple[Any, ...]:
 class PgCatalog:
     """The card catalog in the PostgreSQL database at ``url``, its keys in ``shards`` shards."""
 
-    def __init__(self, url: str, shards: int, *, readonly: bool = False) -> None:
+    def __init__(self, url: str, shards: int, *, readonly: bool = False, digests: bool = False
+                 ) -> None:
+        """``digests``: responses added also go to the digest index (table ``catalog_digests``,
+        as ``Catalog``'s \"digests.sqlite\")."""
         if shards < 1:
             raise ValueError(f"shards must be at least 1, not {shards}")
         self.url = url
         self.shards = shards
         self.readonly = readonly
+        self.digests = digests and not readonly
         self._db = connect(url, readonly=readonly)
         self._staging = False
         self._file_ids: dict[str, int] = {}
@@ -175,7 +179,17 @@ class PgCatalog:
         found = self._db.execute("SELECT id FROM catalog_files WHERE name = %s", (filename,)).fetchone()
         if found is None:
             return 0
+        self._db.execute("DELETE FROM catalog_digests WHERE file = %s", found)
         return self._db.execute("DELETE FROM catalog_captures WHERE file = %s", found).rowcount
+
+    def first_with_digest(self, digest: str) -> Capture | None:
+        """As ``Catalog.first_with_digest``."""
+        row = self._db.execute("SELECT url, ts FROM catalog_digests WHERE digest = %s",
+                               (digest,)).fetchone()
+        if row is None:
+            return None
+        return next((c for c in self.captures(row[0], from_=row[1], to=row[1])
+                     if c.rectype == "response" and c.digest == digest), None)
 
     def file_names(self) -> set[str]:
         """The names of every WARC file the catalog has named (with entries left or not)."""
@@ -255,21 +269,48 @@ class PgCatalog:
         ), key=_primary_key)
         with self._db.transaction(), self._db.cursor() as cur:
             cur.execute("SET LOCAL synchronous_commit = off")  # see the module docstring
-            try:
-                with self._db.transaction():
-                    self._copy(cur, "catalog_captures", rows)
-                return len(rows)
-            except psycopg.errors.UniqueViolation:
-                pass
-            if not self._staging:
-                cur.execute("CREATE TEMPORARY TABLE IF NOT EXISTS catalog_staging"
-                            " (LIKE catalog_captures) ON COMMIT DELETE ROWS")
-                self._staging = True
-            self._copy(cur, "catalog_staging", rows)
-            cur.execute(f"INSERT INTO catalog_captures (shard, {_COLUMNS})"
-                        f" SELECT shard, {_COLUMNS} FROM catalog_staging"
-                        " ORDER BY shard, urlkey, ts, file, pos ON CONFLICT DO NOTHING")
-            return cur.rowcount
+            added = self._insert(cur, rows)
+            if self.digests:
+                self._add_digests(cur, chunk, ids)
+            return added
+
+    def _insert(self, cur: psycopg.Cursor[tuple[Any, ...]], rows: builtins.list[tuple[Any, ...]]
+                ) -> int:
+        try:
+            with self._db.transaction():
+                self._copy(cur, "catalog_captures", rows)
+            return len(rows)
+        except psycopg.errors.UniqueViolation:
+            pass
+        if not self._staging:
+            cur.execute("CREATE TEMPORARY TABLE IF NOT EXISTS catalog_staging"
+                        " (LIKE catalog_captures) ON COMMIT DELETE ROWS")
+            self._staging = True
+        self._copy(cur, "catalog_staging", rows)
+        cur.execute(f"INSERT INTO catalog_captures (shard, {_COLUMNS})"
+                    f" SELECT shard, {_COLUMNS} FROM catalog_staging"
+                    " ORDER BY shard, urlkey, ts, file, pos ON CONFLICT DO NOTHING")
+        return cur.rowcount
+
+    @staticmethod
+    def _add_digests(cur: psycopg.Cursor[tuple[Any, ...]], chunk: builtins.list[Capture],
+                     ids: dict[str, int]) -> None:
+        """The responses' digests into the digest index (an earlier capture wins)."""
+        earliest: dict[str, Capture] = {}
+        for c in chunk:
+            if c.rectype == "response" and c.digest != "-" and (
+                    c.digest not in earliest or c.timestamp < earliest[c.digest].timestamp):
+                earliest[c.digest] = c
+        if not earliest:
+            return
+        found = sorted(earliest.values(), key=lambda c: c.digest)  # one lock order
+        cur.execute(
+            "INSERT INTO catalog_digests (digest, url, ts, file) SELECT * FROM"
+            " unnest(%s::text[], %s::text[], %s::text[], %s::integer[]) ON CONFLICT (digest)"
+            " DO UPDATE SET url = excluded.url, ts = excluded.ts, file = excluded.file"
+            " WHERE excluded.ts < catalog_digests.ts",
+            ([c.digest for c in found], [c.url for c in found], [c.timestamp for c in found],
+             [ids[c.filename] for c in found]))
 
     @staticmethod
     def _copy(cur: psycopg.Cursor[tuple[Any, ...]], table: str,

@@ -229,6 +229,14 @@ ALTER TABLE sites
     ADD COLUMN changed double precision NOT NULL DEFAULT 0,
     ADD COLUMN compared_seconds double precision NOT NULL DEFAULT 0;
 """),
+    Migration(6, "the catalog's digest index: the earliest response with each payload digest", """
+CREATE TABLE catalog_digests (
+    digest text COLLATE "C" PRIMARY KEY,
+    url text NOT NULL,
+    ts text COLLATE "C" NOT NULL,
+    file integer NOT NULL
+);
+"""),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
 

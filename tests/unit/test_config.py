@@ -65,6 +65,7 @@ def test_empty_hosts_file_means_none(tmp_path):
     ("[crawl]\nrevisit_min = 0\n", "crawl.revisit_interval: must lie between"),
     ("[crawl]\nrevisit_max = 86400\n", "crawl.revisit_interval: must lie between"),
     ("[crawl]\nrevisit_interval = -1\n", "crawl.revisit_interval: must not be negative"),
+    ("[crawl]\ndedupe = 'sha1'\n", "crawl.dedupe: must be"),
     ("[crawl]\nverify_tls = 1\n", "crawl.verify_tls: expected true or false"),
     ("[crawl]\nagent = 'my bot'\n", "crawl.agent"),
     ("[dns]\nnameservers = '127.0.0.1'\n", "dns.nameservers: expected a list of strings"),

@@ -1,10 +1,13 @@
 """Revisits: the daemon comes back to a finished site when its revisit is due, walks every URL it
-had again, counts the pages that changed since their last capture, and schedules the next visit
-by the change-rate estimate (archiver.queues.revisits)."""
+had again, asks conditionally, stores what did not change as revisit records (a page moved to a
+new URL too, with crawl.dedupe = "digest"), records what is gone, counts the pages that changed
+since their last capture, and schedules the next visit by the change-rate estimate
+(archiver.queues.revisits); replay shows each date's page."""
 
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import subprocess
 import time
@@ -13,6 +16,7 @@ from urllib.parse import urlsplit
 
 import trio
 
+from archiver.config import Config
 from archiver.crawl.crawler import Crawler, enqueue_seeds
 from archiver.queues.revisits import RevisitSchedule
 from archiver.queues.sitequeue import SiteQueue, SiteRow, queue_path
@@ -20,11 +24,13 @@ from archiver.store.catalog import Capture, Catalog
 from archiver.web.timestamps import to_datetime
 from demoweb import DemoWeb, WebSpec, start_demo
 from tests.support.crawls import load, write_config
+from tests.support.rawhttp import get
+from tests.support.replayarchive import serving
 from tests.support.repo import ARCHIVER
 
 GUARD = 90  # seconds: a daemon that never revisits fails the test instead of hanging it
 # The next visit after the revisit comes at least 3 s after it: after the test has stopped.
-REVISITS = {"revisit_interval": 3.0, "revisit_min": 3.0, "revisit_max": 60.0}
+REVISITS = {"revisit_interval": 3.0, "revisit_min": 3.0, "revisit_max": 60.0, "dedupe": "digest"}
 
 
 async def until(queue: SiteQueue, sites: list[str], ready: Callable[[SiteRow], bool]) -> None:
@@ -38,9 +44,7 @@ async def until(queue: SiteQueue, sites: list[str], ready: Callable[[SiteRow], b
 
 def changed(web0: DemoWeb, web1: DemoWeb, url: str) -> bool:
     """Whether the demo web answers ``url`` differently in its two versions (status or body)."""
-    parts = urlsplit(url)
-    target = parts.path + (f"?{parts.query}" if parts.query else "")
-    before, after = web0.respond(parts.hostname, target), web1.respond(parts.hostname, target)
+    before, after = web0.respond(*target(url)), web1.respond(*target(url))
     return (before.status, before.body) != (after.status, after.body)
 
 
@@ -107,3 +111,94 @@ async def test_the_daemon_revisits_a_changed_site_and_schedules_by_what_changed(
         assert shown[site]["change_rate_per_day"] == round(rate * 86400, 4) > 0
         assert to_datetime("".join(ch for ch in shown[site]["next_visit"] if ch.isdigit())
                            ).timestamp() == int(after[site].next_visit)
+    # The daemon counted what the revisit records spared, and the 304s.
+    assert daemon.stats.not_modified > 0 and daemon.stats.bytes_saved > 0
+    assert daemon.stats.revisits == sum(c.rectype == "revisit" for c in later)
+    by_url: dict[str, list[Capture]] = {}
+    for c in captures:
+        by_url.setdefault(c.url, []).append(c)
+    for site in sites:
+        host = urlsplit(site).hostname
+        removed = site + web0.pages(host)[-1]
+        # Gone is recorded: the removed page answered 404, a capture of its own.
+        [gone] = [c for c in later if c.url == removed]
+        assert (gone.status, gone.rectype) == (404, "response")
+        # The page moved to a new URL with the same bytes is a revisit naming the old capture.
+        [moved] = [c for c in later if c.url == removed.removesuffix(".html") + "-moved.html"]
+        [old] = [c for c in by_url[removed] if c.status == 200]
+        assert (moved.rectype, moved.status, moved.digest) == ("revisit", 200, old.digest)
+    await check_replay(config, sites, web0, web1, by_url, changed_at)
+    check_robots(config, sites[0], web0, web1, changed_at)
+
+
+def check_robots(config: Config, site: str, web0: DemoWeb, web1: DemoWeb, changed_at: float) -> None:
+    """`archiver robots HOST`: the robots.txt of each date, and its change, from the captures."""
+    host = urlsplit(site).netloc
+
+    def robots(*at: str) -> dict:
+        done = subprocess.run([*ARCHIVER, "robots", host, *at, "--json", "--config",
+                               str(config.path)], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    before = time.strftime("%Y%m%d%H%M%S", time.gmtime(changed_at))
+    first, now = robots("--at", before), robots()
+    assert first["in_force"]["text"].encode() == web0.respond(*target(site + "/robots.txt")).body
+    assert now["in_force"]["text"].encode() == web1.respond(*target(site + "/robots.txt")).body
+    assert "badbot" in now["in_force"]["text"] and "badbot" not in first["in_force"]["text"]
+    assert [c["timestamp"] for c in now["changes"]] == [first["in_force"]["timestamp"],
+                                                      now["in_force"]["timestamp"]]
+    assert now["captures"] >= 2
+    text = subprocess.run([*ARCHIVER, "robots", host, "--config", str(config.path)],
+                          capture_output=True, text=True, timeout=60, check=True).stdout
+    assert text.startswith("in force at ") and "User-agent: badbot" in text
+    assert f"2 versions in {now['captures']} captures:" in text
+
+
+async def check_replay(config: Config, sites: list[str], web0: DemoWeb, web1: DemoWeb,
+                       by_url: dict[str, list[Capture]], changed_at: float) -> None:
+    """Replay at the first date shows the old page, at the revisit's the new one, a 304 and a
+    moved page the payload they stand for."""
+    async with serving(config) as running:
+        checked = {"changed": 0, "not-modified": 0, "moved": 0}
+        for url, found in by_url.items():
+            if not url.startswith(tuple(site + "/" for site in sites)) or url.endswith("robots.txt"):
+                continue
+            for c in found:
+                web = web1 if to_datetime(c.timestamp).timestamp() > changed_at else web0
+                reply = web.respond(*target(url))
+                if reply.status != 200:
+                    continue
+                status, _, body = await get(running.content_at, f"/web/{c.timestamp}id_/{url}")
+                assert (status, gunzipped(body)) == (200, reply.body), (url, c.timestamp)
+                if c.status == 304:
+                    checked["not-modified"] += 1
+                elif url.endswith("-moved.html"):
+                    checked["moved"] += 1
+                elif len(found) > 1 and changed(web0, web1, url):
+                    checked["changed"] += 1
+        assert all(checked.values()), checked
+        # The banner links to the robots.txt in force at the capture's date, which replay shows.
+        home = sites[0] + "/"
+        stamp = by_url[home][0].timestamp
+        status, _, page = await get(running.content_at, f"/web/{stamp}/{home}")
+        host = urlsplit(home).netloc
+        assert status == 200 and f"/robots/{host}?at={stamp}".encode() in page
+        status, _, body = await get(running.app_at, f"/robots/{host}?at={stamp}&format=json")
+        shown = json.loads(body)
+        assert status == 200 and shown["in_force"]["text"].encode() == web0.respond(
+            *target(sites[0] + "/robots.txt")).body
+        assert len(shown["changes"]) == 2
+        status, _, html = await get(running.app_at, f"/robots/{host}")
+        assert status == 200 and b"badbot" in html and b"2 versions in" in html
+
+
+def target(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    return parts.hostname or "", parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+def gunzipped(body: bytes) -> bytes:
+    """A body as the demo web's model holds it (some pages are served gzipped, and replayed so)."""
+    return gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body
+

@@ -25,13 +25,15 @@ def open_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ope
     if request.param == "postgresql":
         url = request.getfixturevalue("pg_store_url")
 
-        def make(shards: int = 1000, *, readonly: bool = False) -> CatalogStore:
-            opened.append(PgCatalog(url, shards, readonly=readonly))
+        def make(shards: int = 1000, *, readonly: bool = False, digests: bool = False
+                 ) -> CatalogStore:
+            opened.append(PgCatalog(url, shards, readonly=readonly, digests=digests))
             return opened[-1]
     else:
 
-        def make(shards: int = 1000, *, readonly: bool = False) -> CatalogStore:
-            opened.append(Catalog(tmp_path / "catalog", shards, readonly=readonly))
+        def make(shards: int = 1000, *, readonly: bool = False, digests: bool = False
+                 ) -> CatalogStore:
+            opened.append(Catalog(tmp_path / "catalog", shards, readonly=readonly, digests=digests))
             return opened[-1]
 
     yield make
@@ -283,3 +285,43 @@ def test_another_shard_count_is_refused(open_catalog: OpenCatalog) -> None:
         open_catalog(1000)
     with pytest.raises(CatalogError, match=r"has 16 shards.*reindex"):
         open_catalog(1000, readonly=True)
+
+
+SAME = "sha1:" + "S" * 32
+
+
+def test_the_digest_index_names_the_earliest_response_with_a_payload(open_catalog):
+    catalog = open_catalog(digests=True)
+    assert catalog.first_with_digest(SAME) is None
+    catalog.add([cap("http://b.test/copy", "20200301000000", offset=2, digest=SAME),
+                 cap("http://b.test/copy", "20200401000000", offset=3, digest=SAME, rectype="revisit",
+                     mime="warc/revisit")])
+    catalog.add([cap("http://a.test/first", "20200101000000", offset=1, digest=SAME),  # earlier
+                 cap("http://c.test/later", "20200501000000", offset=4, digest=SAME)])
+    found = catalog.first_with_digest(SAME)
+    assert found is not None and (found.url, found.timestamp) == ("http://a.test/first",
+                                                                  "20200101000000")
+    reader = open_catalog(readonly=True)                      # another process reads it too
+    assert reader.first_with_digest(SAME) == found
+    assert reader.first_with_digest("sha1:" + "X" * 32) is None
+
+
+def test_only_responses_go_to_the_digest_index_and_only_when_asked(open_catalog):
+    plain = open_catalog()
+    plain.add([cap("http://a.test/x", "20200101000000", digest=SAME)])
+    assert plain.first_with_digest(SAME) is None              # opened without the index
+    indexed = open_catalog(digests=True)
+    indexed.add([cap("http://a.test/r", "20200101000001", offset=1, digest=SAME,
+                     rectype="revisit", mime="warc/revisit")])
+    assert indexed.first_with_digest(SAME) is None            # a revisit holds no payload
+
+
+def test_a_removed_file_leaves_no_original_in_the_digest_index(open_catalog):
+    catalog = open_catalog(digests=True)
+    catalog.add([cap("http://a.test/x", "20200101000000", filename="B-1.warc.gz", digest=SAME)])
+    assert catalog.first_with_digest(SAME) is not None
+    assert catalog.remove_file("B-1.warc.gz") == 1
+    assert catalog.first_with_digest(SAME) is None
+    catalog.add([cap("http://a.test/y", "20200201000000", filename="B-2.warc.gz", digest=SAME)])
+    found = catalog.first_with_digest(SAME)
+    assert found is not None and found.url == "http://a.test/y"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from archiver.queues.revisits import DECAY, ChangeHistory, PageChanges, RevisitSchedule, revisit_at
+from archiver.queues.revisits import DECAY, ChangeHistory, PageChanges, RevisitSchedule, ask_again, revisit_at
 
 DAY = 86400.0
 SCHEDULE = RevisitSchedule(interval=7 * DAY, shortest=DAY, longest=90 * DAY)
@@ -104,3 +104,34 @@ def test_a_page_fetched_before_its_capture_counts_no_negative_time():
     visit = PageChanges()
     visit.page(changed=True, since=-5.0)                        # a clock stepped back
     assert (visit.compared, visit.changed, visit.seconds) == (1, 1, 0.0)
+
+
+statuses = st.sampled_from([200, 301, 404, 410, 500, None])
+
+
+@given(st.lists(st.tuples(st.floats(0, 1e9), statuses), max_size=8), st.floats(0, 2e9))
+def test_a_url_not_gone_at_its_last_capture_is_always_asked(captures, now):
+    captures = sorted(captures, key=lambda c: c[0])
+    if not captures or captures[-1][1] not in (404, 410):
+        assert ask_again(captures, now)
+
+
+def test_a_gone_url_is_asked_less_and_less_often_and_never_given_up():
+    week, captures, asked = 7 * DAY, [(0.0, 200)], []
+    for visit in range(1, 40):
+        now = visit * week
+        if ask_again(captures, now):
+            asked.append(visit)
+            captures.append((now, 404))
+    # Gone from visit 1; asked at the next, then two, six, eighteen weeks later...
+    assert asked == [1, 2, 4, 10, 28]
+    captures.append((40 * week, 200))                   # back: asked at every visit again
+    assert ask_again(captures, 41 * week)
+
+
+@given(st.lists(st.floats(0, 1e6), min_size=1, max_size=6), st.floats(0, 1e7))
+def test_a_gone_url_is_asked_once_twice_its_gone_time_has_passed(times, wait):
+    times = sorted(times)
+    captures = [(t, 404) for t in times]
+    gone_for = times[-1] - times[0]
+    assert ask_again(captures, times[-1] + wait) == (wait >= 2 * gone_for)
