@@ -26,6 +26,7 @@ from archiver.store.interfaces import CatalogStore, WarcReader
 from archiver.store.offloop import OffLoop
 from archiver.store.warcindex import WarcError
 from archiver.web.http import conditions as conditions_of
+from archiver.web.http import content_length
 
 log = logging.getLogger("archiver.crawl.crawler")
 
@@ -66,18 +67,19 @@ class CrawlContext:
 
     async def conditions(self, capture: Capture) -> tuple[list[tuple[str, str]], int]:
         """The conditional request headers for the payload of ``capture`` (a response), from its
-        record's HTTP head (web.http.conditions), read in a worker thread, and the payload's size;
-        none if the record cannot be read (the fetch is then unconditional)."""
+        record's HTTP head (web.http.conditions; only the head is read, in a worker thread), and
+        the payload's size as far as the head says (else the record's); none if the record cannot
+        be read (the fetch is then unconditional)."""
         if self.warcs is None:
             return [], 0
         try:
-            stored = await self.lookup_calls.call(self.warcs.read, capture.filename, capture.offset,
-                                                  capture.length)
+            head = await self.lookup_calls.call(self.warcs.read_head, capture.filename,
+                                                capture.offset, capture.length)
         except (WarcError, OSError) as e:
             event(log, logging.WARNING, "capture-unreadable", url=capture.url,
                   record=f"{capture.filename}:{capture.offset}", error=str(e))
             return [], 0
-        return conditions_of(stored.http_head), len(stored.payload)
+        return conditions_of(head), content_length(head) or capture.length
 
     async def first_with_digest(self, digest: str) -> Capture | None:
         """The earliest response with payload ``digest`` in the catalog's digest index, looked up

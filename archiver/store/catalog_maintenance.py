@@ -26,13 +26,16 @@ from archiver.store.interfaces import CatalogStore, WarcReader
 from archiver.store.objectstore import NoSuchObject, ObjectRangeError, ObjectStore, open_object
 from archiver.store.pgcatalog import PgCatalog
 from archiver.store.warcindex import (
+    HEAD_BYTES,
     Stored,
     WarcError,
     final_name,
+    http_head_of,
     index_stream,
     index_warc,
     locate,
     parse_record,
+    read_head,
     read_record,
 )
 
@@ -243,6 +246,9 @@ class WarcFiles:
     def read(self, filename: str, offset: int, length: int) -> Stored:
         return read_record(self.directory, filename, offset, length)
 
+    def read_head(self, filename: str, offset: int, length: int) -> bytes:
+        return read_head(self.directory, filename, offset, length)
+
     def names(self, pattern: str | None = None, *, include_open: bool = False) -> list[str]:
         """Every closed bundle in the folder (``include_open``: and the open ones), or the files
         the file-system glob ``pattern`` matches (``catalog reindex --warcs``), which may lie
@@ -299,6 +305,18 @@ class ObjectWarcs:
             raise WarcError(f"{where}: record at {offset} is cut short "
                             f"({max(min(size - offset, length), 0)} of {length} bytes)") from None
         return parse_record(data, where, offset)
+
+    def read_head(self, filename: str, offset: int, length: int) -> bytes:
+        """The record's HTTP head: a range request for its first bytes only, unless the head is
+        longer than they hold."""
+        key = self._key(filename)
+        try:
+            head = http_head_of(self.store.read(key, offset, min(length, HEAD_BYTES)))
+            if head is None and length > HEAD_BYTES:
+                head = http_head_of(self.store.read(key, offset, length), None)
+        except (NoSuchObject, ObjectRangeError):
+            head = None  # the whole read says what is wrong
+        return head if head is not None else self.read(filename, offset, length).http_head
 
     def names(self, pattern: str | None = None, *, include_open: bool = False) -> list[str]:
         """The bundles' names (``pattern``: a glob on the name), sorted. An object store holds

@@ -70,6 +70,9 @@ class WarcReader(Protocol):
     def read(self, filename: str, offset: int, length: int) -> Stored:
         """The record at ``offset`` (``length`` bytes); WarcError if it is not there whole."""
 
+    def read_head(self, filename: str, offset: int, length: int) -> bytes:
+        """The HTTP head of that record, reading as little of it as it can; WarcError as ``read``."""
+
     def names(self, pattern: str | None = None, *, include_open: bool = False) -> list[str]:
         """The bundles' names, sorted: every closed one (``include_open``: and those still
         written, where the store has any), or those ``pattern`` matches."""

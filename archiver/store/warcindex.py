@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -133,6 +134,38 @@ def locate(warcs: Path, filename: str) -> Path:
         if candidate.is_file():
             return candidate
     raise WarcError(f"{warcs / filename}: no such WARC file")
+
+
+# A record's first bytes, compressed, read for its HTTP head alone: the WARC and HTTP heads of any
+# record fit (a longer head is read with the whole record). Decompression stops at HEAD_TEXT.
+HEAD_BYTES = 64 * 1024
+HEAD_TEXT = 256 * 1024
+
+
+def http_head_of(prefix: bytes, limit: int | None = HEAD_TEXT) -> bytes | None:
+    """The HTTP head (status line and headers, blank line included) of the record whose gzip
+    member starts with ``prefix``, decompressing at most ``limit`` bytes (None: all); None if
+    the prefix ends before the head does, or is no gzip member. Never raises."""
+    try:
+        data = zlib.decompressobj(wbits=31).decompress(prefix, limit or 0)
+    except zlib.error:
+        return None
+    warc_end = data.find(b"\r\n\r\n")
+    http_end = data.find(b"\r\n\r\n", warc_end + 4) if warc_end >= 0 else -1
+    return data[warc_end + 4 : http_end + 4] if http_end >= 0 else None
+
+
+def read_head(warcs: Path, filename: str, offset: int, length: int) -> bytes:
+    """The HTTP head of the record at ``offset`` of a bundle (``length`` bytes): from its first
+    bytes, or from all of them if the head is longer (or, for a record that is no gzip member,
+    as warcio reads it)."""
+    with locate(warcs, filename).open("rb") as f:
+        f.seek(offset)
+        prefix = f.read(min(length, HEAD_BYTES))
+        head = http_head_of(prefix)
+        if head is None and length > len(prefix):
+            head = http_head_of(prefix + f.read(length - len(prefix)), None)
+    return head if head is not None else read_record(warcs, filename, offset, length).http_head
 
 
 def read_record(warcs: Path, filename: str, offset: int, length: int) -> Stored:

@@ -56,16 +56,9 @@ def conditions(head: bytes) -> list[tuple[str, str]]:
     ``If-Modified-Since`` with its ``Last-Modified`` (written afresh as an HTTP date). A validator
     that is malformed is left out, so a hostile one can never make a request unsendable. Never
     raises."""
-    lines = head.split(b"\r\n\r\n", 1)[0].replace(b"\r\n", b"\n").split(b"\n")
-    status = lines[0].split(None, 2)
-    if len(status) < 2 or status[1] != b"200":
+    status, found = _head_fields(head)
+    if status != b"200":
         return []
-    found: dict[bytes, bytes] = {}
-    for line in lines[1:]:
-        name, colon, value = line.partition(b":")
-        name = name.strip().lower()
-        if colon and name in (b"etag", b"last-modified"):
-            found.setdefault(name, value.strip())
     out = []
     etag = found.get(b"etag", b"").decode("latin-1")
     if _ETAG.fullmatch(etag):
@@ -79,6 +72,24 @@ def conditions(head: bytes) -> list[tuple[str, str]]:
     except (TypeError, ValueError, IndexError, OverflowError):
         pass
     return out
+
+
+def content_length(head: bytes) -> int | None:
+    """The Content-Length of a raw HTTP response head, if it gives one. Never raises."""
+    value = _head_fields(head)[1].get(b"content-length", b"")
+    return int(value) if value.isdigit() and len(value) < 19 else None
+
+
+def _head_fields(head: bytes) -> tuple[bytes, dict[bytes, bytes]]:
+    """A raw response head's status code, and the first value of each header (lower-case names)."""
+    lines = head.split(b"\r\n\r\n", 1)[0].replace(b"\r\n", b"\n").split(b"\n")
+    status = lines[0].split(None, 2)
+    found: dict[bytes, bytes] = {}
+    for line in lines[1:]:
+        name, colon, value = line.partition(b":")
+        if colon:
+            found.setdefault(name.strip().lower(), value.strip())
+    return (status[1] if len(status) >= 2 else b""), found
 
 
 def decode_body(body: bytes, content_encoding: str | None, limit: int) -> bytes:

@@ -57,6 +57,9 @@ def test_the_reader_lists_measures_indexes_and_reads(mode_archive: ModeArchive, 
         assert list(warcs.index(name)) == [c for c in entries if c.filename == name]
     for c in entries:
         assert warcs.read(c.filename, c.offset, c.length) == records[(c.filename, c.offset)]
+        # The head alone, from the record's first bytes: what the whole record says.
+        assert warcs.read_head(c.filename, c.offset, c.length) == records[
+            (c.filename, c.offset)].http_head
     with pytest.raises(WarcError, match="no such WARC file"):
         warcs.read("ARCHIVER-gone.warc.gz", 0, 100)
     with pytest.raises(WarcError, match="no such WARC file"):
