@@ -287,10 +287,14 @@ def cmd_robots(args: argparse.Namespace) -> int:
             print("  redirected through " + " -> ".join(current.via))
         if current.status is not None and 200 <= current.status < 300:
             print(current.text.decode("utf-8", errors="replace").rstrip("\n"))
-    print(f"\n{len(changes)} versions in {len(found)} captures:")
+    print(f"\n{_count(len(changes), 'version')} in {_count(len(found), 'capture')}:")
     for r in changes:
         print(f"  {r.capture.timestamp}  {r.meaning()}  {len(r.text)} bytes  {r.capture.digest}")
     return 0 if current is not None else 1
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def cmd_catalog(args: argparse.Namespace) -> int:
@@ -704,6 +708,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except (StoreError, StoreUnavailable) as e:  # a store the config names cannot be used
         return _fail(str(e))
+    except BrokenPipeError:  # the reader went away (``| head``): stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by it
 
 
 if __name__ == "__main__":

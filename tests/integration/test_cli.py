@@ -153,3 +153,19 @@ def test_bad_seeds(tmp_path):
     assert "event=bad-seed" in result.stderr and "line=3" in result.stderr
     missing = archiver("crawl", "--config", str(cfg), "--seeds", str(tmp_path / "nope"))
     assert missing.returncode == 2 and "cannot read seeds" in missing.stderr
+
+
+def test_a_listing_cut_short_by_its_reader_ends_quietly(tmp_path):
+    (tmp_path / "archiver.toml").write_text('[archive]\nroot = "archive"\n')
+    with SiteQueue(queue_path(tmp_path / "archive", 0)) as queue:
+        for n in range(3000):                        # far more than a pipe holds
+            queue.add(f"http://site-{n}.test", now=0)
+    listing = subprocess.Popen([*ARCHIVER, "status", "--sites", "--config",
+                                str(tmp_path / "archiver.toml")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert listing.stdout is not None and listing.stderr is not None
+    first = listing.stdout.readline()                 # `| head -1`
+    listing.stdout.close()
+    errors = listing.stderr.read().decode()
+    assert listing.wait(timeout=60) == 141 and first.startswith(b"http://site-")
+    assert "Traceback" not in errors and "Broken pipe" not in errors
