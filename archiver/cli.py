@@ -45,7 +45,7 @@ from archiver.stores import (
     open_stores,
 )
 from archiver.web import urls
-from archiver.web.timestamps import parse_date, to_datetime
+from archiver.web.timestamps import from_datetime, parse_date, to_datetime
 
 
 def _config(args: argparse.Namespace, *, stores_built: bool = True) -> config.Config:
@@ -261,7 +261,7 @@ def cmd_robots(args: argparse.Namespace) -> int:
     cfg = _config(args)
     try:
         origin = urls.origin(_url(args.host))
-        at = _date(args.at, upper=True) if args.at else time.strftime("%Y%m%d%H%M%S", time.gmtime())
+        at = _date(args.at, upper=True) if args.at else from_datetime(datetime.now(UTC))
     except InputError as e:
         return _fail(str(e))
     stores = open_stores(cfg)

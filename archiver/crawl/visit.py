@@ -28,7 +28,7 @@ from archiver.logs import event
 from archiver.queues.crawlqueue import Entry
 from archiver.queues.revisits import PageChanges, ask_again
 from archiver.store.bundles import payload_digest
-from archiver.store.catalog import Capture, CatalogError
+from archiver.store.catalog import Capture, CatalogError, payload_holder
 from archiver.store.durable import is_disk_error
 from archiver.store.warcindex import capture_fields
 from archiver.web import pagelinks, robots, urls
@@ -273,7 +273,8 @@ class SiteVisit:
         # Before the rest (its time counts towards it): the validators of the payload the last
         # capture stands for, to ask whether it changed since.
         dedupe = ctx.config.crawl.dedupe
-        base = _payload_holder(earlier)
+        # The response the last capture stands for (itself, or a revisit's original).
+        base = payload_holder(earlier, earlier[-1].digest) if earlier else None
         conditions, base_size = (await ctx.conditions(base) if base is not None and conditional
                                  and dedupe != "off" else ([], 0))
         if not ctx.disk_ok.is_set() or await self._rest():
@@ -396,18 +397,6 @@ class SiteVisit:
             elif where != "seen":
                 stats.skipped[where] += 1
         policy.page_read(shape, new_local)
-
-
-
-def _payload_holder(earlier: list[Capture]) -> Capture | None:
-    """The response whose payload the last of a URL's captures (oldest first) stands for: that
-    capture itself, or for a revisit the latest response with its payload digest; None if the
-    URL has no capture, or its payload is not archived."""
-    if not earlier:
-        return None
-    last = earlier[-1]
-    return next((c for c in reversed(earlier) if c.rectype == "response" and c.digest == last.digest),
-                None)
 
 
 def _same_payload(base: Capture | None, digest: str, result: FetchResult) -> Capture | None:

@@ -22,8 +22,8 @@ from typing import Any
 
 from archiver.logs import event
 from archiver.queues.leases import Leases
-from archiver.queues.revisits import ChangeHistory, PageChanges, RevisitSchedule, revisit_at
-from archiver.queues.sitequeue import STATES, SiteRow, backoff, ready_states
+from archiver.queues.revisits import ChangeHistory, PageChanges, RevisitSchedule, visit_ended
+from archiver.queues.sitequeue import SITE_COLUMNS, STATES, SiteRow, backoff, ready_states, site_row
 from archiver.store.pgschema import check_version, connect
 
 log = logging.getLogger("archiver.queues.pgsitequeue")
@@ -140,10 +140,8 @@ class PgSiteQueue:
 
     def rows(self) -> Iterator[SiteRow]:
         """Every site with all it records, by origin, as ``SiteQueue.rows``."""
-        for row in self._db.execute("SELECT origin, state, due, inlinks, attempts, added, visits,"
-                                    " note, restart, next_visit, compared, changed,"
-                                    " compared_seconds FROM sites ORDER BY origin"):
-            yield SiteRow._make((*row[:9], row[9], ChangeHistory(*row[10:])))
+        for row in self._db.execute(f"SELECT {SITE_COLUMNS} FROM sites ORDER BY origin"):
+            yield site_row(row)
 
     # -- claims and leases (a crawler process)
 
@@ -211,10 +209,8 @@ class PgSiteQueue:
         now = time.time() if now is None else now
         row = self._one("SELECT compared, changed, compared_seconds, next_visit FROM sites"
                         " WHERE origin = %s", (origin,))
-        history = ChangeHistory(*row[:3]) if row else ChangeHistory()
-        if changes is not None:
-            history = history.observe(changes)
-        next_visit = revisit_at(row[3] if row else 0.0, history, schedule, now)
+        history, next_visit = visit_ended(ChangeHistory(*row[:3]) if row else ChangeHistory(),
+                                          row[3] if row else 0.0, changes, schedule, now)
         self._held_write(
             origin, "finish", "UPDATE sites SET state = %(state)s, due = %(due)s,"
             " next_visit = %(due)s, attempts = 0, note = %(note)s, compared = %(compared)s,"

@@ -101,6 +101,15 @@ class RevisitSchedule:
         return min(max(1 / rate, self.shortest), self.longest)
 
 
+def visit_ended(history: ChangeHistory, scheduled: float, changes: PageChanges | None,
+                schedule: RevisitSchedule | None, now: float) -> tuple[ChangeHistory, float]:
+    """A site's change history and next visit (0: none) once a visit ends ``now`` with
+    ``changes``, from its history and the next visit ``scheduled`` before (both site queues)."""
+    if changes is not None:
+        history = history.observe(changes)
+    return history, revisit_at(scheduled, history, schedule, now)
+
+
 def revisit_at(scheduled: float, history: ChangeHistory, schedule: RevisitSchedule | None,
                now: float) -> float:
     """When a site that ends a visit ``now`` is visited next (0: never): the time ``scheduled``

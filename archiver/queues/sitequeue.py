@@ -25,11 +25,11 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import mmh3
 
-from archiver.queues.revisits import ChangeHistory, PageChanges, RevisitSchedule, revisit_at
+from archiver.queues.revisits import ChangeHistory, PageChanges, RevisitSchedule, visit_ended
 from archiver.store import sqlite
 
 _SCHEMA = """
@@ -72,6 +72,16 @@ class SiteRow(NamedTuple):
     restart: bool
     next_visit: float
     history: ChangeHistory
+
+
+# The columns of a SiteRow, in its order, as both site queues select them (``site_row``).
+SITE_COLUMNS = ("origin, state, due, inlinks, attempts, added, visits, note, restart, next_visit,"
+                " compared, changed, compared_seconds")
+
+
+def site_row(row: tuple[Any, ...]) -> SiteRow:
+    """A SiteRow from the values of SITE_COLUMNS."""
+    return SiteRow._make((*row[:8], bool(row[8]), row[9], ChangeHistory(*row[10:])))
 
 
 def ready_states(include_deferred: bool, include_revisits: bool) -> tuple[str, ...]:
@@ -201,10 +211,8 @@ class SiteQueue:
                                    " FROM sites WHERE origin=?", (origin,)).fetchone()
             if row is None:
                 return
-            history = ChangeHistory(*row[:3])
-            if changes is not None:
-                history = history.observe(changes)
-            next_visit = revisit_at(row[3], history, schedule, now)
+            history, next_visit = visit_ended(ChangeHistory(*row[:3]), row[3], changes, schedule,
+                                              now)
             self._db.execute(
                 "UPDATE sites SET state=?, due=?, next_visit=?, attempts=0, note=?, compared=?,"
                 " changed=?, compared_seconds=? WHERE origin=?",
@@ -279,8 +287,6 @@ class SiteQueue:
 
     def rows(self) -> Iterator[SiteRow]:
         """Every site with all it records, by origin (``archiver store migrate``, ``status --sites``)."""
-        for row in self._db.execute("SELECT origin, state, due, inlinks, attempts, added, visits,"
-                                    " note, restart, next_visit, compared, changed,"
-                                    " compared_seconds FROM sites ORDER BY origin"):
-            yield SiteRow._make((*row[:8], bool(row[8]), row[9], ChangeHistory(*row[10:])))
+        for row in self._db.execute(f"SELECT {SITE_COLUMNS} FROM sites ORDER BY origin"):
+            yield site_row(row)
 

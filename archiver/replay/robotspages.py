@@ -8,7 +8,7 @@ linked to its capture. A replayed page's banner links here at its own date.
 
 from __future__ import annotations
 
-import time
+from datetime import UTC, datetime
 
 from jinja2 import Environment, PackageLoader
 from starlette.requests import Request
@@ -19,7 +19,7 @@ from archiver.replay.dnspages import wants_json
 from archiver.replay.rewrite import archive_url
 from archiver.replay.scan import Scan
 from archiver.store import robotstxt
-from archiver.web.timestamps import parse_date, to_iso
+from archiver.web.timestamps import from_datetime, parse_date, to_iso
 from archiver.web.urls import normalize, split_origin
 
 _templates = Environment(loader=PackageLoader("archiver.replay", "templates"), autoescape=True)
@@ -37,7 +37,7 @@ async def robots_page(request: Request) -> Response:
     as_json = wants_json(request)
     origin = origin_of(request.path_params["host"])
     at_text = request.query_params.get("at")
-    at = parse_date(at_text, upper=True) if at_text else time.strftime("%Y%m%d%H%M%S", time.gmtime())
+    at = parse_date(at_text, upper=True) if at_text else from_datetime(datetime.now(UTC))
     archive = request.app.state.archive
 
     def read(scan: Scan) -> list[robotstxt.RobotsCapture]:

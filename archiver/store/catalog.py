@@ -213,6 +213,16 @@ class CatalogError(Exception):
     """The catalog on disk cannot be used as asked (missing, other shard count, read-only)."""
 
 
+def payload_holder(captures: Iterable[Capture], digest: str) -> Capture | None:
+    """The latest response with payload ``digest`` among a URL's ``captures`` (oldest first): the
+    capture a revisit with that digest stands for; None if the payload is not among them."""
+    found = None
+    for capture in captures:
+        if capture.rectype == "response" and capture.digest == digest:
+            found = capture
+    return found
+
+
 def surt_key(url: str) -> str:
     """The SURT key of ``url`` as pywb and cdxj-indexer make it; ValueError if it names no host."""
     if _HOST_PORT.match(url):

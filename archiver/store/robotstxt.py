@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archiver.store.catalog import Capture
+from archiver.store.catalog import Capture, payload_holder
 from archiver.store.interfaces import CatalogStore, WarcReader
 from archiver.store.warcindex import WarcError
 
@@ -89,12 +89,11 @@ def _final(catalog: CatalogStore, warcs: WarcReader, capture: Capture
 def _payload(catalog: CatalogStore, warcs: WarcReader, capture: Capture) -> bytes:
     """A capture's payload: a revisit's is its original's, the URL's response with its digest."""
     if capture.rectype == "revisit":
-        originals = [c for c in catalog.captures(capture.url)
-                     if c.rectype == "response" and c.digest == capture.digest
-                     and c.timestamp <= capture.timestamp]
-        if not originals:
+        original = payload_holder(catalog.captures(capture.url, to=capture.timestamp),
+                                  capture.digest)
+        if original is None:
             return b""
-        capture = originals[-1]
+        capture = original
     try:
         return warcs.read(capture.filename, capture.offset, capture.length).payload
     except WarcError:
