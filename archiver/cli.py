@@ -27,6 +27,7 @@ from archiver.links.batch import ReshardError, reshard_batch, run_batch
 from archiver.links.partition import MAX_PARTITIONS
 from archiver.migrate import Migration, MigrationFailed, MigrationRefused
 from archiver.queues.sitequeue import SiteRow
+from archiver.replay import why
 from archiver.store import robotstxt
 from archiver.store.catalog import Capture, CatalogError, surt_key
 from archiver.store.catalog_maintenance import Progress, export_cdxj
@@ -291,6 +292,25 @@ def cmd_robots(args: argparse.Namespace) -> int:
     for r in changes:
         print(f"  {r.capture.timestamp}  {r.meaning()}  {len(r.text)} bytes  {r.capture.digest}")
     return 0 if current is not None else 1
+
+
+def cmd_why(args: argparse.Namespace) -> int:
+    """``archiver why URL``: captured (when, which record) or why not, from the archive's records."""
+    cfg = _config(args)
+    try:
+        url = _url(args.url)
+        at = _date(args.at, upper=True) if args.at else from_datetime(datetime.now(UTC))
+    except InputError as e:
+        return _fail(str(e))
+    stores = open_stores(cfg)
+    with contextlib.closing(_catalog(cfg)) as catalog:
+        answer = why.explain(why.gather(stores, catalog, stores.warcs(), cfg, url, at))
+    if args.json:
+        print(json.dumps(answer.to_json(), indent=1))
+    else:
+        print(f"{answer.url} at {answer.at}: {answer.kind}")
+        print(f"  {answer.reason}")
+    return 0 if answer.captured else 1
 
 
 def _count(n: int, noun: str) -> str:
@@ -619,6 +639,14 @@ def parser() -> argparse.ArgumentParser:
     robots_.add_argument("--json", action="store_true")
     robots_.add_argument("--config", required=True)
     robots_.set_defaults(func=cmd_robots)
+
+    why_ = verbs.add_parser("why", help="was a URL captured (when, which record), and if not, "
+                            "why not: robots.txt, a guard, its site failing, not reached yet...")
+    why_.add_argument("url")
+    why_.add_argument("--at", help="ISO 8601 or an archive timestamp (default: now)")
+    why_.add_argument("--json", action="store_true")
+    why_.add_argument("--config", required=True)
+    why_.set_defaults(func=cmd_why)
 
     catalog = verbs.add_parser("catalog", help="query and maintain the card catalog")
     catalog_verbs = catalog.add_subparsers(dest="catalog_verb", required=True)

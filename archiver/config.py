@@ -87,6 +87,9 @@ class CrawlConfig:
     # Fetched pages of one URL shape (path and query with digit runs as "#") that found no new link
     # of another shape, before new links of that shape are skipped (calendars, endless pagination).
     max_per_shape: int = 40
+    # Decisions kept per site about URLs the crawl did not capture (robots.txt, guards, fetch
+    # errors: archiver.queues.decisions), for `archiver why`; 0 keeps none. About 100 bytes each.
+    max_decisions: int = 10_000
     # Per-fetch limits. A response is held in memory until written, so max_response_size bounds
     # memory per active site; max_decoded_size caps decompression for link extraction (gzip bombs).
     connect_timeout: float = 10.0
@@ -411,8 +414,9 @@ def from_dict(data: dict[str, Any], path: Path | None = None) -> Config:
 
 
 # What a running crawler takes from a new config on SIGHUP; everything else needs a restart.
-# (dedupe: the catalog is opened with its digest index or without.)
-_FIXED_CRAWL_KEYS = ("processes", "sites_per_process", "dedupe")
+# (dedupe: the catalog is opened with its digest index or without; max_decisions: the crawl
+# queues are opened with it.)
+_FIXED_CRAWL_KEYS = ("processes", "sites_per_process", "dedupe", "max_decisions")
 _FIXED_SECTIONS = ("archive", "warc", "store", "s3", "catalog")
 
 
@@ -524,6 +528,8 @@ def _check(where: str, name: str, section: Any) -> None:
                 0 < section.revisit_min <= section.revisit_interval <= section.revisit_max):
             raise ConfigError(f"{where}: crawl.revisit_interval: must lie between crawl.revisit_min "
                               "(above 0) and crawl.revisit_max, or be 0 (no revisits)")
+        if section.max_decisions < 0:
+            raise ConfigError(f"{where}: crawl.max_decisions: must be 0 or more")
         if section.dedupe not in ("url", "digest", "off"):
             raise ConfigError(f"{where}: crawl.dedupe: must be \"url\", \"digest\" or \"off\"")
         if section.on_disk_full not in ("pause", "exit"):

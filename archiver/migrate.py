@@ -70,6 +70,7 @@ from archiver.queues.crawlqueue import (
     read_log,
     read_restarted,
 )
+from archiver.queues.decisions import Decision, read_all_decisions
 from archiver.queues.inboxes import InboxDatabase, SiteInbox
 from archiver.queues.interfaces import LinksState
 from archiver.queues.linksstate import STATE as LINKS_STATE
@@ -126,6 +127,7 @@ class _QueueFiles:
     bytes: int
     restarted: float | None
     inbox: list[tuple[str, int]]
+    decisions: list[Decision]  # its decision log, oldest first
 
 
 class _State:
@@ -343,11 +345,13 @@ class Migration:
             if entry.end <= cursor:
                 done = len(entries)
         return _QueueFiles(origin, entries, done, pages, bytes_, read_restarted(directory),
-                           list(read_inbox(directory, SiteInbox(inboxes, origin))))
+                           list(read_inbox(directory, SiteInbox(inboxes, origin))),
+                           list(read_all_decisions(directory)))
 
     def _crawl_queues(self) -> None:
-        self._begin("crawl queues", ("crawl_cursors", "crawl_entries", "crawl_inbox"))
-        totals = {"queues": 0, "entries": 0, "inbox": 0}
+        self._begin("crawl queues", ("crawl_cursors", "crawl_entries", "crawl_inbox",
+                                     "crawl_decisions"))
+        totals = {"queues": 0, "entries": 0, "inbox": 0, "decisions": 0}
         copied = 0
         progress = _Progress(self.err, "crawl queues", "queues")
         batch: list[_QueueFiles] = []
@@ -358,6 +362,7 @@ class Migration:
                 totals["queues"] += 1
                 totals["entries"] += len(queue.entries)
                 totals["inbox"] += len(queue.inbox)
+                totals["decisions"] += len(queue.decisions)
                 batch.append(queue)
                 entries = sum(len(q.entries) for q in batch)
                 if len(batch) >= QUEUE_BATCH_SITES or entries >= QUEUE_BATCH_ENTRIES:
@@ -369,11 +374,13 @@ class Migration:
         copied += self._write_queues(batch)
         found = {"queues": self._count("SELECT count(*) FROM crawl_cursors"),
                  "entries": self._count("SELECT count(*) FROM crawl_entries"),
-                 "inbox": self._count("SELECT count(*) FROM crawl_inbox")}
+                 "inbox": self._count("SELECT count(*) FROM crawl_inbox"),
+                 "decisions": self._count("SELECT count(*) FROM crawl_decisions")}
         for what, count in totals.items():
             self._compare("crawl queues", count, found[what], what)
         self._say(f"crawl queues: {copied} copied; verified {found['queues']} queues, "
-                  f"{found['entries']} entries, {found['inbox']} inbox lines")
+                  f"{found['entries']} entries, {found['inbox']} inbox lines, "
+                  f"{found['decisions']} decisions")
 
     def _write_queues(self, batch: list[_QueueFiles]) -> int:
         """One transaction: the queues of ``batch`` not in NEW yet (their cursor row says so)."""
@@ -397,6 +404,11 @@ class Migration:
                     if queue.origin in new:
                         for url, depth in queue.inbox:
                             copy.write_row((queue.origin, depth, url))
+            with cur.copy("COPY crawl_decisions (origin, url, at, kind, detail) FROM STDIN") as copy:
+                for queue in batch:
+                    if queue.origin in new:
+                        for d in queue.decisions:
+                            copy.write_row((queue.origin, d.url, d.time, d.kind, d.detail))
         return len(new)
 
     def _dns(self) -> None:

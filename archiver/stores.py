@@ -72,7 +72,7 @@ class EmbeddedStores:
     def crawl_queues(self) -> EmbeddedCrawlQueues:
         c = self.config.crawl
         return EmbeddedCrawlQueues(self.root, bloom_bits=c.site_bitmap_bits,
-                                   max_fp=c.site_bitmap_max_fp)
+                                   max_fp=c.site_bitmap_max_fp, max_decisions=c.max_decisions)
 
     def spool_writer(self, process: int) -> SpoolWriterStore:
         return _spool_writer(self.config, process)
@@ -201,7 +201,7 @@ class SharedStores:
     def crawl_queues(self) -> PgCrawlQueues:
         c = self.config.crawl
         return PgCrawlQueues(self.url, self.leases, bloom_bits=c.site_bitmap_bits,
-                             max_fp=c.site_bitmap_max_fp)
+                             max_fp=c.site_bitmap_max_fp, max_decisions=c.max_decisions)
 
     def spool_writer(self, process: int) -> SpoolWriterStore:
         """This machine's open spool files (the crawler ships the closed ones)."""

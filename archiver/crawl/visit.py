@@ -167,6 +167,7 @@ class SiteVisit:
         if not rules.allowed(path):
             stats.robots_excluded += 1
             event(log, logging.DEBUG, "robots-excluded", site=self.origin, url=entry.url)
+            self.crawl_queue.decide(entry.url, "robots")
             self._commit(entry)
             await trio.lowlevel.checkpoint()  # a long run of excluded URLs must let others run
             return None
@@ -174,10 +175,14 @@ class SiteVisit:
         if not ask_again([(to_datetime(c.timestamp).timestamp(), c.status) for c in earlier],
                          time.time()):
             stats.skipped["gone"] += 1  # asked less often while it stays gone
+            last = earlier[-1]
+            self.crawl_queue.decide(entry.url, "gone", f"{last.status} at {last.timestamp}")
             self._commit(entry)
             await trio.lowlevel.checkpoint()
             return None
         result = await self._fetch(entry.url, earlier)
+        if result.status is None:
+            self.crawl_queue.decide(entry.url, "fetch-error", result.error or "error")
         verdict = policy.verdict(result.status, result.error)
         if verdict.links:
             self._route_links(entry, result)
@@ -192,6 +197,7 @@ class SiteVisit:
         self.ctx.stats.errors["internal"] += 1
         log.error("url-failed", exc_info=error, extra={"fields": {
             "site": self.origin, "url": entry.url, "error": f"{type(error).__name__}: {error}"}})
+        self.crawl_queue.decide(entry.url, "error", f"{type(error).__name__}: {error}")
         self._commit(entry)
         self.next_at = max(self.next_at, trio.current_time() + self.policy.rest.floor())
         return self.policy.after_internal_error()
@@ -396,6 +402,8 @@ class SiteVisit:
                 ctx.spool.add(url, self.origin, time.time())
             elif where != "seen":
                 stats.skipped[where] += 1
+                if not self.crawl_queue.known(url):  # queued by another link: not skipped
+                    self.crawl_queue.decide(url, where, entry.url)
         policy.page_read(shape, new_local)
 
 

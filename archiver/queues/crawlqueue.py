@@ -32,6 +32,8 @@ Files in a site's directory (created when its queue is first opened):
 ``restarted``
     The wall-clock time (ns) of the last ``restart``: crash recovery ignores this site's records
     older than that, which belong to the visit before the recrawl.
+``decisions``, ``decisions.1``
+    The site's decision log (archiver.queues.decisions): URLs the crawl did not capture, and why.
 
 Recovery: a log tail without its newline (a crash mid-append) and any unparsable lines at the end
 are truncated; an unparsable line inside the log is skipped. A cursor past the log's end (the
@@ -52,12 +54,13 @@ from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, ClassVar
+from typing import BinaryIO, ClassVar, NamedTuple
 from urllib.parse import quote, unquote
 
 import mmh3
 
 from archiver.queues.bloom import GrowingBloom
+from archiver.queues.decisions import Decision, DecisionLog, read_decisions
 from archiver.queues.inboxes import INBOXES, InboxDatabase, SiteInbox
 from archiver.store.durable import SyncJob, fsync_all, fsync_directory
 
@@ -124,6 +127,29 @@ class Entry:
     url: str
     depth: int
     end: int  # byte offset in the log just after this entry's line
+
+
+class QueuePosition(NamedTuple):
+    """Where a URL stands in its site's crawl queue (``archiver why``)."""
+
+    depth: int
+    done: bool  # the cursor has passed it: handled by a visit (this one or the last)
+    ahead: int  # entries still to handle before it (0 when done)
+    pending: int  # entries still to handle in all
+
+
+def position_in(entries: Iterable[Entry], cursor: int, url: str) -> QueuePosition | None:
+    """Where ``url`` stands among a queue's ``entries`` (log order) given its ``cursor``: its first
+    entry not yet handled (a requeued URL is in the log twice), else its last; None if absent."""
+    found: QueuePosition | None = None
+    pending = 0
+    for entry in entries:
+        done = entry.end <= cursor
+        if not done:
+            pending += 1
+        if entry.url == url and (found is None or found.done):
+            found = QueuePosition(entry.depth, done, 0 if done else pending - 1, 0)
+    return None if found is None else found._replace(pending=pending)
 
 
 def _check(url: str, depth: int) -> None:
@@ -308,8 +334,10 @@ class CrawlQueue:
         reader: BinaryIO,
         cursor_fd: int,
         inbox: SiteInbox | None,
+        decisions: DecisionLog,
     ) -> None:
         self.directory = directory
+        self._decisions = decisions
         self._inbox = inbox  # the site's rows in the inbox database
         self.cursor = 0
         self.pages = 0
@@ -329,10 +357,11 @@ class CrawlQueue:
 
     @classmethod
     def open(cls, directory: Path, *, bloom_bits: int, max_fp: float,
-             inbox: SiteInbox | None = None) -> CrawlQueue:
+             inbox: SiteInbox | None = None, max_decisions: int = 0) -> CrawlQueue:
         """Open (creating if absent) the queue in ``directory``; rebuild its bitmap from the log
         (``crawl.site_bitmap_bits`` and ``crawl.site_bitmap_max_fp`` size a new one) and merge
-        its inbox: an inbox file left in ``directory``, and the rows of ``inbox``."""
+        its inbox: an inbox file left in ``directory``, and the rows of ``inbox``.
+        ``max_decisions`` bounds the site's decision log (0: ``decide`` logs nothing)."""
         bloom = GrowingBloom(initial_bits=bloom_bits, max_fp=max_fp)
         new_dirs = _make_dirs(directory)
         new_log = not (directory / LOG).exists()
@@ -346,7 +375,8 @@ class CrawlQueue:
             cursor_fd = os.open(directory / CURSOR, os.O_RDWR | os.O_CREAT, 0o644)
             stack.callback(os.close, cursor_fd)
             reader = stack.enter_context(open(directory / LOG, "rb", buffering=_READ_BUFFER))
-            self = cls(directory, bloom, writer, reader, cursor_fd, inbox)
+            self = cls(directory, bloom, writer, reader, cursor_fd, inbox,
+                       DecisionLog(directory, max_decisions))
             record, done = _read_done(directory)
             self._seq, cursor, self.pages, self.bytes = max(read_slots(cursor_fd), record)
             self._rebuild(cursor, done)
@@ -393,6 +423,14 @@ class CrawlQueue:
         self._dirty = True
         self._count += 1
         return True
+
+    def known(self, url: str) -> bool:
+        """Has the bitmap seen ``url`` (queued, or a false positive)?"""
+        return url in self._bloom
+
+    def decide(self, url: str, kind: str, detail: str = "") -> None:
+        """Log why ``url`` is not captured (archiver.queues.decisions): written with the log."""
+        self._decisions.add(Decision(time.time(), kind, url, detail))
 
     def requeue(self, url: str, depth: int) -> None:
         """Queue ``url`` again at the end of the log although the bitmap has seen it: the site
@@ -538,6 +576,8 @@ class CrawlQueue:
         """Make the log and then the cursor durable (the cursor never runs ahead of its log)."""
         os.fsync(self.prepare_sync())
         os.fsync(self._cursor_fd)
+        if (decisions := self._decisions.unsynced_descriptor()) is not None:
+            fsync_all([decisions])
 
     def log_descriptor(self) -> int:
         """A duplicate of the log's descriptor, for a worker thread to fsync and close."""
@@ -548,6 +588,8 @@ class CrawlQueue:
         new directories whose entries must be made durable (fsynced in the job's thread)."""
         self._flush()
         job.fds.append(self.log_descriptor())
+        if (decisions := self._decisions.unsynced_descriptor()) is not None:
+            job.fds.append(decisions)
         job.directories.update(self._new_dirs)
         self._new_dirs = []
 
@@ -568,6 +610,7 @@ class CrawlQueue:
         try:
             self._flush()
         finally:
+            self._decisions.close()
             self._reader.close()
             self._writer.close()
             os.close(self._cursor_fd)
@@ -587,6 +630,7 @@ class CrawlQueue:
         return self._count
 
     def _flush(self) -> None:
+        self._decisions.flush()
         if self._dirty:
             self._writer.flush()
             self._dirty = False
@@ -707,15 +751,32 @@ class EmbeddedCrawlQueues:
     """Every site's crawl queue as a folder under ``<root>/frontier/`` (see ``queue_dir``), and
     their inboxes in ``<root>/frontier/inbox.sqlite``."""
 
-    def __init__(self, root: Path, *, bloom_bits: int, max_fp: float) -> None:
+    def __init__(self, root: Path, *, bloom_bits: int, max_fp: float,
+                 max_decisions: int = 0) -> None:
         self.root = root
         self.bloom_bits = bloom_bits
         self.max_fp = max_fp
+        self.max_decisions = max_decisions
         self.inboxes = inbox_database(root)
 
     def open(self, origin: str) -> CrawlQueue:
         return CrawlQueue.open(queue_dir(self.root, origin), bloom_bits=self.bloom_bits,
-                               max_fp=self.max_fp, inbox=SiteInbox(self.inboxes, origin))
+                               max_fp=self.max_fp, inbox=SiteInbox(self.inboxes, origin),
+                               max_decisions=self.max_decisions)
+
+    def position(self, origin: str, url: str) -> QueuePosition | None:
+        """Where ``url`` stands in ``origin``'s queue, read without opening it (no lock taken;
+        the cursor as last saved); None if it was never queued there."""
+        if self.unfit(origin) is not None:
+            return None
+        directory = queue_dir(self.root, origin)
+        return position_in(read_log(directory), read_cursor(directory)[0], url)
+
+    def decisions(self, origin: str, url: str) -> list[Decision]:
+        """The logged decisions about ``url`` in ``origin``'s decision log, oldest first."""
+        if self.unfit(origin) is not None:
+            return []
+        return read_decisions(queue_dir(self.root, origin), url)
 
     def append(self, origin: str, entries: Iterable[tuple[str, int]], *, sync: bool = True) -> None:
         """Queue (url, depth) pairs in the inbox of ``origin`` (ValueError, and nothing queued, if

@@ -12,7 +12,8 @@ from types import TracebackType
 from typing import Any, Protocol, Self
 
 from archiver.queues.bloom import BloomBitmap
-from archiver.queues.crawlqueue import Entry
+from archiver.queues.crawlqueue import Entry, QueuePosition
+from archiver.queues.decisions import Decision
 from archiver.queues.revisits import PageChanges, RevisitSchedule
 from archiver.queues.sitequeue import SiteRow
 from archiver.store.durable import Retired, SyncJob
@@ -56,6 +57,9 @@ class SiteQueueStore(Protocol):
 
     def state(self, origin: str) -> str | None: ...
 
+    def site(self, origin: str) -> SiteRow | None:
+        """Everything the queue records of ``origin``, or None if it does not hold it."""
+
     def rows(self) -> Iterator[SiteRow]: ...
 
     def close(self) -> None: ...
@@ -72,6 +76,13 @@ class CrawlQueueStore(Protocol):
     def add(self, url: str, depth: int) -> bool: ...
 
     def requeue(self, url: str, depth: int) -> None: ...
+
+    def known(self, url: str) -> bool:
+        """Has the site's bitmap seen ``url`` (it was queued, or a false positive)?"""
+
+    def decide(self, url: str, kind: str, detail: str = "") -> None:
+        """Log why ``url`` is not captured (archiver.queues.decisions), once per visit per kind;
+        written with the queue's entries."""
 
     def next(self, *, merge: bool = True) -> Entry | None: ...
 
@@ -135,6 +146,13 @@ class CrawlQueues(Protocol):
 
     def exists(self, origin: str) -> bool:
         """True if ``origin`` has a crawl queue."""
+
+    def position(self, origin: str, url: str) -> QueuePosition | None:
+        """Where ``url`` stands in ``origin``'s queue (read without opening it); None if it was
+        never queued there."""
+
+    def decisions(self, origin: str, url: str) -> list[Decision]:
+        """The decisions logged about ``url`` by ``origin``'s visits, oldest first."""
 
     def close(self) -> None:
         """Let go of what reaches the queues (a database connection); appends not synced are lost."""

@@ -14,6 +14,9 @@ worker threads: ``add_to`` gives the crawler's group commit a job that writes th
 the cursor saved at the previous commit, whose records (and pending catalog entries) are durable by
 then; the cursor never runs ahead of the entries discovered before it.
 
+Table ``crawl_decisions`` (version 7) is the sites' decision logs (archiver.queues.decisions),
+written with the entries; a site keeps between half and all of its newest ``crawl.max_decisions``.
+
 ``refetch`` inbox rows (URLs of a bundle lost with its machine) bypass the bitmap: the site has
 seen them, but their records are gone.
 """
@@ -29,7 +32,8 @@ from types import TracebackType
 from typing import Any, Self
 
 from archiver.queues.bloom import GrowingBloom
-from archiver.queues.crawlqueue import CrawlQueueBusy, Entry, parse_entry
+from archiver.queues.crawlqueue import CrawlQueueBusy, Entry, QueuePosition, parse_entry
+from archiver.queues.decisions import MAX_DETAIL, Decision, loggable
 from archiver.queues.leases import Leases
 from archiver.store.durable import SyncJob
 from archiver.store.pgschema import Connection, check_version, connect
@@ -73,6 +77,9 @@ class PgCrawlQueue:
         self._written = (0, 0, 0)
         self._inbox_checked = False
         self.fenced = False
+        self._decisions: list[Decision] = []  # not written yet (under _new_lock)
+        self._logged: set[int] = set()  # hashes of (kind, url) this visit logged
+        self._decision_rows: int | None = None  # the site's rows in crawl_decisions, once counted
 
     # -- reading and adding
 
@@ -82,6 +89,18 @@ class PgCrawlQueue:
             return False
         self._append(url, depth)
         return True
+
+    def known(self, url: str) -> bool:
+        return url in self._bloom
+
+    def decide(self, url: str, kind: str, detail: str = "") -> None:
+        """Log why ``url`` is not captured, once per visit per kind (written with the entries)."""
+        key = hash((kind, url))
+        if not self._queues.max_decisions or key in self._logged or not loggable(url):
+            return
+        self._logged.add(key)
+        with self._new_lock:
+            self._decisions.append(Decision(time.time(), kind, url, detail))
 
     def requeue(self, url: str, depth: int) -> None:
         _check(url, depth)
@@ -160,16 +179,19 @@ class PgCrawlQueue:
 
     # -- writing
 
-    def _take_new(self) -> list[Entry]:
+    def _take_new(self) -> tuple[list[Entry], list[Decision]]:
         with self._new_lock:
             new, self._new = self._new, []
-        return new
+            decisions, self._decisions = self._decisions, []
+        return new, decisions
 
     def _write(self, *, delete_inbox: list[int] | None = None) -> None:
-        """Write the new entries and the saved mark, fenced by the lease's epoch (blocking)."""
-        new = self._take_new()
+        """Write the new entries, decisions and the saved mark, fenced by the lease's epoch
+        (blocking)."""
+        new, decisions = self._take_new()
         mark = self._to_save
-        if self.fenced or (not new and not delete_inbox and (mark is None or mark == self._written)):
+        if self.fenced or (not new and not decisions and not delete_inbox
+                           and (mark is None or mark == self._written)):
             return
         with self._queues.connection() as db, db.transaction():
             sets = "epoch = epoch" if mark is None else \
@@ -187,8 +209,30 @@ class PgCrawlQueue:
             if delete_inbox:
                 db.execute("DELETE FROM crawl_inbox WHERE origin = %s AND id = ANY(%s)",
                            (self.origin, delete_inbox))
+            if decisions:
+                self._write_decisions(db, decisions)
         if mark is not None:
             self._written = mark
+
+    def _write_decisions(self, db: Connection, decisions: list[Decision]) -> None:
+        """Insert ``decisions``; past ``crawl.max_decisions`` rows, keep the newest half."""
+        with db.cursor().copy("COPY crawl_decisions (origin, url, at, kind, detail) FROM STDIN") as copy:
+            for d in decisions:
+                copy.write_row((self.origin, d.url, d.time, d.kind, d.detail[:MAX_DETAIL]))
+        if self._decision_rows is None:
+            row = db.execute("SELECT count(*) FROM crawl_decisions WHERE origin = %s",
+                             (self.origin,)).fetchone()
+            self._decision_rows = row[0] if row else 0
+        else:
+            self._decision_rows += len(decisions)
+        limit = self._queues.max_decisions
+        if self._decision_rows > limit:
+            keep = max(limit // 2, 1)
+            db.execute("DELETE FROM crawl_decisions WHERE origin = %(origin)s AND id < ("
+                       "SELECT id FROM crawl_decisions WHERE origin = %(origin)s"
+                       " ORDER BY id DESC OFFSET %(keep)s LIMIT 1) + 1",
+                       {"origin": self.origin, "keep": keep - 1})
+            self._decision_rows = keep
 
     def add_to(self, job: SyncJob) -> None:
         """Give the group commit's job the writing of the new entries and the last saved mark."""
@@ -230,13 +274,15 @@ class PgCrawlQueues:
     """Every site's crawl queue in PostgreSQL; ``leases`` are the site leases of this process
     (a queue opens only for a site it holds)."""
 
-    def __init__(self, url: str, leases: Leases, *, bloom_bits: int, max_fp: float) -> None:
+    def __init__(self, url: str, leases: Leases, *, bloom_bits: int, max_fp: float,
+                 max_decisions: int = 0) -> None:
         self._db = connect(url)
         check_version(self._db)
         self._lock = threading.Lock()
         self.leases = leases
         self.bloom_bits = bloom_bits
         self.max_fp = max_fp
+        self.max_decisions = max_decisions
         self._unsent: list[tuple[str, str, int]] = []  # inbox rows appended with sync=False
 
     def connection(self) -> _Held:
@@ -307,6 +353,33 @@ class PgCrawlQueues:
 
     def unfit(self, origin: str) -> str | None:
         return None
+
+    def position(self, origin: str, url: str) -> QueuePosition | None:
+        """Where ``url`` stands in ``origin``'s queue (the cursor as last written); None if it was
+        never queued there."""
+        with self.connection() as db, db.transaction():
+            row = db.execute("SELECT cursor FROM crawl_cursors WHERE origin = %s", (origin,)).fetchone()
+            cursor = row[0] if row else 0
+            found = db.execute(
+                "SELECT seq, depth FROM crawl_entries WHERE origin = %(origin)s AND url = %(url)s"
+                " ORDER BY seq > %(cursor)s DESC, CASE WHEN seq > %(cursor)s THEN seq ELSE -seq END"
+                " LIMIT 1", {"origin": origin, "url": url, "cursor": cursor}).fetchone()
+            if found is None:
+                return None
+            seq, depth = found
+            ahead, pending = db.execute(
+                "SELECT count(*) FILTER (WHERE seq < %(seq)s), count(*) FROM crawl_entries"
+                " WHERE origin = %(origin)s AND seq > %(cursor)s",
+                {"origin": origin, "seq": seq, "cursor": cursor}).fetchone() or (0, 0)
+        done = seq <= cursor
+        return QueuePosition(depth, done, 0 if done else ahead, pending)
+
+    def decisions(self, origin: str, url: str) -> list[Decision]:
+        """The logged decisions about ``url`` in ``origin``'s decision log, oldest first."""
+        with self.connection() as db:
+            rows = db.execute("SELECT at, kind, url, detail FROM crawl_decisions"
+                              " WHERE origin = %s AND url = %s ORDER BY id", (origin, url)).fetchall()
+        return [Decision(*row) for row in rows]
 
     def exists(self, origin: str) -> bool:
         with self.connection() as db:

@@ -138,6 +138,10 @@ class PgSiteQueue:
         row = self._one("SELECT state FROM sites WHERE origin = %s", (origin,))
         return row[0] if row else None
 
+    def site(self, origin: str) -> SiteRow | None:
+        row = self._one(f"SELECT {SITE_COLUMNS} FROM sites WHERE origin = %s", (origin,))
+        return site_row(row) if row else None
+
     def rows(self) -> Iterator[SiteRow]:
         """Every site with all it records, by origin, as ``SiteQueue.rows``."""
         for row in self._db.execute(f"SELECT {SITE_COLUMNS} FROM sites ORDER BY origin"):

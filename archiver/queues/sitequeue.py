@@ -285,6 +285,10 @@ class SiteQueue:
         row = self._db.execute("SELECT state FROM sites WHERE origin=?", (origin,)).fetchone()
         return row[0] if row else None
 
+    def site(self, origin: str) -> SiteRow | None:
+        row = self._db.execute(f"SELECT {SITE_COLUMNS} FROM sites WHERE origin=?", (origin,)).fetchone()
+        return site_row(row) if row else None
+
     def rows(self) -> Iterator[SiteRow]:
         """Every site with all it records, by origin (``archiver store migrate``, ``status --sites``)."""
         for row in self._db.execute(f"SELECT {SITE_COLUMNS} FROM sites ORDER BY origin"):

@@ -219,8 +219,11 @@ def _html(text: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(text, status_code=status)
 
 
-def _missing(request: Request, url: str, message: str) -> HTMLResponse:
-    page = pages.error_page(prefix=_prefix(request), title="Not in the archive", message=message, url=url)
+async def _missing(request: Request, url: str, message: str, *, why: bool = False) -> HTMLResponse:
+    """The 404 page; with ``why``, for a URL the archive has no capture of, saying why not."""
+    answer = await _archive(request).why(url) if why else None
+    page = pages.error_page(prefix=_prefix(request), title="Not in the archive", message=message,
+                            url=url, why=answer)
     return _html(page, 404)
 
 
@@ -338,7 +341,7 @@ def _url_rows(url: str, scan: Scan) -> tuple[list[pages.UrlRow], bool]:
 async def _url_list(request: Request, url: str) -> Response:
     rows, truncated = await _archive(request).scanner.collect(partial(_url_rows, url))
     if not rows:
-        return _missing(request, url, f"No URL under {url} is in the archive.")
+        return await _missing(request, url, f"No URL under {url} is in the archive.")
     page = pages.url_list(
         prefix=_prefix(request), content=_content(request), url=url, rows=rows, truncated=truncated
     )
@@ -353,7 +356,7 @@ async def _timegate(request: Request, url: str) -> Response:
     captures = await _captures(request, url)
     index = closest(captures, at, url)
     if index is None:
-        response = _missing(request, url, f"{url} is not in the archive.")
+        response = await _missing(request, url, f"{url} is not in the archive.", why=True)
         response.headers["Vary"] = "accept-datetime"
         return response
     mementos = _mementos(request, captures, url)
@@ -408,7 +411,7 @@ async def _memento(request: Request, target: WebTarget, captures: list[Capture])
     assert target.timestamp is not None
     index = closest(captures, target.timestamp, target.url)
     if index is None:
-        return _missing(request, target.url, f"{target.url} is not in the archive.")
+        return await _missing(request, target.url, f"{target.url} is not in the archive.", why=True)
     capture = captures[index]
     if not target.exact or capture.timestamp != target.timestamp:
         return _redirect(archive_url("", capture.timestamp, target.modifier, target.url))
@@ -422,7 +425,7 @@ async def _memento(request: Request, target: WebTarget, captures: list[Capture])
                 f"The capture of {target.url} at {capture.timestamp} records an unchanged payload, "
                 "but the capture holding that payload is not in the archive."
             )
-            return _missing(request, target.url, message)
+            return await _missing(request, target.url, message)
         payload = found[1]
     mementos = _mementos(request, captures, target.url)
     current = [ts for _, ts in mementos].index(capture.timestamp)

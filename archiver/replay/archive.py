@@ -12,17 +12,23 @@ within the service's limits.
 
 from __future__ import annotations
 
+import logging
+from datetime import UTC, datetime
 from typing import Any
 
 import trio
 
 from archiver.config import Config
+from archiver.logs import event
 from archiver.replay.scan import Scan, Scanner
+from archiver.replay.why import Answer, explain, gather
 from archiver.store.catalog import Capture
 from archiver.store.interfaces import DnsHistoryStore
 from archiver.store.warcindex import Stored
 from archiver.stores import open_stores
-from archiver.web.timestamps import parse_date
+from archiver.web.timestamps import from_datetime, parse_date
+
+log = logging.getLogger("archiver.replay.archive")
 
 
 class ReplayArchive:
@@ -81,6 +87,20 @@ class ReplayArchive:
         except ValueError:
             return None
         return None if found is None else (found, await self.record(found))
+
+    async def why(self, url: str) -> Answer | None:
+        """Why ``url`` has no capture (archiver.replay.why), as of now; None if the records
+        cannot say (a store unreachable, a listing past its limits)."""
+        at = from_datetime(datetime.now(UTC))
+
+        def answer(scan: Scan) -> Answer:
+            return explain(gather(self.stores, scan.catalog, self.warcs, self.config, url, at))
+
+        try:
+            return await self.scanner.collect(answer)
+        except Exception as e:  # the page still says "not in the archive"
+            event(log, logging.WARNING, "why-failed", url=url, error=repr(e))
+            return None
 
     def dns(self) -> DnsHistoryStore | None:
         """The DNS history, or None while no crawl or DNS service has made one."""

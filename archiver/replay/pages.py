@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from archiver.replay.rewrite import archive_url
+from archiver.replay.why import Answer
 from archiver.store.catalog import Capture
 from archiver.web.timestamps import to_iso
 
@@ -130,8 +131,12 @@ def url_list(*, prefix: str, content: str, url: str, rows: list[UrlRow], truncat
     )
 
 
-def error_page(*, prefix: str, title: str, message: str, url: str | None = None) -> str:
-    """An error page; with ``url``, a link to its capture list."""
+def error_page(*, prefix: str, title: str, message: str, url: str | None = None,
+               why: Answer | None = None) -> str:
+    """An error page; with ``url``, a link to its capture list; with ``why``, why the archive
+    has no capture of it (archiver.replay.why)."""
+    host = urlsplit(url).netloc if url else ""
+    robots = why is not None and why.kind == "robots" and bool(host)
     return _ENV.get_template("error.html").render(
         prefix=prefix,
         query_url=url or "",
@@ -139,4 +144,7 @@ def error_page(*, prefix: str, title: str, message: str, url: str | None = None)
         message=message,
         url=url,
         list_href=list_url(prefix, url) if url else None,
+        why=why,
+        robots_host=host,
+        robots_href=f"{prefix}/robots/{host}?at={why.at}" if robots and why else None,
     )

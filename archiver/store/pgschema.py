@@ -237,6 +237,17 @@ CREATE TABLE catalog_digests (
     file integer NOT NULL
 );
 """),
+    Migration(7, "the crawl's decision log: why a URL was not captured (archiver why)", """
+CREATE TABLE crawl_decisions (
+    id bigserial PRIMARY KEY,
+    origin text COLLATE "C" NOT NULL,
+    url text COLLATE "C" NOT NULL,
+    at double precision NOT NULL,
+    kind text NOT NULL,
+    detail text NOT NULL
+);
+CREATE INDEX crawl_decisions_url ON crawl_decisions (origin, url);
+"""),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
 

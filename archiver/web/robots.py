@@ -228,24 +228,34 @@ def _product_token(value: bytes) -> bytes | None:
     return found.group().lower() if found else None
 
 
-def parse_robots(content: bytes, agent: str) -> RobotsRules:
-    """Parse a robots.txt body for the crawler whose product token is `agent`.
+class RuleLine(NamedTuple):
+    """A rule as it stands in the file, for telling which line decided (``deciding_rule``)."""
 
-    Groups naming our token are merged; if none does, the `*` groups are; with neither,
-    everything is allowed (RFC 9309 §2.2.1). Blank lines do not end a group: a user-agent
-    line after a group's rules does. Rules before the first user-agent line, lines without
-    a colon and unknown keys are ignored; Sitemap lines count wherever they stand.
-    Crawl-delay (non-standard) is the largest valid value among the chosen groups.
-    Any bytes are a robots.txt: this never raises, in time linear in the body's first 500 KiB.
-    """
+    number: int  # 1-based, counting the lines after the BOM is dropped
+    text: str  # the line as written, comment included
+    allow: bool
+
+
+class _Chosen(NamedTuple):
+    """What concerns one crawler in a robots.txt: its rules (each with its line), its delay."""
+
+    rules: list[tuple[_Rule, int]]  # (rule, index of its line)
+    crawl_delay: float | None
+    sitemaps: list[str]
+    lines: list[bytes]
+
+
+def _choose(content: bytes, agent: str) -> _Chosen:
+    """Read the groups of a robots.txt that apply to `agent` (see ``parse_robots``)."""
     token = _product_token(agent.strip().encode())
-    rules: dict[bool, list[_Rule]] = {True: [], False: []}  # keyed by "names our token"
+    rules: dict[bool, list[tuple[_Rule, int]]] = {True: [], False: []}  # by "names our token"
     delays: dict[bool, list[float]] = {True: [], False: []}
     named = False  # has any group named our token (even one without rules)?
     sitemaps: dict[str, None] = {}
     targets: list[bool] = []  # which of rules/delays the current group feeds
     in_agent_lines = False
-    for line in _lines(content):
+    lines = _lines(content)
+    for index, line in enumerate(lines):
         key, colon, value = line.partition(b"#")[0].partition(b":")
         if not colon:
             continue
@@ -272,10 +282,54 @@ def parse_robots(content: bytes, agent: str) -> RobotsRules:
             elif value:  # an empty value is no rule (RFC 9309 §2.2.2)
                 rule = _compile_rule(value, allow=key == b"allow")
                 for target in set(targets):
-                    rules[target].append(rule)
+                    rules[target].append((rule, index))
         elif key in (b"sitemap", b"site-map") and value:
             sitemaps[value.decode("utf-8", "replace")] = None
-    return RobotsRules(rules[named], max(delays[named], default=None), sitemaps)
+    return _Chosen(rules[named], max(delays[named], default=None), list(sitemaps), lines)
+
+
+def parse_robots(content: bytes, agent: str) -> RobotsRules:
+    """Parse a robots.txt body for the crawler whose product token is `agent`.
+
+    Groups naming our token are merged; if none does, the `*` groups are; with neither,
+    everything is allowed (RFC 9309 §2.2.1). Blank lines do not end a group: a user-agent
+    line after a group's rules does. Rules before the first user-agent line, lines without
+    a colon and unknown keys are ignored; Sitemap lines count wherever they stand.
+    Crawl-delay (non-standard) is the largest valid value among the chosen groups.
+    Any bytes are a robots.txt: this never raises, in time linear in the body's first 500 KiB.
+    """
+    chosen = _choose(content, agent)
+    return RobotsRules((rule for rule, _ in chosen.rules), chosen.crawl_delay, chosen.sitemaps)
+
+
+def deciding_rule(content: bytes, agent: str, path: str) -> RuleLine | None:
+    """The line of a robots.txt body that decides whether `agent` may fetch `path` (the rule
+    ``parse_robots(content, agent).allowed(path)`` follows), or None when no rule matches.
+
+    For explaining a decision after the fact (``archiver why``), not for crawling: it tries
+    every rule in turn.
+    """
+    if path == "/robots.txt":
+        return None
+    chosen = _choose(content, agent)
+    canon = _canon_path(path)
+    best: tuple[int, int] | None = None  # (rank, line index); the first line of a rank wins
+    for rule, index in chosen.rules:
+        if (best is None or rule.rank > best[0]) and _rule_matches(rule, canon):
+            best = (rule.rank, index)
+    if best is None:
+        return None
+    text = chosen.lines[best[1]].decode("utf-8", "replace")
+    return RuleLine(best[1] + 1, text, bool(best[0] & 1))
+
+
+def _rule_matches(rule: _Rule, path: str) -> bool:
+    """Does one rule match a canonical path (as ``RobotsRules.allowed`` matches it)?"""
+    if not path.startswith(rule.head):
+        return False
+    if rule.last is None:
+        return not rule.anchored or path == rule.head
+    return _glob_matches(path, len(rule.head), rule.middle, rule.last, rule.anchored)
 
 
 def rules_for_status(status: int, content: bytes, agent: str) -> RobotsRules:

@@ -32,6 +32,7 @@ from archiver.queues.crawlqueue import (
     queue_origin,
     read_inbox,
 )
+from archiver.queues.decisions import read_all_decisions
 from archiver.queues.inboxes import SiteInbox
 from archiver.queues.pglinksstate import PgLinksState
 from archiver.queues.sitequeue import SiteQueue, queue_path
@@ -173,6 +174,14 @@ def check_everything(old: config.Config, url: str, bucket: Any) -> None:
         assert any(finished == len(entries) > 1 and totals[0] > 0
                    for entries, finished, totals in facts.values())
         assert any(finished < len(entries) for entries, finished, _ in facts.values())
+        # Decision logs (robots.txt exclusions at least), each site's in its order.
+        old_decisions = sorted((queue_origin(d), *decision)
+                               for d in (root / "frontier").glob("*/*")
+                               for decision in read_all_decisions(d))
+        new_decisions = db.execute("SELECT origin, at, kind, url, detail FROM crawl_decisions"
+                                   " ORDER BY origin, at, kind, url").fetchall()
+        assert any(row[2] == "robots" for row in old_decisions)
+        assert [tuple(row) for row in new_decisions] == old_decisions
         # Inboxes: the links batch's new URLs, and the lines appended after it.
         inbox = db.execute("SELECT origin, url, depth, refetch FROM crawl_inbox ORDER BY id").fetchall()
         with closing(inbox_database(root)) as inboxes:

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archiver.web.robots import MAX_ROBOTS_BYTES, RobotsRules, parse_robots
+from archiver.web.robots import MAX_ROBOTS_BYTES, RobotsRules, deciding_rule, parse_robots
 from tests.support.fuzzing import assert_cost_bounded, examples, repeat_to
 
 AGENT = "archiver"
@@ -116,6 +116,24 @@ def test_any_bytes_parse_and_any_path_gets_a_verdict(body: bytes, paths: list[st
 @given(_ROBOTS, st.lists(_PATHS, max_size=5), st.sampled_from([AGENT, "Archiver/2.0", "", " ", "*", "é"]))
 def test_near_valid_files_parse(body: bytes, paths: list[str], agent: str) -> None:
     _check_rules(parse_robots(body, agent), paths)
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(_ROBOTS, st.lists(_PATHS, max_size=6), st.sampled_from([AGENT, "Archiver/2.0", "*"]))
+def test_the_deciding_line_gives_the_matchers_verdict(body: bytes, paths: list[str], agent: str) -> None:
+    """``archiver why`` names the line that decided: it must be a rule line of the file, of the
+    verdict's kind, and no line at all exactly when the matcher found no rule (allowed)."""
+    rules = parse_robots(body, agent)
+    lines = body.removeprefix(b"\xef\xbb\xbf").splitlines()
+    for path in paths:
+        line = deciding_rule(body, agent, path)
+        if line is None:
+            assert rules.allowed(path)
+            continue
+        assert line.allow == rules.allowed(path)
+        assert line.text == lines[line.number - 1].decode("utf-8", "replace")
+        key = line.text.partition(":")[0].strip().lower()
+        assert (key == "allow") == line.allow
 
 
 @settings(max_examples=examples(120), deadline=None)

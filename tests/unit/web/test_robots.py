@@ -9,6 +9,8 @@ from archiver.web.robots import (
     MAX_ROBOTS_BYTES,
     MAX_ROBOTS_REDIRECTS,
     RobotsRules,
+    RuleLine,
+    deciding_rule,
     parse_robots,
     rules_for_status,
     unreachable,
@@ -446,3 +448,24 @@ def test_many_rules_across_buckets() -> None:
     )
     assert sum(robots.allowed(f"/{w}/ok") for w in words) == len(words)
     assert sum(robots.allowed(f"/{w}/no") for w in words) == 0
+
+
+def test_the_deciding_rule_is_the_longest_match_with_allow_winning_ties() -> None:
+    body = (b"\xef\xbb\xbfUser-agent: *\n"
+            b"Disallow: /private   # staff only\n"
+            b"Allow: /private/press\n"
+            b"Disallow: /*.pdf$\n"
+            b"Allow: /p*\n"
+            b"User-agent: otherbot\n"
+            b"Disallow: /\n")
+    private = deciding_rule(body, "archiver", "/private/notes")
+    assert private == RuleLine(2, "Disallow: /private   # staff only", allow=False)
+    assert deciding_rule(body, "archiver", "/private/press/1") == RuleLine(
+        3, "Allow: /private/press", allow=True)
+    assert deciding_rule(body, "archiver", "/a.pdf") == RuleLine(
+        4, "Disallow: /*.pdf$", allow=False)
+    assert deciding_rule(body, "archiver", "/public") == RuleLine(5, "Allow: /p*", allow=True)
+    assert deciding_rule(body, "archiver", "/x") is None
+    assert deciding_rule(body, "otherbot", "/x") == RuleLine(
+        7, "Disallow: /", allow=False)
+    assert deciding_rule(body, "archiver", "/robots.txt") is None
