@@ -5,6 +5,7 @@ process on 127.0.0.1, and crawls it with ``archiver crawl --until-idle`` and ``m
 real child process, WARCs written. CPU and peak RSS are the crawler child's own (getrusage), so the
 server's work is not counted. Targets on the project's 2-core machine: >= 500 pages/s, <= 2 ms of
 CPU per page, and peak memory bounded by active sites, not by URLs crawled (compare two sizes).
+``decisions`` counts the lines the crawl wrote to the sites' decision logs.
 
     python -m tools.bench_crawl [--sites 200] [--pages 100] [--slots 64]
         [--store sqlite | postgresql://... | postgres] [--warc-store FOLDER | s3]
@@ -114,6 +115,7 @@ def run(sites: int, pages: int, slots: int, work: Path, store: str = "sqlite", w
         state = json.loads(archiver("status", "--config", str(config), "--json").stdout)[0]
         warc_bytes = sum(p.stat().st_size for folder in (work / "archive" / "warcs", work / "shipped")
                          for p in folder.glob("*.warc.gz")) if warc_store != "s3" else 0
+        decisions = decisions_logged(work, url if store != "sqlite" else "")
     pages_done = state["pages"]
     cpu = usage.ru_utime + usage.ru_stime
     return {
@@ -125,7 +127,17 @@ def run(sites: int, pages: int, slots: int, work: Path, store: str = "sqlite", w
         "warc_mib": round(warc_bytes / 2**20, 1),
         "warc_mib_per_s": round(warc_bytes / 2**20 / wall, 2),
         "http_mib_per_s": round(state["bytes"] / 2**20 / wall, 2),
+        "decisions": decisions,
     }
+
+
+def decisions_logged(work: Path, url: str) -> int:
+    """Lines of the sites' decision logs (``archiver why``): their files, or the shared table."""
+    if url:
+        with psycopg.connect(url) as db:
+            return int((db.execute("SELECT count(*) FROM crawl_decisions").fetchone() or (0,))[0])
+    return sum(path.read_bytes().count(b"\n")
+               for path in (work / "archive" / "frontier").glob("*/*/decisions*"))
 
 
 def main() -> int:

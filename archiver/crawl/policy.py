@@ -87,19 +87,10 @@ def looks_like_trap(url: str, max_repeats: int) -> bool:
     return Counter(segments).most_common(1)[0][1] > max_repeats
 
 
-def scheme_twin(origin: str) -> str | None:
-    """``origin``'s host in the other scheme, when both are on their default ports (``http://h``
-    and ``https://h``); None for an origin with a port of its own."""
-    scheme, _, authority = origin.partition("://")
-    if ":" in authority.rpartition("]")[2]:  # normalised origins leave out ports 80 and 443
-        return None
-    return ("https" if scheme == "http" else "http") + "://" + authority
-
-
 def scheme_alias(origin: str, other: str) -> bool:
     """True if ``other`` is ``origin``'s scheme twin: the one redirect target that keeps a visit on
     its site. Another port of the same host is another site (it may be another service)."""
-    return other == scheme_twin(origin)
+    return other == urls.scheme_twin(origin)
 
 
 def rest_policy(c: CrawlConfig) -> RestPolicy:

@@ -78,7 +78,6 @@ from warcio.exceptions import ArchiveLoadFailed
 from warcio.timeutils import iso_date_to_datetime
 
 from archiver.config import Config
-from archiver.crawl.policy import scheme_twin
 from archiver.logs import event
 from archiver.queues.crawlqueue import (
     CrawlQueue,
@@ -392,7 +391,7 @@ class _Queue:
     def holds(self, record: _Record) -> bool:
         """Whether ``record`` may be of this queue's visit: of its origin or alias, and not older
         than its last restart."""
-        return ((record.origin == self.origin or record.origin == scheme_twin(self.origin))
+        return ((record.origin == self.origin or record.origin == urls.scheme_twin(self.origin))
                 and (self.restarted is None or record.date >= self.restarted))
 
     def finished_by(self, record: _Record) -> bool:
@@ -405,7 +404,7 @@ def _recover_host(config: Config, crawl_queues: EmbeddedCrawlQueues, process: in
     """Mark done, in every crawl queue of this host that this process owns, the entries these
     records finished; extract their links again; make it durable."""
     origins = {record.origin for record in records}
-    origins |= {other for origin in origins if (other := scheme_twin(origin))}
+    origins |= {other for origin in origins if (other := urls.scheme_twin(origin))}
     queues: dict[str, _Queue] = {}
     try:
         for origin in sorted(origins):
@@ -463,7 +462,7 @@ def _requeue_links(config: Config, queue: _Queue, record: _Record, spool: SpoolW
     found = links_in_response(record.url, status, headers, body,
                               max_decoded_size=c.max_decoded_size)
     depth = queue.plan.depths[record.url] + (0 if found.redirect else 1)
-    alias = scheme_twin(queue.origin)
+    alias = urls.scheme_twin(queue.origin)
     local = queue.local | ({alias} if found.redirect and alias else set())
     now = time.time()
     for ref in found.refs:

@@ -220,22 +220,31 @@ def _count(n: int, noun: str) -> str:
 
 def gather(stores: EmbeddedStores | SharedStores, catalog: CatalogStore, warcs: WarcReader,
            config: Config, url: str, at: str) -> Evidence:
-    """Read what the archive records about ``url`` (a normalised URL) up to ``at`` (blocking)."""
+    """Read what the archive records about ``url`` (a normalised URL) up to ``at`` (blocking).
+
+    A site crawls its scheme twin's URLs too (``http://h`` redirected to ``https://h``), so the
+    queue and decisions of both origins are read, and the site is the one whose queue holds it."""
     origin = urls.origin(url)
+    homes = [origin, twin] if (twin := urls.scheme_twin(origin)) else [origin]
     crawl_queues = stores.crawl_queues()
     try:
-        decisions = crawl_queues.decisions(origin, url)
-        position = crawl_queues.position(origin, url)
+        decisions = sorted((d for home in homes for d in crawl_queues.decisions(home, url)),
+                           key=lambda d: d.time)
+        held = [(home, p) for home in homes if (p := crawl_queues.position(home, url)) is not None]
     finally:
         crawl_queues.close()
+    sites = [(home, row) for home in ([held[0][0]] if held else homes)
+             if (row := _site(stores, home)) is not None]
+    origin, site = sites[0] if sites else (origin, None)
+    position = held[0][1] if held else None
     c = config.crawl
     limits = {"crawl.max_url_length": c.max_url_length, "crawl.max_depth": c.max_depth,
               "crawl.max_repeated_segments": c.max_repeated_segments,
               "crawl.max_per_shape": c.max_per_shape, "crawl.max_pages": c.max_pages,
               "crawl.max_bytes": c.max_bytes}
     captures = catalog.captures(url)
-    evidence = Evidence(url, origin, at, captures, decisions, _site(stores, origin), position,
-                        None, c.max_url_length, limits)
+    evidence = Evidence(url, origin, at, captures, decisions, site, position, None,
+                        c.max_url_length, limits)
     if any(cap.timestamp <= at for cap in captures):
         return evidence  # captured: robots.txt need not be read
     robots_at = max((stamp(d.time) for d in decisions if d.kind == "robots"

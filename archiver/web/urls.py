@@ -506,3 +506,12 @@ def path_segments(url: str) -> list[str]:
     if not segments[-1]:
         segments.pop()
     return [unquote(s, errors="replace") if "%" in s else s for s in segments]
+
+
+def scheme_twin(origin: str) -> str | None:
+    """``origin``'s host in the other scheme, when both are on their default ports (``http://h``
+    and ``https://h``); None for an origin with a port of its own."""
+    scheme, _, authority = origin.partition("://")
+    if ":" in authority.rpartition("]")[2]:  # normalised origins leave out ports 80 and 443
+        return None
+    return ("https" if scheme == "http" else "http") + "://" + authority
