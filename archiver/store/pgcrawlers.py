@@ -11,9 +11,10 @@ moves its entries into the catalog: the catalog never names bytes the store cann
 bundle whose crawler stopped beating (its machine died) or registered again without shipping it
 has *vanished* with it. If the object store has it (the crawler died between the upload and the
 catalog), another crawler catalogues it (``shipped``); otherwise it is *lost* (``lose``): its
-entries' URLs go back to their sites' inboxes as refetches, and the sites that were done wait
-again. A bundle shipped after it was declared lost (its process was only paused, or too slow to
-ship at exit) is catalogued from its own records: it is in the store, so the catalog names it too.
+entries' URLs go back to their sites' inboxes as refetches (but for those still ahead of their
+site's cursor: the crawl fetches them anyway), and the sites that were done wait again. A bundle
+shipped after it was declared lost (its process was only paused, or too slow to ship at exit) is
+catalogued from its own records: it is in the store, so the catalog names it too.
 """
 
 from __future__ import annotations
@@ -149,7 +150,10 @@ class BundleLedger:
                 " SELECT g.origin, coalesce((SELECT min(e.depth) FROM crawl_entries AS e"
                 "  WHERE e.origin = g.origin AND e.url = g.url), 0), g.url, true"
                 " FROM (SELECT DISTINCT origin, url FROM gone) AS g"
-                " WHERE g.url <> g.origin || '/robots.txt'"
+                " WHERE g.url <> g.origin || '/robots.txt' AND NOT EXISTS ("
+                # Still ahead of its site's cursor: the visit that continues the site fetches it.
+                "  SELECT 1 FROM crawl_entries AS e JOIN crawl_cursors AS c ON c.origin = e.origin"
+                "  WHERE e.origin = g.origin AND e.url = g.url AND e.seq > c.cursor)"
                 " RETURNING origin", {"name": name}).fetchall()
             self._db.execute("UPDATE sites SET state = 'waiting', due = 0 WHERE state = 'done'"
                              " AND origin = ANY(%s)", (sorted({row[0] for row in requeued}),))

@@ -5,11 +5,12 @@ machine vanished; the survivors take over its sites once its leases expire, and 
 
 from __future__ import annotations
 
+import re
 import shutil
 import signal
 import subprocess
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 
 from archiver.store.catalog_maintenance import ObjectWarcs
 from archiver.store.objectstore import S3Store, open_object
@@ -91,8 +92,26 @@ def test_survivors_finish_the_sites_of_a_crawler_that_vanished(tmp_path, pg_stor
     expected = {u for u in web.expected("archiver") if "robots500" not in u}
     captured = Counter(c.url for c in entries if not c.url.endswith("/robots.txt"))
     assert set(captured) >= expected - {u for u in expected if u.endswith("/robots.txt")}
-    twice = sum(n - 1 for n in captured.values())
-    assert twice <= len(expected) // 4, f"{twice} captures made again of {len(expected)} URLs"
+    # What the kill costs: URLs the vanished crawler captured (in a bundle it shipped) fetched
+    # again by the survivors, from the cursor it last saved.
+    by_url = defaultdict(list)
+    for c in sorted(entries, key=lambda c: c.timestamp):
+        if not c.url.endswith("/robots.txt"):
+            by_url[c.url].append(bundle_process(c.filename))
+    again = Counter(makers[0] for makers in by_url.values() for _ in makers[1:])
+    assert again[0] <= len(expected) // 4, f"{again[0]} captures made again of {len(expected)} URLs"
+    # A survivor fetches again what another survivor captured only when that one stalled past its
+    # lease TTL on this busy 2-core machine and was taken for dead too: the logs must say so.
+    stalled = {int(holder) for err in outputs
+               for holder in re.findall(r"event=lease-expired site=\S+ holder=(\d+)", err)}
+    for process in (1, 2):
+        assert not again[process] or process in stalled, \
+            f"{again[process]} captures of survivor {process} made again, and its leases never expired"
     for proc_config in configs[1:]:
         local = load(proc_config).root / "bundles"
         assert not list(local.glob("*.warc.gz")), "a closed bundle stayed on a survivor's disk"
+
+
+def bundle_process(name: str) -> int:
+    """The crawler process that wrote a bundle (``<prefix>-<time>-<process>-<serial>.warc.gz``)."""
+    return int(name.split("-")[-2])

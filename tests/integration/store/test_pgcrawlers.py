@@ -98,3 +98,20 @@ def test_the_bundles_of_a_crawler_that_vanished_send_their_urls_back(store, pg_s
     assert ours.shipped(BUNDLE, catalog, index=lambda: records) == 3
     assert sql(pg_store_url, "SELECT state FROM bundles") == [("shipped",)]
     assert sql(pg_store_url, "SELECT count(*) FROM pending_captures") == [(0,)]
+
+
+def test_a_lost_bundles_urls_still_ahead_of_their_sites_cursor_are_not_fetched_twice(store, pg_store_url):
+    """The group commit records a record's capture before the cursor passes its entry (the cursor
+    is written at the next commit): a URL whose entry the cursor has not passed is fetched by the
+    visit that continues the site, so it is not sent back as a refetch too."""
+    roster, ledger, _ = store
+    roster(ttl=1.0).register(0, "host-a", 1)
+    ours = ledger(0, 1, ttl=1.0)
+    sql(pg_store_url, "INSERT INTO sites (origin, added, state) VALUES ('http://a.test', 0, 'active')")
+    sql(pg_store_url, "INSERT INTO crawl_entries VALUES ('http://a.test', 1, 0, 'http://a.test/'),"
+        " ('http://a.test', 2, 1, 'http://a.test/b'), ('http://a.test', 3, 1, 'http://a.test/c')")
+    sql(pg_store_url, "INSERT INTO crawl_cursors (origin, cursor, epoch) VALUES ('http://a.test', 1, 1)")
+    ours.record([cap("http://a.test/", 10), cap("http://a.test/b", 200)])
+    sql(pg_store_url, "UPDATE crawlers SET heartbeat = now() - interval '5 seconds'")
+    assert ledger(1, 1, ttl=1.0).lose(BUNDLE) == 1
+    assert sql(pg_store_url, "SELECT url FROM crawl_inbox") == [("http://a.test/",)]
