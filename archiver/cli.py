@@ -32,8 +32,9 @@ from archiver.store import robotstxt
 from archiver.store.catalog import Capture, CatalogError, surt_key
 from archiver.store.catalog_maintenance import Progress, export_cdxj
 from archiver.store.dnshistory import DnsRow
+from archiver.store.imports import ImportRefused, import_file
 from archiver.store.interfaces import CatalogStore
-from archiver.store.objectstore import ObjectStoreError
+from archiver.store.objectstore import FolderStore, ObjectStoreError
 from archiver.store.pgschema import CURRENT_VERSION, StoreError, init_schema, redact
 from archiver.store.status import format_status
 from archiver.store.warcindex import WarcError
@@ -311,6 +312,35 @@ def cmd_why(args: argparse.Namespace) -> int:
         print(f"{answer.url} at {answer.at}: {answer.kind}")
         print(f"  {answer.reason}")
     return 0 if answer.captured else 1
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """``archiver import FILE...``: WARC files of other tools into the WARC store and catalog."""
+    cfg = _config(args)
+    stores = open_stores(cfg)
+    warcs = stores.objects() if isinstance(stores, SharedStores) else FolderStore(stores.warc_directory())
+    refused = 0
+
+    def say(line: str) -> None:
+        print(f"archiver import: {line}", file=sys.stderr, flush=True)
+
+    with contextlib.closing(stores.catalog()) as catalog:
+        for name in args.files:
+            try:
+                done = import_file(Path(name), warcs=warcs, catalog=catalog,
+                                   in_place=args.in_place, progress=say)
+            except ImportRefused as e:
+                refused += 1
+                print(f"archiver: {e} (nothing imported from it)", file=sys.stderr)
+                continue
+            how = ("rewritten as one gzip member per record, " if done.rewritten else "") + (
+                f"stored as {warcs.location(done.name)}" if done.stored else
+                "indexed in place" if args.in_place else f"already in the store as {done.name}")
+            skipped = ", ".join(f"{n} {kind}" for kind, n in done.skipped.items())
+            print(f"{done.source}: {_count(done.records, 'record')}, {done.added} catalog entries "
+                  f"added, {done.duplicates} already in the catalog; {how}"
+                  + (f"; not catalogued: {skipped}" if skipped else ""))
+    return 2 if refused else 0
 
 
 def _count(n: int, noun: str) -> str:
@@ -647,6 +677,17 @@ def parser() -> argparse.ArgumentParser:
     why_.add_argument("--json", action="store_true")
     why_.add_argument("--config", required=True)
     why_.set_defaults(func=cmd_why)
+
+    import_ = verbs.add_parser("import", help="index WARC (or ARC) files other tools wrote into "
+                               "the catalog, copied into the WARC store")
+    import_.add_argument("files", nargs="+", metavar="FILE")
+    where = import_.add_mutually_exclusive_group()
+    where.add_argument("--copy", dest="in_place", action="store_false",
+                       help="copy each file into the WARC store (the default)")
+    where.add_argument("--in-place", dest="in_place", action="store_true",
+                       help="index files that already lie in the WARC folder, where they are")
+    import_.add_argument("--config", required=True)
+    import_.set_defaults(func=cmd_import, in_place=False)
 
     catalog = verbs.add_parser("catalog", help="query and maintain the card catalog")
     catalog_verbs = catalog.add_subparsers(dest="catalog_verb", required=True)

@@ -194,6 +194,13 @@ class DemoServer:
         if host.rpartition(":")[2].isdigit():
             host = host.rpartition(":")[0]
         target = request.target.decode("latin-1")
+        if target.lower().startswith(("http://", "https://")):
+            # The absolute form a client sends to a proxy (RFC 9112 section 3.2.2): the demo web
+            # serves as the proxy of wget's WARC tests, its names unknown to the system resolver.
+            _, _, rest = target.partition("://")
+            authority, slash, path = rest.partition("/")
+            host = authority.rpartition(":")[0] if authority.rpartition(":")[2].isdigit() else authority
+            host, target = host.lower(), slash + path or "/"
         method = request.method.decode("latin-1")
         agent = headers.get(b"user-agent", b"").decode("latin-1")
         reply, body = self._reply(host, target, _accepts_gzip(headers.get(b"accept-encoding", b"")))

@@ -461,6 +461,8 @@ def _replay(
     banner goes into HTML pages that are not redirects. Links point into the content origin,
     as paths (the document's own origin)."""
     status, headers = parse_head(head.http_head)
+    if not head.http_head and capture.mime != "-":  # a resource record: its WARC Content-Type
+        headers = [("Content-Type", capture.mime)]
     url = urls.normalize(capture.url) or target.url
     content_type = header(headers, "content-type")
     mime = media_type(content_type or capture.mime)[0]

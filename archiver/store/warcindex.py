@@ -26,7 +26,9 @@ from archiver.store.catalog import Capture, surt_key
 from archiver.web import urls
 from archiver.web.timestamps import from_datetime
 
-INDEXED = ("response", "revisit")
+# Records that are captures: a resource record (a file stored whole, without an HTTP exchange:
+# Browsertrix's screenshots, wget's and Heritrix's fetched files in some modes) replays as a 200.
+INDEXED = ("response", "revisit", "resource")
 _SPLIT = re.compile(r"[;\s]")
 
 
@@ -59,17 +61,24 @@ def capture_fields(*, url: str, date: datetime, status: int | None, content_type
 
 
 def capture_of(record: ArcWarcRecord, filename: str, offset: int, length: int) -> Capture:
-    """The catalog entry of a response or revisit record read by warcio (its body read or not)."""
+    """The catalog entry of a response, revisit or resource record read by warcio (its body read
+    or not)."""
     headers = record.rec_headers
     url = headers.get_header("WARC-Target-URI")
     http = record.http_headers
-    status = None
+    status = 200 if record.rec_type == "resource" else None
     if http is not None and http.get_statuscode() and http.get_statuscode().isdigit():
         status = int(http.get_statuscode())
-    date = iso_date_to_datetime(headers.get_header("WARC-Date"))
+    content_type = http.get_header("Content-Type") if http is not None else None
+    if record.rec_type == "resource":
+        content_type = headers.get_header("Content-Type")
+    stamp = headers.get_header("WARC-Date")
+    if not url or not stamp:
+        raise ValueError(f"a {record.rec_type} record without WARC-Target-URI or WARC-Date")
+    date = iso_date_to_datetime(stamp)
     return capture_fields(
         url=url, date=date.replace(tzinfo=UTC), status=status,
-        content_type=http.get_header("Content-Type") if http is not None else None,
+        content_type=content_type,
         location=http.get_header("Location") if http is not None else None,
         digest=headers.get_header("WARC-Payload-Digest") or "-", filename=filename,
         offset=offset, length=length, rectype=record.rec_type)
@@ -101,13 +110,23 @@ def index_stream(f: BinaryIO, name: str, where: str, *, gzipped: bool = True) ->
             f.seek(0)
         it = ArchiveIterator(f, check_digests=False)
         for record in it:
-            if record.rec_type not in INDEXED:
+            if record.rec_type not in INDEXED or not _web_url(record):
                 it.read_to_end(record)
                 continue
             it.read_to_end(record)
             yield capture_of(record, name, it.get_record_offset(), it.get_record_length())
     except (ArchiveLoadFailed, EOFError, OSError, ValueError, UnicodeDecodeError) as e:
         raise WarcError(f"{where}: not a complete WARC file: {e}") from None
+    except (TypeError, AttributeError, KeyError, IndexError) as e:  # warcio on a damaged record
+        raise WarcError(f"{where}: a damaged record warcio cannot parse "
+                        f"({type(e).__name__}: {e})") from None
+
+
+def _web_url(record: ArcWarcRecord) -> bool:
+    """Is the record's target an http or https URL (not Heritrix's ``dns:``, wget's
+    ``metadata://``)?"""
+    url = record.rec_headers.get_header("WARC-Target-URI") or ""
+    return url[:8].lower().startswith(("http://", "https://"))
 
 
 def final_name(path: Path) -> str:
