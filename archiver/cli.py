@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import re
 import sqlite3
@@ -32,6 +33,9 @@ from archiver.store import robotstxt
 from archiver.store.catalog import Capture, CatalogError, surt_key
 from archiver.store.catalog_maintenance import Progress, export_cdxj
 from archiver.store.dnshistory import DnsRow
+from archiver.store.exports import ExportError, export
+from archiver.store.fulltext import FullTextMissing
+from archiver.store.fulltextindex import IndexTotals, build_index
 from archiver.store.imports import ImportRefused, import_file
 from archiver.store.interfaces import CatalogStore
 from archiver.store.objectstore import FolderStore, ObjectStoreError
@@ -47,7 +51,14 @@ from archiver.stores import (
     open_stores,
 )
 from archiver.web import urls
+from archiver.web.textquery import QueryError, parse_query, plain_snippet
 from archiver.web.timestamps import from_datetime, parse_date, to_datetime
+
+# archiver search: results by default, and capture dates listed per result in the text form.
+SEARCH_LIMIT = 20
+SEARCH_MAX_LIMIT = 1000
+SEARCH_DATES_SHOWN = 10
+_SEARCH_LOG = logging.getLogger("archiver.search")
 
 
 def _config(args: argparse.Namespace, *, stores_built: bool = True) -> config.Config:
@@ -341,6 +352,117 @@ def cmd_import(args: argparse.Namespace) -> int:
                   f"added, {done.duplicates} already in the catalog; {how}"
                   + (f"; not catalogued: {skipped}" if skipped else ""))
     return 2 if refused else 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """``archiver export``: a slice of the archive as a WARC file or a WACZ package."""
+    cfg = _config(args)
+    match, given = (("exact", args.url) if args.url else ("prefix", args.prefix) if args.prefix
+                    else ("host", args.host))
+    try:
+        url = _url(given)
+        from_ = _date(args.from_) if args.from_ else None
+        to = _date(args.to, upper=True) if args.to else None
+    except InputError as e:
+        return _fail(str(e))
+    stores = open_stores(cfg)
+    shown = [time.monotonic()]
+
+    def progress(done: int, total: int) -> None:
+        if done == total or time.monotonic() - shown[0] >= 5:
+            shown[0] = time.monotonic()
+            print(f"archiver export: {done}/{total} records", file=sys.stderr, flush=True)
+
+    try:
+        with contextlib.closing(stores.catalog(readonly=True)) as catalog:
+            done = export(catalog, stores.warcs(), url=url, match=match, output=Path(args.output),
+                          from_=from_, to=to, progress=progress)
+    except ExportError as e:
+        return _fail(f"{e} (nothing written)")
+    print(f"{done.path}: {_count(done.captures, 'capture')} and "
+          f"{_count(done.originals, 'original response')} of their revisits, {done.bytes} bytes")
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    """``archiver search QUERY``: the archived pages holding the words, best first, one result per
+    URL with its matching captures; ``archiver search index``: build the index from the catalog.
+    Exit 0 with results, 1 without, 2 for bad input (or no index yet)."""
+    cfg = _config(args)
+    if args.words == ["index"]:
+        if args.at or args.json or args.limit is not None:
+            return _fail("`archiver search index` takes --config and --rebuild only (to search for "
+                         "the word index, quote it: archiver search '\"index\"')")
+        return _search_index(cfg, rebuild=args.rebuild)
+    if args.rebuild:
+        return _fail("--rebuild goes with `archiver search index`")
+    try:
+        query = parse_query(_query_text(args.words))
+        at = _date(args.at, upper=True) if args.at else None
+        with contextlib.closing(open_stores(cfg).fulltext(readonly=True)) as fulltext:
+            hits = fulltext.search(query, at=at, limit=args.limit or SEARCH_LIMIT)
+    except (InputError, QueryError, FullTextMissing) as e:
+        return _fail(str(e))
+    if args.json:
+        print(json.dumps([{"url": h.url, "title": h.title, "snippet": plain_snippet(h.snippet),
+                           "timestamps": h.timestamps} for h in hits], indent=1))
+    else:
+        for hit in hits:
+            more = len(hit.timestamps) - SEARCH_DATES_SHOWN
+            print(f"{hit.title or hit.url}\n  {hit.url}\n  {plain_snippet(hit.snippet)}\n  "
+                  f"{_count(len(hit.timestamps), 'capture')}: "
+                  + " ".join(hit.timestamps[:SEARCH_DATES_SHOWN]) + (f" and {more} more" if more > 0 else ""))
+    if not hits:
+        print("no page of the archive matches" + (f" at or before {at}" if at else ""), file=sys.stderr)
+    return 0 if hits else 1
+
+
+def _query_text(words: list[str]) -> str:
+    """The query the command line gives: its arguments, one with spaces (and no quote) a phrase."""
+    return " ".join(f'"{word}"' if '"' not in word and len(word.split()) > 1 else word for word in words)
+
+
+def _search_limit(text: str) -> int:
+    count = int(text)
+    if not 1 <= count <= SEARCH_MAX_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be 1 to {SEARCH_MAX_LIMIT}")
+    return count
+
+
+def _search_index(cfg: config.Config, *, rebuild: bool) -> int:
+    """``archiver search index [--rebuild]``: take the catalog entries the index lacks."""
+    logs.setup(cfg.log.level)
+    stores = open_stores(cfg)
+    try:
+        catalog = _catalog(cfg)
+    except InputError as e:
+        return _fail(str(e))
+    last = time.monotonic()
+    total = catalog.count()
+
+    def progress(totals: IndexTotals) -> None:  # a line every 5 s
+        nonlocal last
+        if time.monotonic() - last >= 5:
+            last = time.monotonic()
+            print(f"search index: {totals.examined} of {total} catalog entries read, {totals.extracted} "
+                  f"pages extracted ({totals.extracted / totals.seconds:.0f} pages/s)", file=sys.stderr)
+
+    def broken(capture: Capture, error: WarcError) -> None:
+        logs.event(_SEARCH_LOG, logging.WARNING, "search-index-unreadable", url=capture.url,
+                   file=capture.filename, offset=capture.offset, error=str(error))
+
+    try:
+        with contextlib.closing(catalog), contextlib.closing(stores.fulltext()) as fulltext:
+            if rebuild:
+                fulltext.clear()
+            totals = build_index(catalog, stores.warcs(), fulltext, progress=progress, broken=broken)
+            documents, captures = fulltext.counts()
+    except (OSError, sqlite3.Error, psycopg.Error, ObjectStoreError) as e:
+        print(f"archiver: search index: {redact(str(e)).strip()}", file=sys.stderr)
+        return 1
+    print(f"search index: {totals.line()}; the index holds {_count(documents, 'page text')} "
+          f"of {_count(captures, 'capture')}")
+    return 0
 
 
 def _count(n: int, noun: str) -> str:
@@ -678,6 +800,21 @@ def parser() -> argparse.ArgumentParser:
     why_.add_argument("--config", required=True)
     why_.set_defaults(func=cmd_why)
 
+    search_ = verbs.add_parser(
+        "search", help="full-text search of the archived HTML pages (`search index` builds the index)")
+    search_.add_argument("words", nargs="+", metavar="QUERY",
+                         help='words and "phrases", all required (an argument with spaces is a '
+                              "phrase); `index` alone builds the index from the catalog (to search "
+                              "for the word, quote it: '\"index\"')")
+    search_.add_argument("--at", help="only captures at or before this date: ISO 8601 or 4 to 14 digits")
+    search_.add_argument("--json", action="store_true",
+                         help="a JSON array of results: url, title, snippet, timestamps")
+    search_.add_argument("--limit", type=_search_limit, help=f"results (default {SEARCH_LIMIT})")
+    search_.add_argument("--rebuild", action="store_true",
+                         help="with `index`: forget the index and build it again")
+    search_.add_argument("--config", required=True)
+    search_.set_defaults(func=cmd_search)
+
     import_ = verbs.add_parser("import", help="index WARC (or ARC) files other tools wrote into "
                                "the catalog, copied into the WARC store")
     import_.add_argument("files", nargs="+", metavar="FILE")
@@ -688,6 +825,19 @@ def parser() -> argparse.ArgumentParser:
                        help="index files that already lie in the WARC folder, where they are")
     import_.add_argument("--config", required=True)
     import_.set_defaults(func=cmd_import, in_place=False)
+
+    export_ = verbs.add_parser("export", help="write a slice of the archive (a URL, a prefix or a "
+                               "host, between two dates) as a WARC file, or a WACZ package")
+    which = export_.add_mutually_exclusive_group(required=True)
+    which.add_argument("--url", help="the captures of this URL")
+    which.add_argument("--prefix", help="the captures of every URL under this one")
+    which.add_argument("--host", help="the captures of every URL of this host")
+    export_.add_argument("--from", dest="from_", help="ISO 8601 or an archive timestamp")
+    export_.add_argument("--to", help="ISO 8601 or an archive timestamp")
+    export_.add_argument("-o", "--output", required=True,
+                         help="the file to write: a WACZ package if it ends in .wacz, else a WARC")
+    export_.add_argument("--config", required=True)
+    export_.set_defaults(func=cmd_export)
 
     catalog = verbs.add_parser("catalog", help="query and maintain the card catalog")
     catalog_verbs = catalog.add_subparsers(dest="catalog_verb", required=True)

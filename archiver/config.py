@@ -216,6 +216,11 @@ class ReplayConfig:
     scan_slice_rows: int = 1000
     scan_max_rows: int = 2_000_000
     scan_deadline: float = 30.0
+    # Temporal coherence (archiver.replay.coherence): a replayed page's banner flags each embed
+    # (image, stylesheet, script, frame, media) served from a capture more than max_skew seconds
+    # from the page's. One day, as crawl.revisit_min: embeds captured in the page's own visit are
+    # hours away at most on all but the largest sites, one from another visit at least that far.
+    max_skew: int = 86400
 
 
 @dataclass(frozen=True)

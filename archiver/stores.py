@@ -36,10 +36,18 @@ from archiver.store.catalog_maintenance import (
     verify,
 )
 from archiver.store.dnshistory import DnsHistory
-from archiver.store.interfaces import CatalogStore, DnsHistoryStore, StatusStore, WarcReader
+from archiver.store.fulltext import FtsIndex
+from archiver.store.interfaces import (
+    CatalogStore,
+    DnsHistoryStore,
+    FullTextStore,
+    StatusStore,
+    WarcReader,
+)
 from archiver.store.objectstore import FolderStore, ObjectStore, S3Store
 from archiver.store.pgcatalog import PgCatalog
 from archiver.store.pgdnshistory import PgDnsHistory
+from archiver.store.pgfulltext import PgFullText
 from archiver.store.pgschema import require_current
 from archiver.store.pgstatus import PgStatus
 from archiver.store.status import StatusFiles
@@ -93,6 +101,11 @@ class EmbeddedStores:
     def dns_history(self, *, readonly: bool = False) -> DnsHistoryStore:
         """The DNS history (created by a writer; FileNotFoundError for a reader when absent)."""
         return DnsHistory(self.root / "dns.sqlite", readonly=readonly)
+
+    def fulltext(self, *, readonly: bool = False) -> FullTextStore:
+        """The full-text index, ``search/fulltext.sqlite`` (created by a writer;
+        ``store.fulltext.FullTextMissing`` for a reader when absent)."""
+        return FtsIndex(self.root / "search" / "fulltext.sqlite", readonly=readonly)
 
     def bundle_writer(self, process: int) -> BundleWriter:
         """The WARC bundles crawler ``process`` writes."""
@@ -225,6 +238,10 @@ class SharedStores:
 
     def dns_history(self, *, readonly: bool = False) -> DnsHistoryStore:
         return PgDnsHistory(self.url, readonly=readonly)
+
+    def fulltext(self, *, readonly: bool = False) -> FullTextStore:
+        """The full-text index, tables ``fulltext_documents`` and ``fulltext_captures``."""
+        return PgFullText(self.url, readonly=readonly)
 
     def warc_directory(self) -> Path:
         """Where this machine writes its open bundles (shipped, then removed, once closed)."""

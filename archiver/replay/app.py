@@ -30,12 +30,17 @@ origins) are built from the configured base URL and content origin, never from a
 Content routes: ``/web/<timestamp><modifier>/<url>``: the capture closest to the timestamp (1 to
 14 digits, padded as pywb does); when it is not exactly that timestamp, a 302 to the exact one, as
 the Wayback Machine does. Archived status, headers (see :func:`rewrite.replay_headers`) and body
-are served; HTML and CSS are rewritten into the archive; ``id_`` serves the archived bytes.
+are served; HTML and CSS are rewritten into the archive; ``id_`` serves the archived bytes. An
+HTML page's banner shows the dates of the captures its embeds are served from, which a final
+``coherence=json`` query field returns as JSON instead of the page (archiver.replay.coherence;
+the embeds are looked up in one listing, at most ``coherence.EMBED_LIMIT`` of them).
 
-App routes: ``/web/*/<url>``, ``/web/<digits>*/<url>``, ``/web/*/<prefix>*``: capture list, URL
-list; ``/web/<url>``: Memento TimeGate; ``/timemap/link/<url>``, ``/timemap/json/<url>``:
-TimeMaps; ``/web/<timestamp>/<url>`` redirects to the content origin; ``/``, ``/search``; plus the
-routes of cdx, dnspages, statuspages.
+App routes: ``/web/*/<url>``, ``/web/<digits>*/<url>``, ``/web/*/<prefix>*``: capture calendar
+(archiver.replay.calendar: a bar per year, the days of the year the digits name or else of the
+latest, the captures the digits start), URL list; ``/web/<url>``: Memento TimeGate;
+``/timemap/link/<url>``, ``/timemap/json/<url>``: TimeMaps; ``/web/<timestamp>/<url>`` redirects
+to the content origin; ``/``, ``/search``; plus the routes of cdx, dnspages, statuspages,
+calendarpages (``/calendar/<host>``).
 
 The archived URL is read from the raw request path plus the query string, so its escapes reach
 the catalog as sent. Catalog reads go through archiver.replay.scan (listings off the event loop,
@@ -59,33 +64,46 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from archiver.config import Config, public_url
 from archiver.logs import event
-from archiver.replay import cdx, dnspages, memento, pages, robotspages, statuspages
+from archiver.replay import (
+    calendarpages,
+    cdx,
+    coherence,
+    dnspages,
+    memento,
+    pages,
+    robotspages,
+    searchpages,
+    statuspages,
+)
 from archiver.replay.archive import ReplayArchive
+from archiver.replay.calendar import CaptureTally, tally_captures
 from archiver.replay.rewrite import (
     BANNERED,
     IDENTITY,
+    PAGE,
+    Embed,
     WebTarget,
     archive_url,
     header,
     parse_head,
     parse_web_path,
+    prepare_html,
     refresher,
     replay_headers,
     requested_url,
     rewrite_css,
-    rewrite_html,
 )
 from archiver.replay.scan import Scan, ScanLimit
 from archiver.store.bundles import NOT_MODIFIED_PROFILE
 from archiver.store.catalog import Capture
 from archiver.store.warcindex import Stored, WarcError
 from archiver.web import urls
-from archiver.web.http import decode_body, media_type
+from archiver.web.http import UNSATISFIABLE, decode_body, media_type, parse_range
 from archiver.web.timestamps import parse_date, to_datetime
 
 log = logging.getLogger("archiver.replay")
@@ -149,7 +167,9 @@ def create_apps(config: Config) -> ReplayApps:
             *cdx.routes,
             *dnspages.routes,
             *robotspages.routes,
+            *searchpages.routes,
             *statuspages.routes,
+            *calendarpages.routes,
         ],
         middleware=[Middleware(_SecurityHeaders, policy=APP_CSP)],
         exception_handlers=handlers,
@@ -318,15 +338,18 @@ async def web(request: Request) -> Response:
     return await _capture_list(request, target)
 
 
+def _url_tally(url: str, within: str, scan: Scan) -> CaptureTally:
+    return tally_captures(scan.rows(scan.catalog.list(url, "exact")), within)
+
+
 async def _capture_list(request: Request, target: WebTarget) -> Response:
-    captures = await _captures(request, target.url)
-    if target.within:
-        captures = [c for c in captures if c.timestamp.startswith(target.within)]
+    """The capture calendar of a URL (pages.capture_list); ``/web/<digits>*/<url>`` shows the
+    year its digits name and lists the captures they start."""
+    tally = await _archive(request).scanner.collect(partial(_url_tally, target.url, target.within))
     page = pages.capture_list(
-        prefix=_prefix(request), content=_content(request), url=target.url, captures=captures,
-        within=target.within,
+        prefix=_prefix(request), content=_content(request), url=target.url, within=target.within, tally=tally,
     )  # fmt: skip
-    return _html(page, 200 if captures else 404)
+    return _html(page, 200 if tally.listed(target.within) else 404)
 
 
 def _url_rows(url: str, scan: Scan) -> tuple[list[pages.UrlRow], bool]:
@@ -404,6 +427,12 @@ async def content_web(request: Request) -> Response:
     target = parse_web_path(rest)
     if target.kind != "memento":  # lists and the TimeGate are the replay's own pages
         return _redirect(f"{_prefix(request)}/web/{rest}")
+    page, asked = coherence.split_parameter(rest)
+    if asked is not None:
+        if asked != "json":
+            raise ValueError(f"coherence={asked[:40]!r}: the one form is ?coherence=json")
+        target = parse_web_path(page)
+        return await _coherence_json(request, target, await _captures(request, target.url))
     return await _memento(request, target, await _captures(request, target.url))
 
 
@@ -415,37 +444,123 @@ async def _memento(request: Request, target: WebTarget, captures: list[Capture])
     capture = captures[index]
     if not target.exact or capture.timestamp != target.timestamp:
         return _redirect(archive_url("", capture.timestamp, target.modifier, target.url))
+    records = await _records(request, capture)
+    if records is None:
+        return await _missing(request, target.url, _no_original(target.url, capture))
+    head, payload = records
+    mementos = _mementos(request, captures, target.url)
+    current = [ts for _, ts in mementos].index(capture.timestamp)
+    banner: Banner | None = None
+    if target.modifier in BANNERED:
+
+        async def with_banner(embeds: list[Embed]) -> str:
+            return pages.banner(
+                prefix=_prefix(request),
+                content="",
+                url=target.url,
+                timestamp=capture.timestamp,
+                prev=mementos[current - 1][1] if current > 0 else None,
+                next=mementos[current + 1][1] if current + 1 < len(mementos) else None,
+                count=len(mementos),
+                coherence=await _banner_coherence(request, target.url, capture, embeds),
+            )
+
+        banner = with_banner
+    response = await _replay(request, target, capture, head, payload, banner)
+    response.headers["Memento-Datetime"] = memento.http_date(capture.timestamp)
+    response.headers["Link"] = _memento_links(request, target.url, mementos, current)
+    return response
+
+
+async def _records(request: Request, capture: Capture) -> tuple[Stored, bytes] | None:
+    """The record whose HTTP head replay serves for ``capture`` and the payload it serves (a
+    revisit's comes from the capture it refers to); None if that capture is not archived."""
     archive = _archive(request)
     stored = await archive.record(capture)
     payload = stored
     if capture.rectype == "revisit":
         found = await archive.original(capture, stored)
         if found is None:
-            message = (
-                f"The capture of {target.url} at {capture.timestamp} records an unchanged payload, "
-                "but the capture holding that payload is not in the archive."
-            )
-            return await _missing(request, target.url, message)
+            return None
         payload = found[1]
-    mementos = _mementos(request, captures, target.url)
-    current = [ts for _, ts in mementos].index(capture.timestamp)
-    banner = None
-    if target.modifier in BANNERED:
-        banner = pages.banner(
-            prefix=_prefix(request),
-            content="",
-            url=target.url,
-            timestamp=capture.timestamp,
-            prev=mementos[current - 1][1] if current > 0 else None,
-            next=mementos[current + 1][1] if current + 1 < len(mementos) else None,
-            count=len(mementos),
-        )
     # A server-not-modified revisit holds the 304's head: the page is the original's, head too.
     head = stored if stored.http_head and not _not_modified(stored) else payload
-    response = _replay(request, target, capture, head, payload.payload, banner)
-    response.headers["Memento-Datetime"] = memento.http_date(capture.timestamp)
-    response.headers["Link"] = _memento_links(request, target.url, mementos, current)
-    return response
+    return head, payload.payload
+
+
+def _no_original(url: str, capture: Capture) -> str:
+    return (f"The capture of {url} at {capture.timestamp} records an unchanged payload, "
+            "but the capture holding that payload is not in the archive.")
+
+
+# --- temporal coherence ----------------------------------------------------------------------
+
+# What a replayed HTML page's banner is made with: the page's embeds in, the banner out.
+Banner = Callable[[list[Embed]], Awaitable[str]]
+
+
+def _served_capture(scan: Scan, url: str, at: str) -> Capture | None:
+    """The capture replay serves for ``url`` asked for at ``at``, as :func:`closest` picks it: the
+    catalog's closest (two index seeks), or when that is a redirect to ``url`` itself, the pick
+    among all its captures."""
+    try:
+        found = next(scan.rows([scan.catalog.closest(url, at)]))
+    except ValueError:  # a URL the catalog cannot key: replay has no capture of it either
+        return None
+    if found is None or not _self_redirect(found, url):
+        return found
+    captures = list(scan.rows(scan.catalog.list(url, "exact")))
+    index = closest(captures, at, url)
+    return None if index is None else captures[index]
+
+
+async def _coherence(request: Request, url: str, capture: Capture,
+                     embeds: list[Embed]) -> coherence.Coherence:
+    """The dates of what the page captured as ``capture`` loads: its first EMBED_LIMIT distinct
+    embeds looked up in one listing (archiver.replay.scan; ScanLimit past its limits)."""
+    unique = coherence.distinct(embeds)
+    checked = unique[: coherence.EMBED_LIMIT]
+
+    def served(scan: Scan) -> list[coherence.Served]:
+        lookup = partial(_served_capture, scan)
+        return [coherence.follow(embed, capture.timestamp, lookup) for embed in checked]
+
+    archive = _archive(request)
+    found = await archive.scanner.collect(served) if checked else []
+    max_skew = archive.config.replay.max_skew
+    return coherence.assess(url, capture.timestamp, found, found=len(unique), max_skew=max_skew)
+
+
+async def _banner_coherence(request: Request, url: str, capture: Capture,
+                            embeds: list[Embed]) -> coherence.Coherence | None:
+    """:func:`_coherence` for the banner, which goes without it when the listing fails."""
+    try:
+        return await _coherence(request, url, capture, embeds)
+    except ScanLimit as e:
+        event(log, logging.WARNING, "replay-coherence-skipped", url=url, error=str(e))
+        return None
+
+
+async def _coherence_json(request: Request, target: WebTarget, captures: list[Capture]) -> Response:
+    """``?coherence=json`` on a memento URL: the page's timestamp and, per embed, the one served."""
+    assert target.timestamp is not None
+    index = closest(captures, target.timestamp, target.url)
+    if index is None:
+        return PlainTextResponse(f"{target.url} is not in the archive\n", status_code=404)
+    capture = captures[index]
+    records = await _records(request, capture)
+    if records is None:
+        return PlainTextResponse(_no_original(target.url, capture) + "\n", status_code=404)
+    embeds: list[Embed] = []
+
+    async def keep(found: list[Embed]) -> str:
+        embeds.extend(found)
+        return ""
+
+    # What the page loads is what replay's own rewriting finds in it, a redirect loading nothing.
+    await _replay(request, dataclasses.replace(target, modifier=PAGE), capture, *records, keep)
+    report = await _coherence(request, target.url, capture, embeds)
+    return JSONResponse(report.to_json(), headers={"Memento-Datetime": memento.http_date(capture.timestamp)})
 
 
 def _not_modified(stored: Stored) -> bool:
@@ -454,12 +569,12 @@ def _not_modified(stored: Stored) -> bool:
                for name, value in stored.warc_headers)
 
 
-def _replay(
-    request: Request, target: WebTarget, capture: Capture, head: Stored, body: bytes, banner: str | None
+async def _replay(
+    request: Request, target: WebTarget, capture: Capture, head: Stored, body: bytes, banner: Banner | None
 ) -> Response:
-    """The archived response: status, headers and body, rewritten as the modifier asks; the
-    banner goes into HTML pages that are not redirects. Links point into the content origin,
-    as paths (the document's own origin)."""
+    """The archived response: status, headers and body, rewritten as the modifier asks; an HTML
+    page that is not a redirect gets ``banner(its embeds)`` inserted. Links point into the content
+    origin, as paths (the document's own origin)."""
     status, headers = parse_head(head.http_head)
     if not head.http_head and capture.mime != "-":  # a resource record: its WARC Content-Type
         headers = [("Content-Type", capture.mime)]
@@ -475,10 +590,9 @@ def _replay(
         if mime == "text/css":
             body = rewrite_css(decoded, url=url, timestamp=capture.timestamp, prefix="", charset=charset)
         else:
-            if status is not None and 300 <= status < 400:
-                banner = None
-            body = rewrite_html(decoded, url=url, timestamp=capture.timestamp, prefix="", charset=charset,
-                                banner=banner)
+            page = prepare_html(decoded, url=url, timestamp=capture.timestamp, prefix="", charset=charset)
+            redirect = status is not None and 300 <= status < 400
+            body = page.to_bytes(await banner(page.embeds) if banner is not None and not redirect else None)
         rewritten = True
     location = None
     if capture.redirect is not None:
@@ -488,9 +602,24 @@ def _replay(
     )
     if status is None or not 200 <= status <= 599:
         status = 200
+    if status == 200 and not rewritten:  # audio and video are seeked by range (RFC 9110 section 14)
+        status, body, ranged = _byte_range(request.headers.get("range"), body)
+        served += ranged
     response = Response(b"" if status in _NO_BODY else body, status_code=status)
     response.raw_headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in served]
     return response
+
+
+def _byte_range(value: str | None, body: bytes) -> tuple[int, bytes, list[tuple[str, str]]]:
+    """(status, body, headers) of an archived 200 answering a Range header: 206 with the range
+    asked, 416 for one past the end, else 200 with the whole body; Accept-Ranges always."""
+    wanted = parse_range(value, len(body))
+    if wanted is None:
+        return 200, body, [("Accept-Ranges", "bytes")]
+    if wanted == UNSATISFIABLE:
+        return 416, b"", [("Accept-Ranges", "bytes"), ("Content-Range", f"bytes */{len(body)}")]
+    return 206, body[wanted.first:wanted.last + 1], [
+        ("Accept-Ranges", "bytes"), ("Content-Range", f"bytes {wanted.first}-{wanted.last}/{len(body)}")]
 
 
 # --- errors ----------------------------------------------------------------------------------

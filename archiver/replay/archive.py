@@ -22,11 +22,11 @@ from archiver.config import Config
 from archiver.logs import event
 from archiver.replay.scan import Scan, Scanner
 from archiver.replay.why import Answer, explain, gather
-from archiver.store.catalog import Capture
+from archiver.store.catalog import Capture, original_of
 from archiver.store.interfaces import DnsHistoryStore
 from archiver.store.warcindex import Stored
 from archiver.stores import open_stores
-from archiver.web.timestamps import from_datetime, parse_date
+from archiver.web.timestamps import from_datetime
 
 log = logging.getLogger("archiver.replay.archive")
 
@@ -57,30 +57,10 @@ class ReplayArchive:
     async def original(self, revisit: Capture, stored: Stored) -> tuple[Capture, Stored] | None:
         """The response a revisit record stands for, with its record; None if it is not archived.
 
-        That is the capture of WARC-Refers-To-Target-URI at WARC-Refers-To-Date with the same
-        payload digest (WARC 1.1 section 6.7.2); for a revisit without those headers, the latest
-        earlier response of the same URL with that digest.
+        See :func:`archiver.store.catalog.original_of`; the catalog is read as a listing.
         """
-        headers = {name.lower(): value for name, value in stored.warc_headers}
-        target = headers.get("warc-refers-to-target-uri")
-        date = headers.get("warc-refers-to-date")
-
-        def same_payload(capture: Capture) -> bool:
-            return capture.rectype == "response" and capture.digest == revisit.digest
-
         def referred(scan: Scan) -> Capture | None:
-            if target and date:
-                at = parse_date(date)
-                for capture in scan.rows(scan.catalog.captures(target, from_=at, to=at)):
-                    if same_payload(capture):
-                        return capture
-            latest = None
-            for capture in scan.rows(scan.catalog.list(revisit.url, "exact")):
-                if capture.timestamp > revisit.timestamp:
-                    break
-                if same_payload(capture):
-                    latest = capture
-            return latest
+            return original_of(scan.catalog, revisit, stored.warc_headers, scan.rows)
 
         try:
             found = await self.scanner.collect(referred)

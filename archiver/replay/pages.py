@@ -8,12 +8,27 @@ archiver.replay.app): links to captures go there.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import date
 from itertools import groupby
+from typing import Any
 from urllib.parse import urlsplit
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from archiver.replay.calendar import (
+    LEVELS,
+    WEEKDAYS,
+    CaptureTally,
+    PageTally,
+    day_of,
+    latest_year,
+    tally_captures,
+    year_bars,
+    year_calendar,
+)
+from archiver.replay.coherence import PARAMETER, Coherence
 from archiver.replay.rewrite import archive_url
 from archiver.replay.why import Answer
 from archiver.store.catalog import Capture
@@ -37,15 +52,53 @@ def _when(timestamp: str) -> str:
     return to_iso(timestamp).replace("T", " ").removesuffix("Z")
 
 
-def banner(
-    *, prefix: str, content: str, url: str, timestamp: str, prev: str | None, next: str | None, count: int
-) -> str:
-    """The strip shown atop a replayed page: capture date, previous and next captures, the list.
+def duration(seconds: int) -> str:
+    """A length of time as people say it, rounded down: "40 s", "5 min", "3 h", "2 days"."""
+    seconds = abs(seconds)
+    for unit, size in (("day", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            count = seconds // size
+            return f"{count} {unit}{'s' if unit == 'day' and count != 1 else ''}"
+    return f"{seconds} s"
 
-    Inline styles only (reset with ``all: initial``), so page stylesheets hardly reach it and
-    it needs nothing from the page's origin.
+
+def _coherence_view(coherence: Coherence, prefix: str, url: str) -> dict[str, Any]:
+    """What the banner shows of a page's coherence: the spread, the embeds flagged."""
+    flagged = [e for e in coherence.embeds if e.exceeds or e.timestamp is None]
+    query = "&" if "?" in url else "?"
+    return {
+        "embeds": coherence.checked, "found": coherence.found, "complete": coherence.complete,
+        "earliest": _when(coherence.earliest), "latest": _when(coherence.latest),
+        "spread": duration(coherence.spread), "skewed": len(coherence.skewed),
+        "missing": len(coherence.missing), "max_skew": duration(coherence.max_skew),
+        "open": len(flagged) <= 3,
+        "json_href": f"{archive_url(prefix, coherence.timestamp, '', url)}{query}{PARAMETER}=json",
+        "flagged": [
+            {"url": e.url, "kind": e.kind, "served": e.served_url,
+             "href": archive_url(prefix, e.timestamp, "", e.served_url or e.url) if e.timestamp else None,
+             "when": _when(e.timestamp) if e.timestamp else None,
+             "skew": None if e.skew is None else
+                f"{duration(e.skew)} {'later' if e.skew > 0 else 'earlier'}"}
+            for e in flagged
+        ],
+    }  # fmt: skip
+
+
+def banner(
+    *, prefix: str, content: str, url: str, timestamp: str, prev: str | None, next: str | None, count: int,
+    coherence: Coherence | None = None,
+) -> str:
+    """The strip shown atop a replayed page: capture date, previous and next captures, the list,
+    and with ``coherence`` the spread of the dates the page is assembled from and the embeds
+    captured more than ``replay.max_skew`` away (or not archived), collapsed past three.
+
+    Inline styles only (reset with ``all: initial``, or ``all: revert`` where the browser's own
+    focus ring and disclosure marker should stay), so page stylesheets hardly reach it and it
+    needs nothing from the page's origin. One line, with no nested ``div``.
     """
+    shown = None if coherence is None or not coherence.found else _coherence_view(coherence, content, url)
     return _ENV.get_template("banner.html").render(
+        coherence=shown,
         prefix=prefix,
         url=url,
         iso=to_iso(timestamp),
@@ -64,8 +117,99 @@ def home(*, prefix: str) -> str:
     return _ENV.get_template("home.html").render(prefix=prefix)
 
 
-def capture_list(*, prefix: str, content: str, url: str, captures: list[Capture], within: str = "") -> str:
-    """Every capture of ``url`` (in time order) grouped by year, then by day."""
+def _plural(count: int, unit: str) -> str:
+    return f"{count} {unit}{'' if count == 1 else 's'}"
+
+
+def _year_bars(counts: Mapping[date, int], shown: int | None, href: Callable[[int], str],
+               unit: str, years_counted: Mapping[int, int] | None) -> list[dict[str, Any]]:
+    """The bar chart's years: each with a link (None for a year without any) and a label."""
+    return [
+        {"year": bar.year, "count": bar.count, "height": bar.height, "current": bar.year == shown,
+         "href": href(bar.year) if bar.count else None, "label": f"{bar.year}: {_plural(bar.count, unit)}"}
+        for bar in year_bars(counts, years_counted=years_counted)
+    ]  # fmt: skip
+
+
+def _month_grids(year: int, counts: Mapping[date, int], link: Callable[[date], tuple[str, str]],
+                 unit: str, chosen: date | None) -> list[dict[str, Any]]:
+    """The twelve months of ``year``; each day with a count gets a link and a hover title
+    (``link(day)``), and a label saying its date and count; ``chosen`` is marked current."""
+    months = []
+    for grid in year_calendar(year, counts):
+        weeks = []
+        for week in grid.weeks:
+            cells: list[dict[str, Any] | None] = []
+            for cell in week:
+                if cell is None:
+                    cells.append(None)
+                    continue
+                href, title = link(cell.day) if cell.count else (None, None)
+                label = f"{cell.day.day} {grid.name} {year}: {_plural(cell.count, unit)}"
+                cells.append({"day": cell.day.day, "level": cell.level, "href": href, "title": title,
+                              "label": label, "current": cell.day == chosen})
+            weeks.append(cells)
+        months.append({"id": f"m{year}{grid.month:02d}", "name": grid.name, "count": grid.count,
+                       "weeks": weeks})
+    return months
+
+
+def _calendar_parts(counts: Mapping[date, int], year: int | None, *, bar_href: Callable[[int], str],
+                    day_link: Callable[[date], tuple[str, str]], unit: str,
+                    years_counted: Mapping[int, int] | None = None,
+                    chosen: date | None = None) -> dict[str, Any]:
+    """What the calendar macros (templates/calendar_parts.html) take."""
+    return {
+        "bars": _year_bars(counts, year, bar_href, unit, years_counted),
+        "year": year,
+        "months": _month_grids(year, counts, day_link, unit, chosen) if year is not None else [],
+        "weekdays": WEEKDAYS,
+        "levels": [f"{least}+" if i == len(LEVELS) - 1 else
+                   (str(least) if LEVELS[i + 1] == least + 1 else f"{least}-{LEVELS[i + 1] - 1}")
+                   for i, least in enumerate(LEVELS)],
+        "unit": unit,
+    }  # fmt: skip
+
+
+def _day_id(day: date) -> str:
+    return f"d{day:%Y%m%d}"
+
+
+# Capture times listed in a day's hover title on a URL's calendar.
+_TITLE_TIMES = 12
+
+
+def _times_title(count: int, stamps: list[str]) -> str:
+    times = ", ".join(f"{ts[8:10]}:{ts[10:12]}:{ts[12:14]}" for ts in stamps[:_TITLE_TIMES])
+    more = f" and {count - _TITLE_TIMES} more" if count > _TITLE_TIMES else ""
+    return f"{_plural(count, 'capture')} (UTC): {times}{more}"
+
+
+def capture_list(*, prefix: str, content: str, url: str, captures: list[Capture] | None = None,
+                 within: str = "", tally: CaptureTally | None = None) -> str:
+    """The capture calendar of ``url``: a bar per year, the twelve months of the year shown
+    with each day's captures (archiver.replay.calendar), and that year's captures (those whose
+    timestamp starts with ``within``) by day with their times. From ``tally``, or else
+    from ``captures`` (in time order)."""
+    if tally is None:
+        tally = tally_captures(captures or [], within)
+    listed = tally.listed(within)
+    listed_days = {c.timestamp[:8] for c in listed}
+    by_day: dict[str, list[str]] = {}
+    for c in tally.of_year:
+        by_day.setdefault(c.timestamp[:8], []).append(c.timestamp)
+
+    def day_link(day: date) -> tuple[str, str]:
+        digits = f"{day:%Y%m%d}"
+        anchor = f"#{_day_id(day)}"
+        href = anchor if digits in listed_days else f"{prefix}/web/{digits}*/{url}{anchor}"
+        return href, _times_title(tally.per_day[day], by_day.get(digits, []))
+
+    chosen = day_of(within) if len(within) >= 8 else None
+    parts = _calendar_parts(tally.per_day, tally.year, bar_href=lambda y: f"{prefix}/web/{y}*/{url}",
+                            day_link=day_link, unit="capture", chosen=chosen)
+    captures = listed
+    host = urlsplit(url).netloc
     years = []
     for year, in_year in groupby(captures, key=lambda c: c.timestamp[:4]):
         days = []
@@ -82,7 +226,7 @@ def capture_list(*, prefix: str, content: str, url: str, captures: list[Capture]
                 }
                 for c in in_day
             ]
-            days.append({"day": f"{day[:4]}-{day[4:6]}-{day[6:8]}", "captures": items})
+            days.append({"day": f"{day[:4]}-{day[4:6]}-{day[6:8]}", "id": f"d{day}", "captures": items})
         years.append({"year": year, "count": len(of_year), "days": days})
     return _ENV.get_template("captures.html").render(
         prefix=prefix,
@@ -90,11 +234,44 @@ def capture_list(*, prefix: str, content: str, url: str, captures: list[Capture]
         url=url,
         within=within,
         all_link=list_url(prefix, url),
+        total=tally.total,
         count=len(captures),
-        first=_when(captures[0].timestamp) if captures else "",
-        last=_when(captures[-1].timestamp) if captures else "",
+        first=_when(tally.first) if tally.first else "",
+        last=_when(tally.last) if tally.last else "",
         years=years,
+        host=host,
+        host_href=f"{prefix}/calendar/{host}",
+        calendar=parts,
     )
+
+
+def host_calendar(*, prefix: str, content: str, host: str, tally: PageTally, year: int | None,
+                  day: date | None, keep: int) -> str:
+    """The calendar of a host: a bar per year and the twelve months of ``year`` (default: the
+    latest with captures) with the pages (distinct URLs) captured each day; with ``day``, that
+    day's captures (the first ``keep`` of them in URL order, by time)."""
+    shown = year if year is not None else day.year if day is not None else latest_year(tally.pages)
+    base = f"{prefix}/calendar/{host}"
+
+    def day_link(one: date) -> tuple[str, str]:
+        title = f"{_plural(tally.pages[one], 'page')}, {_plural(tally.captures[one], 'capture')}"
+        return f"{base}?day={one:%Y%m%d}#day", title
+
+    parts = _calendar_parts(tally.pages, shown, bar_href=lambda y: f"{base}?year={y}", day_link=day_link,
+                            unit="page", years_counted=tally.pages_per_year, chosen=day)
+    of_day = [
+        {"href": archive_url(content, c.timestamp, "", c.url), "list": list_url(prefix, c.url), "url": c.url,
+         "time": f"{c.timestamp[8:10]}:{c.timestamp[10:12]}:{c.timestamp[12:14]}",
+         "status": c.status if c.status is not None else "-", "mime": c.mime,
+         "revisit": c.rectype == "revisit"}
+        for c in tally.of_day
+    ]  # fmt: skip
+    return _ENV.get_template("host_calendar.html").render(
+        prefix=prefix, query_url="", host=host, keys=tally.keys, total=tally.total,
+        first=_when(tally.first) if tally.first else "", last=_when(tally.last) if tally.last else "",
+        day=f"{day:%Y-%m-%d}" if day is not None else None, of_day=of_day, more=tally.more, keep=keep,
+        day_pages=tally.pages[day] if day is not None else 0, calendar=parts,
+    )  # fmt: skip
 
 
 @dataclass

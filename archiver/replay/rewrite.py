@@ -14,6 +14,8 @@ markup repaired), which is not what was archived. Attribute values are read with
 Standard's entity rules for attributes (``&copy=1`` in a query stays literal). The link kinds are
 those of :mod:`archiver.web.extract`, plus media (``video``/``audio``/``source``/``track``, poster),
 forms and SVG ``image``. Relative links resolve against the first ``<base href>`` as there.
+:func:`prepare_html` also reports the embeds it rewrote (every link but navigation, see
+:class:`Embed`), for archiver.replay.coherence, before the banner goes in.
 
 Documents come out in UTF-8, decoded as :mod:`archiver.web.extract` decodes them (BOM, HTTP charset,
 ``<meta>`` prescan, UTF-8 or windows-1252); the server labels them ``charset=utf-8``, which wins
@@ -140,6 +142,19 @@ _ALLOWANCE = 2**21
 _ALLOWANCE_PER_CHARACTER = 4
 
 
+@dataclass(frozen=True)
+class Embed:
+    """A URL a document loads itself (image, stylesheet, script, frame, media), absolute and
+    normalised, with the modifier its rewritten link asks for: what the page is assembled from."""
+
+    url: str
+    modifier: str
+
+
+# Modifiers of links a page loads by itself; pages (a, area, form, base, refresh) are navigation.
+EMBEDDING = frozenset((IMAGE, STYLE, SCRIPT, IFRAME, FRAME, OBJECT))
+
+
 class _Links:
     """Turns raw link values of one document into archive URLs.
 
@@ -153,6 +168,7 @@ class _Links:
         self.timestamp = timestamp
         self.prefix = prefix
         self.allowance = _ALLOWANCE + _ALLOWANCE_PER_CHARACTER * size
+        self.embeds: list[Embed] = []  # what rewrite sent into the archive as embeds, in order
 
     def rewrite(self, raw: str, modifier: str) -> str | None:
         """The archive URL for ``raw``; None to leave it as it is (a fragment, mailto:, data:...)."""
@@ -173,6 +189,8 @@ class _Links:
             if growth > self.allowance:
                 return None
             self.allowance -= max(growth, 0)
+        if modifier in EMBEDDING:
+            self.embeds.append(Embed(target, modifier))
         return new
 
 
@@ -480,8 +498,36 @@ def _after_doctype(text: str) -> int:
     return 0
 
 
-def rewrite_html_text(text: str, *, url: str, timestamp: str, prefix: str, banner: str | None = None) -> str:
-    """An HTML document (text) with its links pointing into the archive and ``banner`` inserted.
+@dataclass(frozen=True)
+class RewrittenHtml:
+    """A document's rewrite before any banner goes in: its edits, where a banner would go (None
+    in a frameset document) and the embeds its links send into the archive (see Embed)."""
+
+    text: str
+    edits: list[tuple[int, int, str]]
+    banner_at: int | None
+    embeds: list[Embed]
+
+    def render(self, banner: str | None = None) -> str:
+        """The rewritten text, with ``banner`` inserted where it goes."""
+        edits = self.edits
+        if banner is not None and self.banner_at is not None:
+            edits = sorted([*edits, (self.banner_at, self.banner_at, banner)], key=lambda edit: edit[0])
+        out: list[str] = []
+        last = 0
+        for start, end, new in edits:
+            out += [self.text[last:start], new]
+            last = end
+        out.append(self.text[last:])
+        return "".join(out)
+
+    def to_bytes(self, banner: str | None = None) -> bytes:
+        """:meth:`render` in UTF-8, undecodable input bytes passed through."""
+        return self.render(banner).encode("utf-8", "surrogateescape")
+
+
+def prepare_html_text(text: str, *, url: str, timestamp: str, prefix: str) -> RewrittenHtml:
+    """One pass over an HTML document (text): its link edits, the banner's place and its embeds.
 
     The banner goes right after ``<body ...>``; without a body tag, before the first element
     that would open the body, or at the start (after any doctype). A frameset document gets no
@@ -490,18 +536,24 @@ def rewrite_html_text(text: str, *, url: str, timestamp: str, prefix: str, banne
     doc = _Document(text)
     doc.scan()
     base = urls.normalize(doc.base, url) if doc.base is not None else None  # None: no URL, no base
-    edits = doc.edits(_Links(base or url, timestamp, prefix, len(text)))
-    if banner is not None and not doc.frameset:
-        at = doc.banner_at if doc.banner_at is not None else _after_doctype(text)
-        edits.append((at, at, banner))
-        edits.sort(key=lambda edit: edit[0])
-    out: list[str] = []
-    last = 0
-    for start, end, new in edits:
-        out += [text[last:start], new]
-        last = end
-    out.append(text[last:])
-    return "".join(out)
+    links = _Links(base or url, timestamp, prefix, len(text))
+    edits = doc.edits(links)
+    at = None if doc.frameset else doc.banner_at if doc.banner_at is not None else _after_doctype(text)
+    return RewrittenHtml(text, edits, at, links.embeds)
+
+
+def prepare_html(body: bytes, *, url: str, timestamp: str, prefix: str, charset: str | None = None
+                 ) -> RewrittenHtml:
+    """:func:`prepare_html_text` of a document as stored (content-coding undone), decoded as
+    :func:`rewrite_html` decodes it; never raises."""
+    text = html_as_utf8(body, charset).decode("utf-8", "surrogateescape")
+    return prepare_html_text(text, url=url, timestamp=timestamp, prefix=prefix)
+
+
+def rewrite_html_text(text: str, *, url: str, timestamp: str, prefix: str, banner: str | None = None) -> str:
+    """An HTML document (text) with its links pointing into the archive and ``banner`` inserted
+    (where :func:`prepare_html_text` says)."""
+    return prepare_html_text(text, url=url, timestamp=timestamp, prefix=prefix).render(banner)
 
 
 def rewrite_html(
@@ -518,9 +570,7 @@ def rewrite_html(
     Never raises, whatever the bytes and charset; the result is at most about 32 times the body's
     size plus the relative links' allowance (see _Links).
     """
-    text = html_as_utf8(body, charset).decode("utf-8", "surrogateescape")
-    out = rewrite_html_text(text, url=url, timestamp=timestamp, prefix=prefix, banner=banner)
-    return out.encode("utf-8", "surrogateescape")
+    return prepare_html(body, url=url, timestamp=timestamp, prefix=prefix, charset=charset).to_bytes(banner)
 
 
 # --- archived HTTP heads ---------------------------------------------------------------------

@@ -41,14 +41,17 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import mmh3
 import surt
 
 from archiver.store import sqlite
 from archiver.store.durable import fsync_directory
-from archiver.web.timestamps import to_datetime
+from archiver.web.timestamps import parse_date, to_datetime
+
+if TYPE_CHECKING:
+    from archiver.store.interfaces import CatalogStore
 
 # Recorded in catalog.json; bump it if shard_of ever changes, and reindex.
 SHARD_FUNCTION = "mmh3_32(surt host part, seed 0, unsigned) % shards, v1"
@@ -221,6 +224,26 @@ def payload_holder(captures: Iterable[Capture], digest: str) -> Capture | None:
         if capture.rectype == "response" and capture.digest == digest:
             found = capture
     return found
+
+
+def original_of(catalog: CatalogStore, revisit: Capture, warc_headers: list[tuple[str, str]],
+                rows: Callable[[Iterable[Capture]], Iterable[Capture]] = iter) -> Capture | None:
+    """The response a revisit record stands for: the capture of its WARC-Refers-To-Target-URI at
+    its WARC-Refers-To-Date with the same payload digest (WARC 1.1 section 6.7.2); without those
+    headers, or when that capture is not catalogued, the latest response of its own URL up to it
+    with that digest. ``rows`` sees every row read (replay's listing limits); None if the payload
+    is not in the catalog."""
+    headers = {name.lower(): value for name, value in warc_headers}
+    target, date = headers.get("warc-refers-to-target-uri"), headers.get("warc-refers-to-date")
+    if target and date:
+        try:
+            at = parse_date(date)
+        except ValueError:
+            at = ""
+        if at and (found := payload_holder(rows(catalog.captures(target, from_=at, to=at)),
+                                           revisit.digest)):
+            return found
+    return payload_holder(rows(catalog.captures(revisit.url, to=revisit.timestamp)), revisit.digest)
 
 
 def surt_key(url: str) -> str:

@@ -36,6 +36,7 @@ from archiver.store.warcindex import (
     locate,
     parse_record,
     read_head,
+    read_raw,
     read_record,
 )
 
@@ -249,6 +250,9 @@ class WarcFiles:
     def read_head(self, filename: str, offset: int, length: int) -> bytes:
         return read_head(self.directory, filename, offset, length)
 
+    def raw(self, filename: str, offset: int, length: int) -> bytes:
+        return read_raw(self.directory, filename, offset, length)
+
     def names(self, pattern: str | None = None, *, include_open: bool = False) -> list[str]:
         """Every closed bundle in the folder (``include_open``: and the open ones), or the files
         the file-system glob ``pattern`` matches (``catalog reindex --warcs``), which may lie
@@ -294,17 +298,21 @@ class ObjectWarcs:
 
     def read(self, filename: str, offset: int, length: int) -> Stored:
         """The record at ``offset`` (``length`` bytes, one gzip member): one range request."""
+        return parse_record(self.raw(filename, offset, length),
+                            self.store.location(self._key(filename)), offset)
+
+    def raw(self, filename: str, offset: int, length: int) -> bytes:
+        """The record's bytes as stored: one range request."""
         key = self._key(filename)
         where = self.store.location(key)
         try:
-            data = self.store.read(key, offset, length)
+            return self.store.read(key, offset, length)
         except NoSuchObject:
             raise WarcError(f"{where}: no such WARC file") from None
         except ObjectRangeError:
             size = self.store.size(key) or 0
             raise WarcError(f"{where}: record at {offset} is cut short "
                             f"({max(min(size - offset, length), 0)} of {length} bytes)") from None
-        return parse_record(data, where, offset)
 
     def read_head(self, filename: str, offset: int, length: int) -> bytes:
         """The record's HTTP head: a range request for its first bytes only, unless the head is

@@ -9,12 +9,15 @@ one transaction, and nothing assumes a shared file system between processes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 from archiver.store.catalog import Capture
 from archiver.store.dnshistory import DnsRow, NameState, Observation, Resolved
+from archiver.store.fulltext import DocumentKey, IndexedCapture, SearchHit
 from archiver.store.warcindex import Stored
+from archiver.web.pagetext import PageText
+from archiver.web.textquery import SearchQuery
 
 
 class CatalogStore(Protocol):
@@ -73,6 +76,9 @@ class WarcReader(Protocol):
     def read_head(self, filename: str, offset: int, length: int) -> bytes:
         """The HTTP head of that record, reading as little of it as it can; WarcError as ``read``."""
 
+    def raw(self, filename: str, offset: int, length: int) -> bytes:
+        """That record's bytes as stored (its gzip member), for copying; WarcError as ``read``."""
+
     def names(self, pattern: str | None = None, *, include_open: bool = False) -> list[str]:
         """The bundles' names, sorted: every closed one (``include_open``: and those still
         written, where the store has any), or those ``pattern`` matches."""
@@ -94,5 +100,33 @@ class StatusStore(Protocol):
     def write(self, process: int, status: dict[str, Any]) -> None: ...
 
     def read_all(self) -> list[dict[str, Any]]: ...
+
+    def close(self) -> None: ...
+
+
+class FullTextStore(Protocol):
+    """The full-text index: the text of each distinct HTML page (by URL and payload digest), the
+    catalog entries it has taken, and relevance-ranked search over them (one result per URL)."""
+
+    def seen(self, records: Iterable[tuple[str, int]]) -> set[tuple[str, int]]:
+        """Of these (WARC file, offset) pairs, those the index has taken already."""
+
+    def documents(self, keys: Iterable[DocumentKey]) -> set[DocumentKey]:
+        """Of these (URL, payload digest) documents, those the index holds."""
+
+    def text_of(self, digest: str) -> PageText | None:
+        """The text of a document with this payload digest under any URL, or None."""
+
+    def add(self, documents: Mapping[DocumentKey, PageText], captures: Iterable[IndexedCapture]) -> None:
+        """New documents and captures in one transaction; those already there are skipped."""
+
+    def search(self, query: SearchQuery, *, at: str | None = None, limit: int = 20, offset: int = 0,
+               deadline: float | None = None) -> list[SearchHit]:
+        """The best-matching URLs with a matching capture at or before ``at``, best first;
+        ``store.fulltext.SearchTimeout`` past ``deadline`` seconds."""
+
+    def counts(self) -> tuple[int, int]: ...
+
+    def clear(self) -> None: ...
 
     def close(self) -> None: ...

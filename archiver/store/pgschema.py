@@ -35,6 +35,10 @@ Version 4 splits that bitmap into slices (archiver.links.slices): ``links_slices
 slice's generation (their number is the slice count), committed with the ledger; a state with no
 rows there and a generation above 0 still has its one bitmap of version 3, read as one slice.
 
+Version 8 holds the full-text index (archiver.store.pgfulltext): ``fulltext_documents``, one
+row per distinct page text (URL and payload digest) with its ``tsvector`` under a GIN index, and
+``fulltext_captures``, every catalog entry indexed (WARC file and offset) with its document.
+
 Connections come from ``connect``: autocommit (every store call is its own transaction, so no
 reader holds one open between calls), and errors with any password taken out of their text.
 """
@@ -247,6 +251,28 @@ CREATE TABLE crawl_decisions (
     detail text NOT NULL
 );
 CREATE INDEX crawl_decisions_url ON crawl_decisions (origin, url);
+"""),
+    Migration(8, "full-text search: page texts with a tsvector (GIN) and the captures indexed", """
+CREATE TABLE fulltext_documents (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    url text COLLATE "C" NOT NULL,
+    digest text COLLATE "C" NOT NULL,
+    title text NOT NULL,
+    headings text NOT NULL,
+    body text NOT NULL,
+    words tsvector NOT NULL,
+    UNIQUE (url, digest)
+);
+CREATE INDEX fulltext_documents_words ON fulltext_documents USING gin (words);
+CREATE INDEX fulltext_documents_digest ON fulltext_documents (digest);
+CREATE TABLE fulltext_captures (
+    file text COLLATE "C" NOT NULL,
+    pos bigint NOT NULL,
+    ts text COLLATE "C" NOT NULL,
+    doc bigint REFERENCES fulltext_documents (id),
+    PRIMARY KEY (file, pos)
+);
+CREATE INDEX fulltext_captures_doc ON fulltext_captures (doc, ts);
 """),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version

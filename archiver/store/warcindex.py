@@ -189,13 +189,19 @@ def read_head(warcs: Path, filename: str, offset: int, length: int) -> bytes:
 
 def read_record(warcs: Path, filename: str, offset: int, length: int) -> Stored:
     """Read the record at ``offset`` (``length`` bytes, one gzip member) of a bundle."""
+    return parse_record(read_raw(warcs, filename, offset, length),
+                        str(locate(warcs, filename)), offset)
+
+
+def read_raw(warcs: Path, filename: str, offset: int, length: int) -> bytes:
+    """The ``length`` bytes at ``offset`` of a bundle, as stored (one record's gzip member)."""
     path = locate(warcs, filename)
     with path.open("rb") as f:
         f.seek(offset)
         data = f.read(length)
     if len(data) != length:
         raise WarcError(f"{path}: record at {offset} is cut short ({len(data)} of {length} bytes)")
-    return parse_record(data, str(path), offset)
+    return data
 
 
 def parse_record(data: bytes, where: str, offset: int) -> Stored:

@@ -332,7 +332,7 @@ def _next_tag(doc: bytes, position: int) -> int:
     return len(doc) if found < 0 else found
 
 
-def _parts(doc: bytes) -> list[tuple[bytes, bytes]]:
+def linear_parts(doc: bytes) -> list[tuple[bytes, bytes]]:
     """``doc`` cut into parts whose parse costs time linear in their size: (prefix, part) pairs.
 
     A part ends before a tag: after _PART_TAGS "<" or _PART_FORMATTING formatting start tags
@@ -511,7 +511,7 @@ def extract_html(body: bytes, charset: str | None = None) -> HtmlLinks:
     CSS found in `<style>` blocks (imports included) is reported as "style/url" and in style
     attributes as "style-attr/url".
     """
-    return _links_of([prefix + part for prefix, part in _parts(html_as_utf8(body, charset))])
+    return _links_of([prefix + part for prefix, part in linear_parts(html_as_utf8(body, charset))])
 
 
 def _links_of(parts: list[bytes]) -> HtmlLinks:

@@ -6,6 +6,7 @@ import email.utils
 import re
 import zlib
 from datetime import UTC
+from typing import NamedTuple
 
 import brotli
 
@@ -56,7 +57,7 @@ def conditions(head: bytes) -> list[tuple[str, str]]:
     ``If-Modified-Since`` with its ``Last-Modified`` (written afresh as an HTTP date). A validator
     that is malformed is left out, so a hostile one can never make a request unsendable. Never
     raises."""
-    status, found = _head_fields(head)
+    status, found = head_fields(head)
     if status != b"200":
         return []
     out = []
@@ -76,11 +77,11 @@ def conditions(head: bytes) -> list[tuple[str, str]]:
 
 def content_length(head: bytes) -> int | None:
     """The Content-Length of a raw HTTP response head, if it gives one. Never raises."""
-    value = _head_fields(head)[1].get(b"content-length", b"")
+    value = head_fields(head)[1].get(b"content-length", b"")
     return int(value) if value.isdigit() and len(value) < 19 else None
 
 
-def _head_fields(head: bytes) -> tuple[bytes, dict[bytes, bytes]]:
+def head_fields(head: bytes) -> tuple[bytes, dict[bytes, bytes]]:
     """A raw response head's status code, and the first value of each header (lower-case names)."""
     lines = head.split(b"\r\n\r\n", 1)[0].replace(b"\r\n", b"\n").split(b"\n")
     status = lines[0].split(None, 2)
@@ -168,3 +169,36 @@ def _unbrotli(data: bytes, limit: int) -> bytes | None:
         if not out:
             return None
     return bytes(out[:limit]) if out or not data or decompressor.is_finished() else None
+
+
+class ByteRange(NamedTuple):
+    """One satisfiable byte range of a representation: ``first`` to ``last``, inclusive."""
+
+    first: int
+    last: int
+
+
+UNSATISFIABLE = ByteRange(-1, -1)
+_RANGE = re.compile(r"\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*", re.ASCII)
+
+
+def parse_range(value: str | None, size: int) -> ByteRange | None:
+    """The byte range a ``Range`` header asks of a representation of ``size`` bytes (RFC 9110
+    section 14): None to send it whole (no header, another unit, several ranges, a malformed
+    one: all may be ignored), UNSATISFIABLE for a range that starts past its end (a 416)."""
+    if value is None:
+        return None
+    found = _RANGE.fullmatch(value)
+    if found is None or not (found[1] or found[2]):
+        return None
+    if not found[1]:  # "bytes=-N": the last N bytes
+        suffix = int(found[2])
+        if suffix == 0:
+            return UNSATISFIABLE
+        return ByteRange(max(size - suffix, 0), size - 1) if size else UNSATISFIABLE
+    first = int(found[1])
+    if found[2] and int(found[2]) < first:  # invalid: ignored
+        return None
+    if first >= size:
+        return UNSATISFIABLE
+    return ByteRange(first, min(int(found[2]) if found[2] else size - 1, size - 1))

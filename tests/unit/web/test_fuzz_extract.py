@@ -21,10 +21,10 @@ from archiver.web.extract import (
     HtmlLinks,
     Link,
     _links_of,
-    _parts,
     decode_text,
     extract_css,
     extract_html,
+    linear_parts,
 )
 from tests.support.fuzzing import (
     CHARSETS,
@@ -114,7 +114,7 @@ def test_a_long_page_is_parsed_in_bounded_parts(unit: str, copies: int) -> None:
     worth of tags (one part, plus at most one comment or raw-text element moved into it); a part
     that starts inside a comment or raw-text element reopens it."""
     doc = (unit * copies).encode()
-    parts = _parts(doc)
+    parts = linear_parts(doc)
     assert b"".join(part for _, part in parts) == doc
     assert all(part.startswith(b"<") for _, part in parts[1:])
     for prefix, part in parts:

@@ -1,0 +1,139 @@
+"""``archiver export``: a slice of an archive crawled at two dates (its second crawl full of
+revisit records) as a WARC file whose revisits carry their originals, byte for byte, that another
+archive imports and replays on its own; and as a WACZ package that ``wacz validate`` accepts."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import trio
+from warcio.archiveiterator import ArchiveIterator
+
+from archiver.config import Config, load
+from archiver.store.catalog import Catalog
+from archiver.store.catalog_maintenance import WarcFiles
+from archiver.stores import EmbeddedStores
+from tests.support.rawhttp import get
+from tests.support.replayarchive import TwoDates, serving, two_date_archive
+from tests.support.repo import ARCHIVER
+
+
+@pytest.fixture(scope="module")
+def two(tmp_path_factory) -> TwoDates:
+    return trio.run(two_date_archive, tmp_path_factory.mktemp("export"))
+
+
+def archiver(config: Config | Path, *args: str) -> subprocess.CompletedProcess[str]:
+    path = config.path if isinstance(config, Config) else config
+    return subprocess.run([*ARCHIVER, *args, "--config", str(path)], capture_output=True,
+                          text=True, timeout=120, check=False)
+
+
+def records(path: Path) -> list[tuple[str, dict[str, str], int, int]]:
+    """(type, WARC headers, offset, length) of every record of a WARC file."""
+    out = []
+    with path.open("rb") as f:
+        it = ArchiveIterator(f)
+        for record in it:
+            headers = dict(record.rec_headers.headers)
+            it.read_to_end(record)
+            out.append((record.rec_type, headers, it.get_record_offset(), it.get_record_length()))
+    return out
+
+
+def stamp(date: str) -> str:
+    """The 14-digit timestamp of a WARC-Date."""
+    return "".join(ch for ch in date if ch.isdigit())[:14]
+
+
+def test_a_host_since_a_date_carries_the_originals_of_its_revisits(two: TwoDates, tmp_path):
+    host = urlsplit(two.second[0].url).netloc
+    since = min(c.timestamp for c in two.second)
+    out = tmp_path / "slice.warc.gz"
+    done = archiver(two.config, "export", "--host", host, "--from", since, "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    chosen = [c for c in two.second if urlsplit(c.url).netloc == host]
+    revisits = [c for c in chosen if c.rectype == "revisit"]
+    assert revisits, "the second crawl stored unchanged pages as revisits"
+    written = records(out)
+    assert written[0][0] == "warcinfo"
+    assert f"{len(chosen)} captures" in done.stdout
+    # Every revisit's original response is in the file; so are the slice's own captures.
+    responses = {(h["WARC-Target-URI"], stamp(h["WARC-Date"]), h.get("WARC-Payload-Digest"))
+                 for kind, h, _, _ in written if kind == "response"}
+    for kind, headers, _, _ in written:
+        if kind == "revisit":
+            original = (headers["WARC-Refers-To-Target-URI"],
+                        stamp(headers["WARC-Refers-To-Date"]), headers["WARC-Payload-Digest"])
+            assert original in responses, original
+    assert len(written) - 1 == len(chosen) + int(done.stdout.split(" and ")[1].split()[0])
+    # Byte for byte: each record is the store's, digests and record ids untouched.
+    warcs = WarcFiles(two.root / "warcs")
+    stored = {(c.url, c.timestamp): c for c in chosen}
+    data = out.read_bytes()
+    compared = 0
+    for _, headers, offset, length in written[1:]:
+        capture = stored.get((headers["WARC-Target-URI"], stamp(headers["WARC-Date"])))
+        if capture is not None:
+            compared += 1
+            assert data[offset:offset + length] == warcs.raw(capture.filename, capture.offset,
+                                                             capture.length)
+    assert compared == len(chosen)
+
+
+async def test_the_slice_replays_on_its_own_once_imported_elsewhere(two: TwoDates, tmp_path):
+    page = next(c for c in two.second if c.rectype == "revisit" and c.url.endswith(".html"))
+    out = tmp_path / "one.warc.gz"
+    done = await trio.to_thread.run_sync(lambda: archiver(
+        two.config, "export", "--url", page.url, "-o", str(out)))
+    assert done.returncode == 0, done.stderr
+    config_path = tmp_path / "elsewhere.toml"
+    config_path.write_text(f'[archive]\nroot = "{tmp_path / "elsewhere"}"\n')
+    imported = await trio.to_thread.run_sync(lambda: archiver(config_path, "import", str(out)))
+    assert imported.returncode == 0, imported.stderr
+    elsewhere = load(config_path)
+    with contextlib.closing(EmbeddedStores(elsewhere).catalog(readonly=True)) as catalog:
+        assert {c.timestamp for c in catalog.captures(page.url)} >= {page.timestamp}
+    with Catalog(two.root / "catalog", two.config.catalog.shards, readonly=True) as source:
+        original = [c for c in source.captures(page.url, to=page.timestamp)
+                    if c.rectype == "response" and c.digest == page.digest][-1]
+    body = WarcFiles(two.root / "warcs").read(original.filename, original.offset,
+                                              original.length).payload
+    async with serving(elsewhere) as running:
+        status, _, got = await get(running.content_at, f"/web/{page.timestamp}id_/{page.url}")
+    assert (status, got) == (200, body)
+
+
+def test_a_wacz_package_passes_wacz_validate(two: TwoDates, tmp_path):
+    site = two.web0.origin(two.web0.normal_hosts[0])
+    out = tmp_path / "site.wacz"
+    done = archiver(two.config, "export", "--prefix", site + "/", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    names = zipfile.ZipFile(out).namelist()
+    assert {"datapackage.json", "datapackage-digest.json", "pages/pages.jsonl"} <= set(names)
+    assert any(n.startswith("archive/") and n.endswith(".warc.gz") for n in names)
+    assert any(n.startswith("indexes/") for n in names)
+    wacz = Path(sys.executable).parent / "wacz"
+    checked = subprocess.run([str(wacz), "validate", "-f", str(out)], capture_output=True,
+                             text=True, timeout=120, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "the passed WACZ is valid" in checked.stdout
+    pages = zipfile.ZipFile(out).read("pages/pages.jsonl").decode().splitlines()
+    assert json.loads(pages[1])["url"].startswith(site + "/") and len(pages) > 5
+    assert done.stdout.startswith(f"{out}: ")  # py-wacz's own lines go to stderr
+
+
+def test_nothing_matching_writes_nothing(two: TwoDates, tmp_path):
+    out = tmp_path / "none.warc.gz"
+    done = archiver(two.config, "export", "--url", "http://nowhere.example/", "-o", str(out))
+    assert done.returncode == 2 and "no capture matches" in done.stderr
+    assert not out.exists() and not list(tmp_path.iterdir())
+    bad = archiver(two.config, "export", "--host", "x.example", "--from", "yesterday", "-o", str(out))
+    assert bad.returncode == 2 and not out.exists()
