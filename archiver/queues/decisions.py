@@ -51,7 +51,8 @@ class Decision(NamedTuple):
 def decision_line(decision: Decision) -> bytes:
     """The log line of a decision (tabs and line breaks in ``detail`` become spaces)."""
     detail = " ".join(decision.detail[:MAX_DETAIL].split())
-    return f"{decision.time:.3f}\t{decision.kind}\t{decision.url}\t{detail}\n".encode()
+    return f"{decision.time:.3f}\t{decision.kind}\t{decision.url}\t{detail}\n".encode(
+        errors="replace")
 
 
 def parse_decision(line: bytes) -> Decision | None:
@@ -68,7 +69,13 @@ def parse_decision(line: bytes) -> Decision | None:
 
 def loggable(url: str) -> bool:
     """Can ``url`` stand in a log line?"""
-    return 0 < len(url) <= MAX_LOGGED_URL and not any(c in url for c in "\t\n\r")
+    if not 0 < len(url) <= MAX_LOGGED_URL or any(c in url for c in "\t\n\r"):
+        return False
+    try:
+        url.encode()
+    except UnicodeEncodeError:  # a lone surrogate: no line could hold it
+        return False
+    return True
 
 
 class DecisionLog:

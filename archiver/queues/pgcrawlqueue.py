@@ -99,8 +99,9 @@ class PgCrawlQueue:
         if not self._queues.max_decisions or key in self._logged or not loggable(url):
             return
         self._logged.add(key)
+        text = detail[:MAX_DETAIL].encode(errors="replace").decode()  # no lone surrogate
         with self._new_lock:
-            self._decisions.append(Decision(time.time(), kind, url, detail))
+            self._decisions.append(Decision(time.time(), kind, url, text))
 
     def requeue(self, url: str, depth: int) -> None:
         _check(url, depth)
@@ -218,7 +219,7 @@ class PgCrawlQueue:
         """Insert ``decisions``; past ``crawl.max_decisions`` rows, keep the newest half."""
         with db.cursor().copy("COPY crawl_decisions (origin, url, at, kind, detail) FROM STDIN") as copy:
             for d in decisions:
-                copy.write_row((self.origin, d.url, d.time, d.kind, d.detail[:MAX_DETAIL]))
+                copy.write_row((self.origin, d.url, d.time, d.kind, d.detail))
         if self._decision_rows is None:
             row = db.execute("SELECT count(*) FROM crawl_decisions WHERE origin = %s",
                              (self.origin,)).fetchone()
