@@ -36,7 +36,7 @@ from archiver.queues.crawlqueue import CrawlQueueBusy, Entry, QueuePosition, par
 from archiver.queues.decisions import MAX_DETAIL, Decision, loggable
 from archiver.queues.leases import Leases
 from archiver.store.durable import SyncJob
-from archiver.store.pgschema import Connection, check_version, connect
+from archiver.store.pgschema import Connection, connect_current
 
 _FENCE = "UPDATE crawl_cursors SET {} WHERE origin = %(origin)s AND epoch = %(epoch)s"
 
@@ -277,8 +277,7 @@ class PgCrawlQueues:
 
     def __init__(self, url: str, leases: Leases, *, bloom_bits: int, max_fp: float,
                  max_decisions: int = 0) -> None:
-        self._db = connect(url)
-        check_version(self._db)
+        self._db = connect_current(url)
         self._lock = threading.Lock()
         self.leases = leases
         self.bloom_bits = bloom_bits

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 
 from archiver.queues.bloom import BloomBitmap
 from archiver.store.objectstore import NoSuchObject, ObjectStore, open_object
-from archiver.store.pgschema import check_version, connect
+from archiver.store.pgschema import connect_current
 
 BITMAP_PREFIX = "links/bitmap-"
 # pg_try_advisory_lock(classid, objid) of the links batch: "arch", "link" in ASCII.
@@ -47,9 +47,8 @@ class PgLinksState:
 
     def __init__(self, url: str, objects: ObjectStore) -> None:
         self.objects = objects
-        self._db = connect(url)
+        self._db = connect_current(url)
         try:
-            check_version(self._db)
             self._take_lock()
             row = self._db.execute("SELECT generation FROM links_meta").fetchone()
             self.generation: int = int(row[0]) if row else 0

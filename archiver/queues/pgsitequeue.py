@@ -24,7 +24,7 @@ from archiver.logs import event
 from archiver.queues.leases import Leases
 from archiver.queues.revisits import ChangeHistory, PageChanges, RevisitSchedule, visit_ended
 from archiver.queues.sitequeue import SITE_COLUMNS, STATES, SiteRow, backoff, ready_states, site_row
-from archiver.store.pgschema import check_version, connect
+from archiver.store.pgschema import connect_current
 
 log = logging.getLogger("archiver.queues.pgsitequeue")
 
@@ -62,8 +62,7 @@ class PgSiteQueue:
     process that only adds or reads sites, the CLI or the links batch)."""
 
     def __init__(self, url: str, *, process: int | None = None, leases: Leases | None = None) -> None:
-        self._db = connect(url)
-        check_version(self._db)
+        self._db = connect_current(url)
         self.process = process
         self.leases = leases if leases is not None else Leases(300.0)
 

@@ -49,7 +49,7 @@ from archiver.store.catalog import (
     shard_of,
     surt_key,
 )
-from archiver.store.pgschema import check_version, connect
+from archiver.store.pgschema import connect, connect_current
 from archiver.web.timestamps import to_datetime
 
 # Captures per COPY and INSERT: bounds the client's memory when given a long iterator (a reindex).
@@ -93,12 +93,11 @@ class PgCatalog:
         self.shards = shards
         self.readonly = readonly
         self.digests = digests and not readonly
-        self._db = connect(url, readonly=readonly)
+        self._db = connect_current(url, readonly=readonly)
         self._staging = False
         self._file_ids: dict[str, int] = {}
         self._file_names: dict[int, str] = {}
         try:
-            check_version(self._db)
             self._check_meta()
         except BaseException:
             self._db.close()

@@ -27,7 +27,7 @@ from typing import Any
 
 from archiver.store.catalog import Capture
 from archiver.store.interfaces import CatalogStore
-from archiver.store.pgschema import check_version, connect
+from archiver.store.pgschema import connect_current
 from archiver.web import urls
 
 _EXPIRED = "c.heartbeat < now() - make_interval(secs => %(ttl)s)"
@@ -41,8 +41,7 @@ class CrawlerRoster:
     """The ``crawlers`` rows: one process's registration and heartbeat, everyone's status."""
 
     def __init__(self, url: str, ttl: float) -> None:
-        self._db = connect(url)
-        check_version(self._db)
+        self._db = connect_current(url)
         self.ttl = ttl
         self.process: int | None = None
         self.epoch = 0
@@ -83,8 +82,7 @@ class BundleLedger:
     """Bundles not shipped yet and their catalog entries (see the module docstring)."""
 
     def __init__(self, url: str, *, process: int, epoch: int, ttl: float) -> None:
-        self._db = connect(url)
-        check_version(self._db)
+        self._db = connect_current(url)
         self.process, self.epoch, self.ttl = process, epoch, ttl
 
     def close(self) -> None:

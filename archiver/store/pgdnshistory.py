@@ -24,7 +24,7 @@ from archiver.store.dnshistory import (
     _Writer,
     normalize,
 )
-from archiver.store.pgschema import check_version, connect
+from archiver.store.pgschema import connect_current
 
 _COLUMNS = "r.row, r.id, r.value, r.type, r.entered, r.superseded, r.source"
 _ADDRESS = "(strpos(value, ':') > 0 OR value !~ '[^0-9.]')"  # as dns_address_now says it
@@ -73,12 +73,7 @@ class PgDnsHistory:
 
     def __init__(self, url: str, *, readonly: bool = False) -> None:
         self.readonly = readonly
-        self._db = connect(url, readonly=readonly)
-        try:
-            check_version(self._db)
-        except BaseException:
-            self._db.close()
-            raise
+        self._db = connect_current(url, readonly=readonly)
 
     def __enter__(self) -> PgDnsHistory:
         return self

@@ -34,7 +34,7 @@ from archiver.store.fulltext import (
     SearchHit,
     SearchTimeout,
 )
-from archiver.store.pgschema import check_version, connect
+from archiver.store.pgschema import connect_current
 from archiver.web.pagetext import PageText
 from archiver.web.textquery import QueryError, SearchQuery, cut_snippet, folded_words
 
@@ -69,12 +69,7 @@ class PgFullText:
     """The full-text index in the PostgreSQL database at ``url``."""
 
     def __init__(self, url: str, *, readonly: bool = False) -> None:
-        self._db = connect(url, readonly=readonly)
-        try:
-            check_version(self._db)
-        except BaseException:
-            self._db.close()
-            raise
+        self._db = connect_current(url, readonly=readonly)
 
     def __enter__(self) -> PgFullText:
         return self

@@ -333,6 +333,18 @@ def check_version(conn: Connection) -> None:
                           f"(version {CURRENT_VERSION}): upgrade archiver")
 
 
+def connect_current(url: str, *, readonly: bool = False) -> Connection:
+    """``connect``, then ``check_version``: a store's connection, closed again if the database is
+    not at this archiver's schema."""
+    conn = connect(url, readonly=readonly)
+    try:
+        check_version(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
 def require_current(url: str) -> None:
     """SchemaError unless the database at ``url`` is at this archiver's schema version."""
     with connect(url, readonly=True) as conn:

@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from archiver.store.pgschema import StoreError, check_version, connect, redact
+from archiver.store.pgschema import StoreError, connect, connect_current, redact
 
 _READ = (
     "SELECT process, epoch, host, pid, started, extract(epoch FROM now() - heartbeat)::float8, status"
@@ -32,12 +32,7 @@ class PgStatus:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self._db = connect(url)
-        try:
-            check_version(self._db)
-        except BaseException:
-            self._db.close()
-            raise
+        self._db = connect_current(url)
 
     def write(self, process: int, status: dict[str, Any]) -> None:
         """Replace what process ``process`` says of itself; StoreError if it has no row."""
