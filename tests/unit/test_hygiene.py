@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from archiver.logs import LogfmtFormatter
+from tests.support.fuzzing import examples
 
 CONTROLS = {*map(chr, range(0x20)), *map(chr, range(0x7F, 0xA0)), "\u2028", "\u2029"}
 
@@ -18,7 +19,7 @@ def formatted(**fields: object) -> str:
     return LogfmtFormatter().format(record)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(max_size=60), st.text(max_size=20))
 def test_log_lines_hold_no_control_characters(value, other):
     line = formatted(url=value, error=other)

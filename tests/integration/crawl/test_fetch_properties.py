@@ -18,12 +18,13 @@ from archiver.config import CrawlConfig
 from archiver.crawl.http import FetchResult, HttpClient
 from archiver.web.urls import normalize, origin_parts, split_origin
 from tests.support.crawls import LOOPBACK
+from tests.support.fuzzing import examples
 from tests.support.urlstrategies import bases, hosts, links, normal_bases, odd_text, paths, queries, userinfo
 
 LOCAL = "127.0.0.1"
 # The kinds before ':' in FetchResult.error that the crawler counts.
 ERROR_KINDS = {"url", "request", "connect", "timeout", "tls", "reset", "protocol"}
-EXAMPLES = settings(max_examples=80, deadline=None)
+EXAMPLES = settings(max_examples=examples(80), deadline=None)
 Handler = Callable[[trio.SocketStream], Awaitable[None]]
 
 

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from archiver.crawl.politeness import Rest, RestPolicy
 from archiver.web.http import parse_retry_after
+from tests.support.fuzzing import examples
 
 POLICY = RestPolicy(min_rest=1.0, max_rest=10.0, rest_factor=5.0, max_retry_after=60.0,
                     backoff_start=2.0, max_backoff=40.0, backoff_recovery_fetches=4)
@@ -66,7 +67,7 @@ def test_failures_without_answer_keep_the_backoff():
     assert rest.after(None, 0.01) == 2.0
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.sampled_from([200, 404, 429, 503, None]), max_size=60),
        st.integers(min_value=1, max_value=20))
 def test_backoff_stays_in_bounds_and_clears_after_enough_successes(statuses, k):
@@ -93,7 +94,7 @@ def test_parse_retry_after():
     assert parse_retry_after("¹", 0) is None             # found by the property test below
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(max_size=80))
 def test_parse_retry_after_never_raises(value):
     wait = parse_retry_after(value, 1_000_000.0)

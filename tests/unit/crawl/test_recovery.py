@@ -13,6 +13,7 @@ from archiver.crawl.recovery import CommitPoint, commit_path, plan_advance, read
 from archiver.queues.crawlqueue import LOG, Entry, queue_dir
 from archiver.store.bundles import BundleWriter
 from archiver.stores import open_stores
+from tests.support.fuzzing import examples
 from tests.support.recoveryscene import SITE, config_for, page, queue, run, state
 
 
@@ -197,7 +198,7 @@ def test_plan_with_nothing_done_leaves_the_queue_alone():
     assert plan_advance(entries, done, retried).done == []
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 12)), max_size=30))
 def test_plan_passes_only_entries_that_are_done_and_every_one_of_them(kinds):
     entries, done, retried = entries_of(kinds)

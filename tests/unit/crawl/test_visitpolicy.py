@@ -17,6 +17,7 @@ from archiver.crawl.policy import (
     looks_like_trap,
     url_shape,
 )
+from tests.support.fuzzing import examples
 
 ORIGIN = "http://example.org"
 CONFIG = CrawlConfig(max_failures=3, max_rate_limited=4, max_internal_errors=2, max_depth=5,
@@ -134,7 +135,7 @@ def test_shape_table_stays_bounded():
     assert budget.exhausted("/cal/#/#/", 5 * _MAX_SHAPES)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.text("/ab0123?=&", max_size=12), max_size=40))
 def test_route_never_raises_and_says_one_known_thing(paths):
     p = policy()

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from archiver.links.batch import run_batch
+from tests.support.fuzzing import examples
 from tests.support.linkbatch import links_config, write_spool
 
 STAMP = "20261122000000"
@@ -29,7 +30,7 @@ _LINE = st.one_of(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_LINE, max_size=12), st.binary(max_size=64))
 def test_no_spool_content_stops_the_batch(lines, raw):
     with tempfile.TemporaryDirectory() as tmp:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from selectolax.lexbor import LexborHTMLParser
 
 from archiver.replay.rewrite import rewrite_css, rewrite_html_text
+from tests.support.fuzzing import examples
 
 DOC = "http://example.org/dir/page.html"
 TS = "20261122000000"
@@ -100,7 +101,7 @@ def html_shape(text: str) -> tuple[list, list]:
 
 
 @given(documents())
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @example('<!DOCTYPE html><html><head><title>t</title></head><body><style>a { background: url("?http://a.b/'
          '\\3c/style\\3e\\3cscript\\3e alert(1)\\3c/script\\3e") }</style></body></html>')  # fmt: skip
 @example("<style>a { background: url('x.png#\\3c/style\\3e\\3cscript\\3e alert(1)\\3c/script\\3e') }</style>")
@@ -110,7 +111,7 @@ def test_rewritten_html_has_the_structure_of_the_archived_html(document: str) ->
 
 
 @given(st.lists(st.tuples(urls, css_forms), min_size=1, max_size=5))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_rewritten_css_has_the_structure_of_the_archived_css(references: list[tuple[str, str]]) -> None:
     sheet = "\n".join(
         rule if rule.startswith("@") else f"p{n} {{ background: {rule} }}"

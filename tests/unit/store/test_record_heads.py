@@ -13,13 +13,14 @@ from archiver.config import WarcConfig
 from archiver.store.bundles import BundleWriter
 from archiver.store.warcindex import HEAD_BYTES, http_head_of, read_head
 from archiver.web.http import content_length
+from tests.support.fuzzing import examples
 from tests.support.warcexchanges import DATE, GET
 
 header = st.tuples(st.sampled_from(["ETag", "Last-Modified", "Content-Type", "X-Any"]),
                    st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), max_size=60))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(header, max_size=8), st.binary(max_size=3000), st.integers(0, 3))
 def test_a_prefix_gives_the_head_written_or_nothing(headers, body, level):
     head = ("HTTP/1.1 200 OK\r\n" + "".join(f"{n}: {v}\r\n" for n, v in headers) + "\r\n").encode()

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from archiver.web.netpolicy import embedded_ipv4, parse_networks, refusal
+from tests.support.fuzzing import examples
 
 
 @pytest.mark.parametrize(("ip", "reason"), [
@@ -55,7 +56,7 @@ def test_parse_networks_names_the_bad_entry():
         parse_networks(["10.0.0.0/33"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.integers(min_value=0, max_value=2**32 - 1))
 def test_an_ipv4_address_and_its_ipv6_wrappings_get_one_verdict(number):
     v4 = ipaddress.IPv4Address(number)
@@ -67,7 +68,7 @@ def test_an_ipv4_address_and_its_ipv6_wrappings_get_one_verdict(number):
         assert (verdict is None) == (plain is None), (v4, wrapped, verdict)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(max_size=45))
 def test_refusal_never_raises(text):
     assert refusal(text) is None or isinstance(refusal(text), str)

@@ -14,9 +14,10 @@ from archiver.web.urls import (
     rejection,
     split_origin,
 )
+from tests.support.fuzzing import examples
 from tests.support.urlstrategies import BASE_SOURCES, absolute_urls, bases, check_uri, links, queries
 
-EXAMPLES = settings(max_examples=250, deadline=None)
+EXAMPLES = settings(max_examples=examples(250), deadline=None)
 
 
 def test_checker_rejects_what_it_must():
