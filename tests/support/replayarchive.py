@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import math
+import shutil
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+import pytest
 import trio
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
@@ -73,6 +75,21 @@ async def two_date_archive(directory: Path, spec: WebSpec = SPEC) -> TwoDates:
     second = [c for c in _all(config) if (c.filename, c.offset) not in seen]
     return TwoDates(root=config.root, config=config, web0=web0, web1=web1, first=first,
                     second=second)
+
+
+@pytest.fixture(scope="session")
+def two_dates_crawled(tmp_path_factory: pytest.TempPathFactory) -> TwoDates:
+    """The two-date archive, crawled once for the whole run (seven seconds of crawling, most of
+    them politeness rests): a module takes a copy of its own (``copy_of``), never changes this."""
+    return trio.run(two_date_archive, tmp_path_factory.mktemp("two-dates"))
+
+
+def copy_of(two: TwoDates, directory: Path) -> TwoDates:
+    """``two`` copied into ``directory`` (config, hosts file and archive, which holds no absolute
+    path): the same captures, in an archive of its own."""
+    shutil.copytree(two.config.path.parent, directory, dirs_exist_ok=True)
+    config = load(directory / two.config.path.name)
+    return dataclasses.replace(two, root=config.root, config=config)
 
 
 @dataclass

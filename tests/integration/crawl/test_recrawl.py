@@ -9,19 +9,18 @@ import sys
 from urllib.parse import urlsplit
 
 import pytest
-import trio
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.store.bundles import NOT_MODIFIED_PROFILE, REVISIT_PROFILE
 from archiver.store.catalog import Catalog
 from demoweb.server import validators
 from tests.support.crawls import warc_files, warcio_check
-from tests.support.replayarchive import two_date_archive
+from tests.support.replayarchive import TwoDates, copy_of
 
 
 @pytest.fixture(scope="module")
-def archive(tmp_path_factory):
-    return trio.run(two_date_archive, tmp_path_factory.mktemp("recrawl"))
+def archive(two_dates_crawled: TwoDates, tmp_path_factory):
+    return copy_of(two_dates_crawled, tmp_path_factory.mktemp("recrawl"))
 
 
 def target(url: str) -> tuple[str, str]:

@@ -30,15 +30,15 @@ from archiver.store.catalog import Capture, Catalog
 from archiver.web.extract import decode_text, extract_css, extract_html
 from archiver.web.timestamps import from_datetime, to_datetime
 from tests.support.crawls import LOOPBACK
-from tests.support.replayarchive import TwoDates, serving, two_date_archive
+from tests.support.replayarchive import TwoDates, copy_of, serving
 from tests.support.repo import ROOT
 
 PAGE1 = "/articles/0001.html"  # page 1 of a demo site (unchanged in version 1)
 
 
 @pytest.fixture(scope="module")
-def two(tmp_path_factory) -> TwoDates:
-    return trio.run(two_date_archive, tmp_path_factory.mktemp("replay"))
+def two(two_dates_crawled: TwoDates, tmp_path_factory) -> TwoDates:
+    return copy_of(two_dates_crawled, tmp_path_factory.mktemp("replay"))
 
 
 class Origin:

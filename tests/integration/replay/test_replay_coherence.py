@@ -17,7 +17,7 @@ from archiver.replay.rewrite import prepare_html_text
 from archiver.web.extract import decode_text
 from tests.integration.replay.datedwarcs import Record, minimal_config, write_dated_archive
 from tests.support.rawhttp import get
-from tests.support.replayarchive import TwoDates, serving, two_date_archive
+from tests.support.replayarchive import TwoDates, copy_of, serving
 
 PAGE_TS = "20260301120000"
 SITE = "http://site.test"
@@ -185,8 +185,8 @@ async def test_coherence_of_what_is_not_archived_is_a_404(dated):
 
 
 @pytest.fixture(scope="module")
-def two(tmp_path_factory) -> TwoDates:
-    return trio.run(two_date_archive, tmp_path_factory.mktemp("coherence-two"))
+def two(two_dates_crawled: TwoDates, tmp_path_factory) -> TwoDates:
+    return copy_of(two_dates_crawled, tmp_path_factory.mktemp("coherence-two"))
 
 
 async def test_a_crawled_page_is_coherent_and_its_embeds_are_what_the_rewriter_finds(two):

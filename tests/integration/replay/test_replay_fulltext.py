@@ -11,14 +11,13 @@ import subprocess
 from urllib.parse import urlencode
 
 import pytest
-import trio
 
 from archiver.config import Config, load
 from archiver.replay.searchpages import PAGE_SIZE
 from archiver.store.catalog import Capture
 from archiver.store.fulltext import FtsIndex, SearchTimeout
 from tests.support.rawhttp import get
-from tests.support.replayarchive import TwoDates, serving, two_date_archive, write_archive
+from tests.support.replayarchive import TwoDates, copy_of, serving, write_archive
 from tests.support.repo import ARCHIVER, archiver_here
 
 PAGE1 = "/articles/0001.html"  # page 1 of a demo site: unchanged in version 1
@@ -28,9 +27,9 @@ HOSTILE = b"<title>Harbour &lt;script&gt;alert(1)&lt;/script&gt;</title><p>The h
 
 
 @pytest.fixture(scope="module")
-def two(tmp_path_factory) -> TwoDates:
+def two(two_dates_crawled: TwoDates, tmp_path_factory) -> TwoDates:
     """The two-date archive, indexed by ``archiver search index`` run as a child process."""
-    two = trio.run(two_date_archive, tmp_path_factory.mktemp("fulltext"))
+    two = copy_of(two_dates_crawled, tmp_path_factory.mktemp("fulltext"))
     done = subprocess.run([*ARCHIVER, "search", "index", "--config", str(two.config.path)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

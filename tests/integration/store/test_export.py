@@ -21,13 +21,13 @@ from archiver.store.catalog import Catalog
 from archiver.store.catalog_maintenance import WarcFiles
 from archiver.stores import EmbeddedStores
 from tests.support.rawhttp import get
-from tests.support.replayarchive import TwoDates, serving, two_date_archive
+from tests.support.replayarchive import TwoDates, copy_of, serving
 from tests.support.repo import ARCHIVER
 
 
 @pytest.fixture(scope="module")
-def two(tmp_path_factory) -> TwoDates:
-    return trio.run(two_date_archive, tmp_path_factory.mktemp("export"))
+def two(two_dates_crawled: TwoDates, tmp_path_factory) -> TwoDates:
+    return copy_of(two_dates_crawled, tmp_path_factory.mktemp("export"))
 
 
 def archiver(config: Config | Path, *args: str) -> subprocess.CompletedProcess[str]:
