@@ -10,7 +10,10 @@ of another URL. Request records are not exported: replay tools do not need them.
 
 A file name ending in ``.wacz`` gets a WACZ package (WACZ 1.1.1: the WARC, a CDXJ index, a pages
 list and the datapackage with its digests) made by py-wacz, the Webrecorder tool that also
-validates it (``wacz validate``); pywb and ReplayWeb.page load it. Its pages list is the slice's
+validates it (``wacz validate``); pywb and ReplayWeb.page load it. Both replay a
+server-not-modified revisit (a page that answered the crawler's conditional request with 304) as
+that empty 304, not as its original: pywb in tests/integration/store/test_export_pywb.py,
+ReplayWeb.page (wabac.js) by its source. Its pages list is the slice's
 HTML pages that answered 200 (py-wacz's own page detection needs request records). Anything else
 gets the WARC. The output is written beside its final name and renamed into place when complete.
 """

@@ -6,10 +6,10 @@ package's own CDXJ index), and replayed by pywb's ``wayback`` on 127.0.0.1.
 pywb runs from its own virtualenv, ``.pywb/venv``, which ``tools/install_pywb.sh`` (part of the
 README's test command) installs.
 
-Not checked here: a server-not-modified revisit (the 304 our crawler stores when a page answers
-its conditional request unchanged). pywb replays such a revisit as the 304 it records, with no
-body, whatever the archive holds; the revisits checked are those of the identical-payload-digest
-profile (a 200 with an unchanged payload)."""
+The revisits that replay with their originals' bodies are those of the identical-payload-digest
+profile (a 200 with an unchanged payload). A server-not-modified revisit (the 304 our crawler
+stores when a page answers its conditional request unchanged) pywb replays as that 304, with no
+body, whatever the archive holds: the last test pins that, as README and exports.py say it."""
 
 from __future__ import annotations
 
@@ -204,3 +204,13 @@ def test_an_archived_url_outside_the_slice_is_not_found(exported: Exported, wayb
     page = next(c for c in exported.captures if c.rectype == "response" and c.status == 200)
     status, _, _ = wayback.get(outside[0].timestamp, "id_", page.url)
     assert status == 200
+
+
+def test_a_server_not_modified_revisit_replays_as_the_empty_304_it_records(exported: Exported,
+                                                                          wayback: Wayback):
+    revisit = next(c for c in exported.captures if c.rectype == "revisit" and c.status == 304
+                   and c.url.endswith(".html"))
+    assert _refers_to(_stored(exported, revisit))[1] < exported.since
+    status, headers, body = wayback.get(revisit.timestamp, "id_", revisit.url)
+    assert (status, body) == (304, b"")
+    assert _memento(headers) == revisit.timestamp
