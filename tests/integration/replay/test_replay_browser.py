@@ -190,8 +190,8 @@ async def test_the_resolver_rules_send_demo_names_to_the_demo_server_and_no_othe
 VICTIM = b"""<!DOCTYPE html><html><head><title>victim</title><script>
 window.stored = (() => {
   try {
-    localStorage.setItem("secret", "victim-token");
     document.cookie = "secret=victim-token";
+    localStorage.setItem("secret", "victim-token");
     return "stored";
   }
   catch (e) { return "refused: " + e.name; }
@@ -242,7 +242,10 @@ async def test_a_hostile_archived_page_reads_neither_the_replay_nor_other_sites(
             probe = await page.evaluate("window.probe")
         assert await page.evaluate("document.querySelector('#archiver-banner a').href") == replay.app + "/"
         assert probe["appMetrics"] == {"ok": False, "value": "TypeError"}, probe  # a CORS failure
-        assert probe["ownMetrics"] == {"ok": False, "value": "TypeError"}, probe
+        # The client script sends a page's fetch("/metrics") to its own site in the archive.
+        assert probe["ownMetrics"]["ok"] and probe["ownMetrics"]["value"].startswith("404 "), probe
+        assert "archiver_pages_total" not in probe["ownMetrics"]["value"]
         assert probe["storage"] == {"ok": False, "value": "SecurityError"}, probe
-        assert probe["cookie"] == {"ok": False, "value": "SecurityError"}, probe
+        # Cookies live in each document's own jar (the client script's): the victim's are not here.
+        assert probe["cookie"] == {"ok": True, "value": ""}, probe
         await browser.quit(devtools)
