@@ -122,6 +122,7 @@ def rewrite_js(text: str) -> str:
     if "location" not in text and "postMessage" not in text:
         return text
     tokens = [(kind, start, end, text[start:end]) for kind, start, end in _tokens(text)]
+    closing = _closing_parens(tokens)
     edits: list[tuple[int, int, str]] = []
     for i, (kind, start, end, value) in enumerate(tokens):
         if kind != "name":
@@ -129,7 +130,7 @@ def rewrite_js(text: str) -> str:
         if value == "location" and _location_write(tokens, i):
             edits.append((start, end, LOCATION))
         elif value == "postMessage" and i > 0 and tokens[i - 1][3] in (".", "?."):
-            close = _closing_paren(tokens, i + 1)
+            close = closing.get(i + 1)
             if close is not None:
                 opening = tokens[i + 1][2]
                 edits += [(opening, opening, f"...{POST}("), (close, close, ")")]
@@ -163,27 +164,25 @@ def _location_write(tokens: list[tuple[str, int, int, str]], i: int) -> bool:
     return False
 
 
-def _closing_paren(tokens: list[tuple[str, int, int, str]], i: int) -> int | None:
-    """Where the parenthesis opened by token ``i`` closes (its offset), None if not a call."""
-    if i >= len(tokens) or tokens[i][3] != "(":
-        return None
-    depth = 0
-    for kind, start, _end, value in tokens[i:]:
+def _closing_parens(tokens: list[tuple[str, int, int, str]]) -> dict[int, int]:
+    """Token index of each "(" that is closed -> the offset of its ")" (one pass, a stack)."""
+    found: dict[int, int] = {}
+    opened: list[int] = []
+    for i, (kind, start, _end, value) in enumerate(tokens):
         if kind != "punct":
             continue
         if value == "(":
-            depth += 1
-        elif value == ")":
-            depth -= 1
-            if depth == 0:
-                return start
-    return None
+            opened.append(i)
+        elif value == ")" and opened:
+            found[opened.pop()] = start
+    return found
 
 
 def rewrite_js_body(body: bytes, charset: str | None) -> bytes | None:
     """A script file (content-coding undone) rewritten, in UTF-8; None when nothing in it needs
     rewriting (then serve it as archived). Decoded by its byte-order mark, else its charset, else
-    as UTF-8; bytes that do not decode pass through unchanged."""
+    as UTF-8; bytes that do not decode pass through unchanged. Only scripts whose bytes spell
+    "location" or "postMessage" in ASCII are read (UTF-16 scripts are served as archived)."""
     if b"location" not in body and b"postMessage" not in body:
         return None
     codec = "utf-8"
@@ -192,7 +191,10 @@ def rewrite_js_body(body: bytes, charset: str | None) -> bytes | None:
     elif charset:
         with contextlib.suppress(LookupError):
             codec = codecs.lookup(charset).name
-    text = body.decode(codec, "surrogateescape")
+    try:
+        text = body.decode(codec, "surrogateescape")
+    except UnicodeDecodeError:  # a multi-byte codec cut short: read it as UTF-8
+        codec, text = "utf-8", body.decode("utf-8", "surrogateescape")
     new = rewrite_js(text)
     if new == text:
         return None

@@ -17,10 +17,13 @@ import wave
 import trio
 
 from archiver.config import Config
+from archiver.replay.app import CLIENT_SCRIPT, CLIENT_SRC
+from archiver.replay.scripts import LOCATION
 from demoweb import content
 from tests.integration.replay.test_replay_browser import ERR_NAME_NOT_RESOLVED, STEP, read_netlog
 from tests.support import chromium
 from tests.support.crawls import load
+from tests.support.rawhttp import get
 from tests.support.replayarchive import serving, write_archive
 
 STAMP = "20260101000000"
@@ -202,3 +205,43 @@ async def test_a_page_built_by_scripts_stays_in_the_archive(tmp_path):
     assert net.tcp_peers == {"127.0.0.1"}
     elsewhere = {url: error for url, error in net.requests.items() if not url.startswith(origin + "/")}
     assert all(error == ERR_NAME_NOT_RESOLVED for error in elsewhere.values()), elsewhere
+
+
+async def test_scripts_are_served_rewritten_and_archived_content_answers_cors(tmp_path):
+    (tmp_path / "archiver.toml").write_text('[archive]\nroot = "archive"\n')
+    config = load(tmp_path / "archiver.toml")
+    navigating = b"if (x) location.href = '/a';"
+    write_archive(config, STAMP, {
+        f"{SITE}/": page("home"),
+        f"{SITE}/app.js": (navigating, "application/javascript"),
+        f"{SITE}/plain.js": (b"var a = 1;", "text/javascript"),
+    })  # fmt: skip
+    async with serving(config) as replay:
+        status, headers, body = await get(replay.content, f"/web/{STAMP}js_/{SITE}/app.js")
+        assert status == 200 and body == f"if (x) {LOCATION}.href = '/a';".encode()
+        assert headers["content-type"] == "application/javascript; charset=utf-8"
+        status, headers, body = await get(replay.content, f"/web/{STAMP}id_/{SITE}/app.js")
+        assert body == navigating
+        status, headers, body = await get(replay.content, f"/web/{STAMP}js_/{SITE}/plain.js")
+        assert body == b"var a = 1;" and headers["content-type"] == "text/javascript"
+
+        # A replayed page's requests say Origin: null (an opaque origin); it may read the answers.
+        status, headers, _ = await get(replay.content, f"/web/{STAMP}id_/{SITE}/app.js", Origin="null")
+        assert headers["access-control-allow-origin"] == "null"
+        assert headers["access-control-allow-credentials"] == "true"
+        asked = {"Origin": "null", "Access-Control-Request-Method": "GET",
+                 "Access-Control-Request-Headers": "x-token"}
+        status, headers, _ = await get(replay.content, f"/web/{STAMP}id_/{SITE}/app.js", "OPTIONS", **asked)
+        assert status == 204
+        assert headers["access-control-allow-methods"] == "GET, HEAD"
+        assert headers["access-control-allow-headers"] == "x-token"
+        # The replay's own pages stay closed to other origins.
+        status, headers, _ = await get(replay.app, "/", Origin="null")
+        assert status == 200 and "access-control-allow-origin" not in headers
+
+        status, headers, body = await get(replay.content, CLIENT_SRC)
+        assert status == 200 and body == CLIENT_SCRIPT
+        assert headers["content-type"].startswith("text/javascript")
+        assert "immutable" in headers["cache-control"]
+        status, _, body = await get(replay.content, f"/web/{STAMP}/{SITE}/")
+        assert status == 200 and f'<script src="{CLIENT_SRC}"'.encode() in body
