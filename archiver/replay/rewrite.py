@@ -15,7 +15,10 @@ Standard's entity rules for attributes (``&copy=1`` in a query stays literal). T
 those of :mod:`archiver.web.extract`, plus media (``video``/``audio``/``source``/``track``, poster),
 forms and SVG ``image``. Relative links resolve against the first ``<base href>`` as there.
 :func:`prepare_html` also reports the embeds it rewrote (every link but navigation, see
-:class:`Embed`), for archiver.replay.coherence, before the banner goes in.
+:class:`Embed`), for archiver.replay.coherence, before the banner goes in. It also puts the client
+script's element first (:func:`client_tag`; what the script does is in client.js), hands inline
+scripts, event handler attributes and ``javascript:`` URLs to archiver.replay.scripts, and
+rewrites ``iframe srcdoc`` documents as documents; ``<template>`` contents are markup like any other.
 
 Documents come out in UTF-8, decoded as :mod:`archiver.web.extract` decodes them (BOM, HTTP charset,
 ``<meta>`` prescan, UTF-8 or windows-1252); the server labels them ``charset=utf-8``, which wins
