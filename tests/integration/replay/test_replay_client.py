@@ -20,13 +20,14 @@ from archiver.config import Config
 from archiver.replay.app import CLIENT_SCRIPT, CLIENT_SRC
 from archiver.replay.scripts import LOCATION
 from demoweb import content
-from tests.integration.replay.test_replay_browser import ERR_NAME_NOT_RESOLVED, STEP, read_netlog
 from tests.support import chromium
+from tests.support.chromium import ERR_NAME_NOT_RESOLVED, read_netlog
 from tests.support.crawls import load
 from tests.support.rawhttp import get
 from tests.support.replayarchive import serving, write_archive
 
 STAMP = "20260101000000"
+STEP = 10.0  # seconds allowed for one step in the browser (it takes well under one here)
 SITE = "http://scripted.test"
 NEWS = {"headline": "archived news", "items": [1, 2, 3]}
 SECONDS = 40  # of audio: long enough that Chromium fetches it in parts
