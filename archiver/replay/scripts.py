@@ -28,115 +28,154 @@ location of another window (``top.location``, ``parent.location``), and code bui
 
 from __future__ import annotations
 
+import bisect
 import codecs
 import contextlib
 import re
-from collections.abc import Iterator
 
 LOCATION = "__archiverLocation"
 POST = "__archiverPost"
 
-# Code tokens: white space, comments, names, numbers, punctuators (longest first), or one character.
-_CODE = re.compile(
-    r"""(?P<space>\s+)
-      | (?P<comment>//[^\n\r\u2028\u2029]*|/\*[\s\S]*?(?:\*/|\Z))
-      | (?P<name>[A-Za-z_$\u0080-\U0010ffff][\w$\u0080-\U0010ffff]*)
-      | (?P<number>\.?\d[\w.]*)
-      | (?P<punct>>>>=|\.\.\.|===|!==|\*\*=|<<=|>>=|>>>|&&=|\|\|=|\?\?=|=>|==|!=|<=|>=|&&|\|\||\?\?|\?\.
-                  |\+\+|--|[-+*/%&|^]=|[\s\S])""",
-    re.X,
-)
 _STRING = {
     '"': re.compile(r'"(?:[^"\\\n\r]|\\[\s\S])*(?:"|(?=[\n\r])|\Z)'),
     "'": re.compile(r"'(?:[^'\\\n\r]|\\[\s\S])*(?:'|(?=[\n\r])|\Z)"),
 }
 _TEMPLATE_TEXT = re.compile(r"(?:[^`\\$]|\\[\s\S]|\$(?!\{))*")
 _REGEX = re.compile(r"/(?![*/])(?:[^/\\\[\n\r]|\\.|\[(?:[^\]\\\n\r]|\\.)*\])+/[A-Za-z]*")
-# After these a "/" starts a regular expression, not a division.
+_LINE_COMMENT = re.compile(r"//[^\n\r\u2028\u2029]*")
+_BLOCK_COMMENT = re.compile(r"/\*[\s\S]*?(?:\*/|\Z)")
+# Where code may stop being code: quotes, template backquotes, slashes, and braces (which matter
+# only to find the end of a template's substitutions, so only in a script with a backquote).
+_TURN = re.compile(r"[\"'`/{}]")
+_TURN_WITHOUT_TEMPLATES = re.compile(r"[\"'/]")
+_LAST_WORD = re.compile(r"[\w$\u0080-\U0010ffff]+\Z")
+# After these words a "/" starts a regular expression, not a division.
 _BEFORE_EXPRESSION = frozenset((
     "return", "typeof", "instanceof", "in", "of", "new", "delete", "void", "throw", "case", "do",
     "else", "yield", "await",
 ))  # fmt: skip
-_WINDOW_NAMES = frozenset(("window", "self", "document"))
-_DECLARING = frozenset(("var", "let", "const", "function", "class", ",", "?.", "...", "++", "--"))
+# The two forms rewritten, each found from its name (str.find, at C speed); a match counts if it
+# is code. What comes before "location" (a window name, or nothing that makes it a member or a
+# declaration) and after it (an assignment, href assignment, assign or replace call):
+_WINDOW_MEMBER = re.compile(r"(?<![\w$.])(?:window|self|document)\s*\.\s*\Z")
+_WRITTEN = re.compile(r"\s*(?:=(?![=>])|\.\s*href\s*=(?![=>])|\.\s*(?:assign|replace)\s*\()")
+_CALLED = re.compile(r"\s*\(")
+_MEMBER = re.compile(r"\.\s*\Z")
+# What declares a name rather than writing the window's location ("var location = ...").
+_DECLARING = re.compile(r"(?:(?<![\w$])(?:var|let|const|function|class)|,|\.\.\.|\+\+|--)\s*\Z")
+_PAREN = re.compile(r"[()]")
 
 
-def _tokens(text: str) -> Iterator[tuple[str, int, int]]:
-    """(kind, start, end) of the significant tokens of ``text``: "name", "punct" or "other"
-    (strings, numbers, regular expressions, template text); white space and comments skipped."""
-    pos, length = 0, len(text)
+def _ends_expression(code: str) -> bool:
+    """Whether code (right-stripped, not empty) ends an expression: then "/" divides."""
+    last = code[-1]
+    if last in ")]}":
+        return True
+    word = _LAST_WORD.search(code)
+    return word is not None and word.group() not in _BEFORE_EXPRESSION
+
+
+def _literals(text: str, limit: int) -> list[tuple[int, int]]:
+    """Spans, in order, of what is not code up to offset ``limit`` at least: strings, template text
+    (with the ``${``/``}`` around substitutions), comments and regular expression literals."""
+    spans: list[tuple[int, int]] = []
     braces: list[bool] = []  # one per open "{": True if it opened a template's "${"
-    last: tuple[str, str] | None = None  # (kind, text) of the previous significant token
-    while pos < length:
-        char = text[pos]
-        if char == "`" or (char == "}" and braces and braces[-1]):
+    divides = False  # whether a "/" here would divide (the code before it ends an expression)
+    pos, length = 0, len(text)
+    turns = _TURN if "`" in text else _TURN_WITHOUT_TEMPLATES
+    while pos <= limit and (turn := turns.search(text, pos)) is not None:
+        at = turn.start()
+        code = text[pos:at].rstrip()
+        if code:
+            divides = _ends_expression(code)
+        char = text[at]
+        end = at + 1
+        if char in _STRING:
+            end = _STRING[char].match(text, at).end()  # type: ignore[union-attr]
+            spans.append((at, end))
+            divides = True
+        elif char == "`" or (char == "}" and braces and braces[-1]):
             if char == "}":
                 braces.pop()
-            end = _TEMPLATE_TEXT.match(text, pos + 1).end()  # type: ignore[union-attr]
-            if text.startswith("${", end):
+            end = _TEMPLATE_TEXT.match(text, at + 1).end()  # type: ignore[union-attr]
+            divides = not text.startswith("${", end)
+            if not divides:
                 braces.append(True)
                 end += 2
             elif end < length:
                 end += 1  # the closing backquote
-            yield "other", pos, end
-            last, pos = ("other", ""), end
-            continue
-        if char in _STRING:
-            end = _STRING[char].match(text, pos).end()  # type: ignore[union-attr]
-            yield "other", pos, end
-            last, pos = ("other", ""), end
-            continue
-        if char == "/" and _expression_may_start(last):
-            regex = _REGEX.match(text, pos)
-            if regex is not None:
-                yield "other", pos, regex.end()
-                last, pos = ("other", ""), regex.end()
-                continue
-        match = _CODE.match(text, pos)
-        assert match is not None  # the last alternative takes any character
-        kind = match.lastgroup or "punct"
-        pos = match.end()
-        if kind in ("space", "comment"):
-            continue
-        value = match.group()
-        if value == "{":
+            spans.append((at, end))
+        elif char == "{":
             braces.append(False)
-        elif value == "}" and braces:
-            braces.pop()
-        kind = "other" if kind == "number" else kind
-        yield kind, match.start(), pos
-        last = (kind, value)
+            divides = False
+        elif char == "}":
+            if braces:
+                braces.pop()
+            divides = True
+        elif (comment := _LINE_COMMENT.match(text, at) or _BLOCK_COMMENT.match(text, at)) is not None:
+            end = comment.end()
+            spans.append((at, end))
+        elif not divides and (regex := _REGEX.match(text, at)) is not None:
+            end = regex.end()
+            spans.append((at, end))
+            divides = True
+        else:
+            divides = False  # a division sign
+        pos = end
+    return spans
 
 
-def _expression_may_start(last: tuple[str, str] | None) -> bool:
-    if last is None:
-        return True
-    kind, value = last
-    if kind == "name":
-        return value in _BEFORE_EXPRESSION
-    return kind == "punct" and value not in (")", "]", "}")
+def _found(text: str, name: str) -> list[int]:
+    """Offsets of ``name`` in ``text``, as a whole word."""
+    found, at = [], text.find(name)
+    while at >= 0:
+        after = at + len(name)
+        before_ok = at == 0 or not (text[at - 1].isalnum() or text[at - 1] in "_$")
+        if before_ok and not (after < len(text) and (text[after].isalnum() or text[after] in "_$")):
+            found.append(at)
+        at = text.find(name, after)
+    return found
+
+
+def _location_write(text: str, at: int) -> bool:
+    """Whether the word "location" at ``at`` is the window's location, written to."""
+    if not _WRITTEN.match(text, at + len("location")):
+        return False
+    window = _WINDOW_MEMBER.search(text, max(0, at - 40), at)
+    if window is not None:
+        return not _DECLARING.search(text, max(0, window.start() - 24), window.start())
+    before = text[max(0, at - 24) : at].rstrip()
+    return not before.endswith(".") and not _DECLARING.search(before)
 
 
 def rewrite_js(text: str) -> str:
     """``text`` with its location writes and postMessage calls rewritten (see the module)."""
-    if "location" not in text and "postMessage" not in text:
+    writes = [at for at in _found(text, "location") if _location_write(text, at)]
+    posts = [
+        at for at in _found(text, "postMessage")
+        if _CALLED.match(text, at + len("postMessage")) and _MEMBER.search(text, max(0, at - 40), at)
+    ]  # fmt: skip
+    if not writes and not posts:
         return text
-    tokens = [(kind, start, end, text[start:end]) for kind, start, end in _tokens(text)]
-    closing = _closing_parens(tokens)
-    edits: list[tuple[int, int, str]] = []
-    for i, (kind, start, end, value) in enumerate(tokens):
-        if kind != "name":
-            continue
-        if value == "location" and _location_write(tokens, i):
-            edits.append((start, end, LOCATION))
-        elif value == "postMessage" and i > 0 and tokens[i - 1][3] in (".", "?."):
-            close = closing.get(i + 1)
+    literals = _literals(text, len(text) if posts else max(writes))
+    starts = [start for start, _ in literals]
+
+    def code_at(offset: int) -> bool:
+        k = bisect.bisect_right(starts, offset) - 1
+        return k < 0 or offset >= literals[k][1]
+
+    edits = [(at, at + len("location"), LOCATION) for at in writes if code_at(at)]
+    posts = [at for at in posts if code_at(at)]
+    if posts:
+        closing = _closing_parens(text, literals)
+        for at in posts:
+            opening = _CALLED.match(text, at + len("postMessage")).end() - 1  # type: ignore[union-attr]
+            close = closing.get(opening)
             if close is not None:
-                opening = tokens[i + 1][2]
-                edits += [(opening, opening, f"...{POST}("), (close, close, ")")]
+                edits += [(opening + 1, opening + 1, f"...{POST}("), (close, close, ")")]
     if not edits:
         return text
-    edits.sort(key=lambda edit: edit[0])
+    edits.sort(key=lambda edit: edit[:2])  # an insertion before a replacement at the same place
     out: list[str] = []
     last = 0
     for start, end, new in edits:
@@ -146,35 +185,18 @@ def rewrite_js(text: str) -> str:
     return "".join(out)
 
 
-def _location_write(tokens: list[tuple[str, int, int, str]], i: int) -> bool:
-    """Whether the name token ``i`` ("location") is the window's location, written to."""
-    before = tokens[i - 1][3] if i > 0 else ""
-    if before in (".", "?."):
-        if i < 2 or tokens[i - 2][3] not in _WINDOW_NAMES or (i > 2 and tokens[i - 3][3] in (".", "?.")):
-            return False
-    elif before in _DECLARING:
-        return False
-    after = [token[3] for token in tokens[i + 1 : i + 4]]
-    if after[:1] == ["="]:
-        return True
-    if after[:1] == ["."] and len(after) == 3:
-        if after[1] == "href":
-            return after[2] == "="
-        return after[1] in ("assign", "replace") and after[2] == "("
-    return False
-
-
-def _closing_parens(tokens: list[tuple[str, int, int, str]]) -> dict[int, int]:
-    """Token index of each "(" that is closed -> the offset of its ")" (one pass, a stack)."""
+def _closing_parens(text: str, literals: list[tuple[int, int]]) -> dict[int, int]:
+    """Offset of each "(" in code that is closed -> the offset of its ")" (one pass, a stack)."""
     found: dict[int, int] = {}
     opened: list[int] = []
-    for i, (kind, start, _end, value) in enumerate(tokens):
-        if kind != "punct":
-            continue
-        if value == "(":
-            opened.append(i)
-        elif value == ")" and opened:
-            found[opened.pop()] = start
+    pos = 0
+    for start, end in [*literals, (len(text), len(text))]:
+        for paren in _PAREN.finditer(text, pos, start):
+            if paren.group() == "(":
+                opened.append(paren.start())
+            elif opened:
+                found[opened.pop()] = paren.start()
+        pos = end
     return found
 
 
