@@ -93,6 +93,12 @@ async def test_chromium_follows_a_link_inside_the_archive_and_never_the_live_web
                 shown = await page.evaluate("document.body.innerText")
                 assert text[:120] in shown
                 assert await page.evaluate("!!document.getElementById('archiver-banner')")
+                # The banner's links show where the keyboard focus is, whatever the page's styles.
+                outline = await page.evaluate(
+                    "(() => { const a = document.querySelector('#archiver-banner a'); a.focus(); "
+                    "return document.activeElement === a && getComputedStyle(a).outlineStyle; })()"
+                )
+                assert outline not in (False, "none"), outline
                 anchor = (
                     f"[...document.querySelectorAll('a')].find(a => a.href.endsWith({json.dumps(link.url)}))"
                 )
