@@ -182,20 +182,15 @@ async def test_a_page_built_by_scripts_stays_in_the_archive(tmp_path):
             assert ranged == f"bytes {asked}-{size - 1}/{size}"
 
             # The built link, clicked, and the location write, navigate inside the archive.
-            since = devtools.mark()
-            await page.click("document.getElementById('built')")
-            with trio.fail_after(STEP):
-                landed = await page.next_document(since)
-            assert landed == f"{archive}/{SITE}/next.html"
-            assert await page.evaluate("document.title") == "next"
-            with trio.fail_after(STEP):
-                await page.goto(start)
-            since = devtools.mark()
-            await page.click("document.getElementById('go')")
-            with trio.fail_after(STEP):
-                landed = await page.next_document(since)
-            assert landed == f"{archive}/{SITE}/other.html"
-            assert await page.evaluate("document.title") == "other"
+            for button, path, title in (("built", "next.html", "next"), ("go", "other.html", "other")):
+                with trio.fail_after(STEP):
+                    await page.goto(start)
+                since = devtools.mark()
+                await page.click(f"document.getElementById('{button}')")
+                with trio.fail_after(STEP):
+                    landed = await page.next_document(since)
+                assert landed == f"{archive}/{SITE}/{path}"
+                assert await page.evaluate("document.title") == title
 
             requested = page.requests()
             assert len(requested) >= 10
