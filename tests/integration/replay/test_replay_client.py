@@ -66,11 +66,16 @@ window.finished = new Promise((finish) => document.addEventListener("DOMContentL
   document.cookie = "elsewhere=1; path=/other/";
   results.cookie = document.cookie;
   results.domain = document.domain;
+  const here = location.href;
+  history.pushState(null, "", "/pushed" + ".html");
+  results.pushed = location.href;
+  history.replaceState(null, "", here);
   finish(results);
 }));
 </script></head><body><h1>Scripted</h1>
 <video id="clip" preload="metadata" muted></video>
-<script>document.getElementById("clip").src = "/media/" + "tone.wav";</script>
+<script>document.getElementById("clip").src = "/media/" + "tone.wav";
+document.write('<img id="written" src="/img/dot.png?via=write">');</script>
 <button id="go" onclick="location.href = '/other.html'">go</button>
 <iframe id="child" srcdoc="<script>parent.postMessage('hello', 'http://scripted.test');
 parent.postMessage('not for you', 'http://elsewhere.test');</script>"></iframe>
@@ -101,6 +106,7 @@ def write(config: Config) -> dict[str, bytes | tuple[bytes, str]]:
         f"{SITE}/img/dot.png": (content.png("dot", 8, 8), "image/png"),
         f"{SITE}/img/dot.png?via=markup": (content.png("dot", 8, 8), "image/png"),
         f"{SITE}/img/dot.png?via=attribute": (content.png("dot", 8, 8), "image/png"),
+        f"{SITE}/img/dot.png?via=write": (content.png("dot", 8, 8), "image/png"),
         f"{SITE}/data/news.json": (json.dumps(NEWS).encode(), "application/json"),
         f"{SITE}/media/tone.wav": (tone(SECONDS), "audio/wav"),
     }
@@ -132,11 +138,13 @@ async def test_a_page_built_by_scripts_stays_in_the_archive(tmp_path):
             assert results["domain"] == "scripted.test"
             assert results["messages"] == [[SITE, "hello"]]
             archive = f"{origin}/web/{STAMP}"
+            assert results["pushed"] == f"{archive}/{SITE}/pushed.html"
             assert await page.evaluate("built.href") == f"{archive}/{SITE}/next.html"
             built = (
                 ("built-image", "img/dot.png"),
                 ("inserted", "img/dot.png?via=markup"),
                 ("attribute", "img/dot.png?via=attribute"),
+                ("written", "img/dot.png?via=write"),  # by document.write: the observer's
             )
             for element, url in built:
                 src = await page.evaluate(f"document.getElementById('{element}').src")
@@ -182,20 +190,16 @@ async def test_a_page_built_by_scripts_stays_in_the_archive(tmp_path):
             assert ranged == f"bytes {asked}-{size - 1}/{size}"
 
             # The built link, clicked, and the location write, navigate inside the archive.
-            since = devtools.mark()
-            await page.click("document.getElementById('built')")
-            with trio.fail_after(STEP):
-                landed = await page.next_document(since)
-            assert landed == f"{archive}/{SITE}/next.html"
-            assert await page.evaluate("document.title") == "next"
-            with trio.fail_after(STEP):
-                await page.goto(start)
-            since = devtools.mark()
-            await page.click("document.getElementById('go')")
-            with trio.fail_after(STEP):
-                landed = await page.next_document(since)
-            assert landed == f"{archive}/{SITE}/other.html"
-            assert await page.evaluate("document.title") == "other"
+            for button, path, title in (("built", "next.html", "next"), ("go", "other.html", "other")):
+                with trio.fail_after(STEP):
+                    await page.goto(start)
+                    await page.evaluate("finished")  # the page's scripts are done
+                since = devtools.mark()
+                await page.click(f"document.getElementById('{button}')")
+                with trio.fail_after(STEP):
+                    landed = await page.next_document(since)
+                assert landed == f"{archive}/{SITE}/{path}"
+                assert await page.evaluate("document.title") == title
 
             requested = page.requests()
             assert len(requested) >= 10
