@@ -6,17 +6,20 @@
 #                 first (python -m tools.demo) into the work folder.
 # environment:
 #   PYTHON     interpreter with archiver's dependencies (default: the repository's .venv/bin/python)
-#   PYWB_VENV  a virtualenv that already has pywb (default: a new one in the work folder, pip install pywb)
+#   PYWB_VENV  a virtualenv that already has pywb (default: the repository's .pywb/venv, which
+#              tools/install_pywb.sh installs, if there; else a new one in the work folder)
 #   SAMPLE     how many captures to check in each collection (default 12)
 #   KEEP=1     keep the work folder (its path is printed)
 #
-# Our replay service (archiver.replay.app) runs on a free port, and three pywb collections use it:
+# Our replay service (archiver.replay.app) runs on two free ports (its pages, and archived content),
+# and three pywb collections use it:
 #   file    index: our `archiver catalog export-cdxj` file; records read from our warcs/ folder
 #   remote  index: `cdx+http://127.0.0.1:PORT/cdx`, our CDX endpoint (pywb sends url, closest,
 #           sort=closest, limit and matchType); records read from warcs/ by the filename, offset
 #           and length we answer
 #   web     the same index without archive_paths: pywb loads each record through our
-#           /web/<timestamp>id_/<url> instead (the " /web" after the endpoint names that prefix)
+#           /web/<timestamp>id_/<url> instead (the " /web" after the endpoint names that prefix),
+#           which redirects it to the content origin
 # For a sample of archived HTML pages (status 200) pywb must answer 200 in mp_ mode (rewritten)
 # with the page's <title> text and the capture's Memento-Datetime, and in id_ mode with the
 # archived body byte for byte. Everything listens on 127.0.0.1 only. Prints a result line; exits
@@ -41,9 +44,14 @@ free_port() {
     "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-wait_http() {  # wait_http URL PID LOG: until URL answers, or fail if PID died or 60 s went by
+wait_http() {  # wait_http URL PID LOG: until URL answers (any status), or fail if PID died or 60 s went by
     for _ in $(seq 300); do
-        if "$PY" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' "$1" 2>/dev/null; then
+        if "$PY" -c '
+import sys, urllib.error, urllib.request
+try:
+    urllib.request.urlopen(sys.argv[1], timeout=2)
+except urllib.error.HTTPError:
+    pass' "$1" 2>/dev/null; then
             return 0
         fi
         kill -0 "$2" 2>/dev/null || { echo "process $2 exited; log:" >&2; tail -20 "$3" >&2; return 1; }
@@ -70,7 +78,9 @@ else
 fi
 
 # 2. pywb, in its own virtualenv.
-if [[ -z ${PYWB_VENV:-} ]]; then
+if [[ -z ${PYWB_VENV:-} ]] && compgen -G "$REPO/.pywb/venv/installed-pywb-*" >/dev/null; then
+    PYWB_VENV=$REPO/.pywb/venv
+elif [[ -z ${PYWB_VENV:-} ]]; then
     PYWB_VENV=$WORK/pywb-venv
     echo "installing pywb into $PYWB_VENV ..." >&2
     python3 -m venv "$PYWB_VENV"
@@ -78,12 +88,14 @@ if [[ -z ${PYWB_VENV:-} ]]; then
 fi
 PYWB_VERSION=$("$PYWB_VENV/bin/wayback" --version 2>&1 | awk '{print $NF}')
 
-# 3. Our CDXJ export, and our replay service on a free port.
+# 3. Our CDXJ export, and our replay service on two free ports (its pages, archived content).
 "$PY" -m archiver catalog export-cdxj --config "$CONFIG" -o "$WORK/index.cdxj" 2> "$WORK/export.log"
 REPLAY_PORT=$(free_port)
-"$PY" -u - "$CONFIG" "$REPLAY_PORT" > "$WORK/replay.log" 2>&1 <<'EOF' &
+CONTENT_PORT=$(free_port)
+"$PY" -u - "$CONFIG" "$REPLAY_PORT" "$CONTENT_PORT" > "$WORK/replay.log" 2>&1 <<'EOF' &
 import dataclasses
 import sys
+from functools import partial
 
 import trio
 from hypercorn.config import Config
@@ -92,18 +104,32 @@ from hypercorn.trio import serve
 from archiver import config
 from archiver.replay.app import create_apps
 
-# pywb only asks /cdx, on the replay's own pages: the content origin is named but not served.
+# pywb asks /cdx on the replay's own pages; the web collection's /web/<timestamp>id_/<url> there
+# redirects it to the content origin, which serves the record.
 loaded = config.load(sys.argv[1])
-public = {"base_url": f"http://127.0.0.1:{sys.argv[2]}", "content_origin": "http://127.0.0.2:1"}
-app = create_apps(dataclasses.replace(loaded, replay=dataclasses.replace(loaded.replay, **public))).app
-hyper = Config()
-hyper.bind = [f"127.0.0.1:{sys.argv[2]}"]
-hyper.accesslog = "-"  # to replay.log: the queries pywb sent are counted below
-hyper.access_log_format = '"%(m)s %(U)s?%(q)s" %(s)s "%(a)s"'
-trio.run(serve, app, hyper)
+public = {"base_url": f"http://127.0.0.1:{sys.argv[2]}", "content_origin": f"http://127.0.0.1:{sys.argv[3]}"}
+apps = create_apps(dataclasses.replace(loaded, replay=dataclasses.replace(loaded.replay, **public)))
+
+
+def hypercorn(port: str) -> Config:
+    hyper = Config()
+    hyper.bind = [f"127.0.0.1:{port}"]
+    hyper.accesslog = "-"  # to replay.log: the queries pywb sent are counted below
+    hyper.access_log_format = '"%(m)s %(U)s?%(q)s" %(s)s "%(a)s"'
+    return hyper
+
+
+async def main() -> None:
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(partial(serve, apps.app, hypercorn(sys.argv[2])))
+        nursery.start_soon(partial(serve, apps.content, hypercorn(sys.argv[3])))
+
+
+trio.run(main)
 EOF
 PIDS+=($!)
 wait_http "http://127.0.0.1:$REPLAY_PORT/cdx?url=example.org" "${PIDS[-1]}" "$WORK/replay.log"
+wait_http "http://127.0.0.1:$CONTENT_PORT/" "${PIDS[-1]}" "$WORK/replay.log"
 
 # 4. pywb's wayback with the three collections.
 mkdir -p "$WORK/pywb"
@@ -132,10 +158,10 @@ import urllib.request
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 
-from archiver.catalog import Capture
-from archiver.fetch import decode_body
-from archiver.timestamps import from_datetime
-from archiver.warcindex import WarcError, read_record
+from archiver.store.catalog import Capture
+from archiver.store.warcindex import WarcError, read_record
+from archiver.web.http import decode_body
+from archiver.web.timestamps import from_datetime
 
 index, warcs, pywb, sample, version = sys.argv[1:]
 pages = []

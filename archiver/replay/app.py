@@ -11,15 +11,20 @@ cannot read the replay's pages: another origin, and none of them sends CORS head
 **Sandboxed content.** One content origin alone would still let every archived site read and
 poison every other site's cookies and storage, so every archived response also carries a CSP
 ``sandbox`` without ``allow-same-origin``: each replayed document runs in an opaque origin of its
-own, with no cookies or storage to read or share. The trade-off:
-pages whose scripts need storage or cookies (logins, consent banners, some single-page apps)
-replay without them, and a script's requests to its own site are cross-origin (no credentials, and
-its fetch() of JSON from the archive cannot read the answer). pywb's answer, a content origin and
-a client-side rewriter (wombat) in every page, keeps more pages working but runs archive code
-inside hostile pages. What stays open: a page can change its own banner (part of its document)
-and, with ``history.replaceState``, the path its tab shows (Chromium allows it in opaque origins),
-so it can pass itself off as another capture; pywb's framed mode, the banner in a top frame on the
-replay's own origin, would close that.
+own, with no cookies or storage to read or share. The trade-off: pages whose scripts need storage
+(logins, consent banners, some single-page apps) replay without it. Every rewritten HTML document
+loads the client script first (``/_archiver/client.js``, archiver.replay.rewrite and client.js):
+it sends what the page's scripts build (fetch, XMLHttpRequest, new elements, history, window.open)
+into the archive at the page's date and keeps document.cookie in memory; scripts' location writes
+and postMessage calls are rewritten on the server (archiver.replay.scripts). Archived content
+answers CORS requests (see _ReadableByArchivedPages), so a page's fetch() of its own JSON reads
+the archived answer. The client script runs inside hostile pages, which can undo it: it keeps
+honest pages in the archive, while the CSP below keeps every page's subresources off the live
+web. What stays open: a page can change its own banner (part of its document) and, with
+``history.replaceState``, the path its tab shows (Chromium allows it in opaque origins), so it can
+pass itself off as another capture; pywb's framed mode, the banner in a top frame on the replay's
+own origin, would close that; and a navigation the client script does not see (an aliased
+location object) can leave the archive, as no CSP directive governs a document's own navigation.
 
 Every response carries ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: no-referrer`` and a
 CSP with ``frame-ancestors`` (``'none'`` for the replay's pages, ``'self'`` for content, whose
@@ -53,10 +58,12 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import hashlib
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from functools import partial
+from importlib import resources
 from itertools import groupby
 from typing import Any
 
@@ -99,6 +106,7 @@ from archiver.replay.rewrite import (
     rewrite_css,
 )
 from archiver.replay.scan import Scan, ScanLimit
+from archiver.replay.scripts import rewrite_js_body
 from archiver.store.bundles import NOT_MODIFIED_PROFILE
 from archiver.store.catalog import Capture
 from archiver.store.warcindex import Stored, WarcError
@@ -127,6 +135,16 @@ APP_CSP = (
     "base-uri 'none'; frame-ancestors 'none'"
 )
 COMMON_HEADERS = (("x-content-type-options", "nosniff"), ("referrer-policy", "no-referrer"))
+# The client script every rewritten HTML document loads first (client.js), at a URL that names
+# its version, so browsers may keep it for good.
+CLIENT_SCRIPT = resources.files("archiver.replay").joinpath("client.js").read_bytes()
+CLIENT_SRC = f"/_archiver/client.js?v={hashlib.sha256(CLIENT_SCRIPT).hexdigest()[:16]}"
+_JAVASCRIPT = frozenset(
+    ("text/javascript", "application/javascript", "application/x-javascript", "text/ecmascript",
+     "application/ecmascript", "text/jscript")
+)
+# Response headers a replayed page's script may read (besides the CORS-safelisted ones).
+_EXPOSED = "Memento-Datetime, Link, Content-Range, Accept-Ranges, Content-Length"
 # URLs shown by a prefix listing (the Wayback Machine's URL listing pages hold a few hundred).
 PREFIX_ROWS = 1000
 _HTML = frozenset(("text/html", "application/xhtml+xml"))
@@ -175,8 +193,8 @@ def create_apps(config: Config) -> ReplayApps:
         exception_handlers=handlers,
     )
     content = Starlette(
-        routes=[Route("/web/{rest:path}", content_web)],
-        middleware=[Middleware(_SecurityHeaders, policy=CSP)],
+        routes=[Route("/web/{rest:path}", content_web), Route("/_archiver/client.js", client_script)],
+        middleware=[Middleware(_SecurityHeaders, policy=CSP), Middleware(_ReadableByArchivedPages)],
         exception_handlers=handlers,
     )
     for one in (app, content):
@@ -204,6 +222,43 @@ class _SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_policy)
+
+
+class _ReadableByArchivedPages:
+    """CORS for archived content: a replayed page runs in an opaque origin (its requests say
+    ``Origin: null``), so its fetch() and XMLHttpRequest calls, which the client script sends
+    into the archive, could not read the answers without it. The origin asking is allowed, with
+    credentials (the content origin sets no cookies: archived Set-Cookie headers are renamed);
+    preflights are answered for GET and HEAD, the methods replayed. The replay's own pages, on
+    the other origin, send no CORS headers at all."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]]) -> None:
+        self.app = app
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        asked = {name.lower(): value for name, value in scope["headers"]}
+        origin = asked.get(b"origin")
+        allowed = [(b"access-control-allow-origin", origin or b"*"), (b"vary", b"Origin"),
+                   (b"access-control-expose-headers", _EXPOSED.encode())]
+        if origin is not None:
+            allowed.append((b"access-control-allow-credentials", b"true"))
+        if scope["method"] == "OPTIONS" and b"access-control-request-method" in asked:
+            allowed += [(b"access-control-allow-methods", b"GET, HEAD"), (b"access-control-max-age", b"600")]
+            if b"access-control-request-headers" in asked:
+                allowed.append((b"access-control-allow-headers", asked[b"access-control-request-headers"]))
+            await send({"type": "http.response.start", "status": 204, "headers": allowed})
+            await send({"type": "http.response.body", "body": b""})
+            return
+
+        async def send_allowed(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", ()), *allowed]
+            await send(message)
+
+        await self.app(scope, receive, send_allowed)
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -422,6 +477,12 @@ async def timemap_json(request: Request) -> Response:
 # --- archived content ------------------------------------------------------------------------
 
 
+async def client_script(request: Request) -> Response:
+    """The client script (client.js), cached for good: its URL names its version."""
+    return Response(CLIENT_SCRIPT, media_type="text/javascript; charset=utf-8",
+                    headers={"Cache-Control": "public, max-age=31536000, immutable"})
+
+
 async def content_web(request: Request) -> Response:
     rest = _rest(request, "/web/")
     target = parse_web_path(rest)
@@ -590,10 +651,16 @@ async def _replay(
         if mime == "text/css":
             body = rewrite_css(decoded, url=url, timestamp=capture.timestamp, prefix="", charset=charset)
         else:
-            page = prepare_html(decoded, url=url, timestamp=capture.timestamp, prefix="", charset=charset)
+            page = prepare_html(decoded, url=url, timestamp=capture.timestamp, prefix="", charset=charset,
+                                client=CLIENT_SRC)
             redirect = status is not None and 300 <= status < 400
             body = page.to_bytes(await banner(page.embeds) if banner is not None and not redirect else None)
         rewritten = True
+    elif target.modifier != IDENTITY and mime in _JAVASCRIPT and codings <= _CODINGS:
+        decoded = decode_body(body, coding, _archive(request).config.crawl.max_decoded_size)
+        script = rewrite_js_body(decoded, media_type(content_type)[1])
+        if script is not None:
+            body, rewritten = script, True
     location = None
     if capture.redirect is not None:
         location = archive_url("", capture.timestamp, target.modifier, capture.redirect)

@@ -15,7 +15,10 @@ Standard's entity rules for attributes (``&copy=1`` in a query stays literal). T
 those of :mod:`archiver.web.extract`, plus media (``video``/``audio``/``source``/``track``, poster),
 forms and SVG ``image``. Relative links resolve against the first ``<base href>`` as there.
 :func:`prepare_html` also reports the embeds it rewrote (every link but navigation, see
-:class:`Embed`), for archiver.replay.coherence, before the banner goes in.
+:class:`Embed`), for archiver.replay.coherence, before the banner goes in. It also puts the client
+script's element first (:func:`client_tag`; what the script does is in client.js), hands inline
+scripts, event handler attributes and ``javascript:`` URLs to archiver.replay.scripts, and
+rewrites ``iframe srcdoc`` documents as documents; ``<template>`` contents are markup like any other.
 
 Documents come out in UTF-8, decoded as :mod:`archiver.web.extract` decodes them (BOM, HTTP charset,
 ``<meta>`` prescan, UTF-8 or windows-1252); the server labels them ``charset=utf-8``, which wins
@@ -31,6 +34,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from html.entities import html5
 
+from archiver.replay.scripts import rewrite_js
 from archiver.web import urls
 
 # Shared with link extraction so that rewriting sees exactly the links the crawler followed.
@@ -256,6 +260,14 @@ _RAW_TEXT = frozenset(
 _HEAD_TAGS = frozenset(
     ("html", "head", "title", "meta", "link", "base", "style", "script", "noscript", "template")
 )
+# Script element types that hold JavaScript (HTML Standard 4.12.1.1: a JavaScript MIME type
+# essence, no type, or "module"); data blocks (JSON, templates) are left alone.
+_JAVASCRIPT_TYPES = frozenset(
+    ("", "module", "text/javascript", "application/javascript", "application/x-javascript",
+     "text/ecmascript", "application/ecmascript", "text/jscript", "text/livescript")
+)
+# srcdoc documents inside srcdoc documents are rewritten this deep; deeper ones are left as they are.
+_SRCDOC_DEPTH = 4
 _LONGEST_ENTITY = max(map(len, html5))
 _CHARREF = re.compile(r"&(?:#[xX]([0-9a-fA-F]+);?|#([0-9]+);?|([A-Za-z][A-Za-z0-9]*;?))")
 
@@ -386,11 +398,20 @@ class _Document:
         self.base: str | None = None  # the first <base href>, raw
         self.banner_at: int | None = None
         self.frameset = False
+        self.client_at: int | None = None  # the end of <head ...>, or of a first <html ...>
+        self._before_head = True
         # What to rewrite: (what, attribute or None, modifier, start, end); see _edit.
         self.found: list[tuple[str, _Attr | None, str, int, int]] = []
 
     def scan(self) -> None:
         for name, start, name_end, end in self._tags():
+            if self._before_head:
+                if name == "html" and self.client_at is None:
+                    self.client_at = end
+                elif name != "html":
+                    self._before_head = False
+                    if name == "head":
+                        self.client_at = end
             if self.banner_at is None and not self.frameset:
                 if name == "body":
                     self.banner_at = end
@@ -430,6 +451,8 @@ class _Document:
                     end = len(text) if closing is None else closing.start()
                     if name == "style":
                         self.found.append(("css", None, STYLE, pos, end))
+                    elif name == "script" and _holds_javascript(text, match.end(2), pos - 1):
+                        self.found.append(("js", None, SCRIPT, pos, end))
                     pos = end
             else:
                 pos = lt + 1
@@ -458,19 +481,28 @@ class _Document:
         style = attrs.get("style")
         if style is not None and "url(" in style.value.lower():
             found.append(("style", style, IMAGE, 0, 0))
+        if name == "iframe" and "srcdoc" in attrs:
+            found.append(("srcdoc", attrs["srcdoc"], IFRAME, 0, 0))
+        found += [("handler", attr, SCRIPT, 0, 0) for key, attr in attrs.items() if key.startswith("on")]
 
-    def edits(self, links: _Links) -> list[tuple[int, int, str]]:
-        """Replacements (start, end, text) for every link found, in document order."""
+    def edits(self, links: _Links, client: str | None, depth: int) -> list[tuple[int, int, str]]:
+        """Replacements (start, end, text) for every link and script found, in document order."""
         out = []
         for what, attr, modifier, start, end in self.found:
             if attr is None:
-                css = self.text[start:end]
-                rewritten = _css(css, links)
-                if rewritten != css:
+                raw = self.text[start:end]
+                rewritten = _css(raw, links) if what == "css" else rewrite_js(raw)
+                if rewritten != raw:
                     out.append((start, end, rewritten))
                 continue
-            if what == "url":
+            if what == "url" and _JAVASCRIPT_URL.match(attr.value):
+                new = _changed(attr.value, rewrite_js(attr.value))
+            elif what == "url":
                 new = links.rewrite(attr.value, modifier)
+            elif what == "handler":
+                new = _changed(attr.value, rewrite_js(attr.value))
+            elif what == "srcdoc":
+                new = _srcdoc(attr.value, links, client, depth)
             elif what == "refresh":
                 new = rewrite_refresh(attr.value, links)
             elif what == "srcset":
@@ -484,6 +516,30 @@ class _Document:
 
 
 _NO_ATTR = _Attr("", 0, 0, "")
+_JAVASCRIPT_URL = re.compile(r"[\x00-\x20]*javascript:", re.I)
+
+
+def _changed(old: str, new: str) -> str | None:
+    return None if new == old else new
+
+
+def _holds_javascript(text: str, start: int, end: int) -> bool:
+    """Whether a script start tag (its attributes between start and end) holds JavaScript."""
+    kind = _attributes(text, start, end).get("type")
+    return kind is None or kind.value.strip(_WS).lower() in _JAVASCRIPT_TYPES
+
+
+def _srcdoc(document: str, links: _Links, client: str | None, depth: int) -> str | None:
+    """An iframe's srcdoc document rewritten as a document of its own (it resolves links
+    against its parent's base URL), with the client script and without a banner."""
+    if depth >= _SRCDOC_DEPTH:
+        return None
+    inner = prepare_html_text(
+        document, url=links.base, timestamp=links.timestamp, prefix=links.prefix, client=client,
+        depth=depth + 1,
+    )  # fmt: skip
+    links.embeds += inner.embeds
+    return _changed(document, inner.render())
 
 
 def _is_letter(char: str) -> bool:
@@ -498,10 +554,19 @@ def _after_doctype(text: str) -> int:
     return 0
 
 
+def client_tag(src: str, url: str, timestamp: str) -> str:
+    """The element that loads the client script (``src``) into a replayed document of ``url``."""
+    return (
+        f'<script src="{html.escape(src)}" data-timestamp="{timestamp}" '
+        f'data-url="{html.escape(url)}"></script>'
+    )
+
+
 @dataclass(frozen=True)
 class RewrittenHtml:
-    """A document's rewrite before any banner goes in: its edits, where a banner would go (None
-    in a frameset document) and the embeds its links send into the archive (see Embed)."""
+    """A document's rewrite before any banner goes in: its edits (the client script's element
+    among them, if asked for), where a banner would go (None in a frameset document) and the
+    embeds its links send into the archive (see Embed)."""
 
     text: str
     edits: list[tuple[int, int, str]]
@@ -512,6 +577,7 @@ class RewrittenHtml:
         """The rewritten text, with ``banner`` inserted where it goes."""
         edits = self.edits
         if banner is not None and self.banner_at is not None:
+            # Stable: a banner at the client script's place goes after it.
             edits = sorted([*edits, (self.banner_at, self.banner_at, banner)], key=lambda edit: edit[0])
         out: list[str] = []
         last = 0
@@ -526,28 +592,37 @@ class RewrittenHtml:
         return self.render(banner).encode("utf-8", "surrogateescape")
 
 
-def prepare_html_text(text: str, *, url: str, timestamp: str, prefix: str) -> RewrittenHtml:
-    """One pass over an HTML document (text): its link edits, the banner's place and its embeds.
+def prepare_html_text(
+    text: str, *, url: str, timestamp: str, prefix: str, client: str | None = None, depth: int = 0
+) -> RewrittenHtml:
+    """One pass over an HTML document (text): its link and script edits, the banner's place and
+    its embeds. ``client``: the client script's URL, to load it first (see :func:`client_tag`).
 
-    The banner goes right after ``<body ...>``; without a body tag, before the first element
-    that would open the body, or at the start (after any doctype). A frameset document gets no
-    banner: content in front of ``<frameset>`` would make browsers drop the frames.
+    The client script goes right after ``<head ...>``, or after a first ``<html ...>``, or at the
+    start (after any doctype): before any script of the page. The banner goes right after
+    ``<body ...>``; without a body tag, before the first element that would open the body, or at
+    the start. A frameset document gets no banner: content in front of ``<frameset>`` would make
+    browsers drop the frames. Inline scripts, event handler attributes and ``javascript:`` URLs
+    get archiver.replay.scripts' rewriting; ``srcdoc`` documents are rewritten as documents.
     """
     doc = _Document(text)
     doc.scan()
     base = urls.normalize(doc.base, url) if doc.base is not None else None  # None: no URL, no base
     links = _Links(base or url, timestamp, prefix, len(text))
-    edits = doc.edits(links)
-    at = None if doc.frameset else doc.banner_at if doc.banner_at is not None else _after_doctype(text)
-    return RewrittenHtml(text, edits, at, links.embeds)
+    edits = doc.edits(links, client, depth)
+    if client is not None:
+        at = doc.client_at if doc.client_at is not None else _after_doctype(text)
+        edits = sorted([(at, at, client_tag(client, url, timestamp)), *edits], key=lambda edit: edit[0])
+    banner_at = doc.banner_at if doc.banner_at is not None else _after_doctype(text)
+    return RewrittenHtml(text, edits, None if doc.frameset else banner_at, links.embeds)
 
 
-def prepare_html(body: bytes, *, url: str, timestamp: str, prefix: str, charset: str | None = None
-                 ) -> RewrittenHtml:
+def prepare_html(body: bytes, *, url: str, timestamp: str, prefix: str, charset: str | None = None,
+                 client: str | None = None) -> RewrittenHtml:
     """:func:`prepare_html_text` of a document as stored (content-coding undone), decoded as
     :func:`rewrite_html` decodes it; never raises."""
     text = html_as_utf8(body, charset).decode("utf-8", "surrogateescape")
-    return prepare_html_text(text, url=url, timestamp=timestamp, prefix=prefix)
+    return prepare_html_text(text, url=url, timestamp=timestamp, prefix=prefix, client=client)
 
 
 def rewrite_html_text(text: str, *, url: str, timestamp: str, prefix: str, banner: str | None = None) -> str:
@@ -564,13 +639,15 @@ def rewrite_html(
     prefix: str,
     charset: str | None = None,
     banner: str | None = None,
+    client: str | None = None,
 ) -> bytes:
     """An HTML document (as stored, content-coding undone) rewritten, in UTF-8.
 
     Never raises, whatever the bytes and charset; the result is at most about 32 times the body's
     size plus the relative links' allowance (see _Links).
     """
-    return prepare_html(body, url=url, timestamp=timestamp, prefix=prefix, charset=charset).to_bytes(banner)
+    page = prepare_html(body, url=url, timestamp=timestamp, prefix=prefix, charset=charset, client=client)
+    return page.to_bytes(banner)
 
 
 # --- archived HTTP heads ---------------------------------------------------------------------

@@ -16,7 +16,7 @@ import signal
 import subprocess
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,7 @@ FLAGS = (
 _LISTENING = re.compile(rb"DevTools listening on ws://127\.0\.0\.1:(\d+)(/devtools/browser/\S+)")
 _STARTUP = 20.0  # seconds for Chromium to open its DevTools port (a cold start takes ~0.2 s here)
 _EXIT = 10.0  # seconds for Chromium to exit once asked
+ERR_NAME_NOT_RESOLVED = -105  # net/base/net_error_list.h
 
 
 class CdpError(Exception):
@@ -366,3 +367,33 @@ async def chromium(home: Path, host_rules: str, args: Sequence[str] = ()) -> Asy
             os.killpg(process.pid, signal.SIGKILL)
         with trio.CancelScope(shield=True):
             await process.wait()
+
+
+@dataclass
+class NetLog:
+    """What Chromium's NetLog (--log-net-log) says went over the network."""
+
+    tcp_peers: set[str] = field(default_factory=set)  # addresses of every TCP connect attempt
+    udp_sends: int = 0  # datagrams sent (the IPv6 reachability probe connects a UDP socket, sends none)
+    requests: dict[str, int] = field(default_factory=dict)  # URL requested -> net error (0: none)
+
+
+def read_netlog(path: Path) -> NetLog:
+    log = json.loads(path.read_text())
+    kinds = {number: name for name, number in log["constants"]["logEventTypes"].items()}
+    watched = {"TCP_CONNECT_ATTEMPT", "UDP_BYTES_SENT", "URL_REQUEST_START_JOB", "REQUEST_ALIVE"}
+    assert watched <= set(kinds.values()), "this Chromium's NetLog names its events differently"
+    seen = NetLog()
+    urls: dict[int, list[str]] = {}
+    for event in log["events"]:
+        kind, params = kinds[event["type"]], event.get("params", {})
+        if kind == "TCP_CONNECT_ATTEMPT" and "address" in params:
+            seen.tcp_peers.add(params["address"].rpartition(":")[0])
+        elif kind == "UDP_BYTES_SENT":
+            seen.udp_sends += 1
+        elif kind == "URL_REQUEST_START_JOB" and "url" in params:
+            urls.setdefault(event["source"]["id"], []).append(params["url"])
+        elif kind == "REQUEST_ALIVE" and event.get("phase") == 2:  # the request's end
+            for url in urls.pop(event["source"]["id"], []):
+                seen.requests[url] = params.get("net_error", 0)
+    return seen

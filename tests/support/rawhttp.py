@@ -6,14 +6,18 @@ import h11
 import trio
 
 
-async def get(origin: str, path: str, **headers: str) -> tuple[int, dict[str, str], bytes]:
-    """GET with exactly the headers given (Host included): status, headers (last of each name), body."""
+async def get(
+    origin: str, path: str, method: str = "GET", **headers: str
+) -> tuple[int, dict[str, str], bytes]:
+    """GET (or ``method``) with exactly the headers given (Host included): status, headers (last of
+    each name), body."""
     host, port = origin.removeprefix("http://").rsplit(":", 1)
     stream = await trio.open_tcp_stream(host, int(port))
     async with stream:
         conn = h11.Connection(h11.CLIENT)
         fields = {"Host": f"{host}:{port}", "Connection": "close", **headers}
-        await stream.send_all(conn.send(h11.Request(method="GET", target=path, headers=list(fields.items()))))
+        request = h11.Request(method=method, target=path, headers=list(fields.items()))
+        await stream.send_all(conn.send(request))
         await stream.send_all(conn.send(h11.EndOfMessage()))
         response, body = None, b""
         while True:

@@ -122,15 +122,16 @@ async def serving(config: Config, **replay: object) -> AsyncIterator[Served]:
             stop.set()
 
 
-def write_archive(config: Config, timestamp: str, pages: dict[str, bytes]) -> None:
-    """A WARC of one HTML response per URL, all at ``timestamp``, written as another tool
-    would, and its catalog."""
+def write_archive(config: Config, timestamp: str, pages: dict[str, bytes | tuple[bytes, str]]) -> None:
+    """A WARC of one 200 response per URL, all at ``timestamp``, written as another tool would,
+    and its catalog. A URL maps to its body (HTML) or to its body and Content-Type."""
     warcs = config.root / "warcs"
     warcs.mkdir(parents=True)
     with (warcs / "written.warc.gz").open("wb") as out:
         writer = WARCWriter(out, gzip=True)
-        for url, body in pages.items():
-            head = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+        for url, page in pages.items():
+            body, kind = page if isinstance(page, tuple) else (page, "text/html")
+            head = StatusAndHeaders("200 OK", [("Content-Type", kind)], protocol="HTTP/1.1")
             record = writer.create_warc_record(
                 url, "response", payload=io.BytesIO(body), http_headers=head,
                 warc_headers_dict={"WARC-Date": to_iso(timestamp)},

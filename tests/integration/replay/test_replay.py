@@ -22,12 +22,12 @@ import trio
 
 from archiver.config import CrawlConfig
 from archiver.crawl.http import FetchResult, HttpClient
-from archiver.replay.app import CSP
+from archiver.replay.app import CLIENT_SRC, CSP
 from archiver.replay.memento import http_date
 from archiver.replay.rewrite import rewrite_html
 from archiver.replay.serve import run
 from archiver.store.catalog import Capture, Catalog
-from archiver.web.extract import decode_text, extract_css, extract_html
+from archiver.web.extract import Link, decode_text, extract_css, extract_html
 from archiver.web.timestamps import from_datetime, to_datetime
 from tests.support.crawls import LOOPBACK
 from tests.support.replayarchive import TwoDates, copy_of, serving
@@ -170,7 +170,7 @@ async def test_revisit_is_served_with_the_payload_it_refers_to(two, replay):
     assert original.rectype == "response" and revisit.rectype == "revisit"
     page = await replay.content.text(f"/web/{revisit.timestamp}/{revisit.url}")
     body = served(two.web1, revisit.url)[0]
-    expected = rewrite_html(body, url=revisit.url, timestamp=revisit.timestamp, prefix="")
+    expected = rewrite_html(body, url=revisit.url, timestamp=revisit.timestamp, prefix="", client=CLIENT_SRC)
     assert without_banner(page) == expected.decode()
     assert f"/web/{revisit.timestamp}/{revisit.url[: -len('nav.html')]}content.html" in page
 
@@ -225,6 +225,9 @@ async def test_every_link_kind_points_into_the_archive_at_the_same_date(two, rep
             found = extract_html(without_banner(result.body.decode()).encode())
             links = found.links
             assert found.base is None or found.base.startswith(f"/web/{capture.timestamp}/http://")
+        if capture.mime == "text/html":  # every rewritten page loads the client script first
+            assert links[0] == Link(CLIENT_SRC, "script/src"), capture.url
+            links = links[1:]
         for link in links:
             if link.url.startswith(("mailto:", "javascript:")):
                 continue
