@@ -23,12 +23,12 @@ from demoweb import DemoWeb, WebSpec, start_demo
 from tests.support.crawls import load, write_config
 from tests.support.rawhttp import get
 from tests.support.replayarchive import serving
-from tests.support.repo import ARCHIVER
+from tests.support.repo import ARCHIVER, archiver_here
 
 AGENT = "archiver"
 SPEC = WebSpec(sites=3, pages_per_site=6, port=0, trap=True, hostile=True)
 # Short timeouts for the hostile site, and a small shape budget for the trap's calendar.
-QUICK = {"first_byte_timeout": 1.0, "total_timeout": 2.0, "max_per_shape": 4}
+QUICK = {"first_byte_timeout": 0.8, "total_timeout": 1.5, "max_response_size": 256 * 1024, "max_per_shape": 4}
 
 
 async def crawl(directory: Path, spec: WebSpec, hosts: list[str] | None = None,
@@ -122,14 +122,13 @@ async def test_why_answers_for_each_kind_of_url_a_crawl_leaves_uncaptured(tmp_pa
 
     # Never linked: on a site the crawl knows, and on one it never heard of.
     assert why(config, home + "never-linked.html")["kind"] == "never-linked"
-    unknown = why(config, "http://unknown.demo/", process=True)
+    unknown = why(config, "http://unknown.demo/")
     assert unknown["kind"] == "never-linked" and "No crawler has queued" in unknown["reason"]
 
     # The text form says the same in one line.
-    done = subprocess.run([*ARCHIVER, "why", excluded[0], "--config", str(config.path)],
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 1 and done.stdout.startswith(f"{excluded[0]} at ")
-    assert "robots.txt excluded it: line" in done.stdout
+    done = archiver_here("why", excluded[0], "--config", str(config.path))
+    assert done.returncode == 1 and done.stdout.decode().startswith(f"{excluded[0]} at ")
+    assert b"robots.txt excluded it: line" in done.stdout
 
     # Replay's "not in the archive" page gives the same answer, and links the robots.txt history.
     async with serving(config) as running:
