@@ -5,18 +5,24 @@ answered by ``dns lookup`` and ``dns history`` from the mode's DNS history."""
 from __future__ import annotations
 
 import json
+import subprocess
 
 import trio
 
 from archiver.dns.service import queued_hosts
 from tests.support.dnsserver import TestZone, start_dns
-from tests.support.repo import ARCHIVER
+from tests.support.repo import ARCHIVER, archiver_here
 from tests.support.storemodes import ModeArchive
 
 
 async def cli(archive: ModeArchive, *args: str) -> trio.CompletedProcess:
     return await trio.run_process([*ARCHIVER, "dns", *args, "--config", str(archive.path)],
                                   capture_stdout=True, capture_stderr=True, check=False)
+
+
+def here(archive: ModeArchive, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """The verb run in this process (``archiver_here``): it reads the DNS history only."""
+    return archiver_here("dns", *args, "--config", str(archive.path))
 
 
 async def test_queued_hosts_are_resolved_and_answered(mode_archive: ModeArchive,
@@ -40,9 +46,9 @@ async def test_queued_hosts_are_resolved_and_answered(mode_archive: ModeArchive,
     assert lookup.returncode == 0, lookup.stderr
     answer = json.loads(lookup.stdout)
     assert (answer["canonical"], answer["addresses"]) == ("www.queued.test", ["192.0.2.1"])
-    history = await cli(mode_archive, "history", "www.queued.test", "--json")
+    history = here(mode_archive, "history", "www.queued.test", "--json")
     rows = {(r["type"], r["value"]) for r in json.loads(history.stdout)}
     assert rows == {("canonical", "www.queued.test"), ("address", "192.0.2.1"),
                     ("alias", "alias.queued.test")}
-    never = await cli(mode_archive, "lookup", "done.queued.test")
+    never = here(mode_archive, "lookup", "done.queued.test")
     assert never.returncode == 1 and b"no record" in never.stdout
