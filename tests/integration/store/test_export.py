@@ -22,7 +22,7 @@ from archiver.store.catalog_maintenance import WarcFiles
 from archiver.stores import EmbeddedStores
 from tests.support.rawhttp import get
 from tests.support.replayarchive import TwoDates, copy_of, serving
-from tests.support.repo import ARCHIVER
+from tests.support.repo import ARCHIVER, archiver_here
 
 
 @pytest.fixture(scope="module")
@@ -132,9 +132,12 @@ def test_a_wacz_package_passes_wacz_validate(two: TwoDates, tmp_path):
 
 
 def test_nothing_matching_writes_nothing(two: TwoDates, tmp_path):
+    """Run in this process (``archiver_here``): the other tests run the verb as a child."""
     out = tmp_path / "none.warc.gz"
-    done = archiver(two.config, "export", "--url", "http://nowhere.example/", "-o", str(out))
-    assert done.returncode == 2 and "no capture matches" in done.stderr
+    config = str(two.config.path)
+    done = archiver_here("export", "--url", "http://nowhere.example/", "-o", str(out), "--config", config)
+    assert done.returncode == 2 and b"no capture matches" in done.stderr
     assert not out.exists() and not list(tmp_path.iterdir())
-    bad = archiver(two.config, "export", "--host", "x.example", "--from", "yesterday", "-o", str(out))
+    bad = archiver_here("export", "--host", "x.example", "--from", "yesterday", "-o", str(out),
+                        "--config", config)
     assert bad.returncode == 2 and not out.exists()

@@ -23,7 +23,7 @@ from archiver.stores import EmbeddedStores, SharedStores
 from demoweb import WebSpec, run_demo_process
 from tests.support.rawhttp import get
 from tests.support.replayarchive import serving
-from tests.support.repo import ARCHIVER
+from tests.support.repo import ARCHIVER, archiver_here
 from tests.support.storemodes import ModeArchive
 
 PAGE = b"<html><title>Imported</title><p>a page another tool archived</p></html>"
@@ -70,11 +70,10 @@ def test_a_wget_warc_is_stored_catalogued_and_read_back_in_either_mode(mode_arch
     stored = warc_store(mode_archive)
     assert stored.stored("site.warc.gz") == stored.fingerprint(path)
 
-    again = subprocess.run([*ARCHIVER, "import", str(path), "--config", str(mode_archive.path)],
-                           capture_output=True, text=True, timeout=120, check=False)
+    again = archiver_here("import", str(path), "--config", str(mode_archive.path))  # in this process
     assert again.returncode == 0, again.stderr
-    assert " 0 catalog entries added, " in again.stdout
-    assert "already in the store as site.warc.gz" in again.stdout
+    assert b" 0 catalog entries added, " in again.stdout
+    assert b"already in the store as site.warc.gz" in again.stdout
 
 
 def warcio_records(out: io.BufferedIOBase | io.BytesIO, *, gzip_records: bool) -> None:
