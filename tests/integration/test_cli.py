@@ -21,7 +21,7 @@ from tests.support.crawls import (
     write_config,
     write_seeds,
 )
-from tests.support.repo import ARCHIVER
+from tests.support.repo import ARCHIVER, archiver_here
 
 
 def archiver(*args: str, **kw) -> subprocess.CompletedProcess[str]:
@@ -61,7 +61,7 @@ def test_crawl_until_idle_then_status(tmp_path):
     pages = sum(captures(root).values()) + sum(1 for _ in records(root, "revisit"))
     status = archiver("status", "--config", str(cfg))
     assert status.returncode == 0 and f"pages={pages}" in status.stdout
-    as_json = json.loads(archiver("status", "--config", str(cfg), "--json").stdout)
+    as_json = json.loads(archiver_here("status", "--config", str(cfg), "--json").stdout)  # in this process
     assert as_json[0]["pages"] == pages
 
 
