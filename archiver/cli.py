@@ -24,7 +24,6 @@ from archiver import __version__, config, logs
 from archiver.crawl.crawler import Crawler, SeedError, enqueue_seeds, read_seeds
 from archiver.dns.resolver import RefreshStats
 from archiver.dns.service import read_names, refresh_pass, run_service
-from archiver.links.batch import ReshardError, reshard_batch, run_batch
 from archiver.links.partition import MAX_PARTITIONS
 from archiver.migrate import Migration, MigrationFailed, MigrationRefused
 from archiver.queues.sitequeue import SiteRow
@@ -125,6 +124,8 @@ def cmd_seeds(args: argparse.Namespace) -> int:
 
 
 def cmd_links(args: argparse.Namespace) -> int:
+    from archiver.links.batch import run_batch  # numpy and pyarrow load only for the batch's verbs
+
     cfg = _config(args)
     logs.setup(cfg.log.level)
     try:
@@ -140,6 +141,8 @@ def cmd_links(args: argparse.Namespace) -> int:
 
 
 def cmd_links_reshard(args: argparse.Namespace) -> int:
+    from archiver.links.batch import ReshardError, reshard_batch  # as in cmd_links
+
     cfg = _config(args)
     logs.setup(cfg.log.level)
     try:
