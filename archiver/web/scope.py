@@ -67,17 +67,47 @@ class Rule:
     value: str
     regex: Any = None  # the compiled RE2 program of a "re" rule
 
-    def matches(self, url: str, host: str, key: str) -> bool:
-        """Does the rule hold ``url`` (normalised), of ``host``, with SURT key ``key``?"""
+    def matches(self, url: str, host: str, keys: UrlKeys) -> bool:
+        """Does the rule hold ``url`` (normalised), of ``host``, whose SURT keys are ``keys``?"""
         if self.kind == "surt":
+            host_part, close, _ = self.value.partition(")")
+            if not close:
+                return keys.host().startswith(self.value)
+            if keys.host() != host_part:  # most URLs: no need for the whole key
+                return False
             # The key drops a path's last "/" ("/news/" -> "com,example)/news"): "/news/" is
             # under "com,example)/news/" (and "/news", the same key, with it).
-            return (key + "/").startswith(self.value)
+            return (keys.whole() + "/").startswith(self.value)
         if self.kind == "host":
             return host == self.value
         if self.kind == "domain":
             return host == self.value or host.endswith("." + self.value)
         return self.regex.fullmatch(url) is not None
+
+
+class UrlKeys:
+    """The SURT key of one URL, made only if a rule needs it: the host part (before ")", the
+    same for every URL of an origin) or the whole key."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._whole: str | None = None
+
+    def host(self) -> str:
+        if self._whole is not None:
+            return self._whole.partition(")")[0]
+        return _host_key(urls.origin(self.url))
+
+    def whole(self) -> str:
+        if self._whole is None:
+            self._whole = surt_of(self.url)
+        return self._whole
+
+
+@functools.lru_cache(maxsize=4096)
+def _host_key(origin: str) -> str:
+    """The host part of the SURT keys of an origin's URLs."""
+    return surt_of(origin + "/").partition(")")[0]
 
 
 @dataclass(frozen=True)
@@ -163,8 +193,6 @@ class Scope:
     def __init__(self, include: Iterable[Rule] = (), exclude: Iterable[Rule] = ()) -> None:
         self.include = tuple(include)
         self.exclude = tuple(exclude)
-        rules = self.include + self.exclude
-        self._keys = any(r.kind == "surt" for r in rules)  # SURT keys are needed
 
     @property
     def everything(self) -> bool:
@@ -176,14 +204,14 @@ class Scope:
         if self.everything:
             return ScopeDecision(True, None)
         host = urls.origin_parts(urls.origin(url))[1]
-        key = surt_of(url) if self._keys else ""
+        keys = UrlKeys(url)
         for rule in self.exclude:
-            if rule.matches(url, host, key):
+            if rule.matches(url, host, keys):
                 return ScopeDecision(False, rule.text)
         if not self.include:
             return ScopeDecision(True, None)
         for rule in self.include:
-            if rule.matches(url, host, key):
+            if rule.matches(url, host, keys):
                 return ScopeDecision(True, rule.text)
         return ScopeDecision(False, None)
 

@@ -20,6 +20,7 @@ from archiver.web.scope import (
     Scope,
     ScopeDecision,
     ScopeError,
+    UrlKeys,
     parse_rule,
     scope_of,
     surt_of,
@@ -136,7 +137,7 @@ def test_any_text_is_a_rule_or_a_clear_error(text):
     else:
         assert rule.text == text and rule.kind in ("surt", "host", "domain", "re")
         url = "http://example.com/a"
-        assert isinstance(rule.matches(url, "example.com", surt_of(url)), bool)
+        assert isinstance(rule.matches(url, "example.com", UrlKeys(url)), bool)
 
 
 normal_urls = absolute_urls().map(urls.normalize).filter(bool)
@@ -157,8 +158,11 @@ def test_a_url_matching_an_exclude_rule_is_always_out(url, includes):
 @settings(max_examples=40, deadline=None)
 @given(normal_urls)
 def test_the_scope_reads_keys_as_the_catalog_writes_them(url):
-    assert surt_of(url) == surt_key(url)
-    assert scope_of((surt_key(url),), ()).decide(url).in_scope
+    key = surt_key(url)
+    assert surt_of(url) == key
+    host_part = key.partition(")")[0]
+    for rule in (key, host_part + ")", host_part):
+        assert scope_of((rule,), ()).decide(url) == ScopeDecision(True, rule)
 
 
 def _parses(text: str) -> bool:
