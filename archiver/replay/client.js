@@ -28,6 +28,7 @@ What it does not cover is listed in README.md ("Client-side rewriting"). */
   const PAGE = me.dataset.url;
   const ORIGIN = location.origin;
   const ARCHIVE = /^\/web\/(\d{14})([a-z]{2}_)?\/(.*)$/s;
+  const ARCHIVE_PATH = /^\/web\/\d{14}(?:[a-z]{2}_)?\//;  // what the server's links look like
   const UNTOUCHED = /^(?:javascript|data|blob|about|mailto|tel|sms|urn|filesystem):/i;
   const EDGES = /^[\u0000-\u0020]+|[\u0000-\u0020]+$/g;
   const MESSAGE = "__archiverMessage";
@@ -59,7 +60,7 @@ What it does not cover is listed in README.md ("Client-side rewriting"). */
   function rewrite(value, modifier) {
     if (value === null || value === undefined) return value;
     const text = String(value).replace(EDGES, "");
-    if (text === "" || text[0] === "#" || UNTOUCHED.test(text)) return value;
+    if (text === "" || text[0] === "#" || ARCHIVE_PATH.test(text) || UNTOUCHED.test(text)) return value;
     let target;
     try {
       const here = new URL(text, document.baseURI);
@@ -148,10 +149,17 @@ What it does not cover is listed in README.md ("Client-side rewriting"). */
       if (rewritten !== value) nativeSetAttribute.call(element, name, rewritten);
     }
   }
+  // Elements already seen with their whole subtree: one whose children arrive later gets a
+  // record for each of them, so a subtree is walked once, not once per ancestor's record.
+  const seen = new WeakSet();
+  const unseen = {acceptNode: (node) => (seen.has(node) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT)};
   function rewriteTree(node) {
-    if (node.nodeType !== Node.ELEMENT_NODE) return;
-    rewriteElement(node);
-    for (const element of node.querySelectorAll("*")) rewriteElement(element);
+    if (node.nodeType !== Node.ELEMENT_NODE || seen.has(node)) return;
+    const walker = document.createTreeWalker(node, NodeFilter.SHOW_ELEMENT, unseen);
+    for (let element = node; element !== null; element = walker.nextNode()) {
+      seen.add(element);
+      rewriteElement(element);
+    }
   }
 
   // URL properties of elements: their setters store the rewritten value.

@@ -1,21 +1,38 @@
 """A self-contained slice of the archive (``archiver export``): a WARC file, or a WACZ package.
 
 The slice is the captures of one URL, of the URLs under a prefix or of a host, optionally between
-two dates, as the catalog lists them. Each capture's record is copied as the WARC store holds it
-(its gzip member, byte for byte: digests and record ids stay valid), in time order, after a
-``warcinfo`` record that says what the file holds and where it came from. A revisit whose original
-response is not in the slice brings that response along (its record copied the same way), so
-every capture of the file replays on its own; the original may then be older than ``--from`` or
-of another URL. Request records are not exported: replay tools do not need them.
+two dates, as the catalog lists them. They are written in time order after a ``warcinfo`` record
+that says what the file holds and where it came from; request records are left out (replay tools
+do not need them). Each capture's record is copied as the WARC store holds it (its gzip member,
+byte for byte: digests and record ids stay valid), except a server-not-modified revisit:
+
+- A **server-not-modified revisit** (the page answered the crawler's conditional request with
+  304; the record holds that empty 304) is written whole, as a ``response`` record: its original
+  response's block (HTTP head and payload) byte for byte, at the revisit's WARC-Date, URL and IP
+  address, under a new WARC-Record-ID, its digests computed again (the same as the original's,
+  for the same block). pywb and ReplayWeb.page (wabac.js, by its source) would replay the
+  revisit as that 304 with no body, whatever the file holds
+  (tests/integration/store/test_export_pywb.py shows it); archiver's own replay serves the
+  original's head and body, and so does the record written whole. WARC 1.1 forbids the
+  WARC-Refers-To fields on a response record, so what it was made from is said in extension
+  fields, which WARC readers ignore: ``Archiver-Converted-From`` (the revisit's record id) and
+  ``Archiver-Original-Record-ID``, ``-Target-URI`` and ``-Date`` (the original's); the warcinfo
+  record names them.
+- An **identical-payload-digest revisit** (the payload came again, unchanged) is copied as
+  stored: pywb and ReplayWeb.page resolve it to its original. When that original response is not
+  in the slice it is brought along (its record copied the same way), so every capture of the file
+  replays on its own; the original may then be older than ``--from`` or of another URL.
+
+A revisit whose original the catalog does not have stops the export (ExportError).
 
 A file name ending in ``.wacz`` gets a WACZ package (WACZ 1.1.1: the WARC, a CDXJ index, a pages
 list and the datapackage with its digests) made by py-wacz, the Webrecorder tool that also
-validates it (``wacz validate``); pywb and ReplayWeb.page load it. Both replay a
-server-not-modified revisit (a page that answered the crawler's conditional request with 304) as
-that empty 304, not as its original: pywb in tests/integration/store/test_export_pywb.py,
-ReplayWeb.page (wabac.js) by its source. Its pages list is the slice's
-HTML pages that answered 200 (py-wacz's own page detection needs request records). Anything else
-gets the WARC. The output is written beside its final name and renamed into place when complete.
+validates it (``wacz validate``); pywb and ReplayWeb.page load it. py-wacz indexes the WARC it is
+given, so records written whole are in its index as the 200 responses they are. The pages list is
+the slice's own HTML page captures that replay as 200, revisits included, at their own dates
+(py-wacz's own page detection needs request records). Anything else gets the WARC. The output is
+written beside its final name and renamed into place when complete. Records are read and written
+one at a time: memory holds the slice's catalog entries, never its records.
 """
 
 from __future__ import annotations
@@ -26,13 +43,18 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+from warcio.recordloader import ArcWarcRecord
+from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 from warcio.warcwriter import WARCWriter
 
 from archiver import __version__
+from archiver.store.bundles import NOT_MODIFIED_PROFILE, payload_digest
 from archiver.store.catalog import Capture, original_of
 from archiver.store.interfaces import CatalogStore, WarcReader
 from archiver.store.warcindex import WarcError
@@ -40,6 +62,11 @@ from archiver.web.timestamps import to_iso
 
 MATCHES = ("exact", "prefix", "host")
 _PAGE_TYPES = ("text/html", "application/xhtml+xml")
+# The WARC fields of a server-not-modified revisit that its record written whole keeps.
+_KEPT = ("WARC-Date", "WARC-Target-URI", "WARC-IP-Address")
+CONVERTED_FROM = "Archiver-Converted-From"
+ORIGINAL_FIELDS = ("Archiver-Original-Record-ID", "Archiver-Original-Target-URI",
+                   "Archiver-Original-Date")
 
 
 class ExportError(Exception):
@@ -56,6 +83,17 @@ class Exported:
     bytes: int  # the output file's size
 
 
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """One record of the export: ``capture`` copied as stored, or, with ``revisit`` fields, a
+    server-not-modified revisit written whole from ``original``."""
+
+    capture: Capture
+    original: Capture | None = None  # a revisit's original response
+    revisit: tuple[tuple[str, str], ...] = ()  # the converted revisit's record id and _KEPT fields
+    carried: bool = False  # an original brought along, not one of the slice's captures
+
+
 def select(catalog: CatalogStore, url: str, match: str, *, from_: str | None, to: str | None
            ) -> list[Capture]:
     """The captures of the slice, in time order (``match``: one of MATCHES)."""
@@ -65,23 +103,35 @@ def select(catalog: CatalogStore, url: str, match: str, *, from_: str | None, to
 
 
 def with_originals(catalog: CatalogStore, warcs: WarcReader, captures: list[Capture]
-                   ) -> tuple[list[Capture], int]:
-    """``captures`` and the responses their revisits stand for that are not among them, in time
-    order; and how many were added. ExportError for a revisit whose original is not archived."""
+                   ) -> list[Planned]:
+    """The records of the export, in time order: ``captures``, each revisit with its original
+    (server-not-modified ones to be written whole), and the originals of identical-payload
+    revisits that are not among them. ExportError for a revisit whose original is not archived."""
     have = {(c.filename, c.offset) for c in captures}
-    added: list[Capture] = []
+    planned: list[Planned] = []
     for capture in captures:
         if capture.rectype != "revisit":
+            planned.append(Planned(capture))
             continue
-        stored = warcs.read(capture.filename, capture.offset, capture.length)
+        try:
+            stored = warcs.read(capture.filename, capture.offset, capture.length)
+        except WarcError as e:
+            raise ExportError(_unreadable(capture, e)) from None
         original = original_of(catalog, capture, stored.warc_headers)
         if original is None:
             raise ExportError(f"the revisit of {capture.url} at {capture.timestamp} stands for a "
                               "payload the catalog does not have: it would not replay on its own")
+        fields = {name.lower(): value for name, value in stored.warc_headers}
+        if fields.get("warc-profile") == NOT_MODIFIED_PROFILE:
+            kept = tuple((name, fields[name.lower()]) for name in ("WARC-Record-ID", *_KEPT)
+                         if name.lower() in fields)
+            planned.append(Planned(capture, original, kept))
+            continue
+        planned.append(Planned(capture, original))
         if (original.filename, original.offset) not in have:
             have.add((original.filename, original.offset))
-            added.append(original)
-    return sorted([*captures, *added], key=lambda c: (c.timestamp, c.url)), len(added)
+            planned.append(Planned(original, carried=True))
+    return sorted(planned, key=lambda p: (p.capture.timestamp, p.capture.url))
 
 
 def warcinfo(description: str) -> bytes:
@@ -104,13 +154,19 @@ def export(catalog: CatalogStore, warcs: WarcReader, *, url: str, match: str, ou
     if not chosen:
         raise ExportError(f"no capture matches {match} {url}"
                           + (f" from {from_}" if from_ else "") + (f" to {to}" if to else ""))
-    records, originals = with_originals(catalog, warcs, chosen)
-    description = (f"{len(chosen)} captures ({match} {url}, {from_ or 'the first'} to "
-                   f"{to or 'the last'}) and {originals} original responses of their revisits")
+    records = with_originals(catalog, warcs, chosen)
+    originals = sum(p.carried for p in records)
+    converted = sum(bool(p.revisit) for p in records)
+    description = (
+        f"{len(chosen)} captures ({match} {url}, {from_ or 'the first'} to {to or 'the last'}) "
+        f"and {originals} original responses of their revisits. {converted} server-not-modified "
+        "revisits (304) are written whole as response records made from their originals (HTTP "
+        "head and payload) at the revisit's date, so that replay tools serve the page: "
+        f"{CONVERTED_FROM} names the revisit, {', '.join(ORIGINAL_FIELDS)} the original.")
     output.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".export-", dir=output.parent) as tmp:
         warc = Path(tmp) / (output.stem + ".warc.gz")
-        _write_warc(warc, warcinfo(description), _raw_records(warcs, records), len(records),
+        _write_warc(warc, warcinfo(description), _records(warcs, records), len(records),
                     progress)
         made = Path(tmp) / output.name
         if output.name.endswith(".wacz"):
@@ -123,13 +179,50 @@ def export(catalog: CatalogStore, warcs: WarcReader, *, url: str, match: str, ou
     return Exported(output, len(chosen), originals, output.stat().st_size)
 
 
-def _raw_records(warcs: WarcReader, records: list[Capture]) -> Iterable[bytes]:
-    for capture in records:
+def _unreadable(capture: Capture, error: WarcError) -> str:
+    return f"cannot read the capture of {capture.url} at {capture.timestamp}: {error}"
+
+
+def _records(warcs: WarcReader, records: list[Planned]) -> Iterator[bytes]:
+    """Each planned record's gzip member, read (and made) one at a time."""
+    for entry in records:
+        source = entry.original if entry.revisit else entry.capture
+        assert source is not None  # a revisit to write whole has its original
         try:
-            yield warcs.raw(capture.filename, capture.offset, capture.length)
+            raw = warcs.raw(source.filename, source.offset, source.length)
         except WarcError as e:
-            raise ExportError(f"cannot read the capture of {capture.url} at {capture.timestamp}: "
-                              f"{e}") from None
+            raise ExportError(_unreadable(source, e)) from None
+        yield whole_response(raw, entry.revisit) if entry.revisit else raw
+
+
+def whole_response(original: bytes, revisit: Iterable[tuple[str, str]]) -> bytes:
+    """A gzipped ``response`` record standing for a server-not-modified revisit: the block of
+    ``original`` (a response record's gzip member) byte for byte, under a new record id and the
+    ``revisit``'s date, target URI and IP address, with both records' ids and the original's URI
+    and date in extension fields. ExportError if ``original`` holds no record."""
+    try:
+        found = next(iter(ArchiveIterator(io.BytesIO(original), no_record_parse=True)))
+        block = found.raw_stream.read()
+        head = io.BytesIO(block)
+        StatusAndHeadersParser([], verify=False).parse(head)  # up to the payload
+    except (ArchiveLoadFailed, StopIteration, EOFError, ValueError) as e:
+        raise ExportError(f"the original response of a revisit is unreadable: {e!r}") from None
+    of_revisit = dict(revisit)
+    of_original = found.rec_headers
+    made_from = [(CONVERTED_FROM, of_revisit.get("WARC-Record-ID"))]
+    made_from += [(name, of_original.get_header(field)) for name, field in
+                  zip(ORIGINAL_FIELDS, ("WARC-Record-ID", "WARC-Target-URI", "WARC-Date"),
+                      strict=True)]
+    fields = [("WARC-Type", "response"), ("WARC-Record-ID", StatusAndHeadersParser.make_warc_id()),
+              *((name, of_revisit[name]) for name in _KEPT if name in of_revisit),
+              ("WARC-Payload-Digest", payload_digest(block[head.tell():])),
+              *((name, value) for name, value in made_from if value)]
+    content_type = of_original.get_header("Content-Type") or "application/http;msgtype=response"
+    record = ArcWarcRecord("warc", "response", StatusAndHeaders("", fields, protocol="WARC/1.1"),
+                           io.BytesIO(block), None, content_type, len(block))
+    out = io.BytesIO()
+    WARCWriter(out, gzip=True, warc_version="WARC/1.1").write_record(record)  # adds the block digest
+    return out.getvalue()
 
 
 def _write_warc(path: Path, info: bytes, records: Iterable[bytes], total: int,
@@ -143,12 +236,21 @@ def _write_warc(path: Path, info: bytes, records: Iterable[bytes], total: int,
         os.fsync(out.fileno())
 
 
-def pages_list(captures: list[Capture]) -> str:
-    """The WACZ pages list (``pages/pages.jsonl``): the slice's HTML pages that answered 200."""
+def pages_list(records: list[Planned]) -> str:
+    """The WACZ pages list (``pages/pages.jsonl``): the slice's own captures of HTML pages that
+    replay as 200 (a revisit as its original, a server-not-modified one with the original's
+    status), at their own dates."""
     lines = [json.dumps({"format": "json-pages-1.0", "id": "pages", "title": "archiver export"})]
-    lines += [json.dumps({"url": c.url, "ts": to_iso(c.timestamp), "title": c.url})
-              for c in captures
-              if c.rectype == "response" and c.status == 200 and c.mime in _PAGE_TYPES]
+    for entry in records:
+        page, status = entry.capture, entry.capture.status
+        if entry.carried:
+            continue
+        if entry.original is not None:
+            page = entry.original
+            status = entry.original.status if entry.revisit else status
+        if status == 200 and page.mime in _PAGE_TYPES:
+            url, timestamp = entry.capture.url, entry.capture.timestamp
+            lines.append(json.dumps({"url": url, "ts": to_iso(timestamp), "title": url}))
     return "\n".join(lines) + "\n"
 
 

@@ -6,14 +6,19 @@ package's own CDXJ index), and replayed by pywb's ``wayback`` on 127.0.0.1.
 pywb runs from its own virtualenv, ``.pywb/venv``, which ``tools/install_pywb.sh`` (part of the
 README's test command) installs.
 
-The revisits that replay with their originals' bodies are those of the identical-payload-digest
-profile (a 200 with an unchanged payload). A server-not-modified revisit (the 304 our crawler
-stores when a page answers its conditional request unchanged) pywb replays as that 304, with no
-body, whatever the archive holds: the last test pins that, as README and exports.py say it."""
+Identical-payload-digest revisits (a 200 with an unchanged payload) are exported as stored and
+pywb replays them with their originals' bodies. A server-not-modified revisit (the 304 our
+crawler stores when a page answers its conditional request unchanged) pywb would replay as that
+304, with no body: the export writes it whole, as a response made from its original, and the
+tests here check that record (valid, its digests right, saying what it was made from), that
+pywb replays it as the page at the revisit's date, and that ``archiver import`` of the package's
+WARC into a fresh archive replays the same bodies."""
 
 from __future__ import annotations
 
+import gzip
 import http.client
+import json
 import re
 import socket
 import subprocess
@@ -28,13 +33,16 @@ from urllib.parse import urlsplit
 
 import pytest
 import trio
+from warcio.archiveiterator import ArchiveIterator
 
+from archiver.config import Config, load
 from archiver.store.catalog import Capture
 from archiver.store.warcindex import Stored, index_warc, read_record
 from archiver.web.http import decode_body
 from archiver.web.timestamps import from_datetime, parse_date
 from demoweb import WebSpec
-from tests.support.replayarchive import TwoDates, two_date_archive
+from tests.support.rawhttp import get
+from tests.support.replayarchive import TwoDates, serving, two_date_archive
 from tests.support.repo import ROOT, archiver_here
 
 PYWB = ROOT / ".pywb" / "venv" / "bin"
@@ -48,6 +56,7 @@ class Exported:
     """The WACZ of the slice and what it holds, read from the package itself."""
 
     two: TwoDates
+    host: str  # the slice's host
     since: str  # the slice's --from: the second crawl's first timestamp
     wacz: Path
     warcs: Path  # the package's WARC files, unpacked
@@ -90,7 +99,7 @@ def exported(tmp_path_factory) -> Exported:
         package.extractall(warcs, names)
     warcs = warcs / "archive"
     captures = [c for name in names for c in index_warc(warcs / Path(name).name)]
-    return Exported(two, since, wacz, warcs, captures)
+    return Exported(two, host, since, wacz, warcs, captures)
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +177,8 @@ def test_each_html_page_replays_byte_for_byte_and_rewritten(exported: Exported, 
     pages = [c for c in exported.captures
              if c.rectype == "response" and c.status == 200 and c.mime == "text/html"]
     assert len(pages) >= 10
-    assert any(c.timestamp < exported.since for c in pages), "originals of the first crawl"
+    converted = {(c.url, c.timestamp) for c in _not_modified(exported) if c.url.endswith(".html")}
+    assert converted <= {(c.url, c.timestamp) for c in pages}, "304 revisits, written whole"
     for page in pages:
         stored = _stored(exported, page)
         status, headers, body = wayback.get(page.timestamp, "id_", page.url)
@@ -206,11 +216,121 @@ def test_an_archived_url_outside_the_slice_is_not_found(exported: Exported, wayb
     assert status == 200
 
 
-def test_a_server_not_modified_revisit_replays_as_the_empty_304_it_records(exported: Exported,
-                                                                          wayback: Wayback):
-    revisit = next(c for c in exported.captures if c.rectype == "revisit" and c.status == 304
-                   and c.url.endswith(".html"))
-    assert _refers_to(_stored(exported, revisit))[1] < exported.since
-    status, headers, body = wayback.get(revisit.timestamp, "id_", revisit.url)
-    assert (status, body) == (304, b"")
-    assert _memento(headers) == revisit.timestamp
+def _not_modified(exported: Exported) -> list[Capture]:
+    """The slice's server-not-modified revisits, as the source archive's catalog lists them."""
+    found = [c for c in exported.two.second if c.rectype == "revisit" and c.status == 304
+             and urlsplit(c.url).netloc == exported.host and c.timestamp >= exported.since]
+    assert any(c.url.endswith(".html") for c in found), "unchanged pages answered 304"
+    return found
+
+
+def _source(exported: Exported, capture: Capture) -> Stored:
+    """A record of the source archive."""
+    return read_record(exported.two.root / "warcs", capture.filename, capture.offset, capture.length)
+
+
+def _source_original(exported: Exported, revisit: Capture) -> Capture:
+    """The response of the source archive a revisit of it stands for."""
+    url, date = _refers_to(_source(exported, revisit))
+    return next(c for c in exported.two.first + exported.two.second if c.rectype == "response"
+                and (c.url, c.timestamp, c.digest) == (url, date, revisit.digest))
+
+
+def test_a_server_not_modified_revisit_replays_as_its_original_at_its_own_date(exported: Exported,
+                                                                               wayback: Wayback):
+    for revisit in _not_modified(exported):
+        original = _source(exported, _source_original(exported, revisit))
+        status, headers, body = wayback.get(revisit.timestamp, "id_", revisit.url)
+        assert (status, body) == (200, original.payload), revisit.url
+        assert _memento(headers) == revisit.timestamp
+    # The package's older responses are only those its identical-payload revisits stand for.
+    kept = {_refers_to(_stored(exported, c)) for c in exported.captures if c.rectype == "revisit"}
+    older = {(c.url, c.timestamp) for c in exported.captures if c.timestamp < exported.since}
+    assert older == kept
+
+
+def test_a_converted_revisit_is_a_valid_response_that_says_what_it_was_made_from(exported: Exported):
+    warcio = Path(sys.executable).parent / "warcio"
+    files = sorted(str(p) for p in exported.warcs.iterdir())
+    checked = subprocess.run([str(warcio), "check", "-v", *files], capture_output=True, text=True,
+                             timeout=60, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "digest pass" in checked.stdout  # block and payload digests recomputed
+    package = {(c.url, c.timestamp): c for c in exported.captures}
+    for revisit in _not_modified(exported):
+        made = package[(revisit.url, revisit.timestamp)]
+        assert (made.rectype, made.status) == ("response", 200), revisit.url
+        stored, fields = _stored(exported, made), dict(_stored(exported, made).warc_headers)
+        of_revisit = dict(_source(exported, revisit).warc_headers)
+        source_original = _source(exported, _source_original(exported, revisit))
+        of_original = dict(source_original.warc_headers)
+        assert fields["Archiver-Converted-From"] == of_revisit["WARC-Record-ID"]
+        assert fields["Archiver-Original-Record-ID"] == of_original["WARC-Record-ID"]
+        assert fields["Archiver-Original-Target-URI"] == of_original["WARC-Target-URI"]
+        assert fields["Archiver-Original-Date"] == of_original["WARC-Date"]
+        assert fields["WARC-Record-ID"] not in (of_revisit["WARC-Record-ID"],
+                                                of_original["WARC-Record-ID"])
+        for name in ("WARC-Date", "WARC-Target-URI", "WARC-IP-Address"):
+            assert fields[name] == of_revisit[name], name
+        assert fields["WARC-Payload-Digest"] == revisit.digest
+        assert not {n for n in fields if n.startswith("WARC-Refers-To") or n == "WARC-Profile"}
+        assert (stored.http_head, stored.payload) == (source_original.http_head,
+                                                      source_original.payload)
+    with open(files[0], "rb") as first:
+        info = next(iter(ArchiveIterator(first)))
+        description = info.content_stream().read().decode()
+    assert info.rec_type == "warcinfo"
+    assert f"{len(_not_modified(exported))} server-not-modified revisits" in description
+    assert "Archiver-Converted-From" in description
+
+
+def test_the_index_and_the_pages_list_show_the_slices_own_pages_at_their_dates(exported: Exported):
+    with zipfile.ZipFile(exported.wacz) as package:
+        index = gzip.decompress(package.read("indexes/index.cdx.gz")).decode().splitlines()
+        pages = [json.loads(line) for line in package.read("pages/pages.jsonl").splitlines()[1:]]
+    indexed = {}
+    for line in index:
+        _, timestamp, fields = line.split(" ", 2)
+        entry = json.loads(fields)
+        indexed[(entry["url"], timestamp)] = entry
+    for revisit in _not_modified(exported):  # py-wacz indexed the records written whole
+        entry = indexed[(revisit.url, revisit.timestamp)]
+        assert (entry["status"], entry["digest"]) == ("200", revisit.digest), revisit.url
+        assert entry["mime"] != "warc/revisit"
+    held = {(c.url, c.timestamp): c for c in exported.captures}
+
+    def replays_as_page(capture: Capture) -> bool:
+        shown = held[_refers_to(_stored(exported, capture))] if capture.rectype == "revisit" else capture
+        return capture.status == 200 and shown.mime == "text/html"
+
+    own = {(c.url, c.timestamp) for c in exported.captures
+           if c.timestamp >= exported.since and replays_as_page(c)}
+    listed = {(page["url"], parse_date(page["ts"])) for page in pages}
+    assert listed == own
+    assert {(c.url, c.timestamp) for c in _not_modified(exported) if c.url.endswith(".html")} <= listed
+
+
+async def _replayed(config: Config, captures: list[Capture]) -> list[tuple[int, bytes]]:
+    """Status and body of each capture's identity replay by archiver over ``config``."""
+    async with serving(config) as running:
+        return [(status, body) for status, _, body in
+                [await get(running.content_at, f"/web/{c.timestamp}id_/{c.url}") for c in captures]]
+
+
+def test_the_packaged_warc_imported_into_a_fresh_archive_replays_the_same_bodies(
+        exported: Exported, tmp_path):
+    config_path = tmp_path / "fresh.toml"
+    config_path.write_text(f'[archive]\nroot = "{tmp_path / "fresh"}"\n')
+    files = sorted(str(p) for p in exported.warcs.iterdir())
+    done = archiver_here("import", *files, "--config", str(config_path))
+    assert done.returncode == 0, done.stderr.decode()
+    revisits = [c for c in exported.two.second if c.rectype == "revisit"
+                and urlsplit(c.url).netloc == exported.host and c.timestamp >= exported.since]
+    assert {200, 304} <= {c.status for c in revisits}, "revisits of both profiles"
+    # A server-not-modified revisit replays as its original, an identical-payload one with its
+    # own status and the original's body.
+    originals = [_source_original(exported, c) for c in revisits]
+    expected = [(original.status if revisit.status == 304 else revisit.status,
+                 _source(exported, original).payload)
+                for revisit, original in zip(revisits, originals, strict=True)]
+    assert trio.run(_replayed, load(config_path), revisits) == expected
