@@ -419,8 +419,11 @@ class SiteVisit:
             elif where != "seen":
                 stats.skipped[where] += 1
                 if where == "scope":
-                    # Kept in this site's log only for its own URLs (`why` reads the URL's site's).
-                    if urls.origin(url) in policy.local and not self.crawl_queue.known(url):
+                    # Kept in this site's log only for its own URLs (`why` reads the log of the
+                    # URL's origin and of its scheme twin).
+                    home = urls.origin(url)
+                    if (home in policy.local or home == urls.scheme_twin(self.origin)) and (
+                            not self.crawl_queue.known(url)):
                         self.crawl_queue.decide(url, "scope", scope_detail(
                             policy.scope.decide(url).rule, entry.url))
                 elif not self.crawl_queue.known(url):  # queued by another link: not skipped
