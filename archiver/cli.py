@@ -93,9 +93,9 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     if args.seeds:
         try:
             seeds = read_seeds(Path(args.seeds))
+            enqueue_seeds(cfg, args.process, seeds, recrawl=args.recrawl)
         except SeedError as e:
             return _fail(str(e))
-        enqueue_seeds(cfg, args.process, seeds, recrawl=args.recrawl)
     try:
         crawler = Crawler(cfg, process=args.process, until_idle=args.until_idle)
     except ProcessBusy as e:
@@ -116,9 +116,9 @@ def cmd_seeds(args: argparse.Namespace) -> int:
     logs.setup(cfg.log.level)
     try:
         seeds = read_seeds(Path(args.file))
+        added = enqueue_seeds(cfg, 0, seeds, recrawl=args.recrawl)
     except SeedError as e:
         return _fail(str(e))
-    added = enqueue_seeds(cfg, 0, seeds, recrawl=args.recrawl)
     print(f"seeds: {len(seeds)} seeds, {added} sites new to the queues")
     return 0
 
@@ -326,6 +326,24 @@ def cmd_why(args: argparse.Namespace) -> int:
         print(f"{answer.url} at {answer.at}: {answer.kind}")
         print(f"  {answer.reason}")
     return 0 if answer.captured else 1
+
+
+def cmd_scope_test(args: argparse.Namespace) -> int:
+    """``archiver scope test URL``: in or out of the config's scope, and the deciding rule; exit
+    status 0 in, 1 out, 2 for a bad URL or config."""
+    cfg = _config(args, stores_built=False)
+    try:
+        url = _url(args.url)
+    except InputError as e:
+        return _fail(str(e))
+    decision = cfg.scope.rules().decide(url)
+    if args.json:
+        print(json.dumps({"url": url, "decision": decision.word, "rule": decision.rule}))
+    else:
+        rule = decision.rule if decision.rule is not None else (
+            "no rule (no include rules)" if decision.in_scope else "no include rule matched")
+        print(f"{decision.word}\t{url}\t{rule}")
+    return 0 if decision.in_scope else 1
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -802,6 +820,15 @@ def parser() -> argparse.ArgumentParser:
     why_.add_argument("--json", action="store_true")
     why_.add_argument("--config", required=True)
     why_.set_defaults(func=cmd_why)
+
+    scope_ = verbs.add_parser("scope", help="the crawl's scope rules ([scope] in the config)")
+    scope_verbs = scope_.add_subparsers(dest="scope_verb", required=True)
+    scope_test = scope_verbs.add_parser("test", help="is a URL in scope, and which rule decided: "
+                                        "exit status 0 in, 1 out, 2 error")
+    scope_test.add_argument("url")
+    scope_test.add_argument("--json", action="store_true")
+    scope_test.add_argument("--config", required=True)
+    scope_test.set_defaults(func=cmd_scope_test)
 
     search_ = verbs.add_parser(
         "search", help="full-text search of the archived HTML pages (`search index` builds the index)")

@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from archiver.web.netpolicy import parse_networks
+from archiver.web.scope import Scope, ScopeError, scope_of
 
 
 class ConfigError(Exception):
@@ -118,6 +119,19 @@ class CrawlConfig:
     # A full disk (or EIO, EROFS, over quota): "pause" stops fetching and retries the writes every
     # warc.sync_interval until they succeed; "exit" stops the process with exit status 75.
     on_disk_full: str = "pause"
+
+
+@dataclass(frozen=True)
+class ScopeConfig:
+    # Rules (archiver.web.scope): a SURT prefix "com,example)/news/", "host:example.org",
+    # "domain:example.org" or "re:<RE2 expression>" matching the whole normalised URL. A URL is
+    # in scope when it matches no exclude rule and, if include is not empty, an include rule.
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+    def rules(self) -> Scope:
+        """The rules parsed (once per distinct lists; loading checked them)."""
+        return scope_of(self.include, self.exclude)
 
 
 @dataclass(frozen=True)
@@ -233,6 +247,7 @@ class Config:
     path: Path | None = None
     archive: ArchiveConfig = field(default_factory=ArchiveConfig)
     crawl: CrawlConfig = field(default_factory=CrawlConfig)
+    scope: ScopeConfig = field(default_factory=ScopeConfig)
     dns: DnsConfig = field(default_factory=DnsConfig)
     warc: WarcConfig = field(default_factory=WarcConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
@@ -539,6 +554,12 @@ def _check(where: str, name: str, section: Any) -> None:
             raise ConfigError(f"{where}: crawl.dedupe: must be \"url\", \"digest\" or \"off\"")
         if section.on_disk_full not in ("pause", "exit"):
             raise ConfigError(f"{where}: crawl.on_disk_full: must be \"pause\" or \"exit\"")
+    elif name == "scope":
+        for key in ("include", "exclude"):
+            try:
+                scope_of(getattr(section, key), ())
+            except ScopeError as e:
+                raise ConfigError(f"{where}: scope.{key}: {e}") from None
     elif name == "dns":
         for ns in section.nameservers:
             try:

@@ -85,7 +85,19 @@ def enqueue_seeds(config: Config, process: int, seeds: list[str], *, recrawl: bo
     another process is crawling right now gets them through its inbox. ``recrawl``: a seed site
     already done is queued for a new visit. ``process`` is the caller's; seeds of other processes
     are handed to their queues, which is how several processes share one seed list.
+
+    Seeds out of scope (``[scope]``) are refused, each with a warning, and "/" is queued only if
+    it is in scope; SeedError if no seed is in scope.
     """
+    scope = config.scope.rules()
+    refused = [(url, decision) for url in seeds if not (decision := scope.decide(url)).in_scope]
+    for url, decision in refused:
+        event(log, logging.WARNING, "seed-out-of-scope", value=url[:200],
+              rule=decision.rule or "no include rule")
+    if refused and len(refused) == len(seeds):
+        raise SeedError(f"no seed is in scope ({len(seeds)} refused, see the warnings): check "
+                        "scope.include and scope.exclude")
+    seeds = [url for url in seeds if scope.allows(url)]
     processes = config.crawl.processes
     stores = open_stores(config)
     crawl_queues = stores.crawl_queues()
@@ -103,7 +115,7 @@ def enqueue_seeds(config: Config, process: int, seeds: list[str], *, recrawl: bo
             if unfit is not None:  # a host name too long for a crawl-queue directory
                 event(log, logging.WARNING, "bad-seed", value=url[:200], error=unfit)
                 continue
-            entries = [(origin + "/", 0), (url, 0)]
+            entries = [(entry, 0) for entry in (origin + "/", url) if scope.allows(entry)]
             try:
                 crawl_queue = crawl_queues.open(origin)
             except CrawlQueueBusy:

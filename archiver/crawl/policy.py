@@ -9,7 +9,8 @@ what they were told, in the spirit of h11's sans-I/O design:
   are read, and whether the visit ends here;
 - ``VisitPolicy.after_internal_error`` does the same for a URL whose handling raised;
 - ``VisitPolicy.route`` says where a link found on the site goes: its crawl queue, the
-  external-link spool, or nowhere (with the reason counted in ``skipped``);
+  external-link spool, or nowhere (with the reason counted in ``skipped``: a guard, or
+  ``scope`` for a link out of the config's scope, archiver.web.scope, on or off the site);
 - ``RobotsFetch`` walks one origin's robots.txt through its redirects to rules, or to "unavailable".
 
 **Sideways traps.** A calendar (``/cal/2026/11/`` links the previous and the next month) grows
@@ -36,6 +37,7 @@ from archiver.queues.bloom import GrowingBloom
 from archiver.queues.revisits import PageChanges
 from archiver.web import robots, urls
 from archiver.web.http import decode_body
+from archiver.web.scope import Scope
 
 _DIGITS = re.compile(r"[0-9]+")
 # Shapes counted per visit; past this many, those with a single barren page are forgotten
@@ -119,10 +121,12 @@ class ShapeBudget:
 class VisitPolicy:
     """Counters and decisions of one site visit (pure: the shell performs every action)."""
 
-    def __init__(self, origin: str, config: CrawlConfig, *, pages: int = 0, bytes_: int = 0) -> None:
+    def __init__(self, origin: str, config: CrawlConfig, *, scope: Scope | None = None,
+                 pages: int = 0, bytes_: int = 0) -> None:
         self.origin = origin
         self.host = urls.origin_parts(origin)[1]
         self.config = config
+        self.scope = scope or Scope()
         self.rest = Rest(rest_policy(config))
         self.local = {origin}  # the visit's origin and its aliases (http <-> https on the host)
         self.pages, self.bytes = pages, bytes_
@@ -132,10 +136,11 @@ class VisitPolicy:
         self.shapes = ShapeBudget()
         self.external = GrowingBloom(initial_bits=65_536, max_fp=1e-3)  # spooled this visit
 
-    def reconfigure(self, config: CrawlConfig) -> None:
-        """A reloaded config (SIGHUP): new limits and rests apply from now on."""
+    def reconfigure(self, config: CrawlConfig, scope: Scope | None = None) -> None:
+        """A reloaded config (SIGHUP): new limits, rests and scope apply from now on."""
         self.config = config
         self.rest.policy = rest_policy(config)
+        self.scope = scope or Scope()
 
     def limit_reached(self) -> str | None:
         """The site limit that ends the visit before its next fetch, if any."""
@@ -190,11 +195,13 @@ class VisitPolicy:
               redirect: bool = False) -> str | None:
         """Where a normalised link found on a page of ``source_shape`` goes: None for this site's
         crawl queue, "external" for the spool (new this visit), "seen" for an external link
-        already spooled, or the reason it is skipped ("url-too-long", "max-depth", "trap",
-        "shape")."""
+        already spooled, or the reason it is skipped ("url-too-long", "scope", "max-depth",
+        "trap", "shape")."""
         c = self.config
         if len(url) > c.max_url_length:
             return "url-too-long"
+        if not self.scope.allows(url):
+            return "scope"
         origin = urls.origin(url)
         if origin not in self.local:
             if redirect and scheme_alias(self.origin, origin):

@@ -61,7 +61,7 @@ class SiteVisit:
         self.next_at = 0.0
         self._rest_from = 0.0  # when the current rest began
         self.held: str | None = None  # the address whose connection slot this visit holds
-        self.policy = VisitPolicy(origin, ctx.config.crawl)
+        self.policy = VisitPolicy(origin, ctx.config.crawl, scope=ctx.config.scope.rules())
         # Pages compared with their last capture of an earlier visit (the site's change rate).
         self.changes = PageChanges()
         self._started = time.time()
@@ -89,8 +89,6 @@ class SiteVisit:
                 crawl_queue.add(self.origin + "/", 0)
             if crawl_queue.pending == 0:  # woken for links it already had: no robots.txt needed
                 return Outcome("done", "nothing new")
-            if await self._robots(self.origin) is None:
-                return Outcome("retry", "robots.txt unavailable")
             return await self._crawl()
         except _Draining:
             return Outcome("stopped", "draining" if ctx.disk_ok.is_set() else "disk full")
@@ -127,6 +125,12 @@ class SiteVisit:
                 entry = crawl_queue.next(merge=False)
             if entry is None:
                 return Outcome("done", "")
+            if self._out_of_scope(entry):
+                await trio.lowlevel.checkpoint()  # a long run of them must let others run
+                continue
+            # robots.txt before the first URL in scope (a visit of out-of-scope URLs needs none).
+            if self.origin not in self.rules and await self._robots(self.origin) is None:
+                return Outcome("retry", "robots.txt unavailable")  # the URL stays queued
             try:
                 end = await self._handle(entry)
                 policy.handled()
@@ -139,6 +143,18 @@ class SiteVisit:
             if end is not None:
                 return end
             self.ctx.stats.active[self.origin]["queued"] = crawl_queue.pending
+
+    def _out_of_scope(self, entry: Entry) -> bool:
+        """Finish, unfetched, a queued URL the scope rules exclude (queued before they did)."""
+        decision = self.policy.scope.decide(entry.url)
+        if decision.in_scope:
+            return False
+        self.ctx.stats.skipped["scope"] += 1
+        event(log, logging.DEBUG, "out-of-scope", site=self.origin, url=entry.url,
+              rule=decision.rule)
+        self.crawl_queue.decide(entry.url, "scope", scope_detail(decision.rule, None))
+        self._commit(entry)
+        return True
 
     async def _merge_inbox(self) -> None:
         """Merge the URLs other processes queued for this site: the inbox's reads and its delete
@@ -219,7 +235,7 @@ class SiteVisit:
         if self.ctx.config is self._config:
             return
         self._config = self.ctx.config
-        self.policy.reconfigure(self._config.crawl)
+        self.policy.reconfigure(self._config.crawl, self._config.scope.rules())
         self.next_at = min(self.next_at, self._rest_from + self.policy.rest.floor())
 
     def _commit(self, entry: Entry) -> None:
@@ -402,9 +418,23 @@ class SiteVisit:
                 ctx.spool.add(url, self.origin, time.time())
             elif where != "seen":
                 stats.skipped[where] += 1
-                if not self.crawl_queue.known(url):  # queued by another link: not skipped
+                if where == "scope":
+                    # Kept in this site's log only for its own URLs (`why` reads the log of the
+                    # URL's origin and of its scheme twin).
+                    home = urls.origin(url)
+                    if (home in policy.local or home == urls.scheme_twin(self.origin)) and (
+                            not self.crawl_queue.known(url)):
+                        self.crawl_queue.decide(url, "scope", scope_detail(
+                            policy.scope.decide(url).rule, entry.url))
+                elif not self.crawl_queue.known(url):  # queued by another link: not skipped
                     self.crawl_queue.decide(url, where, entry.url)
         policy.page_read(shape, new_local)
+
+
+def scope_detail(rule: str | None, source: str | None) -> str:
+    """The decision log's detail of an out-of-scope URL: the deciding rule and the linking page."""
+    what = f"rule {rule}" if rule is not None else "no scope.include rule matched"
+    return what + (f", linked from {source}" if source else ", queued before the rule")
 
 
 def _same_payload(base: Capture | None, digest: str, result: FetchResult) -> Capture | None:

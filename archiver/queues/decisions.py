@@ -8,6 +8,9 @@ leaves nothing in the archive, so the crawl writes a line here when it decides:
     capture in force at the decision's time).
 ``url-too-long``, ``max-depth``, ``trap``, ``shape``
     a guard refused a link (``detail``: the page that linked it).
+``scope``
+    the config's scope rules (archiver.web.scope) excluded a link of the site, or a URL queued
+    before they did (``detail``: the deciding rule, and the page that linked it).
 ``fetch-error``
     no answer: DNS, connection, timeout, a malformed response (``detail``: the error).
 ``gone``
@@ -32,7 +35,8 @@ from typing import BinaryIO, NamedTuple
 
 DECISIONS = "decisions"
 OLDER = "decisions.1"
-KINDS = ("robots", "url-too-long", "max-depth", "trap", "shape", "fetch-error", "gone", "error")
+KINDS = ("robots", "url-too-long", "max-depth", "trap", "shape", "scope", "fetch-error", "gone",
+         "error")
 # A URL longer than this is not logged (a line stays small; ``why`` tells a URL over
 # crawl.max_url_length from its length alone).
 MAX_LOGGED_URL = 8192

@@ -141,12 +141,14 @@ What it does not cover is listed in README.md ("Client-side rewriting"). */
 
   function rewriteElement(element) {
     const attributes = ATTRIBUTES[element.localName];
-    if (!attributes || element.closest(BANNER)) return;  // the banner links to the replay's pages
+    if (!attributes) return;
     for (const name of Object.keys(attributes)) {
       const value = element.getAttribute(name);
       if (value === null) continue;
       const rewritten = attributeValue(element, name, value);
-      if (rewritten !== value) nativeSetAttribute.call(element, name, rewritten);
+      if (rewritten === value) continue;
+      if (element.closest(BANNER)) return;  // the banner links to the replay's own pages
+      nativeSetAttribute.call(element, name, rewritten);
     }
   }
   // Elements already seen with their whole subtree: one whose children arrive later gets a

@@ -11,7 +11,10 @@ that holds, in this order:
 2. ``url-too-long``: longer than ``crawl.max_url_length``, so never queued.
 3. The newest decision logged about it at or before the date: ``robots``, a guard (``max-depth``,
    ``trap``, ``shape``, ``url-too-long``: only for a URL no crawl queue holds, as a guard refuses
-   one link, not the URL), ``fetch-error``, ``error``, ``gone``.
+   one link, not the URL), ``scope`` (the rule that excluded it), ``fetch-error``, ``error``,
+   ``gone``.
+   ``scope`` also when no decision was kept but the config's scope rules exclude it now (no
+   crawl requests it: a link to another site out of scope is not logged by the linking site).
 4. Queued and not reached: ``site-retry`` / ``site-deferred`` when its site is waiting out
    failures, ``limit`` when the last visit ended at ``crawl.max_pages`` or ``max_bytes``,
    else ``queued``. A failing site whose queue was never opened answers ``site-retry`` or
@@ -39,6 +42,7 @@ from archiver.store.catalog import Capture
 from archiver.store.interfaces import CatalogStore, WarcReader
 from archiver.stores import EmbeddedStores, SharedStores
 from archiver.web import robots, urls
+from archiver.web.scope import ScopeDecision
 from archiver.web.timestamps import from_datetime
 
 GUARDS = {"url-too-long": "crawl.max_url_length", "max-depth": "crawl.max_depth",
@@ -69,6 +73,8 @@ class Evidence:
     robots: RobotsVerdict | None  # at the newest robots decision's time, else at ``at``
     max_url_length: int
     limits: dict[str, int] = field(default_factory=dict)  # config value of each guard and limit
+    # The config's scope rules on the URL, now.
+    scope: ScopeDecision = field(default_factory=lambda: ScopeDecision(True, None))
 
 
 @dataclass(frozen=True)
@@ -126,6 +132,10 @@ def _not_captured(e: Evidence, facts: dict[str, object]) -> tuple[str, str]:
         d = decisions[-1]
         facts["decision"] = {"time": stamp(d.time), "kind": d.kind, "detail": d.detail}
         return d.kind, _decided(e, d, facts)
+    if not e.scope.in_scope:
+        facts["scope_rule"] = e.scope.rule
+        return "scope", ("Not captured: out of scope: the config's scope rules exclude it ("
+                         + _scope_rule(e.scope.rule) + "), so no crawl requests it.")
     site = e.site
     if site is not None:
         facts["site"] = {"state": site.state, "note": site.note, "due": stamp(site.due)
@@ -164,11 +174,17 @@ def _decided(e: Evidence, d: Decision, facts: dict[str, object]) -> str:
         value = e.limits.get(setting)
         return (f"Not captured: skipped at {when} by the {d.kind} guard ({setting}"
                 + (f" = {value}" if value is not None else "") + f"), linked from {d.detail}.")
+    if d.kind == "scope":
+        return f"Not captured: out of scope at {when} ({d.detail}); the crawl never requested it."
     if d.kind == "fetch-error":
         return f"Not captured: the fetch failed at {when}: {d.detail}."
     if d.kind == "gone":
         return f"Not captured: not asked again at {when}, its last answer was {d.detail}."
     return f"Not captured: handling it failed at {when}: {d.detail}."
+
+
+def _scope_rule(rule: str | None) -> str:
+    return f"rule {rule}" if rule is not None else "no scope.include rule matches it"
 
 
 def _waiting(e: Evidence, p: QueuePosition) -> tuple[str, str]:
@@ -244,7 +260,7 @@ def gather(stores: EmbeddedStores | SharedStores, catalog: CatalogStore, warcs: 
               "crawl.max_bytes": c.max_bytes}
     captures = catalog.captures(url)
     evidence = Evidence(url, origin, at, captures, decisions, site, position, None,
-                        c.max_url_length, limits)
+                        c.max_url_length, limits, config.scope.rules().decide(url))
     if any(cap.timestamp <= at for cap in captures):
         return evidence  # captured: robots.txt need not be read
     robots_at = max((stamp(d.time) for d in decisions if d.kind == "robots"
