@@ -25,6 +25,7 @@ from archiver.web.scope import (
     scope_of,
     surt_of,
 )
+from tests.support.fuzzing import examples
 from tests.support.urlstrategies import absolute_urls
 
 # (include, exclude, URL, decision, deciding rule)
@@ -127,7 +128,7 @@ rule_texts = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(rule_texts)
 def test_any_text_is_a_rule_or_a_clear_error(text):
     try:
@@ -143,7 +144,7 @@ def test_any_text_is_a_rule_or_a_clear_error(text):
 normal_urls = absolute_urls().map(urls.normalize).filter(bool)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(normal_urls, st.lists(rule_texts, max_size=3))
 def test_a_url_matching_an_exclude_rule_is_always_out(url, includes):
     host = urls.origin_parts(urls.origin(url))[1]
@@ -155,7 +156,7 @@ def test_a_url_matching_an_exclude_rule_is_always_out(url, includes):
         assert decision == ScopeDecision(False, exclude)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(normal_urls)
 def test_the_scope_reads_keys_as_the_catalog_writes_them(url):
     key = surt_key(url)
