@@ -34,29 +34,9 @@ import psycopg
 
 from archiver.store.objectstore import s3_client
 from demoweb import WebSpec, run_demo_process
+from tools.benchconfig import demo_config
 from tools.pgserver import running_postgres
 from tools.s3server import CREDENTIALS, running_moto
-
-CONFIG = """\
-[archive]
-root = "archive"
-[crawl]
-# Every demo site lives on 127.0.0.1: allow one connection per site, not per address.
-connections_per_address = 64
-allowed_networks = ["127.0.0.0/8"]
-sites_per_process = {slots}
-min_rest = 0.0
-max_rest = 0.0
-rest_factor = 0.0
-status_interval = 5.0
-retry_delay = 0.5
-site_retries = 1
-[dns]
-hosts_file = "hosts"
-nameservers = ["127.0.0.1:9"]
-[log]
-level = "warning"
-"""
 
 
 def archiver(*args: str) -> subprocess.CompletedProcess[str]:
@@ -97,7 +77,7 @@ def run(sites: int, pages: int, slots: int, work: Path, store: str = "sqlite", w
     with contextlib.ExitStack() as stack:
         web, _port, _proc = stack.enter_context(run_demo_process(spec))
         (work / "hosts").write_text(web.hosts_file())
-        config.write_text(CONFIG.format(slots=slots))
+        config.write_text(demo_config(sites_per_process=slots, status_interval=5.0))
         if store != "sqlite":
             url, lines = stack.enter_context(shared_stores(work, store, warc_store))
             config.write_text(config.read_text() + lines)

@@ -23,25 +23,7 @@ import trio
 from archiver import config
 from archiver.crawl.crawler import Crawler, enqueue_seeds
 from demoweb import DemoWeb, WebSpec, start_demo
-
-CONFIG = """\
-[archive]
-root = "archive"
-[crawl]
-connections_per_address = 64
-allowed_networks = ["127.0.0.0/8"]
-min_rest = 0.0
-max_rest = 0.0
-rest_factor = 0.0
-retry_delay = 0.5
-site_retries = 1
-dedupe = "{dedupe}"
-[dns]
-hosts_file = "hosts"
-nameservers = ["127.0.0.1:9"]
-[log]
-level = "warning"
-"""
+from tools.benchconfig import demo_config
 
 
 @dataclasses.dataclass
@@ -81,7 +63,7 @@ async def bench(args: argparse.Namespace) -> None:
         for dedupe in ("off", "url", "digest"):
             work = Path(tempfile.mkdtemp(prefix=f"bench-revisit-{dedupe}-"))
             (work / "hosts").write_text(web0.hosts_file())
-            (work / "archiver.toml").write_text(CONFIG.format(dedupe=dedupe))
+            (work / "archiver.toml").write_text(demo_config(dedupe=dedupe))
             cfg = config.load(work / "archiver.toml")
             server.change(web0)
             first = await crawl(cfg, web0, recrawl=False)

@@ -41,25 +41,9 @@ from archiver.store.pgschema import init_schema
 from archiver.stores import EmbeddedStores
 from archiver.web.textquery import parse_query
 from demoweb import WebSpec, start_demo
+from tools.benchconfig import demo_config
 from tools.pgserver import running_postgres
 
-CONFIG = """\
-[archive]
-root = "archive"
-[crawl]
-connections_per_address = 64
-allowed_networks = ["127.0.0.0/8"]
-min_rest = 0.0
-max_rest = 0.0
-rest_factor = 0.0
-retry_delay = 0.5
-site_retries = 1
-[dns]
-hosts_file = "hosts"
-nameservers = ["127.0.0.1:9"]
-[log]
-level = "warning"
-"""
 # Words of the demo's prose (every page has some), rarer pairings, phrases and page titles.
 QUERIES = [
     "harbour", "museum library", '"ancient city"', "winter garden", "robots rule agent",
@@ -96,7 +80,7 @@ def latencies(index: FullTextStore, rounds: int, at: str) -> list[float]:
 def bench(args: argparse.Namespace) -> dict[str, object]:
     work = Path(tempfile.mkdtemp(prefix="bench-search-"))
     (work / "hosts").write_text("")
-    (work / "archiver.toml").write_text(CONFIG)
+    (work / "archiver.toml").write_text(demo_config())
     cfg = config.load(work / "archiver.toml")
     spec = WebSpec(sites=args.sites, pages_per_site=args.pages, port=0, trap=False)
     fetched = trio.run(crawl, cfg, spec)
