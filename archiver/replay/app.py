@@ -148,6 +148,7 @@ _EXPOSED = "Memento-Datetime, Link, Content-Range, Accept-Ranges, Content-Length
 # URLs shown by a prefix listing (the Wayback Machine's URL listing pages hold a few hundred).
 PREFIX_ROWS = 1000
 _HTML = frozenset(("text/html", "application/xhtml+xml"))
+_REWRITTEN = _HTML | _JAVASCRIPT | {"text/css"}  # rewritten unless the modifier is id_
 _CODINGS = frozenset(("gzip", "x-gzip", "deflate", "br", "identity"))
 _NO_BODY = frozenset((204, 304))
 _LATEST = "99991231235959"
@@ -645,22 +646,20 @@ async def _replay(
     coding = header(headers, "content-encoding") or ""
     codings = {c.strip().lower() for c in coding.split(",") if c.strip()}
     rewritten = False
-    if target.modifier != IDENTITY and (mime in _HTML or mime == "text/css") and codings <= _CODINGS:
+    if target.modifier != IDENTITY and mime in _REWRITTEN and codings <= _CODINGS:
         decoded = decode_body(body, coding, _archive(request).config.crawl.max_decoded_size)
         charset = media_type(content_type)[1]
         if mime == "text/css":
-            body = rewrite_css(decoded, url=url, timestamp=capture.timestamp, prefix="", charset=charset)
-        else:
+            body, rewritten = rewrite_css(decoded, url=url, timestamp=capture.timestamp, prefix="",
+                                          charset=charset), True
+        elif mime in _HTML:
             page = prepare_html(decoded, url=url, timestamp=capture.timestamp, prefix="", charset=charset,
                                 client=CLIENT_SRC)
             redirect = status is not None and 300 <= status < 400
             body = page.to_bytes(await banner(page.embeds) if banner is not None and not redirect else None)
-        rewritten = True
-    elif target.modifier != IDENTITY and mime in _JAVASCRIPT and codings <= _CODINGS:
-        decoded = decode_body(body, coding, _archive(request).config.crawl.max_decoded_size)
-        script = rewrite_js_body(decoded, media_type(content_type)[1])
-        if script is not None:
-            body, rewritten = script, True
+            rewritten = True
+        elif (script := rewrite_js_body(decoded, charset)) is not None:
+            body, rewritten = script, True  # a script with nothing to rewrite is served as archived
     location = None
     if capture.redirect is not None:
         location = archive_url("", capture.timestamp, target.modifier, capture.redirect)
