@@ -39,6 +39,9 @@ Version 8 holds the full-text index (archiver.store.pgfulltext): ``fulltext_docu
 row per distinct page text (URL and payload digest) with its ``tsvector`` under a GIN index, and
 ``fulltext_captures``, every catalog entry indexed (WARC file and offset) with its document.
 
+Version 9 adds ``catalog_captures.labels``: a capture's plugin labels as a JSON object's text
+(``catalog.labels_text``), NULL for none.
+
 Connections come from ``connect``: autocommit (every store call is its own transaction, so no
 reader holds one open between calls), and errors with any password taken out of their text.
 """
@@ -273,6 +276,9 @@ CREATE TABLE fulltext_captures (
     PRIMARY KEY (file, pos)
 );
 CREATE INDEX fulltext_captures_doc ON fulltext_captures (doc, ts);
+"""),
+    Migration(9, "plugins' labels of a capture (archiver.plugins), as the catalog's labels text", """
+ALTER TABLE catalog_captures ADD COLUMN labels text;
 """),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
