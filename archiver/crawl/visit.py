@@ -32,7 +32,7 @@ from archiver.crawl.http import FetchResult, HttpClient
 from archiver.crawl.pluginhost import PluginHost, document_of, no_plugins
 from archiver.crawl.policy import Outcome, RobotsFetch, VisitPolicy, url_shape
 from archiver.logs import event
-from archiver.plugins import CaptureInfo, VisitContext
+from archiver.plugins import CaptureInfo, LinkContext, VisitContext
 from archiver.queues.crawlqueue import Entry
 from archiver.queues.revisits import PageChanges, ask_again
 from archiver.store.bundles import payload_digest
@@ -58,9 +58,11 @@ class _Draining(Exception):
 class SiteVisit:
     """Crawls one origin until its queue is empty, a limit is reached, or it must be retried."""
 
-    def __init__(self, origin: str, ctx: CrawlContext, *, recrawl: bool = False,
+    def __init__(self, origin: str, ctx: CrawlContext, *, recrawl: bool = False, hops: int = 0,
                  plugins: PluginHost | None = None) -> None:
-        """``recrawl``: the site was visited before, so unchanged payloads become revisit records."""
+        """``recrawl``: the site was visited before, so unchanged payloads become revisit records;
+        ``hops``: the site's hop count from a seed site (``scope.max_hops``); ``plugins``: the
+        process's plugins (none if not given)."""
         self.origin = origin
         self.ctx = ctx
         self.recrawl = recrawl
@@ -70,7 +72,8 @@ class SiteVisit:
         self.next_at = 0.0
         self._rest_from = 0.0  # when the current rest began
         self.held: str | None = None  # the address whose connection slot this visit holds
-        self.policy = VisitPolicy(origin, ctx.config.crawl, scope=ctx.config.scope.rules())
+        self.policy = VisitPolicy(origin, ctx.config.crawl, scope=ctx.config.scope.rules(),
+                                  hops=hops, max_hops=ctx.config.scope.max_hops)
         # Pages compared with their last capture of an earlier visit (the site's change rate).
         self.changes = PageChanges()
         self._started = time.time()
@@ -257,7 +260,8 @@ class SiteVisit:
         if self.ctx.config is self._config:
             return
         self._config = self.ctx.config
-        self.policy.reconfigure(self._config.crawl, self._config.scope.rules())
+        self.policy.reconfigure(self._config.crawl, self._config.scope.rules(),
+                                self._config.scope.max_hops)
         self.next_at = min(self.next_at, self._rest_from + self.policy.rest.floor())
 
     def _commit(self, entry: Entry) -> None:
@@ -463,7 +467,9 @@ class SiteVisit:
                     new_local.append(url)
             elif where == "external":
                 stats.links_external += 1
-                ctx.spool.add(url, self.origin, time.time())
+                priority = self.plugins.priority(urls.origin(url), LinkContext(
+                    entry.url, self.labels, url)) if self.plugins.wants("site_priority") else 0.0
+                ctx.spool.add(url, self.origin, time.time(), hops=policy.hops, priority=priority)
             elif where != "seen":
                 stats.skipped[where] += 1
                 if where == "scope":
@@ -473,7 +479,7 @@ class SiteVisit:
                     if (home in policy.local or home == urls.scheme_twin(self.origin)) and (
                             not self.crawl_queue.known(url)):
                         self.crawl_queue.decide(url, "scope", scope_detail(
-                            policy.scope.decide(url).rule, entry.url))
+                            policy.scope_rule(url), entry.url))
                 elif not self.crawl_queue.known(url):  # queued by another link: not skipped
                     self.crawl_queue.decide(url, where, entry.url)
         policy.page_read(shape, new_local)

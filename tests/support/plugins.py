@@ -6,7 +6,7 @@ Two plugins (entry points of group ``archiver.plugins``):
 
 - ``labeller``: should_visit refuses URLs containing its table's ``refuse``; on_capture labels
   every response ``kind`` (``page`` for HTML, else ``file``) and ``status``; site_priority gives
-  its table's ``priority`` to sites linked from a page.
+  its table's ``priority`` to sites linked from a page it labelled ``kind = page``.
 - ``broken``: every hook raises while visiting the site (origin) its table's ``site`` names; on
   other sites should_visit and site_priority have no objection and on_capture labels
   ``checked = yes``.
@@ -39,7 +39,7 @@ class Labeller:
         return {"kind": kind, "status": str(capture.status)}
 
     def site_priority(self, site, context):
-        return self.priority
+        return self.priority if context.labels.get("kind") == "page" else None
 
 
 class Broken:

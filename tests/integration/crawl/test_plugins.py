@@ -1,7 +1,8 @@
 """Plugins in a real crawl of the demo web, from a test package installed through its entry points
 (tests/support/plugins.py): the URLs its should_visit refuses are never requested and ``archiver
 why`` names the plugin; its labels are in a WARC metadata record after each response, in the
-catalog, in ``/cdx`` (a real replay server) and again after a catalog rebuild; a plugin whose
+catalog, in ``/cdx`` (a real replay server) and again after a catalog rebuild; its site priority
+goes with each link spooled; a plugin whose
 every hook raises on one site is logged once, disabled on that site only, and the crawl captures
 everything."""
 
@@ -18,6 +19,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from archiver import cli
 from archiver.crawl.crawler import Crawler, enqueue_seeds
+from archiver.queues.spool import parse_line
 from archiver.store.catalog import Catalog
 from archiver.web import urls
 from demoweb import WebSpec, start_demo
@@ -67,7 +69,7 @@ async def test_plugins_steer_and_label_a_crawl_and_a_raising_one_is_isolated(tmp
         path = write_config(tmp_path, web)
         with path.open("a") as f:
             f.write(f'[plugins]\nenable = ["broken", "labeller"]\n[plugins.labeller]\n'
-                    f'refuse = "/img/"\n[plugins.broken]\nsite = "{bad}"\n')
+                    f'refuse = "/img/"\npriority = 2.5\n[plugins.broken]\nsite = "{bad}"\n')
         config = load(path)
         enqueue_seeds(config, 0, [good + "/", bad + "/"])
         crawler = Crawler(config, until_idle=True)
@@ -126,6 +128,12 @@ async def test_plugins_steer_and_label_a_crawl_and_a_raising_one_is_isolated(tmp
                                 "&fl=url,label.checked")
             own = {u for u in labels if urls.origin(u) == origin}
             assert {row["url"] for row in checked} == (own if origin == good else set())
+
+    # site_priority: each external link spooled with the highest priority given, from the
+    # labels of the page that links it.
+    spooled = [parse_line(line) for spool in (config.root / "outlinks").glob("*.tsv")
+               for line in spool.read_text().splitlines()]
+    assert spooled and {(line.source, line.priority) for line in spooled} <= {(good, 2.5), (bad, 2.5)}
 
     # The catalog rebuilt from the WARC files alone has the same labels.
     assert run_cli("catalog", "reindex", "--config", str(path))[0] == 0

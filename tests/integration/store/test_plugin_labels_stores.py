@@ -1,4 +1,4 @@
-"""Plugin labels in both catalogs (SQLite shards and PostgreSQL, migration 9): every read gives
+"""Plugin labels in both catalogs (SQLite shards and PostgreSQL, migration 10): every read gives
 back the labels a capture was added with, a capture added again keeps them, and none is none."""
 
 from __future__ import annotations
