@@ -50,8 +50,8 @@ the crawl-queue logs are buffered, so a kill can lose those of the last pages. T
 again from each response record marked done (``pagelinks.links_in_response``): links on the site's
 origin (or on its alias, once the visit used it or a redirect leads there) go into its crawl
 queue through its bitmap, at ``crawl.max_depth`` and ``crawl.max_url_length``; other links go to
-the spool (the links batch deduplicates). The page and byte totals grow by the records marked
-done.
+the spool with the site's hops from its site queue (the links batch deduplicates), none from a
+site at ``scope.max_hops``. The page and byte totals grow by the records marked done.
 
 Order, so a kill during recovery only makes the next start do it again: the spool and each queue's
 log are fsynced before its done-set and cursor are written, and the commit point moves last. A
@@ -69,7 +69,7 @@ import os
 import re
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path
@@ -311,10 +311,13 @@ def recover(config: Config, stores: EmbeddedStores, process: int, catalog: Catal
     if by_host:
         spool = stores.spool_writer(process)
         crawl_queues = stores.crawl_queues()
+        sites = stores.site_queue(process)  # each site's hops, for its links spooled again
         try:
             for records in by_host.values():
-                _recover_host(config, crawl_queues, process, records, spool, result)
+                _recover_host(config, crawl_queues, process, records, spool, result,
+                              hops_of=lambda origin: site.hops if (site := sites.site(origin)) else 0)
         finally:
+            sites.close()
             crawl_queues.close()
             spool.close()
     if result.records or result.bundles_repaired:
@@ -413,7 +416,8 @@ class _Queue:
 
 
 def _recover_host(config: Config, crawl_queues: EmbeddedCrawlQueues, process: int, records: list[_Record],
-                  spool: SpoolWriterStore, result: Recovered) -> None:
+                  spool: SpoolWriterStore, result: Recovered, *, hops_of: Callable[[str], int]
+                  ) -> None:
     """Mark done, in every crawl queue of this host that this process owns, the entries these
     records finished; extract their links again; make it durable."""
     origins = {record.origin for record in records}
@@ -440,7 +444,7 @@ def _recover_host(config: Config, crawl_queues: EmbeddedCrawlQueues, process: in
         for record in records:
             linking = _links_queue(queues, record)
             if linking is not None:
-                _requeue_links(config, linking, record, spool, result)
+                _requeue_links(config, linking, record, spool, result, hops_of(linking.origin))
         spool.sync()  # the links before the cursors that pass their pages
         for queue in queues.values():
             crawl_queue, plan = queue.crawl_queue, queue.plan
@@ -467,9 +471,10 @@ def _links_queue(queues: dict[str, _Queue], record: _Record) -> _Queue | None:
 
 
 def _requeue_links(config: Config, queue: _Queue, record: _Record, spool: SpoolWriterStore,
-                   result: Recovered) -> None:
+                   result: Recovered, hops: int) -> None:
     """Route the links of ``record`` as its visit did: local ones into the queue, others to the
-    spool."""
+    spool with the site's ``hops`` (none from a site at ``scope.max_hops``)."""
+    max_hops = config.scope.max_hops
     c = config.crawl
     status, headers, body = _read_response(record)
     found = links_in_response(record.url, status, headers, body,
@@ -486,8 +491,8 @@ def _requeue_links(config: Config, queue: _Queue, record: _Record, spool: SpoolW
         if origin in local:
             if depth <= c.max_depth and queue.crawl_queue.add(url, depth):
                 result.links_queued += 1
-        else:
-            spool.add(url, queue.origin, now)
+        elif not 0 <= max_hops <= hops:
+            spool.add(url, queue.origin, now, hops=hops)
             result.links_spooled += 1
 
 

@@ -8,9 +8,10 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archiver.config import Config
+from archiver.config import Config, from_dict
 from archiver.crawl.recovery import CommitPoint, commit_path, plan_advance, read_commit_point
 from archiver.queues.crawlqueue import LOG, Entry, queue_dir
+from archiver.queues.sitequeue import LinkedSite
 from archiver.store.bundles import BundleWriter
 from archiver.stores import open_stores
 from tests.support.fuzzing import examples
@@ -218,3 +219,19 @@ def test_plan_passes_only_entries_that_are_done_and_every_one_of_them(kinds):
     first_open = next((e.end for e, known in entries if not finished(e, known)), None)
     assert first_open is None or cursor < first_open
     assert first_open is not None or cursor == (entries[-1][0].end if entries else 0)
+
+
+def test_links_spooled_again_carry_their_sites_hops_and_none_leave_a_site_at_max_hops(tmp_path):
+    for max_hops, want in ((-1, [("http://b.test/x", SITE, "2", "0.0")]), (2, [])):
+        config = from_dict({"archive": {"root": str(tmp_path / str(max_hops))},
+                            "scope": {"max_hops": max_hops}})
+        queue(config, SITE, [(f"{SITE}/", 0)])
+        with open_stores(config).site_queue(0) as sites:
+            sites.merge_links([LinkedSite(SITE, 1, True, 2, 0.5)])      # a site 2 hops out
+        writer = BundleWriter(config.root / "warcs", config.warc)
+        page(writer, f"{SITE}/", b'<a href="http://b.test/x">b</a>')
+        result, _ = run(config)
+        lines = [(url, source, hops, priority)         # the time left out
+                 for path in sorted((config.root / "outlinks").glob("*.tsv"))
+                 for url, source, _, hops, priority in map(str.split, path.read_text().splitlines())]
+        assert lines == want and result.links_spooled == len(want)
