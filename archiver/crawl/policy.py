@@ -152,6 +152,11 @@ class VisitPolicy:
         self.scope = scope or Scope()
         self.max_hops = max_hops
 
+    def beyond_max_hops(self) -> bool:
+        """The site itself is farther from the seed sites than ``max_hops`` (queued before the
+        limit was lowered): the visit fetches nothing."""
+        return 0 <= self.max_hops < self.hops
+
     def scope_rule(self, url: str) -> str | None:
         """The rule that put ``url`` (routed "scope") out of scope: a ``[scope]`` rule, None when
         no include rule matched, or ``scope.max_hops``."""

@@ -30,7 +30,7 @@ import trio
 from archiver.crawl.context import CrawlContext
 from archiver.crawl.http import FetchResult, HttpClient
 from archiver.crawl.pluginhost import PluginHost, document_of, no_plugins
-from archiver.crawl.policy import Outcome, RobotsFetch, VisitPolicy, url_shape
+from archiver.crawl.policy import MAX_HOPS_RULE, Outcome, RobotsFetch, VisitPolicy, url_shape
 from archiver.logs import event
 from archiver.plugins import CaptureInfo, LinkContext, VisitContext
 from archiver.queues.crawlqueue import Entry
@@ -83,6 +83,9 @@ class SiteVisit:
 
     async def run(self) -> Outcome:
         ctx, c = self.ctx, self.ctx.config.crawl
+        if self.policy.beyond_max_hops():
+            ctx.stats.skipped["scope"] += 1
+            return Outcome("done", f"{MAX_HOPS_RULE}: {self.policy.hops} hops from a seed site")
         resolution = await ctx.resolver.resolve(self.host)
         if not resolution.addresses:
             ctx.stats.errors["dns"] += 1

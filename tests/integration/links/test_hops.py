@@ -10,7 +10,7 @@ import trio
 
 from archiver import config
 from archiver.crawl.crawler import Crawler, enqueue_seeds
-from archiver.queues.sitequeue import SiteQueue, queue_path
+from archiver.queues.sitequeue import LinkedSite, SiteQueue, queue_path
 from archiver.web import urls
 from demoweb import WebSpec, start_demo
 from tests.support.crawls import write_config
@@ -99,3 +99,24 @@ def test_hop_counts_and_priorities_survive_the_batch_into_the_postgresql_site_qu
         assert db.execute("SELECT count(*) FROM links_sites WHERE dirty > 0").fetchone() == (0,)
         assert dict(db.execute("SELECT origin, hops FROM links_sites")) == {
             "http://a.test": 1, "http://b.test": 2, "http://c.test": 1}
+
+
+async def test_a_site_queued_farther_than_a_lowered_max_hops_is_never_requested(tmp_path):
+    async with trio.open_nursery() as nursery:
+        web, server = await start_demo(nursery, WebSpec(sites=3, pages_per_site=3, port=0,
+                                                        trap=False))
+        near, far = (web.origin(host) for host in web.normal_hosts[:2])
+        path = write_config(tmp_path, web)
+        path.write_text(path.read_text() + "[scope]\nmax_hops = 0\n")
+        cfg = config.load(path)
+        enqueue_seeds(cfg, 0, [near + "/"])
+        with SiteQueue(queue_path(cfg.root, 0)) as queue:     # found at 1 hop before the limit
+            queue.merge_links([LinkedSite(far, 1, True, 1, 5.0)])
+        crawler = Crawler(cfg, until_idle=True)
+        await crawler.run()
+        nursery.cancel_scope.cancel()
+    requested = {urls.origin(f"http://{r.host}:{web.spec.port}/") for r in server.log}
+    assert requested == {near}
+    with SiteQueue(queue_path(cfg.root, 0), recover=False) as queue:
+        row = queue.site(far)
+        assert row is not None and row.state in ("done", "revisit") and "scope.max_hops" in row.note

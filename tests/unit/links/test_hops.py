@@ -114,6 +114,13 @@ def test_a_link_out_of_a_site_at_max_hops_is_out_of_scope(hops, max_hops, route)
         assert policy.route("http://b.test/", 1) == "external"
 
 
+@pytest.mark.parametrize(("hops", "max_hops", "beyond"), [
+    (0, -1, False), (9, -1, False), (0, 0, False), (1, 0, True), (2, 2, False), (3, 2, True)])
+def test_a_site_farther_than_max_hops_is_not_visited(hops, max_hops, beyond):
+    assert VisitPolicy("http://a.test", CrawlConfig(), hops=hops,
+                       max_hops=max_hops).beyond_max_hops() is beyond
+
+
 def test_a_scope_rule_still_names_itself_beside_max_hops():
     scope = scope_of((), ("host:b.test",))
     policy = VisitPolicy("http://a.test", CrawlConfig(), scope=scope, hops=0, max_hops=0)
