@@ -119,6 +119,9 @@ class CrawlConfig:
     # A full disk (or EIO, EROFS, over quota): "pause" stops fetching and retries the writes every
     # warc.sync_interval until they succeed; "exit" stops the process with exit status 75.
     on_disk_full: str = "pause"
+    # Focused crawling (archiver.crawl.focus): the relevance model `archiver focus train` wrote;
+    # None: unfocused.
+    focus: Path | None = None
 
 
 @dataclass(frozen=True)
