@@ -724,9 +724,10 @@ class DemoWeb:
         anchors = [(d.ref("a/href", d.url(site.pages[j])), f"page {j}") for j in site.children[i]]
         for j in rng.sample(range(len(site.pages)), min(len(site.pages), rng.randint(3, 8))):
             anchors.append((d.ref("a/href", d.url(site.pages[j])), f"see page {j}"))
-        if site.topic and site.others and not d.path.startswith(_ZONES):
-            other = self._topical_neighbour(site, rng)
-            anchors.append((d.ref("a/href", d.url("/", other)), f"friends at {other}"))
+        if site.topic:
+            if site.others and not d.path.startswith(_ZONES):
+                other = self._topical_neighbour(site, rng)
+                anchors.append((d.ref("a/href", d.url("/", other)), f"friends at {other}"))
         elif not site.lean:
             if rng.random() < 0.25:
                 anchors.append((d.ref("a/href", d.url(f"/articles/missing-{i}.html")), "gone"))

@@ -13,9 +13,10 @@ The focused crawl (``crawl.focus``) scores each page it captures with a ``Releva
 
 The model file (``model_bytes`` / ``parse_model``) is not a pickle: three parts,
 
-1. the line ``archiver-relevance 1`` (the format and its version);
-2. one line of JSON: ``features``, ``seed``, ``bias``, ``weights_crc32`` (CRC-32 of part 3) and
-   ``trained`` (a free-form object about the training: documents per class, accuracy, time);
+1. the line ``archiver-relevance 1 crc32=XXXXXXXX``: the format, its version, and the CRC-32 (8
+   hex digits) of everything after this line, so that any damaged byte is found;
+2. one line of JSON: ``features``, ``seed``, ``bias`` and ``trained`` (a free-form object about
+   the training: documents per class, accuracy, method);
 3. ``features`` little-endian float32 weights.
 
 A file that differs from this in any way is refused with a ``ModelError`` saying what is wrong.
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -39,7 +41,7 @@ MAGIC = b"archiver-relevance"
 FORMAT_VERSION = 1
 FEATURES = 2**18
 MAX_FEATURES = 2**24
-_HEADER_LIMIT = 1 << 20
+_CHECKSUM = re.compile(rb"crc32=[0-9a-f]{8}")
 # ASCII letters and digits lower-cased, every other byte a space: what ``[^\W_]+`` finds in
 # lower-cased ASCII text is what ``bytes.split`` then finds.
 _ASCII_WORDS = bytes(
@@ -99,38 +101,36 @@ class RelevanceModel:
 
 def model_bytes(model: RelevanceModel) -> bytes:
     """The model file's bytes (see the module docstring)."""
+    header = {"features": model.features, "seed": model.seed, "bias": model.bias,
+              "trained": model.trained}
     weights = np.ascontiguousarray(model.weights, dtype="<f4").tobytes()
-    header = {
-        "features": model.features,
-        "seed": model.seed,
-        "bias": model.bias,
-        "weights_crc32": zlib.crc32(weights),
-        "trained": model.trained,
-    }
-    first = MAGIC + b" %d\n" % FORMAT_VERSION
-    return first + json.dumps(header, sort_keys=True).encode() + b"\n" + weights
+    rest = json.dumps(header, sort_keys=True).encode() + b"\n" + weights
+    return MAGIC + b" %d crc32=%08x\n" % (FORMAT_VERSION, zlib.crc32(rest)) + rest
 
 
 def parse_model(data: bytes) -> RelevanceModel:
     """The model in a file's bytes, or ``ModelError`` saying what is wrong with them."""
     first, newline, rest = data.partition(b"\n")
-    magic, _, version = first.partition(b" ")
-    if not newline or magic != MAGIC:
+    fields = first.split(b" ")
+    if not newline or fields[0] != MAGIC:
         raise ModelError("not a relevance model (it does not start with 'archiver-relevance')")
-    if version != b"%d" % FORMAT_VERSION:
-        shown = version[:20].decode("ascii", "replace")
+    if len(fields) < 2 or fields[1] != b"%d" % FORMAT_VERSION:
+        shown = b" ".join(fields[1:2])[:20].decode("ascii", "replace")
         raise ModelError(f"relevance model format {shown!r} is not supported (this archiver reads "
                          f"format {FORMAT_VERSION}; train the model again)")
+    if len(fields) != 3 or not _CHECKSUM.fullmatch(fields[2]):
+        raise ModelError("the relevance model's first line has no checksum (crc32=8 hex digits)")
+    if int(fields[2][6:], 16) != zlib.crc32(rest):
+        raise ModelError("the relevance model does not match its checksum: the file is damaged "
+                         "or cut short")
     line, newline, weights = rest.partition(b"\n")
-    if not newline or len(line) > _HEADER_LIMIT:
+    if not newline:
         raise ModelError("the relevance model's header line is cut short")
     header = _header(line)
     count = header["features"]
     if len(weights) != 4 * count:
         raise ModelError(f"the relevance model holds {len(weights)} bytes of weights; "
-                         f"{count} features need {4 * count} (the file is cut short or damaged)")
-    if zlib.crc32(weights) != header["weights_crc32"]:
-        raise ModelError("the relevance model's weights do not match their checksum (damaged)")
+                         f"{count} features need {4 * count}")
     array = np.frombuffer(weights, dtype="<f4").astype(np.float32)
     if not np.isfinite(array).all():
         raise ModelError("the relevance model holds weights that are not finite numbers")
@@ -141,7 +141,7 @@ def _header(line: bytes) -> dict[str, Any]:
     """The header's JSON, each field checked."""
     try:
         header = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):
         raise ModelError("the relevance model's header is not JSON") from None
     if not isinstance(header, dict):
         raise ModelError("the relevance model's header is not a JSON object")
@@ -150,7 +150,6 @@ def _header(line: bytes) -> dict[str, Any]:
         "seed": lambda v: _is_int(v) and 0 <= v < 2**32,
         "bias": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
         and math.isfinite(v),
-        "weights_crc32": lambda v: _is_int(v) and 0 <= v < 2**32,
         "trained": lambda v: isinstance(v, dict),
     }
     for name, valid in checks.items():
