@@ -23,7 +23,7 @@ def split(url: str) -> tuple[str, str]:
 
 def test_odd_sites_are_on_the_relevant_topic_and_write_its_words():
     web = DemoWeb(SPEC)
-    assert RELEVANT_TOPIC == TOPICS[0]
+    assert TOPICS[0] == RELEVANT_TOPIC
     assert [web.topic(h) for h in web.normal_hosts[:4]] == [TOPICS[1], TOPICS[0], TOPICS[1], TOPICS[0]]
     for host in web.normal_hosts:
         words = Counter(folded_words(web.respond(host, "/").body.decode()))
@@ -65,7 +65,8 @@ def test_topical_sites_are_linked_mostly_from_topical_pages():
 
 
 def test_the_option_leaves_the_default_web_alone():
-    plain, topical = DemoWeb(WebSpec(sites=4, pages_per_site=6)), DemoWeb(WebSpec(sites=4, pages_per_site=6, topical=True))
+    plain = DemoWeb(WebSpec(sites=4, pages_per_site=6))
+    topical = DemoWeb(WebSpec(sites=4, pages_per_site=6, topical=True))
     assert plain.topic("site-001.demo") == "" and plain.page_topic("http://site-001.demo:8080/") is None
     page = plain.respond("site-001.demo", "/").body
     assert b"/css/site.css" in page and b"/css/site.css" not in topical.respond("site-001.demo", "/").body
