@@ -350,10 +350,12 @@ def cmd_scope_test(args: argparse.Namespace) -> int:
 def cmd_focus_train(args: argparse.Namespace) -> int:
     """``archiver focus train EXAMPLES_DIR``: a relevance model from example documents, written to
     ``--out`` or else to the file ``crawl.focus`` names; a short report on standard output."""
-    from archiver.crawl.focustrain import TrainError, read_examples, train  # scikit-learn: here only
-    from archiver.web.relevance import model_bytes
-
     cfg = _config(args, stores_built=False)
+    try:
+        from archiver.crawl.focustrain import TrainError, read_examples, train  # scikit-learn: here
+    except ImportError as e:
+        return _fail(f"focus train needs scikit-learn ({e}): pip install 'archiver[focus]'")
+    from archiver.web.relevance import model_bytes  # numpy: as the trainer
     out = Path(args.out) if args.out else cfg.crawl.focus
     if out is None:
         return _fail("name the model file: --out FILE, or crawl.focus in the config")
