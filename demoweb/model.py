@@ -32,10 +32,12 @@ Truth for the special sites, as `expected` computes it:
 A topical web (spec.topical: the focused crawl's test web) writes each normal site's prose on
 one of content.TOPICS: odd-numbered sites on the first ("astronomy", RELEVANT_TOPIC), even ones
 on the second, so the seed site 0 is off the topic. Its sites are bare: pages only (no assets,
-feature pages, redirects or Crawl-delay site). Each public page links one other site's "/",
-of its own topic four times in five (TOPIC_AFFINITY), so topical sites are linked mostly from
-topical pages; the chain links (site n to site n+1) still join every site. `page_topic(url)` is
-the truth a harvest rate counts against: the topic of a numbered page, None for anything else.
+feature pages, redirects or Crawl-delay site). Each public page links TOPIC_LINKS other sites'
+"/", each of its own topic with TOPIC_AFFINITY (nine in ten from an off-topic page, four in
+five from a relevant one), so relevant sites are linked mostly from relevant pages and the
+off-topic sites gather most links; the chain links (site n to site n+1) still join every site.
+`page_topic(url)` is the truth a harvest rate counts against: the topic of a numbered page,
+None for anything else.
 """
 
 from __future__ import annotations
@@ -126,7 +128,8 @@ ODD_EXTERNAL = (
 # The odd site's redirect: its Location holds a raw space.
 ODD_REDIRECT = ("/moved page", "/landing page.html", "/landing%20page.html")
 RELEVANT_TOPIC = content.TOPICS[0]
-TOPIC_AFFINITY = 0.8
+TOPIC_AFFINITY = (0.9, 0.8)  # the chance a page's link is to its own topic: (other, relevant)
+TOPIC_LINKS = 2  # links to other sites on each public page of a topical web
 
 
 @dataclass(frozen=True)
@@ -725,7 +728,7 @@ class DemoWeb:
         for j in rng.sample(range(len(site.pages)), min(len(site.pages), rng.randint(3, 8))):
             anchors.append((d.ref("a/href", d.url(site.pages[j])), f"see page {j}"))
         if site.topic:
-            if site.others and not d.path.startswith(_ZONES):
+            for _ in range(TOPIC_LINKS if site.others and not d.path.startswith(_ZONES) else 0):
                 other = self._topical_neighbour(site, rng)
                 anchors.append((d.ref("a/href", d.url("/", other)), f"friends at {other}"))
         elif not site.lean:
@@ -768,7 +771,7 @@ class DemoWeb:
 
     def _topical_neighbour(self, site: _Site, rng: random.Random) -> str:
         """Another site for a topical page to link: of its own topic with TOPIC_AFFINITY."""
-        same = rng.random() < TOPIC_AFFINITY
+        same = rng.random() < TOPIC_AFFINITY[site.topic == RELEVANT_TOPIC]
         chosen = [h for h in site.others if (self._known(h).topic == site.topic) == same]
         return rng.choice(chosen or list(site.others))
 

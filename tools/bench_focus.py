@@ -1,8 +1,9 @@
 """Focused-crawl benchmark: the harvest rate of a crawl with ``crawl.focus`` and without.
 
 A topical demo web (``WebSpec.topical``: half of the sites about astronomy, half about cooking,
-astronomy sites linked mostly from astronomy pages) is crawled twice from the same seed (site 0,
-a cooking site), once unfocused and once with a relevance model trained on example documents
+astronomy sites linked mostly from astronomy pages) is crawled twice from the same seeds (sites 0
+and 1: one cooking, one astronomy), once unfocused and once with a relevance model trained on
+example documents
 that are not the web's pages (``demoweb.examples``). The harvest rate is the share of relevant
 pages (ground truth: ``DemoWeb.page_topic``, not the model's opinion) among the first N pages
 the server answered. Both crawls run the same way: one crawler process with a few site slots,
@@ -75,7 +76,7 @@ async def harvest(work: Path, spec: WebSpec, first: int, *, model: Path | None,
                             poll_interval=0.05, focus=str(model) if model else "")
         path.write_text(path.read_text() + _QUICK)
         cfg = config.load(path)
-        enqueue_seeds(cfg, 0, web.seeds())
+        enqueue_seeds(cfg, 0, seeds(web))
         crawler = Crawler(cfg)
         nursery.start_soon(crawler.run)
         with LinkBatch(cfg) as batch:
@@ -90,6 +91,11 @@ async def harvest(work: Path, spec: WebSpec, first: int, *, model: Path | None,
         nursery.cancel_scope.cancel()
     relevant = sum(web.page_topic(url) == RELEVANT_TOPIC for url in pages)
     return Harvest(model is not None, pages, relevant, seconds)
+
+
+def seeds(web: DemoWeb) -> list[str]:
+    """The seeds of both crawls: the first two sites, one on each topic."""
+    return [web.origin(host) + "/" for host in web.normal_hosts[:2]]
 
 
 def _pages(web: DemoWeb, log: list) -> list[str]:
@@ -122,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as work:
         unfocused, focused = trio.run(compare, Path(work), spec, args.first, args.slots)
     print(f"topical demo web: {args.sites} sites x {args.pages} pages, half on {RELEVANT_TOPIC}; "
-          f"seed site-0 (off the topic); {args.slots} site slots")
+          f"seeds site-0 and site-1 (one of each topic); {args.slots} site slots")
     for run in (unfocused, focused):
         name = "focused" if run.focused else "unfocused"
         print(f"{name:>9}: harvest rate {run.rate:.2f} ({run.relevant} relevant of the first "
