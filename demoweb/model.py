@@ -30,14 +30,14 @@ Truth for the special sites, as `expected` computes it:
   percent-decoded path and query, as a file server would, so any correct encoding reaches it.
 
 A topical web (spec.topical: the focused crawl's test web) writes each normal site's prose on
-one of content.TOPICS: odd-numbered sites on the first ("astronomy", RELEVANT_TOPIC), even ones
-on the second, so the seed site 0 is off the topic. Its sites are bare: pages only (no assets,
-feature pages, redirects or Crawl-delay site). Each public page links TOPIC_LINKS other sites'
-"/", each of its own topic with TOPIC_AFFINITY (nine in ten from an off-topic page, four in
-five from a relevant one), so relevant sites are linked mostly from relevant pages and the
-off-topic sites gather most links; the chain links (site n to site n+1) still join every site.
-`page_topic(url)` is the truth a harvest rate counts against: the topic of a numbered page,
-None for anything else.
+one of content.TOPICS: a third of the sites (1, 4, 7...: RELEVANT_EVERY) on the first
+("astronomy", RELEVANT_TOPIC), the others on the second, so the seed site 0 is off the topic, as
+most of a real web is. Its sites are bare: pages only (no assets, feature pages, redirects or
+Crawl-delay site). Each public page links TOPIC_LINKS other sites' "/", each of its own topic
+nine times in ten (TOPIC_AFFINITY), so relevant sites are linked mostly from relevant pages;
+the chain links join the sites of each topic (site n to site n+3), so every site is reached
+from sites 0 and 1. `page_topic(url)` is the truth a harvest rate counts against: the topic of
+a numbered page, None for anything else.
 """
 
 from __future__ import annotations
@@ -128,7 +128,8 @@ ODD_EXTERNAL = (
 # The odd site's redirect: its Location holds a raw space.
 ODD_REDIRECT = ("/moved page", "/landing page.html", "/landing%20page.html")
 RELEVANT_TOPIC = content.TOPICS[0]
-TOPIC_AFFINITY = (0.9, 0.8)  # the chance a page's link is to its own topic: (other, relevant)
+RELEVANT_EVERY = 3  # sites 1, 4, 7... are on the relevant topic
+TOPIC_AFFINITY = 0.9  # the chance that a topical page's link to another site is to its topic
 TOPIC_LINKS = 2  # links to other sites on each public page of a topical web
 
 
@@ -555,7 +556,7 @@ class DemoWeb:
         spec = self.spec
         rng = random.Random(f"{spec.seed}:site:{n}")
         lean = n == CRAWL_DELAY_SITE and not spec.topical
-        topic = content.TOPICS[(n + 1) % 2] if spec.topical else ""
+        topic = content.TOPICS[n % RELEVANT_EVERY != 1] if spec.topical else ""
         count = min(spec.pages_per_site, LEAN_PAGES) if lean else spec.pages_per_site
         kind = ROBOTS_KINDS[n % len(ROBOTS_KINDS)]
         groups = _KIND_GROUPS[kind]
@@ -576,7 +577,8 @@ class DemoWeb:
         table.update({path: ("page", i) for i, path in enumerate(pages)})
         linked = self._linked
         pos = linked.index(host) if host in linked else -1
-        next_host = linked[pos + 1] if 0 <= pos < len(linked) - 1 else ""
+        step = RELEVANT_EVERY if topic else 1  # a topical web's chains stay within a topic
+        next_host = linked[pos + step] if 0 <= pos < len(linked) - step else ""
         if len(linked) >= 2 and not lean and not topic:
             target = linked[(pos + 1) % len(linked)]
             table["/elsewhere"] = ("redirect", 301, self.origin(target) + "/", None)
@@ -771,7 +773,7 @@ class DemoWeb:
 
     def _topical_neighbour(self, site: _Site, rng: random.Random) -> str:
         """Another site for a topical page to link: of its own topic with TOPIC_AFFINITY."""
-        same = rng.random() < TOPIC_AFFINITY[site.topic == RELEVANT_TOPIC]
+        same = rng.random() < TOPIC_AFFINITY
         chosen = [h for h in site.others if (self._known(h).topic == site.topic) == same]
         return rng.choice(chosen or list(site.others))
 

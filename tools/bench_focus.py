@@ -1,7 +1,7 @@
 """Focused-crawl benchmark: the harvest rate of a crawl with ``crawl.focus`` and without.
 
-A topical demo web (``WebSpec.topical``: half of the sites about astronomy, half about cooking,
-astronomy sites linked mostly from astronomy pages) is crawled twice from the same seeds (sites 0
+A topical demo web (``WebSpec.topical``: a third of the sites about astronomy, the others about
+cooking, astronomy sites linked mostly from astronomy pages) is crawled twice from the same seeds (sites 0
 and 1: one cooking, one astronomy), once unfocused and once with a relevance model trained on
 example documents
 that are not the web's pages (``demoweb.examples``). The harvest rate is the share of relevant
@@ -10,7 +10,7 @@ the server answered. Both crawls run the same way: one crawler process with a fe
 and the links batch run again and again beside it, as in production, so that the site queue
 holds a choice of sites and its order matters.
 
-    python -m tools.bench_focus [--sites 40] [--pages 6] [--first 120] [--slots 2]
+    python -m tools.bench_focus [--sites 40] [--pages 6] [--first 120] [--slots 2] [--rest 0.05]
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ class Harvest:
     pages: list[str]
     relevant: int
     seconds: float
+    root: Path  # the crawl's archive
 
     @property
     def rate(self) -> float:
@@ -66,13 +67,13 @@ def train_model(work: Path, examples: int = 20) -> Path:
 
 
 async def harvest(work: Path, spec: WebSpec, first: int, *, model: Path | None,
-                  slots: int = 2) -> Harvest:
+                  slots: int = 2, rest: float = 0.05) -> Harvest:
     """Crawl ``spec``'s web from its seed until the server has answered ``first`` pages."""
     work.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     async with trio.open_nursery() as nursery:
         web, server = await start_demo(nursery, spec)
-        path = write_config(work, web, sites_per_process=slots, status_interval=0.1,
+        path = write_config(work, web, sites_per_process=slots, status_interval=0.1, min_rest=rest,
                             poll_interval=0.05, focus=str(model) if model else "")
         path.write_text(path.read_text() + _QUICK)
         cfg = config.load(path)
@@ -90,7 +91,7 @@ async def harvest(work: Path, spec: WebSpec, first: int, *, model: Path | None,
         pages = _pages(web, server.log)[:first]
         nursery.cancel_scope.cancel()
     relevant = sum(web.page_topic(url) == RELEVANT_TOPIC for url in pages)
-    return Harvest(model is not None, pages, relevant, seconds)
+    return Harvest(model is not None, pages, relevant, seconds, cfg.root)
 
 
 def seeds(web: DemoWeb) -> list[str]:
@@ -109,11 +110,12 @@ def _pages(web: DemoWeb, log: list) -> list[str]:
     return list(seen)
 
 
-async def compare(work: Path, spec: WebSpec, first: int, slots: int) -> tuple[Harvest, Harvest]:
-    """The unfocused and the focused harvest of the same web from the same seed."""
+async def compare(work: Path, spec: WebSpec, first: int, slots: int, rest: float
+                  ) -> tuple[Harvest, Harvest]:
+    """The unfocused and the focused harvest of the same web from the same seeds."""
     model = train_model(work)
-    unfocused = await harvest(work / "unfocused", spec, first, model=None, slots=slots)
-    focused = await harvest(work / "focused", spec, first, model=model, slots=slots)
+    unfocused = await harvest(work / "unfocused", spec, first, model=None, slots=slots, rest=rest)
+    focused = await harvest(work / "focused", spec, first, model=model, slots=slots, rest=rest)
     return unfocused, focused
 
 
@@ -123,12 +125,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pages", type=int, default=6, help="pages per site")
     parser.add_argument("--first", type=int, default=120, help="N: the pages the rate counts")
     parser.add_argument("--slots", type=int, default=2, help="crawl.sites_per_process")
+    parser.add_argument("--rest", type=float, default=0.05, help="crawl.min_rest, seconds")
     args = parser.parse_args(argv)
     spec = WebSpec(sites=args.sites, pages_per_site=args.pages, port=0, trap=False, topical=True)
     with tempfile.TemporaryDirectory() as work:
-        unfocused, focused = trio.run(compare, Path(work), spec, args.first, args.slots)
-    print(f"topical demo web: {args.sites} sites x {args.pages} pages, half on {RELEVANT_TOPIC}; "
-          f"seeds site-0 and site-1 (one of each topic); {args.slots} site slots")
+        unfocused, focused = trio.run(compare, Path(work), spec, args.first, args.slots,
+                                       args.rest)
+    print(f"topical demo web: {args.sites} sites x {args.pages} pages, a third on {RELEVANT_TOPIC}; "
+          f"seeds site-0 and site-1 (one of each topic); {args.slots} site slots, "
+          f"{args.rest} s rests")
     for run in (unfocused, focused):
         name = "focused" if run.focused else "unfocused"
         print(f"{name:>9}: harvest rate {run.rate:.2f} ({run.relevant} relevant of the first "

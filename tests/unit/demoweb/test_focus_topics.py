@@ -21,10 +21,11 @@ def split(url: str) -> tuple[str, str]:
     return parts.hostname or "", (parts.path or "/") + ("?" + parts.query if parts.query else "")
 
 
-def test_odd_sites_are_on_the_relevant_topic_and_write_its_words():
+def test_a_third_of_the_sites_are_on_the_relevant_topic_and_write_its_words():
     web = DemoWeb(SPEC)
     assert TOPICS[0] == RELEVANT_TOPIC
-    assert [web.topic(h) for h in web.normal_hosts[:4]] == [TOPICS[1], TOPICS[0], TOPICS[1], TOPICS[0]]
+    relevant, other = TOPICS
+    assert [web.topic(h) for h in web.normal_hosts[:5]] == [other, relevant, other, other, relevant]
     for host in web.normal_hosts:
         words = Counter(folded_words(web.respond(host, "/").body.decode()))
         own = sum(words[w] for w in TOPIC_WORDS[web.topic(host)])
@@ -36,7 +37,7 @@ def test_a_topical_web_is_pages_only_and_page_topic_says_which():
     web = DemoWeb(SPEC)
     expected = web.expected("archiver")
     kinds = Counter(web.page_topic(url) for url in expected)
-    assert kinds[TOPICS[0]] > 40 and kinds[TOPICS[1]] > 40
+    assert kinds[TOPICS[0]] > 30 and kinds[TOPICS[1]] > 60
     for url in expected:
         host, target = split(url)
         reply = web.respond(host, target)
@@ -59,7 +60,7 @@ def test_topical_sites_are_linked_mostly_from_topical_pages():
             pairs[web.topic(split(origin)[0]), web.topic(target)] += 1
     relevant, other = TOPICS
     into_relevant = pairs[relevant, relevant] + pairs[other, relevant]
-    assert pairs[relevant, relevant] > 0.6 * into_relevant
+    assert pairs[relevant, relevant] > 0.7 * into_relevant
     assert pairs[other, relevant] > 0 and pairs[relevant, other] > 0  # both topics reach both
     assert pairs[other, other] > pairs[other, relevant]
 
