@@ -292,8 +292,9 @@ class Crawler:
     async def _visit(self, origin: str) -> None:
         event(log, logging.INFO, "site-start", site=origin)
         try:
-            recrawl = await self._start_over(origin) or await self._queue(self.queue.visits, origin) > 1
-            visit = SiteVisit(origin, self.ctx, recrawl=recrawl)
+            site = await self._queue(self.queue.site, origin)
+            recrawl = await self._start_over(origin) or (site is not None and site.visits > 1)
+            visit = SiteVisit(origin, self.ctx, recrawl=recrawl, hops=site.hops if site else 0)
             outcome = await visit.run()
             if visit.changes.compared:
                 outcome = dataclasses.replace(outcome, changes=visit.changes)
