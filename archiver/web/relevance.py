@@ -29,6 +29,7 @@ import math
 import re
 import zlib
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,7 +54,7 @@ class ModelError(ValueError):
     """A relevance model file that cannot be used; the message says why."""
 
 
-def words_of(text: str) -> list[str] | list[bytes]:
+def words_of(text: str) -> Sequence[str | bytes]:
     """The folded words of ``text`` as ``textquery.folded_words`` splits them; ASCII text as
     bytes, split by a byte table (several times faster than the regex; the same words)."""
     if text.isascii():
@@ -66,17 +67,15 @@ def features_of(text: str, features: int = FEATURES, seed: int = 0
     """The hashed feature vector of ``text`` as (slot indices, values), slots ascending and
     unique, values of unit length (both empty for a text without words). A word hashes as its
     UTF-8 bytes, whichever form ``words_of`` gave it in."""
-    counts = Counter(words_of(text))
+    counts: Counter[str | bytes] = Counter(words_of(text))
     if not counts:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
     slots = np.fromiter((mmh3.hash(word, seed, signed=False) for word in counts),
                         dtype=np.int64, count=len(counts)) % features
     values = 1.0 + np.log(np.fromiter(counts.values(), dtype=np.float64, count=len(counts)))
     unique, where = np.unique(slots, return_inverse=True)
-    summed = np.zeros(len(unique), dtype=np.float64)
-    np.add.at(summed, where, values)
-    summed /= math.sqrt(float(summed @ summed))
-    return unique, summed.astype(np.float32)
+    summed = np.bincount(where, weights=values, minlength=len(unique))  # words sharing a slot
+    return unique, (summed / math.sqrt(float(summed @ summed))).astype(np.float32)
 
 
 @dataclass(frozen=True)
@@ -145,7 +144,7 @@ def _header(line: bytes) -> dict[str, Any]:
         raise ModelError("the relevance model's header is not JSON") from None
     if not isinstance(header, dict):
         raise ModelError("the relevance model's header is not a JSON object")
-    checks = {
+    checks: dict[str, Callable[[Any], bool]] = {
         "features": lambda v: _is_int(v) and 1 <= v <= MAX_FEATURES,
         "seed": lambda v: _is_int(v) and 0 <= v < 2**32,
         "bias": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
