@@ -22,7 +22,7 @@ from archiver.config import Config
 from archiver.crawl.addressslots import AddressSlots
 from archiver.crawl.cluster import ClusterMember
 from archiver.crawl.context import CrawlContext
-from archiver.crawl.pluginhost import PluginHost, describe, load_plugins
+from archiver.crawl.pluginhost import PluginHost, describe, load_focus, load_plugins
 from archiver.crawl.policy import Outcome
 from archiver.crawl.recovery import CommitPoint, commit_path, recover
 from archiver.crawl.stats import Stats
@@ -148,7 +148,8 @@ class Crawler:
         self._unsettled: list[tuple[str, Outcome]] = []  # outcomes the full disk refused
         self.stats = Stats(process=process)
         # First: a plugin that cannot start stops the crawler before it takes anything.
-        self.plugins = PluginHost(load_plugins(config.plugins), self.stats.errors)
+        self.plugins = PluginHost(load_plugins(config.plugins) + load_focus(config.crawl.focus),
+                                  self.stats.errors)
         self.stores = stores = open_stores(config)
         self._lock = stores.lock("crawl", process)
         self.queue = stores.site_queue(process, recover=True)

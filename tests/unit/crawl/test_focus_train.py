@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from archiver import cli
+from archiver import cli, config
+from archiver.crawl.crawler import Crawler
 from archiver.crawl.focus import LABEL, FocusPlugin, focus_plugin
 from archiver.crawl.focustrain import TrainError, read_examples, train
+from archiver.crawl.pluginhost import PluginError, load_focus
 from archiver.plugins import CaptureInfo, Document, LinkContext
 from archiver.web.relevance import ModelError, model_bytes, parse_model
 from demoweb import DemoWeb, WebSpec
@@ -142,3 +144,16 @@ def test_a_model_file_that_cannot_be_used_names_itself(tmp_path):
         focus_plugin(tmp_path / "cut.model")
     (tmp_path / "good.model").write_bytes(model_bytes(model))
     assert focus_plugin(tmp_path / "good.model").model.bias == model.bias
+
+
+def test_a_crawler_whose_model_cannot_be_used_does_not_start(tmp_path):
+    (tmp_path / "bad.model").write_bytes(b"archiver-relevance 1 crc32=00000000\n{}\n")
+    cfg = config.load(config_file(tmp_path, "bad.model"))
+    with pytest.raises(PluginError, match=r"crawl.focus: .*bad.model: .*does not match its checksum"):
+        Crawler(cfg)
+    assert not (tmp_path / "archive").exists()  # nothing opened, nothing written
+    model = train(read_examples(corpus(tmp_path / "ex", SKY, FOOD))).model
+    (tmp_path / "good.model").write_bytes(model_bytes(model))
+    (focus,) = load_focus(tmp_path / "good.model")
+    assert focus.name == "focus" and set(focus.hooks) == {"on_capture", "site_priority"}
+    assert load_focus(None) == ()
