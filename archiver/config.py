@@ -457,8 +457,8 @@ def from_dict(data: dict[str, Any], path: Path | None = None) -> Config:
 
 # What a running crawler takes from a new config on SIGHUP; everything else needs a restart.
 # (dedupe: the catalog is opened with its digest index or without; max_decisions: the crawl
-# queues are opened with it.)
-_FIXED_CRAWL_KEYS = ("processes", "sites_per_process", "dedupe", "max_decisions")
+# queues are opened with it; focus: the plugins are loaded at start.)
+_FIXED_CRAWL_KEYS = ("processes", "sites_per_process", "dedupe", "max_decisions", "focus")
 _FIXED_SECTIONS = ("archive", "warc", "store", "s3", "catalog", "plugins")
 
 

@@ -157,3 +157,12 @@ def test_a_crawler_whose_model_cannot_be_used_does_not_start(tmp_path):
     (focus,) = load_focus(tmp_path / "good.model")
     assert focus.name == "focus" and set(focus.hooks) == {"on_capture", "site_priority"}
     assert load_focus(None) == ()
+
+
+def test_crawl_focus_is_read_at_start_only(tmp_path):
+    before = config.load(config_file(tmp_path))
+    assert before.crawl.focus is None  # empty: unfocused
+    after = config.load(config_file(tmp_path, "topic.model"))
+    assert after.crawl.focus == tmp_path / "topic.model"  # relative to the config's folder
+    kept, changed = config.reloaded(before, after)
+    assert changed == ["crawl.focus"] and kept.crawl.focus is None
