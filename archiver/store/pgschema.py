@@ -274,6 +274,10 @@ CREATE TABLE fulltext_captures (
 );
 CREATE INDEX fulltext_captures_doc ON fulltext_captures (doc, ts);
 """),
+    Migration(9, "each site's daily page count for its sheet's budget", """
+ALTER TABLE crawl_cursors ADD COLUMN budget_day integer NOT NULL DEFAULT 0,
+    ADD COLUMN budget_pages bigint NOT NULL DEFAULT 0;
+"""),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
 
