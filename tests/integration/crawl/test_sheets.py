@@ -22,7 +22,9 @@ from demoweb import WebSpec, start_demo
 from tests.support.crawls import load, write_config
 
 PARIS = ZoneInfo("Europe/Paris")
-REST = 0.2  # the budget sheet's min_rest (crawl.min_rest is 0.01)
+REST = 0.15  # the budget sheet's min_rest (crawl.min_rest is 0.01)
+NIGHT_REST = 0.3  # the window sheet's: its visit is still under way when the test closes it
+NIGHT_PAGES = 8  # the window sheet's max_pages (every fetch counts, robots.txt too)
 GUARD = 60  # seconds: a crawler that never gets there fails the test instead of hanging it
 
 
@@ -36,6 +38,8 @@ def sheets(night: str, budget: int) -> str:
 match = ["host:{night}"]
 window = "22:00-06:00"
 time_zone = "Europe/Paris"
+min_rest = {NIGHT_REST}
+max_pages = {NIGHT_PAGES}
 [[sheets]]
 match = ["domain:demo"]
 daily_pages = {budget}
@@ -99,9 +103,10 @@ async def test_windows_and_daily_budgets_on_an_injected_clock(tmp_path: Path, nu
         starts = [e.start for e in server.log if e.host.split(":")[0] == day_host][first + 1:]
         assert len(starts) == 5 - first + 1 and min(b - a for a, b in zip(starts, starts[1:], strict=False)) >= REST * 0.9
 
-        # 23:00: the night site's window is open: crawled whole (it has no budget: the first
-        # sheet that matches applies, alone). The day site is not due before midnight. SIGHUP
-        # meanwhile raises the budget to 6.
+        # 23:00: the night site's window is open (it has no budget: the first sheet that matches
+        # applies, alone, with its own rest and max_pages); the day site is not due before midnight. SIGHUP raises the budget
+        # to 6. At 06:00 the night site's window closes in the middle of its visit, which stops
+        # before its next fetch; the day site, on a new day, fetches 6 more pages.
         now[0] = paris(2026, 3, 28, 23, 0)
         before = rows[day].visits
         daemon = Crawler(config, clock=lambda: now[0])
@@ -111,20 +116,25 @@ async def test_windows_and_daily_budgets_on_an_injected_clock(tmp_path: Path, nu
                 await trio.sleep(0.05)
             path.write_text(crawl_part + sheets(night_host, 6))
             os.kill(os.getpid(), signal.SIGHUP)
-            await until(queue, lambda rows: rows[night].state in ("revisit", "done"))
             while daemon.config.sheets[1].daily_pages != 6:
                 await trio.sleep(0.05)
-            assert pages(night_host) > 6
             assert pages(day_host) == 5 and queue.site(day).visits == before
-            # Past midnight (a new day in Paris) the day site resumes where its cursor was and
-            # fetches 6 more pages, none fetched twice.
-            now[0] = paris(2026, 3, 29, 0, 30)
-            await until(queue, lambda rows: rows[day].visits > before
-                        and "budget of 6" in rows[day].note)
-            daemon.service.stop("the test saw the next day's pages")
+            now[0] = paris(2026, 3, 29, 6, 0)
+            await until(queue, lambda rows: "budget of 6" in rows[day].note
+                        and rows[night].note == "window opens 22:00 Europe/Paris"
+                        and rows[night].visits == 2 and rows[night].state == "waiting")
+            night_pages = pages(night_host)
+            assert queue.site(night).due == paris(2026, 3, 29, 22, 0)
+            # 22:30: the night site resumes at its cursor, up to its max_pages.
+            now[0] = paris(2026, 3, 29, 22, 30)
+            await until(queue, lambda rows: rows[night].state in ("revisit", "done"))
+            daemon.service.stop("the test saw the night site finished")
+        assert 1 <= night_pages < pages(night_host) == NIGHT_PAGES - 2  # two robots.txt
         assert pages(day_host) == 5 + 6
         fetched = Counter(e.target for e in server.log if e.host.split(":")[0] == day_host)
         assert fetched.pop("/robots.txt") == 3  # once a visit: not counted in the budget
         assert set(fetched.values()) == {1}
+        fetched = Counter(e.target for e in server.log if e.host.split(":")[0] == night_host)
+        assert fetched.pop("/robots.txt") == 2 and set(fetched.values()) == {1}
         rows = {row.origin: row for row in queue.rows()}
         assert rows[day].due == paris(2026, 3, 30, 0, 0)
