@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import json
 import math
 import re
 import tomllib
@@ -458,12 +459,12 @@ def _sheets(where: str, tables: Any, crawl: CrawlConfig) -> tuple[Sheet, ...]:
     sheets = []
     for index, table in enumerate(tables):
         match = table.get("match")
-        name = f"sheets[{index}] (match {match!r})" if match is not None else f"sheets[{index}]"
-        label = f"{where}: {name}"
+        label = f"{where}: sheets[{index}]"
         if match is None:
             raise ConfigError(f"{label}: match: missing (a list of scope rules naming its sites)")
         if not isinstance(match, list) or not all(isinstance(r, str) for r in match):
             raise ConfigError(f"{label}: match: expected a list of strings, got {match!r}")
+        label += f" (match {json.dumps(match, ensure_ascii=False)})"
         overrides = []
         for key, value in table.items():
             if "robots" in key or key == "agent":

@@ -95,12 +95,6 @@ class Sheet:
     rules: Scope = field(default_factory=Scope, compare=False, repr=False)
     zone: tzinfo = field(default=UTC, compare=False, repr=False)
 
-    @property
-    def name(self) -> str:
-        """How messages name the sheet: ``sheets[0] (match ["host:example.org"])``."""
-        quoted = ", ".join(f'"{rule}"' for rule in self.match)
-        return f"sheets[{self.index}] (match [{quoted}])"
-
     def matches(self, origin: str) -> bool:
         """Does the sheet apply to the site ``origin`` (``scheme://host[:port]``)?"""
         return self.rules.decide(origin + "/").in_scope

@@ -188,6 +188,14 @@ def test_a_bad_sheet_is_a_config_error_naming_the_sheet_and_key(tmp_path, table,
     assert f"{key}:" in message and says in message
 
 
+def test_the_error_quotes_the_rules_as_written(tmp_path):
+    path = write(tmp_path, '[[sheets]]\nmatch = ["domain:museum.example"]\ntime_zone = "X/Y"\n')
+    with pytest.raises(ConfigError) as error:
+        config.load(path)
+    assert str(error.value).startswith(
+        f'{path}: sheets[0] (match ["domain:museum.example"]): time_zone: \'X/Y\' is not a time zone')
+
+
 def test_a_sheet_without_match_or_not_a_table_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"sheets\[0\]: match: missing"):
         config.load(write(tmp_path, "[[sheets]]\nmin_rest = 1\n"))
@@ -218,7 +226,7 @@ def test_a_window_parses_or_says_why(text):
         assert repr(text) in str(e)
         return
     assert text == window.text
-    assert 0 <= window.start < 24 * 60 and 0 < window.end <= 24 * 60
+    assert 0 <= window.start < 24 * 60 and 0 <= window.end <= 24 * 60
     assert window.start != window.end % (24 * 60)
     h1, m1, h2, m2 = int(text[:2]), int(text[3:5]), int(text[6:8]), int(text[9:])
     assert (window.start, window.end) == (h1 * 60 + m1, h2 * 60 + m2)
