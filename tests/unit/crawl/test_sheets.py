@@ -217,7 +217,7 @@ _ZONES = st.sampled_from(["", "Europe/Paris", "America/New_York", "Australia/Lor
                           "Asia/Kathmandu", "Pacific/Chatham"])
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(max_size=16) | st.from_regex(r"[0-9]{2}:[0-9]{2}-[0-9]{2}:[0-9]{2}", fullmatch=True))
 def test_a_window_parses_or_says_why(text):
     try:
@@ -256,3 +256,31 @@ def test_a_budget_day_ends_where_the_next_begins(zone, now):
     assert now < following <= now + 25 * 3600
     assert sheet.day_of(following) == sheet.day_of(now) + 1
     assert sheet.day_of(following - 1) == sheet.day_of(now)
+
+
+_SHEET_VALUES = st.one_of(
+    st.integers(-5, 10**6), st.floats(allow_nan=True, allow_infinity=True), st.booleans(),
+    st.text(max_size=12),
+    st.sampled_from(["22:00-06:00", "24:00-01:00", "00:00-24:00", "Europe/Paris", "UTC", "",
+                     "host:a.example", "re:(", "com,example)/"]),
+    st.lists(st.sampled_from(["host:a.example", "domain:example", "re:^http://", "re:(", "",
+                              "org,museum)", "x:y", "host:a.example:80"]), max_size=3),
+)
+_SHEET_KEYS = st.sampled_from([*config.SHEET_KEYS, *config.SHEET_CRAWL_KEYS, "robots", "agent",
+                               "speed", "max_rest"])
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(st.dictionaries(_SHEET_KEYS, _SHEET_VALUES, max_size=6))
+def test_any_sheet_table_loads_or_is_a_config_error_naming_it(table):
+    try:
+        loaded = config.from_dict({"sheets": [table]})
+    except ConfigError as e:
+        assert str(e).startswith("<config>: sheets[0]")
+        return
+    (sheet,) = loaded.sheets
+    assert sheet.match and all(isinstance(rule, str) for rule in sheet.match)
+    crawl = site_crawl(loaded.crawl, sheet)
+    assert 0 <= crawl.min_rest <= crawl.max_rest and crawl.max_pages > 0
+    assert sheet.daily_pages >= 0 and sheet.next_day(0.0) > 0.0
+    assert sheet.next_opening(1.8e9) >= 1.8e9
