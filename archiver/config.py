@@ -16,6 +16,7 @@ import re
 import tomllib
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,15 @@ class ScopeConfig:
 
 
 @dataclass(frozen=True)
+class PluginsConfig:
+    # The plugins that run (entry point names of group "archiver.plugins"), in this order; an
+    # installed plugin not named here never runs.
+    enable: tuple[str, ...] = ()
+    # Each plugin's own table, [plugins.<name>], given to its factory as a dict.
+    tables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True)
 class DnsConfig:
     hosts_file: Path | None = Path("/etc/hosts")
     nameservers: tuple[str, ...] = ()
@@ -250,6 +260,7 @@ class Config:
     archive: ArchiveConfig = field(default_factory=ArchiveConfig)
     crawl: CrawlConfig = field(default_factory=CrawlConfig)
     scope: ScopeConfig = field(default_factory=ScopeConfig)
+    plugins: PluginsConfig = field(default_factory=PluginsConfig)
     dns: DnsConfig = field(default_factory=DnsConfig)
     warc: WarcConfig = field(default_factory=WarcConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
@@ -434,6 +445,9 @@ def from_dict(data: dict[str, Any], path: Path | None = None) -> Config:
             raise ConfigError(f"{where}: unknown section [{name}] (known: {', '.join(_SECTIONS)})")
         if not isinstance(value, dict):
             raise ConfigError(f"{where}: [{name}] must be a table")
+        if name == "plugins":
+            sections[name] = _plugins(where, value)
+            continue
         sections[name] = _section(where, base, name, _section_class(name), value, notices)
     archive = sections.get("archive", ArchiveConfig())
     if not archive.root.is_absolute():
@@ -500,7 +514,7 @@ def _sheets(where: str, tables: Any, crawl: CrawlConfig) -> tuple[Sheet, ...]:
 # (dedupe: the catalog is opened with its digest index or without; max_decisions: the crawl
 # queues are opened with it.)
 _FIXED_CRAWL_KEYS = ("processes", "sites_per_process", "dedupe", "max_decisions")
-_FIXED_SECTIONS = ("archive", "warc", "store", "s3", "catalog")
+_FIXED_SECTIONS = ("archive", "warc", "store", "s3", "catalog", "plugins")
 
 
 def reloaded(old: Config, new: Config) -> tuple[Config, list[str]]:
@@ -518,6 +532,24 @@ def reloaded(old: Config, new: Config) -> tuple[Config, list[str]]:
             kept.append(f"crawl.{key}")
             crawl = dataclasses.replace(crawl, **{key: getattr(old.crawl, key)})
     return dataclasses.replace(new, crawl=crawl), kept
+
+
+_PLUGIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def _plugins(where: str, values: dict[str, Any]) -> PluginsConfig:
+    """[plugins]: ``enable`` (names) and one sub-table per plugin, kept as given for its factory."""
+    tables = {key: value for key, value in values.items() if isinstance(value, dict)}
+    for key in values.keys() - tables.keys() - {"enable"}:
+        raise ConfigError(f"{where}: plugins.{key}: unknown key (known: enable, and a table "
+                          "[plugins.<name>] per plugin)")
+    enable = _convert(f"{where}: plugins.enable", tuple[str, ...], values.get("enable", []), Path())
+    for name in enable:
+        if not _PLUGIN_NAME.fullmatch(name):
+            raise ConfigError(f"{where}: plugins.enable: {name!r} is not an entry point name")
+    if len(set(enable)) != len(enable):
+        raise ConfigError(f"{where}: plugins.enable: a plugin is named twice")
+    return PluginsConfig(enable=enable, tables=tables)
 
 
 def _section_class(name: str) -> type:

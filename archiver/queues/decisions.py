@@ -11,6 +11,9 @@ leaves nothing in the archive, so the crawl writes a line here when it decides:
 ``scope``
     the config's scope rules (archiver.web.scope) excluded a link of the site, or a URL queued
     before they did (``detail``: the deciding rule, and the page that linked it).
+``plugin``
+    a plugin's ``should_visit`` refused the URL (``detail``: the plugin's name, and the page that
+    linked it).
 ``fetch-error``
     no answer: DNS, connection, timeout, a malformed response (``detail``: the error).
 ``gone``
@@ -35,8 +38,8 @@ from typing import BinaryIO, NamedTuple
 
 DECISIONS = "decisions"
 OLDER = "decisions.1"
-KINDS = ("robots", "url-too-long", "max-depth", "trap", "shape", "scope", "fetch-error", "gone",
-         "error")
+KINDS = ("robots", "url-too-long", "max-depth", "trap", "shape", "scope", "plugin", "fetch-error",
+         "gone", "error")
 # A URL longer than this is not logged (a line stays small; ``why`` tells a URL over
 # crawl.max_url_length from its length alone).
 MAX_LOGGED_URL = 8192

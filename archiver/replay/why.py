@@ -11,8 +11,8 @@ that holds, in this order:
 2. ``url-too-long``: longer than ``crawl.max_url_length``, so never queued.
 3. The newest decision logged about it at or before the date: ``robots``, a guard (``max-depth``,
    ``trap``, ``shape``, ``url-too-long``: only for a URL no crawl queue holds, as a guard refuses
-   one link, not the URL), ``scope`` (the rule that excluded it), ``fetch-error``, ``error``,
-   ``gone``.
+   one link, not the URL), ``scope`` (the rule that excluded it), ``plugin`` (a plugin's
+   should_visit refused it), ``fetch-error``, ``error``, ``gone``.
    ``scope`` also when no decision was kept but the config's scope rules exclude it now (no
    crawl requests it: a link to another site out of scope is not logged by the linking site).
 4. Queued and not reached: ``site-retry`` / ``site-deferred`` when its site is waiting out
@@ -176,6 +176,8 @@ def _decided(e: Evidence, d: Decision, facts: dict[str, object]) -> str:
                 + (f" = {value}" if value is not None else "") + f"), linked from {d.detail}.")
     if d.kind == "scope":
         return f"Not captured: out of scope at {when} ({d.detail}); the crawl never requested it."
+    if d.kind == "plugin":
+        return f"Not captured: refused at {when} by plugin {d.detail}; the crawl never requested it."
     if d.kind == "fetch-error":
         return f"Not captured: the fetch failed at {when}: {d.detail}."
     if d.kind == "gone":
