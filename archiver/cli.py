@@ -208,6 +208,7 @@ def describe_site(row: SiteRow, now: float) -> dict[str, object]:
     """One site of a site queue, as ``status --sites --json`` prints it."""
     rate = row.history.rate()
     return {"origin": row.origin, "state": row.state, "visits": row.visits, "inlinks": row.inlinks,
+            "hops": row.hops, "priority": row.priority,
             "due": _iso(row.due) if row.state != "done" and row.due else None,
             "next_visit": _iso(row.next_visit) if row.next_visit else None,
             "next_visit_in_days": round((row.next_visit - now) / 86400, 2) if row.next_visit else None,
@@ -219,7 +220,7 @@ def describe_site(row: SiteRow, now: float) -> dict[str, object]:
 def site_line(site: dict[str, object]) -> str:
     """The text form of ``describe_site``."""
     parts = [str(site["origin"]), str(site["state"]), f"visits={site['visits']}",
-             f"inlinks={site['inlinks']}"]
+             f"inlinks={site['inlinks']}", f"hops={site['hops']}", f"priority={site['priority']}"]
     if site["next_visit"]:
         parts.append(f"next_visit={site['next_visit']} (in {site['next_visit_in_days']} days)")
     elif site["due"]:

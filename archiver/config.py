@@ -131,6 +131,9 @@ class ScopeConfig:
     # in scope when it matches no exclude rule and, if include is not empty, an include rule.
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    # How many site-to-site links from a seed site the crawl may go: 0 = the seed sites only;
+    # -1 (the default) = unlimited.
+    max_hops: int = -1
 
     def rules(self) -> Scope:
         """The rules parsed (once per distinct lists; loading checked them)."""
@@ -296,6 +299,8 @@ SHEET_CRAWL_KEYS = ("min_rest", "max_rest", "rest_factor", "max_pages", "max_byt
                     "user_agent")
 _LEVELS = ("debug", "info", "warning", "error")
 _INT64 = (-(2**63), 2**63 - 1)
+# Keys where -1 means unlimited (every other number must not be negative).
+_UNLIMITED = {("scope", "max_hops")}
 _POSITIVE = {
     ("crawl", "processes"), ("crawl", "sites_per_process"), ("crawl", "connections_per_address"),
     ("crawl", "max_pages"),
@@ -572,8 +577,11 @@ def _section(where: str, base: Path, name: str, cls: type, values: dict[str, Any
         out[key] = _convert(label, hints[key], value, base)
         if (name, key) in _POSITIVE and out[key] <= 0:
             raise ConfigError(f"{label}: must be greater than 0, got {value!r}")
-        if isinstance(out[key], (int, float)) and not isinstance(out[key], bool) and out[key] < 0:
-            raise ConfigError(f"{label}: must not be negative, got {value!r}")
+        if isinstance(out[key], (int, float)) and not isinstance(out[key], bool) and out[key] < 0 and (
+                (name, key) not in _UNLIMITED or out[key] != -1):
+            raise ConfigError(f"{label}: must not be negative"
+                              + (" (-1: unlimited)" if (name, key) in _UNLIMITED else "")
+                              + f", got {value!r}")
     section = cls(**out)
     _check(where, name, section)
     return section

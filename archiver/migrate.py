@@ -286,20 +286,21 @@ class Migration:
             cur.execute("CREATE TEMPORARY TABLE migrate_sites (queue integer, origin text COLLATE \"C\","
                         " state text, due float8, inlinks bigint, attempts integer, added float8,"
                         " visits integer, note text, restart boolean, next_visit float8,"
-                        " compared float8, changed float8, compared_seconds float8) ON COMMIT DROP")
+                        " compared float8, changed float8, compared_seconds float8, hops integer,"
+                        " priority float8) ON COMMIT DROP")
             with cur.copy("COPY migrate_sites FROM STDIN") as copy:
                 for number in self.source.site_queue_numbers():
                     with SiteQueue(queue_path(self.old.root, number), recover=False) as queue:
                         for row in queue.rows():
                             history = row.history
-                            copy.write_row((number, *row[:-1], history.compared, history.changed,
-                                            history.seconds))
+                            copy.write_row((number, *row[:10], history.compared, history.changed,
+                                            history.seconds, row.hops, row.priority))
             chosen = ("SELECT DISTINCT ON (origin) origin, CASE state WHEN 'active' THEN 'waiting'"
                       " ELSE state END AS state, due, inlinks, attempts, added, visits, note, restart,"
-                      " next_visit, compared, changed, compared_seconds"
+                      " next_visit, compared, changed, compared_seconds, hops, priority"
                       " FROM migrate_sites ORDER BY origin, queue")
             cur.execute("INSERT INTO sites (origin, state, due, inlinks, attempts, added, visits, note,"
-                        f" restart, next_visit, compared, changed, compared_seconds) {chosen}"
+                        f" restart, next_visit, compared, changed, compared_seconds, hops, priority) {chosen}"
                         " ON CONFLICT DO NOTHING")
             copied = cur.rowcount
             expected: dict[str, int] = dict(
@@ -571,9 +572,10 @@ class Migration:
             cur.execute("INSERT INTO links_ledger SELECT * FROM migrate_ledger ON CONFLICT DO NOTHING")
             ledger_copied = cur.rowcount
             cur.execute("CREATE TEMPORARY TABLE migrate_links (LIKE links_sites) ON COMMIT DROP")
-            with cur.copy("COPY migrate_links (origin, inlinks, dirty) FROM STDIN") as copy:
-                for origin, inlinks, dirty in links.sites():
-                    copy.write_row((origin, inlinks, dirty))
+            with cur.copy("COPY migrate_links (origin, inlinks, dirty, hops, priority) FROM STDIN"
+                          ) as copy:
+                for origin, inlinks, dirty, hops, priority in links.sites():
+                    copy.write_row((origin, inlinks, dirty, hops, priority))
                     tally.sites += 1
                     tally.inlinks += inlinks
                     tally.dirty += dirty > 0

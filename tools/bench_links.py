@@ -59,8 +59,10 @@ def generate(root: Path, urls: int, sites: int, seed: int = 1) -> None:
         for _ in range(n):
             k = rng.randrange(distinct)
             target, source = k % sites, rng.randrange(sites)
+            # As the crawler writes them: the linking site's hops, the link's priority.
             lines.append(f"http://www.site{target}.example/dir{k % 7}/page{k}.html"
-                         f"\thttp://www.site{source}.example\t20261122000000\n")
+                         f"\thttp://www.site{source}.example\t20261122000000"
+                         f"\t{source % 5}\t{(k % 3) / 2!r}\n")
         serial += 1
         (spool / f"{serial % 4}-20261122{serial:06d}-{serial:05d}.tsv").write_text("".join(lines))
         written += n

@@ -297,13 +297,14 @@ class Crawler:
     async def _visit(self, origin: str) -> None:
         event(log, logging.INFO, "site-start", site=origin)
         try:
-            recrawl = await self._start_over(origin) or await self._queue(self.queue.visits, origin) > 1
+            site = await self._queue(self.queue.site, origin)
+            recrawl = await self._start_over(origin) or (site is not None and site.visits > 1)
             sheet = sheet_for(self.config.sheets, origin)
             closed = sheet.wait(self.ctx.clock(), 0) if sheet is not None else None
             if closed is not None:  # outside its window: back without a fetch (nor a lookup)
                 outcome = Outcome("postponed", closed[1], due=closed[0])
             else:
-                visit = SiteVisit(origin, self.ctx, recrawl=recrawl)
+                visit = SiteVisit(origin, self.ctx, recrawl=recrawl, hops=site.hops if site else 0)
                 outcome = await visit.run()
                 if visit.changes.compared:
                     outcome = dataclasses.replace(outcome, changes=visit.changes)

@@ -10,7 +10,8 @@ what they were told, in the spirit of h11's sans-I/O design:
 - ``VisitPolicy.after_internal_error`` does the same for a URL whose handling raised;
 - ``VisitPolicy.route`` says where a link found on the site goes: its crawl queue, the
   external-link spool, or nowhere (with the reason counted in ``skipped``: a guard, or
-  ``scope`` for a link out of the config's scope, archiver.web.scope, on or off the site);
+  ``scope`` for a link out of the config's scope, archiver.web.scope, on or off the site, or
+  for any link to another site when this one is ``scope.max_hops`` from a seed site);
 - ``RobotsFetch`` walks one origin's robots.txt through its redirects to rules, or to "unavailable".
 
 **Sideways traps.** A calendar (``/cal/2026/11/`` links the previous and the next month) grows
@@ -120,12 +121,19 @@ class ShapeBudget:
                 del similar[key]
 
 
+# The rule named for a link skipped because its site would be beyond scope.max_hops.
+MAX_HOPS_RULE = "scope.max_hops"
+
+
 class VisitPolicy:
     """Counters and decisions of one site visit (pure: the shell performs every action)."""
 
     def __init__(self, origin: str, config: CrawlConfig, *, scope: Scope | None = None,
-                 pages: int = 0, bytes_: int = 0) -> None:
+                 pages: int = 0, bytes_: int = 0, hops: int = 0, max_hops: int = -1) -> None:
+        """``hops``: how many site-to-site links the site is from a seed site; ``max_hops``:
+        ``scope.max_hops`` (-1: unlimited)."""
         self.origin = origin
+        self.hops, self.max_hops = hops, max_hops
         self.host = urls.origin_parts(origin)[1]
         self.config = config
         self.scope = scope or Scope()
@@ -138,11 +146,19 @@ class VisitPolicy:
         self.shapes = ShapeBudget()
         self.external = GrowingBloom(initial_bits=65_536, max_fp=1e-3)  # spooled this visit
 
-    def reconfigure(self, config: CrawlConfig, scope: Scope | None = None) -> None:
+    def reconfigure(self, config: CrawlConfig, scope: Scope | None = None, max_hops: int = -1
+                    ) -> None:
         """A reloaded config (SIGHUP): new limits, rests and scope apply from now on."""
         self.config = config
         self.rest.policy = rest_policy(config)
         self.scope = scope or Scope()
+        self.max_hops = max_hops
+
+    def scope_rule(self, url: str) -> str | None:
+        """The rule that put ``url`` (routed "scope") out of scope: a ``[scope]`` rule, None when
+        no include rule matched, or ``scope.max_hops``."""
+        decision = self.scope.decide(url)
+        return MAX_HOPS_RULE if decision.in_scope else decision.rule
 
     def limit_reached(self) -> str | None:
         """The site limit that ends the visit before its next fetch, if any."""
@@ -198,7 +214,7 @@ class VisitPolicy:
         """Where a normalised link found on a page of ``source_shape`` goes: None for this site's
         crawl queue, "external" for the spool (new this visit), "seen" for an external link
         already spooled, or the reason it is skipped ("url-too-long", "scope", "max-depth",
-        "trap", "shape")."""
+        "trap", "shape"; "scope" also for a link to another site from a site at ``max_hops``)."""
         c = self.config
         if len(url) > c.max_url_length:
             return "url-too-long"
@@ -208,6 +224,8 @@ class VisitPolicy:
         if origin not in self.local:
             if redirect and scheme_alias(self.origin, origin):
                 self.local.add(origin)  # an alias origin: its robots.txt is fetched on first use
+            elif 0 <= self.max_hops <= self.hops:
+                return "scope"
             else:
                 return "external" if self.external.add(url) else "seen"
         if depth > c.max_depth:

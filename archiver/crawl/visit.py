@@ -60,8 +60,10 @@ class _Draining(Exception):
 class SiteVisit:
     """Crawls one origin until its queue is empty, a limit is reached, or it must be retried."""
 
-    def __init__(self, origin: str, ctx: CrawlContext, *, recrawl: bool = False) -> None:
-        """``recrawl``: the site was visited before, so unchanged payloads become revisit records."""
+    def __init__(self, origin: str, ctx: CrawlContext, *, recrawl: bool = False, hops: int = 0
+                 ) -> None:
+        """``recrawl``: the site was visited before, so unchanged payloads become revisit records;
+        ``hops``: the site's hop count from a seed site (``scope.max_hops``)."""
         self.origin = origin
         self.ctx = ctx
         self.recrawl = recrawl
@@ -75,7 +77,8 @@ class SiteVisit:
         # settings with its overrides.
         self.sheet = sheet_for(ctx.config.sheets, origin)
         self.crawl = site_crawl(ctx.config.crawl, self.sheet)
-        self.policy = VisitPolicy(origin, self.crawl, scope=ctx.config.scope.rules())
+        self.policy = VisitPolicy(origin, self.crawl, scope=ctx.config.scope.rules(),
+                                  hops=hops, max_hops=ctx.config.scope.max_hops)
         # Pages compared with their last capture of an earlier visit (the site's change rate).
         self.changes = PageChanges()
         self._started = time.time()
@@ -270,7 +273,8 @@ class SiteVisit:
         self._config = self.ctx.config
         self.sheet = sheet_for(self._config.sheets, self.origin)
         self.crawl = site_crawl(self._config.crawl, self.sheet)
-        self.policy.reconfigure(self.crawl, self._config.scope.rules())
+        self.policy.reconfigure(self.crawl, self._config.scope.rules(),
+                                self._config.scope.max_hops)
         self.next_at = min(self.next_at, self._rest_from + self.policy.rest.floor())
 
     def _commit(self, entry: Entry) -> None:
@@ -456,7 +460,7 @@ class SiteVisit:
                     new_local.append(url)
             elif where == "external":
                 stats.links_external += 1
-                ctx.spool.add(url, self.origin, time.time())
+                ctx.spool.add(url, self.origin, time.time(), hops=policy.hops)
             elif where != "seen":
                 stats.skipped[where] += 1
                 if where == "scope":
@@ -466,7 +470,7 @@ class SiteVisit:
                     if (home in policy.local or home == urls.scheme_twin(self.origin)) and (
                             not self.crawl_queue.known(url)):
                         self.crawl_queue.decide(url, "scope", scope_detail(
-                            policy.scope.decide(url).rule, entry.url))
+                            policy.scope_rule(url), entry.url))
                 elif not self.crawl_queue.known(url):  # queued by another link: not skipped
                     self.crawl_queue.decide(url, where, entry.url)
         policy.page_read(shape, new_local)

@@ -69,7 +69,7 @@ from archiver.logs import event
 from archiver.queues.bloom import false_positive_rate
 from archiver.queues.crawlqueue import QueueNames
 from archiver.queues.interfaces import LinksState, SiteQueueStore, SpoolFiles
-from archiver.queues.sitequeue import process_for
+from archiver.queues.sitequeue import LinkedSite, process_for
 from archiver.queues.spool import spool_order
 from archiver.service import Service
 from archiver.stores import SharedStores, open_stores
@@ -269,6 +269,7 @@ class LinkBatch:
             results = self.engine.checkpoint(files, self.generations)
             # The new URLs put together here, while the commit before this one runs.
             new_lines, inlinks = steps.inbox_lines(results), steps.inlinks(results)
+            marks = steps.site_marks(results)
         self.totals.steps_seconds += time.monotonic() - started
         previous = self.generations
         self.generations = [g + 1 for g in previous]
@@ -276,7 +277,7 @@ class LinkBatch:
         # and the next commit could otherwise record slices holding keys of files not recorded.
         self.committed()
         self._commit = self._committer.submit(self._commit_checkpoint, results, new_lines,
-                                              inlinks, previous, self.generations)
+                                              inlinks, marks, previous, self.generations)
         return len(results)
 
     def committed(self) -> None:
@@ -287,10 +288,11 @@ class LinkBatch:
                 commit.result()
 
     def _commit_checkpoint(self, results: list[steps.FileResult], new_lines: dict[str, bytes],
-                           inlinks: dict[str, int], previous: list[int], generations: list[int]
-                           ) -> None:
+                           inlinks: dict[str, int], marks: dict[str, tuple[int, float]],
+                           previous: list[int], generations: list[int]) -> None:
         """Steps 2-4 of a checkpoint (see the module docstring), in the committer thread: the
-        results' ``new_lines`` (``steps.inbox_lines``) and ``inlinks`` (``steps.inlinks``)."""
+        results' ``new_lines`` (``steps.inbox_lines``), ``inlinks`` (``steps.inlinks``) and the
+        sites' hops and priorities (``steps.site_marks``)."""
         started = time.monotonic()
         t = self.totals
         for result in results:
@@ -306,7 +308,7 @@ class LinkBatch:
         generation = self.generation + 1
         t.new_sites += self.state.commit(
             generation, [(r.name, r.lines, r.new_url_count, r.bad) for r in results], inlinks,
-            set(new_lines), time.time(), generations)
+            set(new_lines), time.time(), generations, marks=marks)
         for p, old in enumerate(previous):
             if old != self.slices.empty_at:
                 self.slices.remove(p, old)
@@ -334,9 +336,9 @@ class LinkBatch:
         if not rows:
             return
         processes = 1 if self.shared else self.config.crawl.processes
-        by_owner: dict[int, list[tuple[str, int, bool]]] = defaultdict(list)
-        for origin, inlinks, woken in rows:
-            by_owner[process_for(origin, processes)].append((origin, inlinks, woken))
+        by_owner: dict[int, list[LinkedSite]] = defaultdict(list)
+        for site in rows:
+            by_owner[process_for(site.origin, processes)].append(site)
         for owner, sites in sorted(by_owner.items()):
             if owner not in self._site_queues:  # kept open: their page caches stay warm
                 self._site_queues[owner] = self.stores.site_queue(owner)

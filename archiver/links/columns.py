@@ -1,24 +1,30 @@
 """One spool file read as columns: bytes in, normalised URLs, their sites and the site pairs out.
 
-A spool line is ``URL <TAB> linking origin <TAB> 14-digit time`` (archiver.queues.spool). The
-batch reads a whole file (``outlinks.max_lines`` lines) at once: pyarrow's CSV reader splits it
-into three columns (tab-separated, no quoting; a line without exactly three fields is counted by
-its ``invalid_row_handler``), and the checks run over whole columns with RE2 regexes
+A spool line is ``URL <TAB> linking origin <TAB> 14-digit time <TAB> hops <TAB> priority``, or
+the first three alone in a file from before hops (archiver.queues.spool: read as hops 0, priority
+0). The batch reads a whole file (``outlinks.max_lines`` lines) at once: the three-field lines get
+the two fields they lack (``_with_five_fields``), pyarrow's CSV reader splits the text into five
+columns (tab-separated, no quoting; a line with any other number of fields is counted by its
+``invalid_row_handler``), and the checks run over whole columns with RE2 regexes
 (pyarrow.compute), so Python touches a URL only to hash it, or to normalise the few not in
 normal form already. The result is exactly what the per-line rules of ``line_verdict`` give,
 line by line (a property test holds the two together):
 
 - the text is UTF-8 with invalid bytes replaced (``errors="replace"``), and ``\\r\\n`` and a lone
   ``\\r`` end lines as ``\\n`` does (Python's universal newlines);
-- a line is bad if it has not three fields, its linking site is not an origin, its time is not
-  14 digits, its URL does not normalise to an http(s) URL (``web.urls.normalize``; those already in
-  normal form, ``web.urls.is_normal``, are taken as they are), or its site can have no crawl queue
-  (``unfit``, asked once per distinct site);
+- a line is bad if it has neither three nor five fields, its linking site is not an origin, its
+  time is not 14 digits, its hops or priority is not as the spool writes them, its URL does not
+  normalise to an http(s) URL (``web.urls.normalize``; those already in normal form,
+  ``web.urls.is_normal``, are taken as they are), or its site can have no crawl queue (``unfit``,
+  asked once per distinct site);
 - the first ``REPORTED`` bad lines get their line number and reason, the others are counted.
 
 Keys: a URL's key is the URL; a (linking site, target site) pair's key is
 ``"\\0" + source + "\\0" + target`` (no URL starts with a NUL), one per distinct pair whose sites
 differ, in the order the pairs first appear.
+
+Per site of the URLs: its hop count, the lowest of its lines' (the linking site's hops, plus one
+when the linking site is another), and its priority, the highest of its lines'.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from archiver.queues.spool import parse_line
+from archiver.queues.spool import HOPS, PRIORITY, parse_line
 from archiver.web import urls
 
 if TYPE_CHECKING:
@@ -57,7 +63,9 @@ _LONG = len("https://") + 253  # a URL this long or shorter has a host of at mos
 # parse_line's "linking site is an origin": http:// or https://, then no '/' from the 9th
 # character on.
 ORIGIN = r"^(?:http://.?|https://)[^/]*$"
-_FIELDS = ["url", "source", "time"]
+_FIELDS = ["url", "source", "time", "hops", "priority"]
+_OLD_FIELDS = 3  # a line from before hops and priorities
+_PADDING = b"\t0\t0"  # what such a line reads as: hops 0, priority 0
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -74,22 +82,25 @@ class SpoolColumns:
     origins: pa.Array  # the distinct sites of the URLs (strings)
     pair_keys: list[bytes]  # distinct site pairs (source differs from target), by first line
     pair_targets: NDArray[np.intp]  # each pair's target site, as an index into origins
+    sites: pa.Array  # the sites the good lines link to (strings; origins may hold more)
+    site_hops: NDArray[np.int64]  # each one's lowest hop count
+    site_priority: NDArray[np.float64]  # each one's highest priority
 
 
-def line_verdict(line: str, unfit: Unfit | None) -> tuple[str, str] | str:
-    """(normalised URL, linking site) of one spool line, or why it is bad: the rules one line at
-    a time, which ``read_columns`` applies to whole columns."""
+def line_verdict(line: str, unfit: Unfit | None) -> tuple[str, str, int, float] | str:
+    """(normalised URL, linking site, its hops, priority) of one spool line, or why it is bad:
+    the rules one line at a time, which ``read_columns`` applies to whole columns."""
     parsed = parse_line(line)
     if isinstance(parsed, str):
         return parsed
-    written, source = parsed
+    written, source, hops, priority = parsed
     url = written if urls.is_normal(written) else urls.normalize(written)
     if url is None:
         return f"not an http(s) URL: {written[:100]!r}"
     why = unfit(urls.origin(url)) if unfit else None
     if why is not None:
         return f"{why}: {url[:100]!r}"
-    return url, source
+    return url, source, hops, priority
 
 
 def text_bytes(data: bytes) -> bytes:
@@ -110,17 +121,18 @@ def read_columns(data: bytes, unfit: Unfit | None, *, fit: str = "") -> SpoolCol
     match: ``fit`` names sites ``unfit`` always passes."""
     data = text_bytes(data)
     lines = data.count(b"\n") + (not data.endswith(b"\n") if data else 0)
-    table, skipped = _table(data)
+    table, skipped = _table(_with_five_fields(data, lines))
     # Each line is one row, kept or skipped: the kept rows' line numbers are the others.
     line_of = np.delete(np.arange(1, lines + 1), np.asarray(skipped, dtype=np.intp) - 1)
     if len(line_of) != table.num_rows:
         raise ValueError(f"pyarrow read {table.num_rows} rows and skipped {len(skipped)} of "
                          f"{lines} lines")
-    url, source, when = (table[name].combine_chunks() for name in _FIELDS)
+    url, source, when, hops_text, priority_text = (table[name].combine_chunks() for name in _FIELDS)
     # Linking site and time, as parse_line checks them (sources repeat: checked per distinct one).
     sources = source.dictionary_encode()
     origin_ok = pc.match_substring_regex(sources.dictionary, ORIGIN).take(sources.indices)
-    ok = _numpy(origin_ok) & _time_ok(when)
+    hops, priority, numbers_ok = _numbers(hops_text, priority_text)
+    ok = _numpy(origin_ok) & _time_ok(when) & numbers_ok
     # The URLs: most are in normal form already; the rest go through normalize one by one.
     rewrite = np.flatnonzero(ok & ~normal_form(url))
     rewritten = [urls.normalize(u) for u in url.take(rewrite).to_pylist()]
@@ -141,14 +153,24 @@ def read_columns(data: bytes, unfit: Unfit | None, *, fit: str = "") -> SpoolCol
             url = url.filter(pa.array(fits[codes]))
             codes = codes[fits[codes]]
             kept = np.flatnonzero(ok)
-    pair_keys, pair_targets = _pairs(sources, kept, codes, origins)
+    source_codes = _numpy(sources.indices)[kept].astype(np.int64)
+    # A linking site that is also a target site has that site's index; others -1.
+    as_target = _numpy(pc.index_in(sources.dictionary, value_set=origins).fill_null(-1))
+    other = as_target[source_codes] != codes
+    pair_keys, pair_targets = _pairs(sources, source_codes, other, codes, origins)
+    site_hops = np.full(len(origins), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(site_hops, codes, hops[kept] + other)
+    site_priority = np.full(len(origins), -np.inf)
+    np.maximum.at(site_priority, codes, priority[kept])
+    linked = np.flatnonzero(np.bincount(codes, minlength=len(origins)))  # (not the unfit sites)
     bad = np.flatnonzero(~ok)
     wrong = np.union1d(np.asarray(skipped, dtype=np.intp), line_of[bad])
     return SpoolColumns(
         lines=lines, bad=len(wrong),
         reports=_reports(data, wrong[:REPORTED].tolist(), unfit),
         urls=url, url_keys=url.cast(pa.binary()).to_pylist(), targets=codes, origins=origins,
-        pair_keys=pair_keys, pair_targets=pair_targets)
+        pair_keys=pair_keys, pair_targets=pair_targets, sites=origins.take(linked),
+        site_hops=site_hops[linked], site_priority=site_priority[linked])
 
 
 def normal_form(url: pa.Array) -> NDArray[np.bool_]:
@@ -159,8 +181,36 @@ def normal_form(url: pa.Array) -> NDArray[np.bool_]:
     return normal
 
 
+def _with_five_fields(data: bytes, lines: int) -> bytes:
+    """The text with each line of three fields (from before hops) given the two it lacks, as
+    hops 0 and priority 0; line numbers stay."""
+    text = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(text == ord("\n"))
+    tabs_per_line = np.bincount(np.searchsorted(ends, np.flatnonzero(text == ord("\t"))),
+                                minlength=lines)
+    old = np.flatnonzero(tabs_per_line == _OLD_FIELDS - 1)
+    if not len(old):
+        return data
+    at = np.append(ends, len(data))[old]  # each old line's end (the last may have no newline)
+    padding = np.frombuffer(_PADDING, dtype=np.uint8)
+    return np.insert(text, np.repeat(at, len(padding)), np.tile(padding, len(at))).tobytes()
+
+
+def _numbers(hops: pa.Array, priority: pa.Array
+             ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.bool_]]:
+    """Each line's hops and priority (0 where bad), and whether both are as parse_line takes them."""
+    hops_ok = pc.match_substring_regex(hops, HOPS)
+    priority_ok = pc.match_substring_regex(priority, PRIORITY)
+    zero = pa.scalar("0")
+    hop_counts = np.array(pc.cast(pc.if_else(hops_ok, hops, zero), pa.int64()), dtype=np.int64)
+    values = np.array(pc.cast(pc.if_else(priority_ok, priority, zero), pa.float64()),
+                      dtype=np.float64)
+    ok = _numpy(hops_ok) & _numpy(priority_ok) & np.isfinite(values)
+    return hop_counts, np.where(ok, values, 0.0), ok
+
+
 def _table(data: bytes) -> tuple[pa.Table, list[int]]:
-    """The lines with three fields as a table of three string columns, and the numbers of the
+    """The lines with five fields as a table of five string columns, and the numbers of the
     other lines."""
     skipped: list[int] = []
     if not data:
@@ -229,14 +279,12 @@ def _origins(normal: pa.Array) -> pa.Array:
                                  [None, pa.py_buffer(view), data_buffer])
 
 
-def _pairs(sources: pa.DictionaryArray, kept: NDArray[np.intp], targets: NDArray[np.intp],
-           origins: pa.Array) -> tuple[list[bytes], NDArray[np.intp]]:
-    """The distinct (linking site, target site) pairs of the kept lines whose two sites differ,
-    in order of first appearance: their keys and their targets."""
-    source_codes = _numpy(sources.indices)[kept].astype(np.int64)
-    # A linking site that is also a target site has that site's index; others -1.
-    as_target = _numpy(pc.index_in(sources.dictionary, value_set=origins).fill_null(-1))
-    other = as_target[source_codes] != targets
+def _pairs(sources: pa.DictionaryArray, source_codes: NDArray[np.int64],
+           other: NDArray[np.bool_], targets: NDArray[np.intp], origins: pa.Array
+           ) -> tuple[list[bytes], NDArray[np.intp]]:
+    """The distinct (linking site, target site) pairs of the kept lines (their linking sites'
+    ``source_codes``) whose two sites differ (``other``), in order of first appearance: their
+    keys and their targets."""
     pair = source_codes[other] * max(len(origins), 1) + targets[other]
     _, first = np.unique(pair, return_index=True)
     first.sort()

@@ -14,8 +14,8 @@ For that group:
    engine runs its pieces, ``open_slice``, ``test_keys`` for each file as soon as it is read,
    then ``keep_slice``);
 4. ``assemble`` (per file): the flags back in line order, the file's new URLs grouped by site and
-   its in-link increments (``FileResult``, what the driver, archiver.links.batch, merges in file
-   order and commits).
+   its in-link increments, and each site's lowest hop count and highest priority
+   (``FileResult``, what the driver, archiver.links.batch, merges in file order and commits).
 
 Every argument and result here is picklable. ``test_slice`` keeps the slices it saved in a cache of
 its process, so a worker does not read a slice again at the next checkpoint; it always starts from
@@ -78,6 +78,9 @@ class ReadFile:
     targets: NDArray[np.intp]  # each URL's site, an index into origins
     origins: pa.Array  # the sites (strings)
     pair_targets: NDArray[np.intp]  # each distinct site pair's target, an index into origins
+    sites: pa.Array  # (strings) the sites the file's good lines link to
+    site_hops: NDArray[np.int64]  # each one's lowest hop count in the file
+    site_priority: NDArray[np.float64]  # each one's highest priority in the file
     url_rows: list[NDArray[np.intp]]  # per slice: its URLs, as indexes into urls
     pair_rows: list[NDArray[np.intp]]  # per slice: its site pairs, as indexes into pair_targets
     keys: list[KeyHashes]  # per slice
@@ -97,6 +100,9 @@ class FileResult:
     new_counts: NDArray[np.intp]  # the size of each group
     linked_sites: pa.Array  # (strings) the sites that gained in-links
     linked_counts: NDArray[np.intp]  # how many new distinct linking sites each gained
+    sites: pa.Array  # (strings) every site the file's good lines link to
+    site_hops: NDArray[np.int64]  # each one's lowest hop count in the file
+    site_priority: NDArray[np.float64]  # each one's highest priority in the file
     new_pairs: int
     new_keys: list[int]  # per slice: keys new to it (URLs and pairs)
 
@@ -135,6 +141,19 @@ def inlinks(results: list[FileResult]) -> dict[str, int]:
     return dict(zip(summed["site"].to_pylist(), summed["n_sum"].to_pylist(), strict=True))
 
 
+def site_marks(results: list[FileResult]) -> dict[str, tuple[int, float]]:
+    """(lowest hop count, highest priority) of every site the files link to."""
+    if not results:
+        return {}
+    marks = pa.table({"site": pa.concat_arrays([r.sites for r in results]),
+                      "hops": np.concatenate([r.site_hops for r in results]),
+                      "priority": np.concatenate([r.site_priority for r in results])})
+    merged = marks.group_by("site").aggregate([("hops", "min"), ("priority", "max")])
+    return dict(zip(merged["site"].to_pylist(),
+                    zip(merged["hops_min"].to_pylist(), merged["priority_max"].to_pylist(),
+                        strict=True), strict=True))
+
+
 def group_end(line_counts: list[int], limit: int) -> int | None:
     """How many of these files (in spool order, with their line counts) make the next
     checkpoint's group: the fewest whose lines reach ``limit``; None if they all fall short
@@ -161,7 +180,8 @@ def read_spool_file(spool: SpoolSource, name: str, partitions: int) -> ReadFile:
     return ReadFile(name=name, location=spool.files.location(name), lines=columns.lines,
                     bad=columns.bad, reports=columns.reports, urls=columns.urls,
                     targets=columns.targets, origins=columns.origins,
-                    pair_targets=columns.pair_targets, url_rows=url_rows, pair_rows=pair_rows,
+                    pair_targets=columns.pair_targets, sites=columns.sites, site_hops=columns.site_hops,
+                    site_priority=columns.site_priority, url_rows=url_rows, pair_rows=pair_rows,
                     keys=keys)
 
 
@@ -237,6 +257,7 @@ def assemble(read: ReadFile, flags_by_partition: list[NDArray[np.bool_]]) -> Fil
         name=read.name, location=read.location, lines=read.lines, bad=read.bad,
         reports=read.reports, new_urls=urls, new_sites=sites, new_counts=counts_by_site,
         linked_sites=read.origins.take(linked), linked_counts=counts[linked],
+        sites=read.sites, site_hops=read.site_hops, site_priority=read.site_priority,
         new_pairs=int(new_pair.sum()), new_keys=[int(f.sum()) for f in flags_by_partition])
 
 

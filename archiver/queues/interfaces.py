@@ -15,16 +15,19 @@ from archiver.queues.bloom import BloomBitmap
 from archiver.queues.crawlqueue import Entry, QueuePosition
 from archiver.queues.decisions import Decision
 from archiver.queues.revisits import PageChanges, RevisitSchedule
-from archiver.queues.sitequeue import SiteRow
+from archiver.queues.sitequeue import LinkedSite, SiteRow
 from archiver.store.durable import Retired, SyncJob
 
 
 class SiteQueueStore(Protocol):
     """The sites one crawler process may take, with their state, in-link counts and due times."""
 
-    def add(self, origin: str, *, inlinks: int = 0, now: float | None = None) -> bool: ...
+    def add(self, origin: str, *, inlinks: int = 0, hops: int = 0, now: float | None = None
+            ) -> bool:
+        """Queue ``origin`` if new (True); a known one takes ``hops`` if lower."""
 
-    def merge_links(self, sites: list[tuple[str, int, bool]], *, now: float | None = None) -> int: ...
+    def merge_links(self, sites: Iterable[tuple[Any, ...]], *, now: float | None = None) -> int:
+        """From the links batch: a ``sitequeue.LinkedSite`` (or its first fields) per site."""
 
     def claim(self, *, include_deferred: bool, include_revisits: bool = False,
               now: float | None = None) -> str | None: ...
@@ -168,7 +171,8 @@ class CrawlQueues(Protocol):
 class SpoolWriterStore(Protocol):
     """One crawler process's external links, for the links batch."""
 
-    def add(self, url: str, source: str, when: float) -> None: ...
+    def add(self, url: str, source: str, when: float, *, hops: int = 0,
+            priority: float = 0.0) -> None: ...
 
     def tick(self, now: float) -> None: ...
 
@@ -223,17 +227,20 @@ class LinksState(Protocol):
         """(generation, name) of every spool file done."""
 
     def commit(self, generation: int, files: Iterable[tuple[str, int, int, int]],
-               inlinks: dict[str, int], woken: set[str], now: float, slices: list[int]) -> int:
+               inlinks: dict[str, int], woken: set[str], now: float, slices: list[int], *,
+               marks: dict[str, tuple[int, float]] | None = None) -> int:
         """One checkpoint, all or nothing: the spool files done (name, lines, new URLs, bad lines),
         the new in-link counts, the sites with new URLs, ``generation``, and each slice's
         generation (their number becomes the slice count); then a bitmap from before slices is
-        removed. Returns the number of sites new to the state."""
+        removed. ``marks``: (hop count, priority) of the sites the files link to: each site keeps
+        its lowest hops and highest priority, and one whose hops fell or priority rose is to be
+        pushed again. Returns the number of sites new to the state."""
 
     def reshard(self, slices: list[int]) -> None:
         """Make ``len(slices)`` slices, at these generations, the slices in force, all or nothing."""
 
-    def dirty_sites(self) -> list[tuple[str, int, bool]]:
-        """(origin, in-links, has new URLs) of the sites not pushed to the site queue yet."""
+    def dirty_sites(self) -> list[LinkedSite]:
+        """The sites not pushed to the site queue yet."""
 
     def pushed(self) -> None:
         """Every site ``dirty_sites`` returned is pushed (the batch alone commits, and not between

@@ -3,9 +3,9 @@ in-link count with what is still to be pushed to the site queues, and the genera
 of the global bitmap.
 
 ``state.sqlite``
-    The ledger of spool files done, the sites with their in-link counts, the checkpoint generation,
-    and the slice count and each slice's generation (table ``slices``: the slices' files are
-    archiver.links.slices').
+    The ledger of spool files done, the sites with their in-link counts, hops and priorities, the
+    checkpoint generation, and the slice count and each slice's generation (table ``slices``: the
+    slices' files are archiver.links.slices').
 ``bitmap-<generation>.bloom``
     The one bitmap of a state from before slices (no ``slices`` rows): read as one slice
     (``legacy_bitmap``), removed at the first checkpoint that records slices.
@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from archiver.queues.bloom import BloomBitmap
+from archiver.queues.sitequeue import LinkedSite
 from archiver.store import sqlite
 
 STATE = "state.sqlite"
@@ -32,11 +33,16 @@ CREATE TABLE IF NOT EXISTS ledger (
 );
 CREATE TABLE IF NOT EXISTS sites (
     origin TEXT PRIMARY KEY, inlinks INTEGER NOT NULL DEFAULT 0,
-    dirty INTEGER NOT NULL DEFAULT 0   -- 1: count to push, 2: also new URLs (wake the site)
+    dirty INTEGER NOT NULL DEFAULT 0,  -- 1: count to push, 2: also new URLs (wake the site)
+    hops INTEGER NOT NULL DEFAULT 0,   -- the lowest hop count a link gave the site
+    priority REAL NOT NULL DEFAULT 0   -- the highest priority a link gave it
 );
 CREATE INDEX IF NOT EXISTS sites_dirty ON sites (dirty) WHERE dirty > 0;
 CREATE TABLE IF NOT EXISTS slices (slice INTEGER PRIMARY KEY, generation INTEGER NOT NULL);
 """
+# Columns added since the first states (to an older one on open: its sites read as hops 0 and
+# priority 0, as a site queue from before them does).
+_ADDED = {"hops": "INTEGER NOT NULL DEFAULT 0", "priority": "REAL NOT NULL DEFAULT 0"}
 
 
 def bitmap_path(directory: Path, generation: int) -> Path:
@@ -53,6 +59,10 @@ class EmbeddedLinksState:
                                       cache_mib=sqlite.SITES_CACHE_MIB)
         self._closed = False
         self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(sites)")}
+        for name, definition in _ADDED.items():
+            if name not in columns:
+                self._db.execute(f"ALTER TABLE sites ADD COLUMN {name} {definition}")
         row = self._db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
         self.generation: int = row[0] if row else 0
 
@@ -98,21 +108,32 @@ class EmbeddedLinksState:
         return list(self._db.execute("SELECT generation, name FROM ledger"))
 
     def commit(self, generation: int, files: Iterable[tuple[str, int, int, int]],
-               inlinks: dict[str, int], woken: set[str], now: float, slices: list[int]) -> int:
+               inlinks: dict[str, int], woken: set[str], now: float, slices: list[int], *,
+               marks: dict[str, tuple[int, float]] | None = None) -> int:
         """One checkpoint in one transaction: the spool files done (name, lines, new URLs, bad
-        lines), the new in-link counts, the sites with new URLs to wake, ``generation``, and each
-        slice's generation (``slices``, slice 0 first). A bitmap from before slices is then
-        removed. Returns the sites new to the state."""
+        lines), the new in-link counts, the sites with new URLs to wake, ``generation``, each
+        slice's generation (``slices``, slice 0 first) and the sites' ``marks`` (see
+        ``LinksState.commit``). A bitmap from before slices is then removed. Returns the sites
+        new to the state."""
         legacy = not self.slice_generations()
+        marks = marks or {}
         touched = sorted(inlinks.keys() | woken)  # in key order: the index takes them faster
+        others = sorted(marks.keys() - set(touched))
         with sqlite.transaction(self._db, durable=True):
             # Sites are never deleted, so a site new to the table gets a rowid above all others.
             (last,) = self._db.execute("SELECT coalesce(max(rowid), 0) FROM sites").fetchone()
             self._db.executemany(
-                "INSERT INTO sites (origin, inlinks, dirty) VALUES (?, ?, ?) ON CONFLICT (origin)"
-                " DO UPDATE SET inlinks = inlinks + excluded.inlinks, dirty = max(dirty, excluded.dirty)",
-                [(o, inlinks.get(o, 0), 2 if o in woken else 1) for o in touched])
+                "INSERT INTO sites (origin, inlinks, dirty, hops, priority) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT (origin) DO UPDATE SET inlinks = inlinks + excluded.inlinks,"
+                " dirty = max(dirty, excluded.dirty), hops = min(hops, excluded.hops),"
+                " priority = max(priority, excluded.priority)",
+                [(o, inlinks.get(o, 0), 2 if o in woken else 1, *marks.get(o, (0, 0.0)))
+                 for o in touched])
             (added,) = self._db.execute("SELECT count(*) FROM sites WHERE rowid > ?", (last,)).fetchone()
+            self._db.executemany(
+                "UPDATE sites SET hops = min(hops, ?1), priority = max(priority, ?2),"
+                " dirty = max(dirty, 1) WHERE origin = ?3 AND (hops > ?1 OR priority < ?2)",
+                [(*marks[o], o) for o in others])
             self._db.executemany(
                 "INSERT INTO ledger (name, generation, lines, new_urls, bad, done) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
@@ -136,18 +157,21 @@ class EmbeddedLinksState:
         self._db.executemany("INSERT INTO slices (slice, generation) VALUES (?, ?)",
                              list(enumerate(slices)))
 
-    def dirty_sites(self) -> list[tuple[str, int, bool]]:
-        """(origin, in-links, has new URLs) of the sites not pushed to the site queues yet."""
-        rows = self._db.execute("SELECT origin, inlinks, dirty FROM sites WHERE dirty > 0")
-        return [(origin, inlinks, dirty == 2) for origin, inlinks, dirty in rows]
+    def dirty_sites(self) -> list[LinkedSite]:
+        """The sites not pushed to the site queues yet."""
+        rows = self._db.execute(
+            "SELECT origin, inlinks, dirty, hops, priority FROM sites WHERE dirty > 0")
+        return [LinkedSite(origin, inlinks, dirty == 2, hops, priority)
+                for origin, inlinks, dirty, hops, priority in rows]
 
     def ledger(self) -> Iterator[tuple[str, int, int, int, int, float]]:
         """Every spool file done: (name, generation, lines, new URLs, bad lines, time done)."""
         return iter(self._db.execute("SELECT name, generation, lines, new_urls, bad, done FROM ledger"))
 
-    def sites(self) -> Iterator[tuple[str, int, int]]:
-        """Every site: (origin, in-links, dirty: 0 pushed, 1 count to push, 2 new URLs too)."""
-        return iter(self._db.execute("SELECT origin, inlinks, dirty FROM sites"))
+    def sites(self) -> Iterator[tuple[str, int, int, int, float]]:
+        """Every site: (origin, in-links, dirty: 0 pushed, 1 count to push, 2 new URLs too, hops,
+        priority)."""
+        return iter(self._db.execute("SELECT origin, inlinks, dirty, hops, priority FROM sites"))
 
     def pushed(self) -> None:
         with sqlite.transaction(self._db):

@@ -23,6 +23,7 @@ import socket
 from collections.abc import Iterable
 
 from archiver.queues.bloom import BloomBitmap
+from archiver.queues.sitequeue import LinkedSite
 from archiver.store.objectstore import NoSuchObject, ObjectStore, open_object
 from archiver.store.pgschema import connect_current
 
@@ -116,22 +117,36 @@ class PgLinksState:
             "SELECT generation, name FROM links_ledger")]
 
     def commit(self, generation: int, files: Iterable[tuple[str, int, int, int]],
-               inlinks: dict[str, int], woken: set[str], now: float, slices: list[int]) -> int:
+               inlinks: dict[str, int], woken: set[str], now: float, slices: list[int], *,
+               marks: dict[str, tuple[int, float]] | None = None) -> int:
         legacy = not self.slice_generations()
+        marks = marks or {}
         touched = sorted(set(inlinks) | woken)  # one lock order for the rows of every batch
+        others = sorted(marks.keys() - set(touched))
+        touched_marks = [marks.get(o, (0, 0.0)) for o in touched]
+        other_marks = [marks[o] for o in others]
         done = list(files)
         names, lines, new_urls, bad = ([row[n] for row in done] for n in range(4))
         with self._db.transaction():
             self._move(generation)
             added = self._db.execute(
-                "INSERT INTO links_sites (origin) SELECT unnest(%s::text[]) ON CONFLICT DO NOTHING",
-                (touched,)).rowcount
+                "INSERT INTO links_sites (origin, hops, priority)"
+                " SELECT * FROM unnest(%s::text[], %s::integer[], %s::float8[]) ON CONFLICT DO NOTHING",
+                (touched, [h for h, _ in touched_marks], [p for _, p in touched_marks])).rowcount
             self._db.execute(
                 "UPDATE links_sites s SET inlinks = s.inlinks + u.inlinks,"
-                " dirty = greatest(s.dirty, u.dirty)"
-                " FROM unnest(%s::text[], %s::bigint[], %s::smallint[]) AS u(origin, inlinks, dirty)"
-                " WHERE s.origin = u.origin",
-                (touched, [inlinks.get(o, 0) for o in touched], [2 if o in woken else 1 for o in touched]))
+                " dirty = greatest(s.dirty, u.dirty), hops = least(s.hops, u.hops),"
+                " priority = greatest(s.priority, u.priority)"
+                " FROM unnest(%s::text[], %s::bigint[], %s::smallint[], %s::integer[], %s::float8[])"
+                " AS u(origin, inlinks, dirty, hops, priority) WHERE s.origin = u.origin",
+                (touched, [inlinks.get(o, 0) for o in touched], [2 if o in woken else 1 for o in touched],
+                 [h for h, _ in touched_marks], [p for _, p in touched_marks]))
+            self._db.execute(
+                "UPDATE links_sites s SET hops = least(s.hops, u.hops),"
+                " priority = greatest(s.priority, u.priority), dirty = greatest(s.dirty, 1)"
+                " FROM unnest(%s::text[], %s::integer[], %s::float8[]) AS u(origin, hops, priority)"
+                " WHERE s.origin = u.origin AND (s.hops > u.hops OR s.priority < u.priority)",
+                (others, [h for h, _ in other_marks], [p for _, p in other_marks]))
             self._db.execute(
                 "INSERT INTO links_ledger (name, generation, lines, new_urls, bad, done)"
                 " SELECT n, %s, l, u, b, %s"
@@ -163,9 +178,11 @@ class PgLinksState:
                          " SELECT * FROM unnest(%s::integer[], %s::bigint[])",
                          (list(range(len(slices))), slices))
 
-    def dirty_sites(self) -> list[tuple[str, int, bool]]:
-        rows = self._db.execute("SELECT origin, inlinks, dirty FROM links_sites WHERE dirty > 0")
-        return [(origin, inlinks, dirty == 2) for origin, inlinks, dirty in rows]
+    def dirty_sites(self) -> list[LinkedSite]:
+        rows = self._db.execute(
+            "SELECT origin, inlinks, dirty, hops, priority FROM links_sites WHERE dirty > 0")
+        return [LinkedSite(origin, inlinks, dirty == 2, hops, priority)
+                for origin, inlinks, dirty, hops, priority in rows]
 
     def pushed(self) -> None:
         self._db.execute("UPDATE links_sites SET dirty = 0 WHERE dirty > 0")

@@ -2,13 +2,14 @@
 process of every machine takes its sites from it, under a lease.
 
 A claim picks, in one statement, a site whose lease expired (its holder died or stalled) or else
-the most linked-to ready one, skipping rows other claims have locked (``FOR UPDATE SKIP LOCKED``),
-and marks it ``active`` for this process: ``holder``, a new ``epoch``, ``lease_until`` a TTL from
-the database's clock. The crawler renews its leases at a steady pace (``renew``); a holder that
-stops renewing loses the site when its lease expires. Every write a visit makes names the epoch of
-its claim (``WHERE epoch = ...``), so a holder that comes back late changes nothing: it learns
-that it lost the lease (``Leases.lose``) and stops. States and due times are those of the
-embedded queue (``queues.sitequeue``); times are seconds since the epoch, like there.
+the ready one of highest priority, then most linked-to (the embedded queue's order), skipping rows
+other claims have locked (``FOR UPDATE SKIP LOCKED``), and marks it ``active`` for this process:
+``holder``, a new ``epoch``, ``lease_until`` a TTL from the database's clock. The crawler renews
+its leases at a steady pace (``renew``); a holder that stops renewing loses the site when its lease
+expires. Every write a visit makes names the epoch of its claim (``WHERE epoch = ...``), so a
+holder that comes back late changes nothing: it learns that it lost the lease (``Leases.lose``) and
+stops. States and due times are those of the embedded queue (``queues.sitequeue``); times are
+seconds since the epoch, like there.
 
 A PgSiteQueue is used from one thread at a time (the crawler's ``OffLoop``).
 """
@@ -17,13 +18,21 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from archiver.logs import event
 from archiver.queues.leases import Leases
 from archiver.queues.revisits import ChangeHistory, PageChanges, RevisitSchedule, visit_ended
-from archiver.queues.sitequeue import SITE_COLUMNS, STATES, SiteRow, backoff, ready_states, site_row
+from archiver.queues.sitequeue import (
+    SITE_COLUMNS,
+    STATES,
+    LinkedSite,
+    SiteRow,
+    backoff,
+    ready_states,
+    site_row,
+)
 from archiver.store.pgschema import connect_current
 
 log = logging.getLogger("archiver.queues.pgsitequeue")
@@ -38,13 +47,14 @@ FROM (SELECT origin, holder AS was FROM sites WHERE state = 'active' AND lease_u
 WHERE sites.origin = pick.origin
 RETURNING sites.origin, sites.epoch, pick.was
 """
-# The most linked-to ready site (a revisit takes its schedule and starts its crawl queue over).
+# The ready site of highest priority, then most linked-to (a revisit takes its schedule and starts
+# its crawl queue over).
 _TAKE_READY = f"""
 UPDATE sites SET state = 'active', visits = visits + 1, holder = %(process)s, epoch = epoch + 1,
     lease_until = {_LEASE}, restart = restart OR sites.state = 'revisit',
     next_visit = CASE WHEN sites.state = 'revisit' THEN 0 ELSE next_visit END
 FROM (SELECT origin FROM sites WHERE state = ANY(%(states)s) AND due <= %(now)s
-      ORDER BY inlinks DESC, due LIMIT 1 FOR UPDATE SKIP LOCKED) AS pick
+      ORDER BY priority DESC, inlinks DESC, due LIMIT 1 FOR UPDATE SKIP LOCKED) AS pick
 WHERE sites.origin = pick.origin
 RETURNING sites.origin, sites.epoch
 """
@@ -74,28 +84,40 @@ class PgSiteQueue:
 
     # -- adding and reading sites (no lease needed)
 
-    def add(self, origin: str, *, inlinks: int = 0, now: float | None = None) -> bool:
-        cur = self._db.execute(
-            "INSERT INTO sites (origin, added, inlinks) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-            (origin, time.time() if now is None else now, inlinks))
-        return cur.rowcount == 1
+    def add(self, origin: str, *, inlinks: int = 0, hops: int = 0, now: float | None = None
+            ) -> bool:
+        with self._db.transaction():
+            cur = self._db.execute(
+                "INSERT INTO sites (origin, added, inlinks, hops) VALUES (%s, %s, %s, %s)"
+                " ON CONFLICT DO NOTHING", (origin, time.time() if now is None else now, inlinks, hops))
+            if cur.rowcount == 1:
+                return True
+            self._db.execute("UPDATE sites SET hops = %s WHERE origin = %s AND hops > %s",
+                             (hops, origin, hops))
+        return False
 
-    def merge_links(self, sites: list[tuple[str, int, bool]], *, now: float | None = None) -> int:
+    def merge_links(self, sites: Iterable[tuple[Any, ...]], *, now: float | None = None) -> int:
         """From the external-link batch, as ``SiteQueue.merge_links``; one transaction."""
         now = time.time() if now is None else now
         # In origin order: two batches updating overlapping sites lock rows in the same order.
-        sites = sorted(sites)
-        origins = [origin for origin, _, _ in sites]
+        linked = sorted(LinkedSite(*site) for site in sites)
+        origins = [site.origin for site in linked]
         with self._db.transaction():
             added = self._db.execute(
-                "INSERT INTO sites (origin, added) SELECT o, %s FROM unnest(%s::text[]) AS o"
-                " ON CONFLICT DO NOTHING", (now, origins)).rowcount
+                "INSERT INTO sites (origin, added, hops, priority)"
+                " SELECT o, %s, h, p FROM unnest(%s::text[], %s::integer[], %s::float8[]) AS c(o, h, p)"
+                " ON CONFLICT DO NOTHING",
+                (now, origins, [s.hops for s in linked], [s.priority for s in linked])).rowcount
             self._db.execute(
-                "UPDATE sites SET inlinks = c.n FROM unnest(%s::text[], %s::bigint[]) AS c(o, n)"
-                " WHERE sites.origin = c.o", (origins, [n for _, n, _ in sites]))
+                "UPDATE sites SET inlinks = c.n, hops = least(sites.hops, c.h),"
+                " priority = greatest(sites.priority, c.p)"
+                " FROM unnest(%s::text[], %s::bigint[], %s::integer[], %s::float8[]) AS c(o, n, h, p)"
+                " WHERE sites.origin = c.o",
+                (origins, [s.inlinks for s in linked], [s.hops for s in linked],
+                 [s.priority for s in linked]))
             self._db.execute(
                 "UPDATE sites SET state = 'waiting', due = %s WHERE state IN ('done', 'revisit')"
-                " AND origin = ANY(%s::text[])", (now, [o for o, _, woken in sites if woken]))
+                " AND origin = ANY(%s::text[])", (now, [s.origin for s in linked if s.woken]))
         return added
 
     def recrawl(self, origin: str | None = None, *, now: float | None = None) -> int:

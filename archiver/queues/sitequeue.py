@@ -18,12 +18,18 @@ Revisits (archiver.queues.revisits): each site keeps its change history (``compa
 ends with no next visit set schedules one; a visit woken in between by new links (from ``revisit``
 to ``waiting``) keeps it, and the site goes back to ``revisit`` at that time. Claiming a revisit
 takes the schedule (``next_visit`` 0 again) and asks for its crawl queue to start over.
+
+Order: ``claim`` takes the ready site of highest ``priority`` (from the links batch: the highest
+a link to the site was given; 0 unless a plugin or focus mode gives links priorities), then of
+most in-links, then due first. Each site also keeps its ``hops``, how many site-to-site links
+from a seed site it is (seeds 0), the lowest any link gave it (``scope.max_hops``). A queue from
+before hops and priorities reads as hops 0 and priority 0.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -46,16 +52,24 @@ CREATE TABLE IF NOT EXISTS sites (
     next_visit REAL NOT NULL DEFAULT 0,
     compared REAL NOT NULL DEFAULT 0,
     changed REAL NOT NULL DEFAULT 0,
-    compared_seconds REAL NOT NULL DEFAULT 0
+    compared_seconds REAL NOT NULL DEFAULT 0,
+    hops INTEGER NOT NULL DEFAULT 0,
+    priority REAL NOT NULL DEFAULT 0
 );
-CREATE INDEX IF NOT EXISTS sites_ready ON sites (state, inlinks DESC, due);
+"""
+# The claim order's index (made once the columns it names are there); ``sites_ready`` was the
+# index of queues from before priorities.
+_ORDER_INDEX = """
+DROP INDEX IF EXISTS sites_ready;
+CREATE INDEX IF NOT EXISTS sites_order ON sites (state, priority DESC, inlinks DESC, due);
 """
 
 STATES = ("waiting", "active", "retry", "deferred", "revisit", "done")
 # Columns added since the first queues, with their definitions (added to an older queue on open).
 _ADDED = {"restart": "INTEGER NOT NULL DEFAULT 0", "next_visit": "REAL NOT NULL DEFAULT 0",
           "compared": "REAL NOT NULL DEFAULT 0", "changed": "REAL NOT NULL DEFAULT 0",
-          "compared_seconds": "REAL NOT NULL DEFAULT 0"}
+          "compared_seconds": "REAL NOT NULL DEFAULT 0", "hops": "INTEGER NOT NULL DEFAULT 0",
+          "priority": "REAL NOT NULL DEFAULT 0"}
 
 
 class SiteRow(NamedTuple):
@@ -72,16 +86,30 @@ class SiteRow(NamedTuple):
     restart: bool
     next_visit: float
     history: ChangeHistory
+    hops: int = 0
+    priority: float = 0.0
+
+
+class LinkedSite(NamedTuple):
+    """What the links batch tells a site queue of one site: its in-link count, whether it has new
+    URLs (to wake it), its lowest hop count and highest priority."""
+
+    origin: str
+    inlinks: int
+    woken: bool
+    hops: int = 0
+    priority: float = 0.0
 
 
 # The columns of a SiteRow, in its order, as both site queues select them (``site_row``).
 SITE_COLUMNS = ("origin, state, due, inlinks, attempts, added, visits, note, restart, next_visit,"
-                " compared, changed, compared_seconds")
+                " compared, changed, compared_seconds, hops, priority")
 
 
 def site_row(row: tuple[Any, ...]) -> SiteRow:
     """A SiteRow from the values of SITE_COLUMNS."""
-    return SiteRow._make((*row[:8], bool(row[8]), row[9], ChangeHistory(*row[10:])))
+    return SiteRow._make((*row[:8], bool(row[8]), row[9], ChangeHistory(*row[10:13]), row[13],
+                          row[14]))
 
 
 def ready_states(include_deferred: bool, include_revisits: bool) -> tuple[str, ...]:
@@ -131,6 +159,7 @@ class SiteQueue:
         for name, definition in _ADDED.items():  # a queue made before recrawls, or revisits
             if name not in columns:
                 self._db.execute(f"ALTER TABLE sites ADD COLUMN {name} {definition}")
+        self._db.executescript(_ORDER_INDEX)
         if recover:
             self._db.execute("UPDATE sites SET state='waiting' WHERE state='active'")
 
@@ -143,43 +172,53 @@ class SiteQueue:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def add(self, origin: str, *, inlinks: int = 0, now: float | None = None) -> bool:
-        """Queue ``origin`` if it is not known yet; True if it was added."""
-        cur = self._db.execute(
-            "INSERT OR IGNORE INTO sites (origin, added, inlinks) VALUES (?, ?, ?)",
-            (origin, time.time() if now is None else now, inlinks))
-        return cur.rowcount == 1
+    def add(self, origin: str, *, inlinks: int = 0, hops: int = 0, now: float | None = None
+            ) -> bool:
+        """Queue ``origin`` if it is not known yet (a known one takes ``hops`` if lower: a seed
+        site is at 0); True if it was added."""
+        with sqlite.transaction(self._db):
+            cur = self._db.execute(
+                "INSERT OR IGNORE INTO sites (origin, added, inlinks, hops) VALUES (?, ?, ?, ?)",
+                (origin, time.time() if now is None else now, inlinks, hops))
+            if cur.rowcount == 1:
+                return True
+            self._db.execute("UPDATE sites SET hops = ? WHERE origin = ? AND hops > ?",
+                             (hops, origin, hops))
+        return False
 
-    def merge_links(self, sites: list[tuple[str, int, bool]], *, now: float | None = None) -> int:
-        """From the external-link batch: (origin, in-link count, has new URLs) per site. Unknown
-        sites are added; known ones get the count; a finished site with new URLs waits again
-        (its visit resumes at its cursor, where the new URLs are). Returns the sites added."""
+    def merge_links(self, sites: Iterable[tuple[Any, ...]], *, now: float | None = None) -> int:
+        """From the external-link batch: a ``LinkedSite`` (or its first fields) per site. Unknown
+        sites are added; known ones get the count, the lower hop count and the higher priority;
+        a finished site with new URLs waits again (its visit resumes at its cursor, where the new
+        URLs are). Returns the sites added."""
         now = time.time() if now is None else now
         # Durable: the batch then marks these sites pushed, in another file.
         with sqlite.transaction(self._db, durable=True):
             # Sites are never deleted, so a site new to the table gets a rowid above all others.
             (last,) = self._db.execute("SELECT coalesce(max(rowid), 0) FROM sites").fetchone()
             self._db.executemany(
-                "INSERT INTO sites (origin, added, inlinks) VALUES (:origin, :now, :inlinks)"
-                " ON CONFLICT (origin) DO UPDATE SET inlinks = :inlinks,"
+                "INSERT INTO sites (origin, added, inlinks, hops, priority)"
+                " VALUES (:origin, :now, :inlinks, :hops, :priority)"
+                " ON CONFLICT (origin) DO UPDATE SET inlinks = :inlinks, hops = min(hops, :hops),"
+                " priority = max(priority, :priority),"
                 " due = CASE WHEN :woken AND state IN ('done', 'revisit') THEN :now ELSE due END,"
                 " state = CASE WHEN :woken AND state IN ('done', 'revisit') THEN 'waiting' ELSE state END"
-                " WHERE inlinks != :inlinks OR (:woken AND state IN ('done', 'revisit'))",
-                [{"origin": origin, "inlinks": inlinks, "woken": woken, "now": now}
-                 for origin, inlinks, woken in sites])
+                " WHERE inlinks != :inlinks OR (:woken AND state IN ('done', 'revisit'))"
+                " OR hops > :hops OR priority < :priority",
+                [{**LinkedSite(*site)._asdict(), "now": now} for site in sites])
             (added,) = self._db.execute("SELECT count(*) FROM sites WHERE rowid > ?", (last,)).fetchone()
         return int(added)
 
     def claim(self, *, include_deferred: bool, include_revisits: bool = False,
               now: float | None = None) -> str | None:
-        """Take the most linked-to site that is due, mark it active, and return it (a revisit
-        takes its schedule, and its crawl queue is to start over)."""
+        """Take the due site of highest priority, then most linked-to, mark it active, and return
+        it (a revisit takes its schedule, and its crawl queue is to start over)."""
         now = time.time() if now is None else now
         states, marks = _ready(include_deferred, include_revisits)
         with sqlite.transaction(self._db):
             row = self._db.execute(
                 f"SELECT origin FROM sites WHERE state IN ({marks}) AND due <= ? "
-                "ORDER BY inlinks DESC, due LIMIT 1", (*states, now)).fetchone()
+                "ORDER BY priority DESC, inlinks DESC, due LIMIT 1", (*states, now)).fetchone()
             if row is None:
                 return None
             self._db.execute(

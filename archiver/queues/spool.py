@@ -1,7 +1,12 @@
 """External-link spool files, written by crawlers for the external-link batch.
 
 A crawler answers "seen it?" only for its own sites; every link that leaves a site is appended here,
-one line each: ``URL <TAB> linking origin <TAB> 14-digit UTC time``. A spool file is named
+one line each: ``URL <TAB> linking origin <TAB> 14-digit UTC time <TAB> hops <TAB> priority``, where
+hops is the linking site's hop count (how many site-to-site links from a seed site it is, for
+``scope.max_hops``) and priority the site priority the crawler gave the link (a finite float; the
+batch keeps each site's highest). Lines of three fields, from before hops and priorities, still
+read: as hops 0 and priority 0 (a linking site treated as a seed site: no link of an old spool is
+dropped by ``scope.max_hops``). A spool file is named
 ``<process>-<yyyymmddhhmmss>-<serial>.tsv`` and carries an ``.open`` suffix while it is written, so the
 batch never reads a file still growing. Files rotate by line count and age.
 
@@ -13,31 +18,59 @@ under ``done/`` in both, for ``archiver links reshard``.
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import tempfile
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
 
 from archiver.store.durable import Retired, SyncJob
 from archiver.store.objectstore import NoSuchObject, ObjectStore, put
 
 DONE = "done"  # the folder of spool files the links batch has read
 OBJECT_PREFIX = "outlinks/"  # where closed spool files go in an object store
+MAX_HOPS = 999_999_999  # the most a spool line's hops field holds (9 digits)
 
 
-def parse_line(line: str) -> tuple[str, str] | str:
-    """(URL, linking origin) of one spool line, or why the line is unusable. The URL is taken as
-    written; the batch normalises it."""
+# The hops field: up to 9 ASCII digits. The priority field: a decimal number as Python writes a
+# float (an optional sign, digits with an optional point, an optional exponent), finite.
+HOPS = r"^[0-9]{1,9}$"
+PRIORITY = r"^[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]{1,3})?$"
+_HOPS = re.compile(HOPS)
+_PRIORITY = re.compile(PRIORITY)
+
+
+class SpoolLine(NamedTuple):
+    """One good spool line: the URL as written (the batch normalises it), the linking origin, the
+    linking site's hop count and the link's priority."""
+
+    url: str
+    source: str
+    hops: int
+    priority: float
+
+
+def parse_line(line: str) -> SpoolLine | str:
+    """One spool line (of three or five fields), or why the line is unusable."""
     parts = line.rstrip("\n").split("\t")
-    if len(parts) != 3:
-        return f"expected 3 tab-separated fields, found {len(parts)}"
-    url, source, when = parts
+    if len(parts) not in (3, 5):
+        return f"expected 3 or 5 tab-separated fields, found {len(parts)}"
+    url, source, when = parts[:3]
     if not source.startswith(("http://", "https://")) or "/" in source[8:]:
         return f"linking site {source[:80]!r} is not an origin"
     if len(when) != 14 or not when.isdigit():
         return f"time {when[:20]!r} is not 14 digits"
-    return url, source
+    if len(parts) == 3:
+        return SpoolLine(url, source, 0, 0.0)
+    hops, priority = parts[3:]
+    if not _HOPS.match(hops):
+        return f"hops {hops[:20]!r} is not a count of at most 9 digits"
+    value = float(priority) if _PRIORITY.match(priority) else math.nan
+    if not math.isfinite(value):
+        return f"priority {priority[:20]!r} is not a finite number"
+    return SpoolLine(url, source, int(hops), value)
 
 
 def timestamp14(t: float) -> str:
@@ -72,11 +105,18 @@ class SpoolWriter:
                     f.truncate(keep)
             os.replace(path, path.with_suffix(""))
 
-    def add(self, url: str, source: str, when: float) -> None:
+    def add(self, url: str, source: str, when: float, *, hops: int = 0,
+            priority: float = 0.0) -> None:
+        """Spool one external link of ``source`` (a site ``hops`` links from a seed site) with
+        its site ``priority``; ValueError for a hop count or priority no reader would take."""
+        if not 0 <= hops <= MAX_HOPS:
+            raise ValueError(f"hops must be 0 to {MAX_HOPS}, not {hops}")
+        if not math.isfinite(priority):
+            raise ValueError(f"priority must be a finite number, not {priority}")
         if self._file is None:
             self._open(when)
         assert self._file is not None
-        self._file.write(f"{url}\t{source}\t{timestamp14(when)}\n")
+        self._file.write(f"{url}\t{source}\t{timestamp14(when)}\t{hops}\t{float(priority)!r}\n")
         self._lines += 1
         self.lines_written += 1
         if self._lines >= self.max_lines:

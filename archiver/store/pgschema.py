@@ -35,6 +35,11 @@ Version 4 splits that bitmap into slices (archiver.links.slices): ``links_slices
 slice's generation (their number is the slice count), committed with the ledger; a state with no
 rows there and a generation above 0 still has its one bitmap of version 3, read as one slice.
 
+Version 9 gives ``sites`` and ``links_sites`` each site's ``hops`` (site-to-site links from a
+seed site, the lowest found; ``scope.max_hops``) and ``priority`` (the highest a link gave it),
+and the site queue's claim order ``priority DESC, inlinks DESC, due`` its index; rows from before
+read as hops 0 and priority 0.
+
 Version 8 holds the full-text index (archiver.store.pgfulltext): ``fulltext_documents``, one
 row per distinct page text (URL and payload digest) with its ``tsvector`` under a GIN index, and
 ``fulltext_captures``, every catalog entry indexed (WARC file and offset) with its document.
@@ -274,7 +279,17 @@ CREATE TABLE fulltext_captures (
 );
 CREATE INDEX fulltext_captures_doc ON fulltext_captures (doc, ts);
 """),
-    Migration(9, "each site's daily page count for its sheet's budget", """
+    Migration(9, "scope.max_hops and site priority: each site's hop count and priority", """
+ALTER TABLE sites
+    ADD COLUMN hops integer NOT NULL DEFAULT 0,
+    ADD COLUMN priority double precision NOT NULL DEFAULT 0;
+DROP INDEX sites_ready;
+CREATE INDEX sites_order ON sites (state, priority DESC, inlinks DESC, due);
+ALTER TABLE links_sites
+    ADD COLUMN hops integer NOT NULL DEFAULT 0,
+    ADD COLUMN priority double precision NOT NULL DEFAULT 0;
+"""),
+    Migration(10, "each site's daily page count for its sheet's budget", """
 ALTER TABLE crawl_cursors ADD COLUMN budget_day integer NOT NULL DEFAULT 0,
     ADD COLUMN budget_pages bigint NOT NULL DEFAULT 0;
 """),

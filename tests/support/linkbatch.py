@@ -49,15 +49,17 @@ def write_spool(root: Path, name: str, lines: list[str]) -> Path:
     return path
 
 
-def snapshot(root: Path, processes: int) -> tuple[dict, dict]:
-    """The site queues (origin -> state, in-links) and each site's crawl queue, inbox merged."""
+def snapshot(root: Path, processes: int, *, marks: bool = False) -> tuple[dict, dict]:
+    """The site queues (origin -> process, state, in-links; with ``marks`` hops and priority too)
+    and each site's crawl queue, inbox merged."""
     sites = {}
+    columns = "origin, state, inlinks" + (", hops, priority" if marks else "")
     for p in range(processes):
         path = queue_path(root, p)
         if path.exists():
             db = sqlite3.connect(path)
-            sites.update({o: (p, s, i) for o, s, i in db.execute(
-                "SELECT origin, state, inlinks FROM sites")})
+            sites.update({o: (p, *rest) for o, *rest in db.execute(
+                f"SELECT {columns} FROM sites")})
             db.close()
     queues = {}
     with closing(embedded_queues(root)) as crawl_queues:
@@ -90,11 +92,12 @@ def ship_spool(cfg: config.Config, name: str, lines: list[str]) -> None:
     assert [s.name for s in shipped] == [name]
 
 
-def shared_snapshot(store_url: str) -> tuple[dict, dict]:
-    """The shared site queue (origin -> state, in-links) and each site's inbox: (depth, url,
-    refetch) rows in the order they were added."""
+def shared_snapshot(store_url: str, *, marks: bool = False) -> tuple[dict, dict]:
+    """The shared site queue (origin -> state, in-links; with ``marks`` hops and priority too)
+    and each site's inbox: (depth, url, refetch) rows in the order they were added."""
+    columns = "origin, state, inlinks" + (", hops, priority" if marks else "")
     with psycopg.connect(store_url) as db:
-        sites = {o: (s, i) for o, s, i in db.execute("SELECT origin, state, inlinks FROM sites")}
+        sites = {o: tuple(rest) for o, *rest in db.execute(f"SELECT {columns} FROM sites")}
         inboxes: dict[str, list] = defaultdict(list)
         for origin, depth, url, refetch in db.execute(
                 "SELECT origin, depth, url, refetch FROM crawl_inbox ORDER BY id"):
@@ -107,11 +110,17 @@ def synthetic_spool(write, *, files: int = 12, per_file: int = 1500, sites: int 
     """Spool files of random links among ``sites`` sites, written by ``write(name, lines)`` (those
     from the ``first``)."""
     rng = random.Random(7)
+    # Hops and priorities (a site's hops mostly 1 + target % 3, its priority target % 3 + 0.5);
+    # half the lines to sites of hops 1 are old ones, of three fields.
+    marks = random.Random(11)
     for n in range(files):
         lines = []
         for _ in range(per_file):
             source, target = rng.randrange(sites), rng.randrange(sites)
             page = rng.randrange(60)
-            lines.append(f"http://S{target}.test/p/{page}.html\thttp://s{source}.test\t20261122000000")
+            line = f"http://S{target}.test/p/{page}.html\thttp://s{source}.test\t20261122000000"
+            if target % 3 or marks.random() < 0.5:
+                line += f"\t{target % 3 + source % 4}\t{target % 3 + marks.choice([0.0, 0.5])!r}"
+            lines.append(line)
         if n >= first:
             write(f"{n % 2}-2026112200{n:04d}-{n:05d}.tsv", lines)

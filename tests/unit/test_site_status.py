@@ -22,7 +22,9 @@ def test_a_site_waiting_for_its_revisit_shows_when_and_how_often_it_changes():
     assert site["next_visit"] == "2027-01-17T08:00:00Z" and site["next_visit_in_days"] == 2.0
     assert site["change_rate_per_day"] == round(ChangeHistory(10, 5, 10 * DAY).rate() * DAY, 4)
     line = site_line(site)
-    assert line.startswith("http://a.test  revisit  visits=3  inlinks=4  ")
+    assert line.startswith("http://a.test  revisit  visits=3  inlinks=4  hops=0  priority=0.0  ")
+    far = describe_site(row(hops=3, priority=1.5), NOW)
+    assert (far["hops"], far["priority"]) == (3, 1.5) and "hops=3  priority=1.5" in site_line(far)
     assert "next_visit=2027-01-17T08:00:00Z (in 2.0 days)" in line
     assert "(5 of 10 pages compared changed)" in line
 

@@ -85,7 +85,7 @@ async def test_both_engines_queue_the_same_from_a_two_process_crawl_of_the_demo_
             dask_totals.checkpoints) == (local_totals.files, local_totals.lines,
                                          local_totals.new_urls, local_totals.new_sites,
                                          local_totals.checkpoints)
-    assert snapshot(on_dask.root, 2) == snapshot(local.root, 2)
+    assert snapshot(on_dask.root, 2, marks=True) == snapshot(local.root, 2, marks=True)
     started = [r.fields for r in caplog.records if r.getMessage() == "dask-local-cluster"]
     assert len(started) == 1 and started[0]["dashboard"].startswith("http://127.0.0.1:")
 
@@ -107,7 +107,7 @@ def test_both_engines_queue_the_same_over_many_checkpoints(tmp_path):
     assert got.checkpoints == expected.checkpoints > 3
     assert (got.new_urls, got.new_sites, got.new_pairs) == \
         (expected.new_urls, expected.new_sites, expected.new_pairs)
-    assert snapshot(remote.root, 2) == snapshot(local.root, 2)
+    assert snapshot(remote.root, 2, marks=True) == snapshot(local.root, 2, marks=True)
 
 
 def test_a_worker_killed_mid_run_leaves_the_same_queues_as_a_clean_run(tmp_path):
@@ -128,7 +128,7 @@ def test_a_worker_killed_mid_run_leaves_the_same_queues_as_a_clean_run(tmp_path)
             totals = running.result(timeout=120)
         assert held not in worker_pids(client)              # the worker was replaced
     assert totals.files == 12
-    assert snapshot(cfg.root, 2) == snapshot(clean.root, 2)
+    assert snapshot(cfg.root, 2, marks=True) == snapshot(clean.root, 2, marks=True)
 
 
 def test_the_client_killed_with_its_local_cluster_then_rerun_equals_one_clean_run(tmp_path):
@@ -150,7 +150,7 @@ def test_the_client_killed_with_its_local_cluster_then_rerun_equals_one_clean_ru
     with_links(cfg.path, engine="local")
     rerun = batch_once(config.load(cfg.path))
     assert 0 < rerun.files < 12                       # it really stopped halfway
-    assert snapshot(cfg.root, 2) == snapshot(clean.root, 2)
+    assert snapshot(cfg.root, 2, marks=True) == snapshot(clean.root, 2, marks=True)
 
 
 def test_on_the_shared_stores_the_workers_read_the_bucket(tmp_path, pg_store_url, s3_bucket):
@@ -163,8 +163,10 @@ def test_on_the_shared_stores_the_workers_read_the_bucket(tmp_path, pg_store_url
     synthetic_spool(partial(ship_spool, cfg), files=4)
     shutil.rmtree(cfg.root / "outlinks")             # only the bucket has the spool files now
     assert batch_once(cfg).files == 4
-    sites, inboxes = shared_snapshot(pg_store_url)
-    want_sites, want_queues = snapshot(embedded.root, 2)
-    assert {o: inlinks for o, (_, inlinks) in sites.items()} == \
-        {o: inlinks for o, (_, _, inlinks) in want_sites.items()}
+    sites, inboxes = shared_snapshot(pg_store_url, marks=True)
+    want_sites, want_queues = snapshot(embedded.root, 2, marks=True)
+    assert {o: marks for o, (_, *marks) in sites.items()} == \
+        {o: marks for o, (_, _, *marks) in want_sites.items()}            # in-links, hops, priority
+    assert {hops for _, _, _, hops, _ in want_sites.values()} >= {1, 2, 3}
+    assert {priority for *_, priority in want_sites.values()} == {0.5, 1.5, 2.5}
     assert {o: [url for _, url, _ in rows] for o, rows in inboxes.items()} == want_queues

@@ -60,7 +60,7 @@ def test_a_batch_killed_halfway_then_rerun_equals_one_clean_run(tmp_path):
     rerun = subprocess.run([*ARCHIVER, "links", "run", "--once", "--config", str(killed.path)],
                            capture_output=True, text=True, timeout=120, check=False)
     assert rerun.returncode == 0, rerun.stderr
-    assert snapshot(killed.root, 2) == snapshot(clean.root, 2)
+    assert snapshot(killed.root, 2, marks=True) == snapshot(clean.root, 2, marks=True)
 
 
 def test_a_missing_slice_is_a_clear_error(tmp_path):

@@ -127,7 +127,8 @@ def test_a_checkpoint_commits_ledger_counts_and_slice_generations_together(backe
     assert state.generation == 1 and state.slice_generations() == [1, 1, 7]
     assert state.files_done() == {FILE[0]} and state.ledger_files() == [(1, FILE[0])]
     assert sorted(state.dirty_sites()) == [
-        ("http://a.test", 2, True), ("http://b.test", 1, False), ("http://c.test", 0, True)]
+        ("http://a.test", 2, True, 0, 0.0), ("http://b.test", 1, False, 0, 0.0),
+        ("http://c.test", 0, True, 0, 0.0)]
     state.close()
     again = backend.open()                                 # what a later run finds
     assert again.generation == 1 and again.files_done() == {FILE[0]}
@@ -140,12 +141,14 @@ def test_counts_add_up_and_a_woken_site_stays_woken_until_pushed(backend: Backen
     added = checkpoint(state, [("1-20261122000100-00001.tsv", 5, 0, 0)],
                        {"http://a.test": 3, "http://d.test": 1}, set())
     assert added == 1                                      # only d is new
-    assert sorted(state.dirty_sites()) == [("http://a.test", 5, True), ("http://d.test", 1, False)]
+    assert sorted(state.dirty_sites()) == [("http://a.test", 5, True, 0, 0.0),
+                                           ("http://d.test", 1, False, 0, 0.0)]
     assert state.slice_generations() == [2, 2, 2, 2]
     state.pushed()
     assert state.dirty_sites() == []
     checkpoint(state, [("0-20261122000200-00002.tsv", 1, 1, 0)], {"http://d.test": 1}, {"http://a.test"})
-    assert sorted(state.dirty_sites()) == [("http://a.test", 5, True), ("http://d.test", 2, False)]
+    assert sorted(state.dirty_sites()) == [("http://a.test", 5, True, 0, 0.0),
+                                           ("http://d.test", 2, False, 0, 0.0)]
     assert sorted(state.ledger_files()) == [(1, FILE[0]), (2, "1-20261122000100-00001.tsv"),
                                             (3, "0-20261122000200-00002.tsv")]
 
@@ -159,7 +162,7 @@ def test_a_commit_that_fails_changes_nothing(backend: Backend) -> None:
     state.close()
     again = backend.open()
     assert again.generation == 1 and again.files_done() == {FILE[0]}
-    assert again.dirty_sites() == [("http://a.test", 1, False)]
+    assert again.dirty_sites() == [("http://a.test", 1, False, 0, 0.0)]
     assert again.slice_generations() == [1, 1, 1, 1]
 
 
@@ -170,7 +173,7 @@ def test_a_reshard_swaps_the_slices_alone(backend: Backend) -> None:
     state.close()
     again = backend.open()
     assert (again.generation, again.slice_generations()) == (1, [5] * 8)
-    assert again.files_done() == {FILE[0]} and again.dirty_sites() == [("http://a.test", 1, False)]
+    assert again.files_done() == {FILE[0]} and again.dirty_sites() == [("http://a.test", 1, False, 0, 0.0)]
 
 
 def test_a_state_from_before_slices_has_its_one_bitmap_until_a_checkpoint_records_slices(
@@ -254,3 +257,25 @@ def test_the_spool_lists_closed_files_oldest_first_reads_them_and_keeps_done_one
     assert history.closed() == sorted([*before, ORDER[0], ORDER[2]], key=spool_order)
     assert history.read(ORDER[0]) == SPOOL[ORDER[0]]
     assert history.location(ORDER[0]).endswith("outlinks/done/" + ORDER[0])
+
+
+def test_sites_keep_their_lowest_hops_and_highest_priority_and_go_out_again_when_they_change(
+        backend: Backend) -> None:
+    state = backend.open()
+    state.commit(1, [FILE], {"http://a.test": 1}, {"http://a.test"}, NOW, [1],
+                 marks={"http://a.test": (3, 0.5), "http://b.test": (1, 2.0)})
+    # b had no new link nor URL: only a site known already is updated by its marks.
+    assert state.dirty_sites() == [("http://a.test", 1, True, 3, 0.5)]
+    state.pushed()
+    state.commit(2, [("1-20261122000100-00001.tsv", 2, 0, 0)], {}, set(), NOW, [2],
+                 marks={"http://a.test": (4, 0.25)})           # farther, lower: nothing to push
+    assert state.dirty_sites() == []
+    state.commit(3, [("1-20261122000200-00001.tsv", 2, 0, 0)], {}, set(), NOW, [3],
+                 marks={"http://a.test": (2, 0.0)})            # nearer: pushed again
+    assert state.dirty_sites() == [("http://a.test", 1, False, 2, 0.5)]
+    state.pushed()
+    state.commit(4, [("1-20261122000300-00001.tsv", 2, 0, 0)], {"http://a.test": 1}, set(), NOW,
+                 [4], marks={"http://a.test": (9, 1.5)})       # a higher priority too
+    state.close()
+    again = backend.open()
+    assert again.dirty_sites() == [("http://a.test", 2, False, 2, 1.5)]

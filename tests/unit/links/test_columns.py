@@ -29,28 +29,35 @@ def per_line(data: bytes, unfit) -> tuple:
     if lines and lines[-1] == "":
         lines.pop()
     bad, found, targets, pairs = [], [], [], []
+    marks: dict[str, tuple[int, float]] = {}
     for number, line in enumerate(lines, 1):
         verdict = line_verdict(line, unfit)
         if isinstance(verdict, str):
             bad.append((number, verdict))
             continue
-        url, source = verdict
+        url, source, hops, priority = verdict
+        target = urls.origin(url)
         found.append(url)
-        targets.append(urls.origin(url))
-        if source != urls.origin(url):
-            pairs.append((f"\x00{source}\x00{urls.origin(url)}", urls.origin(url)))
+        targets.append(target)
+        if source != target:
+            pairs.append((f"\x00{source}\x00{target}", target))
+        hops += source != target
+        low, high = marks.get(target, (hops, priority))
+        marks[target] = (min(low, hops), max(high, priority))
     pairs = list(dict.fromkeys(pairs))
     return (len(lines), len(bad), bad[:REPORTED], found, targets,
-            [key for key, _ in pairs], [target for _, target in pairs])
+            [key for key, _ in pairs], [target for _, target in pairs], marks)
 
 
 def columnar(data: bytes, unfit, fit: str = "") -> tuple:
     read = read_columns(data, unfit, fit=fit)
     assert read.url_keys == [u.encode() for u in read.urls.to_pylist()]
     origins = read.origins.to_pylist()
+    marks = dict(zip(read.sites.to_pylist(),
+                     zip(read.site_hops.tolist(), read.site_priority.tolist(), strict=True), strict=True))
     return (read.lines, read.bad, read.reports, read.urls.to_pylist(),
             [origins[t] for t in read.targets], [k.decode() for k in read.pair_keys],
-            [origins[t] for t in read.pair_targets])
+            [origins[t] for t in read.pair_targets], marks)
 
 
 # -- the normal-form check over a column -------------------------------------------------------
@@ -89,9 +96,19 @@ _TIMES = st.one_of(st.just(STAMP), st.sampled_from(["2026112200000\u0663", "\uff
                                                     "2026-11-22", ""]), st.text("0123456789", max_size=16))
 _URLS = st.one_of(nearly_normal(), absolute_urls(), st.sampled_from(
     ["http://a.test/", "http://" + "l" * 50 + ".test/", "https://[::1]:8/x", "javascript:x", ""]))
+# Hops and priorities as the spool writes them, and near misses.
+_HOPS = st.one_of(st.integers(0, 12).map(str), st.sampled_from(
+    ["", "-1", "1.0", "0x1", "1234567890", "999999999", "\u0663", " 1", "1_0"]))
+_PRIORITIES = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.sampled_from(["0.0", "-0.0", "1e-05", "1.", ".5", "+3", "1e999", "-1e999", "nan", "inf",
+                     "", ".", "e5", "1e", "1e1234", "0x10", "1_0", " 1", "\u0663"]))
 _LINE = st.one_of(
     st.builds(lambda u, s, t: f"{u}\t{s}\t{t}", _URLS, _SOURCES, _TIMES),
+    st.builds(lambda u, s, t, h, p: f"{u}\t{s}\t{t}\t{h}\t{p}", _URLS, _SOURCES, _TIMES, _HOPS,
+              _PRIORITIES),
     st.builds(lambda u, s: f"{u}\t{s}\t{STAMP}\textra", _URLS, _SOURCES),
+    st.builds(lambda u, s: f"{u}\t{s}\t{STAMP}\t1\t2\textra", _URLS, _SOURCES),
     st.text(max_size=30),
     st.sampled_from(["", "\t", "\t\t", "\t\t\t", "\ufeffhttp://a.test/\thttp://x.test\t" + STAMP]),
 )
@@ -115,6 +132,9 @@ def spool_files(draw: st.DrawFn) -> bytes:
 @given(spool_files(), st.booleans(), st.sampled_from(["", SHORT]))
 @example(b"\xef\xbb\xbfhttp://a.test/\thttp://x.test\t20261122000000\n", True, "")
 @example(b"\n\nx\r\n\t\t\n" + b"http://a.test/\thttp://a.test\t20261122000000", False, "")
+@example(b"http://a.test/\thttp://x.test\t20261122000000\t3\t0.5\n"
+         b"http://a.test/y\thttp://y.test\t20261122000000\n"
+         b"http://a.test/z\thttp://a.test\t20261122000000\t0\t2.0", False, "")
 def test_columnar_reading_equals_the_per_line_rules(data, with_unfit, fit):
     """``fit``, a regex of sites ``unfit`` always passes, changes only which sites are asked."""
     rule = unfit if with_unfit else None
@@ -125,11 +145,15 @@ def test_more_bad_lines_than_reported_are_counted():
     data = "".join(f"bad {n}\n" for n in range(30)).encode() + f"http://a.test/\thttp://x.test\t{STAMP}\n".encode()
     read = read_columns(data, None)
     assert (read.lines, read.bad, read.urls.to_pylist()) == (31, 30, ["http://a.test/"])
-    assert read.reports == [(n, "expected 3 tab-separated fields, found 1") for n in range(1, 21)]
+    assert read.reports == [(n, "expected 3 or 5 tab-separated fields, found 1") for n in range(1, 21)]
 
 
 @pytest.mark.parametrize(("line", "verdict"), [
-    ("http://A.test:80/x\thttp://b.test\t" + STAMP, ("http://a.test/x", "http://b.test")),
+    ("http://A.test:80/x\thttp://b.test\t" + STAMP, ("http://a.test/x", "http://b.test", 0, 0.0)),
+    ("http://a.test/x\thttp://b.test\t" + STAMP + "\t4\t-2.5", ("http://a.test/x", "http://b.test", 4, -2.5)),
+    ("http://a.test/x\thttp://b.test\t" + STAMP + "\t4\tnan", "priority 'nan' is not a finite number"),
+    ("http://a.test/x\thttp://b.test\t" + STAMP + "\t-1\t0.0",
+     "hops '-1' is not a count of at most 9 digits"),
     ("mailto:x@a.test\thttp://b.test\t" + STAMP, "not an http(s) URL: 'mailto:x@a.test'"),
     ("http://" + "l" * 50 + ".test/\thttp://b.test\t" + STAMP,
      "origin too long for a directory name: 'http://" + "l" * 50 + ".test/'"),

@@ -16,8 +16,12 @@ from tests.support.linkbatch import links_config, snapshot, write_spool
 # -- pure parts -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("line", "result"), [
-    ("http://a.test/x\thttp://b.test\t20261122000000\n", ("http://a.test/x", "http://b.test")),
-    ("http://a.test/x\thttp://b.test\n", "expected 3 tab-separated fields, found 2"),
+    ("http://a.test/x\thttp://b.test\t20261122000000\n", ("http://a.test/x", "http://b.test", 0, 0.0)),
+    ("http://a.test/x\thttp://b.test\t20261122000000\t7\t1e-05\n",
+     ("http://a.test/x", "http://b.test", 7, 1e-05)),
+    ("http://a.test/x\thttp://b.test\n", "expected 3 or 5 tab-separated fields, found 2"),
+    ("http://a.test/x\thttp://b.test\t20261122000000\t1\n", "expected 3 or 5 tab-separated fields, found 4"),
+    ("http://a.test/x\thttp://b.test\t20261122000000\t1\t1e999", "priority '1e999' is not a finite number"),
     ("http://a.test/x\tb.test\t20261122000000", "linking site 'b.test' is not an origin"),
     ("http://a.test/x\thttp://b.test/p\t20261122000000", "linking site 'http://b.test/p' is not an origin"),
     ("http://a.test/x\thttp://b.test\t2026-11-22", "time '2026-11-22' is not 14 digits"),

@@ -20,7 +20,7 @@ def test_lines_rotation_and_publishing(tmp_path, monkeypatch):
     closed = sorted(tmp_path.glob("*.tsv"))
     assert len(closed) == 2 and len(list(tmp_path.glob("*.open"))) == 1
     first = closed[0].read_text().splitlines()
-    assert first[0] == "http://x0.test/\thttp://from.test\t20231114221320"
+    assert first[0] == "http://x0.test/\thttp://from.test\t20231114221320\t0\t0.0"
     assert all(name.name.startswith("2-") for name in closed)
     spool.tick(1_700_000_000 + 200)                 # older than max_age: handed over...
     spool.sync()                                    # ... and published
