@@ -22,6 +22,7 @@ import trio
 
 from archiver import __version__, config, logs
 from archiver.crawl.crawler import Crawler, SeedError, enqueue_seeds, read_seeds
+from archiver.crawl.pluginhost import PluginError
 from archiver.dns.resolver import RefreshStats
 from archiver.dns.service import read_names, refresh_pass, run_service
 from archiver.links.partition import MAX_PARTITIONS
@@ -98,7 +99,7 @@ def cmd_crawl(args: argparse.Namespace) -> int:
             return _fail(str(e))
     try:
         crawler = Crawler(cfg, process=args.process, until_idle=args.until_idle)
-    except ProcessBusy as e:
+    except (ProcessBusy, PluginError) as e:
         return _fail(str(e))
     if args.recrawl and not args.seeds:
         print(f"recrawl: {crawler.queue.recrawl()} finished sites queued again")

@@ -22,6 +22,7 @@ from archiver.config import Config
 from archiver.crawl.addressslots import AddressSlots
 from archiver.crawl.cluster import ClusterMember
 from archiver.crawl.context import CrawlContext
+from archiver.crawl.pluginhost import PluginHost, describe, load_plugins
 from archiver.crawl.policy import Outcome
 from archiver.crawl.recovery import CommitPoint, commit_path, recover
 from archiver.crawl.stats import Stats
@@ -148,10 +149,12 @@ class Crawler:
         self.until_idle = until_idle
         self.exit_status = 0  # EX_TEMPFAIL after stopping on a full disk
         self._unsettled: list[tuple[str, Outcome]] = []  # outcomes the full disk refused
+        self.stats = Stats(process=process)
+        # First: a plugin that cannot start stops the crawler before it takes anything.
+        self.plugins = PluginHost(load_plugins(config.plugins), self.stats.errors)
         self.stores = stores = open_stores(config)
         self._lock = stores.lock("crawl", process)
         self.queue = stores.site_queue(process, recover=True)
-        self.stats = Stats(process=process)
         self.catalog = stores.catalog(digests=config.crawl.dedupe == "digest")
         self.cluster: ClusterMember | None = None
         if isinstance(stores, EmbeddedStores):
@@ -185,7 +188,7 @@ class Crawler:
         """Crawl until idle (with ``until_idle``) or until SIGINT/SIGTERM."""
         event(log, logging.INFO, "crawler-start", process=self.process,
               slots=self.config.crawl.sites_per_process, root=str(self.config.root),
-              until_idle=self.until_idle)
+              until_idle=self.until_idle, plugins=describe(self.plugins.plugins))
         self._queue_calls = OffLoop()
         self.service = Service(self.config, drain_timeout=lambda config: config.crawl.drain_timeout,
                                on_stop=self._drain, on_reload=self._reloaded)
@@ -304,7 +307,8 @@ class Crawler:
             if closed is not None:  # outside its window: back without a fetch (nor a lookup)
                 outcome = Outcome("postponed", closed[1], due=closed[0])
             else:
-                visit = SiteVisit(origin, self.ctx, recrawl=recrawl, hops=site.hops if site else 0)
+                visit = SiteVisit(origin, self.ctx, recrawl=recrawl,
+                                  hops=site.hops if site else 0, plugins=self.plugins)
                 outcome = await visit.run()
                 if visit.changes.compared:
                     outcome = dataclasses.replace(outcome, changes=visit.changes)

@@ -63,6 +63,7 @@ never an entry whose record did not survive.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import re
@@ -90,10 +91,10 @@ from archiver.queues.crawlqueue import (
 from archiver.queues.interfaces import SpoolWriterStore
 from archiver.queues.sitequeue import process_for
 from archiver.store.bundles import OPEN, SUFFIX, repair_open_bundle
-from archiver.store.catalog import Capture
+from archiver.store.catalog import Capture, labels_text
 from archiver.store.durable import fsync_directory
 from archiver.store.interfaces import CatalogStore
-from archiver.store.warcindex import INDEXED, capture_of
+from archiver.store.warcindex import INDEXED, MAX_LABELS_RECORD, capture_of, labels_of
 from archiver.stores import EmbeddedStores
 from archiver.web import urls
 from archiver.web.pagelinks import links_in_response
@@ -341,10 +342,18 @@ def _read_window(window: list[tuple[Path, int]]) -> Iterator[tuple[_Record, Capt
 
 
 def _read_bundle(path: Path, offset: int) -> Iterator[tuple[_Record, Capture | None]]:
+    """The captures of a bundle from ``offset``, each with its labels (warcindex.labels_of: the
+    labels record after it); the last one is held back until the next, as a labels record may
+    follow it."""
+    held: tuple[str, _Record, Capture | None] | None = None
     with path.open("rb") as f:
         f.seek(offset)
         it = ArchiveIterator(f, check_digests=False)
         for record in it:
+            if record.rec_type == "metadata" and held is not None and held[2] is not None:
+                labels = labels_of(record, record.content_stream().read(MAX_LABELS_RECORD))
+                if labels is not None and labels[0] == held[0]:
+                    held = held[0], held[1], dataclasses.replace(held[2], labels=labels_text(labels[1]))
             it.read_to_end(record)
             if record.rec_type not in INDEXED:
                 continue
@@ -366,7 +375,11 @@ def _read_bundle(path: Path, offset: int) -> Iterator[tuple[_Record, Capture | N
             except ValueError as e:  # as when the crawler wrote it: `catalog verify` lists it
                 event(log, logging.WARNING, "catalog-entry-failed", url=url, error=str(e))
                 capture = None
-            yield found, capture
+            if held is not None:
+                yield held[1], held[2]
+            held = headers.get_header("WARC-Record-ID") or "", found, capture
+    if held is not None:
+        yield held[1], held[2]
 
 
 def _open_queue(crawl_queues: EmbeddedCrawlQueues, origin: str) -> CrawlQueue | None:

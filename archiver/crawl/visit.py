@@ -10,6 +10,12 @@ goes, robots.txt redirects) is made by the sans-I/O objects of archiver.crawl.po
 performs them. An unexpected error while handling one URL costs that URL only: it is logged with
 its traceback, counted as ``errors=internal``, and the visit goes on (``crawl.max_internal_errors``
 in a row end it).
+
+Plugins (archiver.crawl.pluginhost) are asked here: ``should_visit`` when a link is routed and
+again before a queued URL is fetched, ``on_capture`` for each response written (its labels go
+into a metadata record right after it and into its catalog entry; a revisit is not labelled
+again: its links are routed with the labels of the capture it repeats), ``site_priority`` for
+each external link spooled.
 """
 
 from __future__ import annotations
@@ -24,8 +30,10 @@ import trio
 from archiver.config import site_crawl
 from archiver.crawl.context import CrawlContext
 from archiver.crawl.http import FetchResult, HttpClient
+from archiver.crawl.pluginhost import PluginHost, document_of, no_plugins
 from archiver.crawl.policy import Outcome, RobotsFetch, VisitPolicy, url_shape
 from archiver.logs import event
+from archiver.plugins import CaptureInfo, LinkContext, VisitContext
 from archiver.queues.crawlqueue import Entry
 from archiver.queues.revisits import PageChanges, ask_again
 from archiver.store.bundles import payload_digest
@@ -33,9 +41,9 @@ from archiver.store.catalog import Capture, CatalogError, payload_holder
 from archiver.store.durable import is_disk_error
 from archiver.store.warcindex import capture_fields
 from archiver.web import pagelinks, robots, urls
-from archiver.web.http import parse_retry_after
+from archiver.web.http import head_fields, parse_retry_after
 from archiver.web.sheets import sheet_for
-from archiver.web.timestamps import to_datetime
+from archiver.web.timestamps import from_datetime, to_datetime
 
 log = logging.getLogger("archiver.crawl.visit")
 
@@ -60,10 +68,11 @@ class _Draining(Exception):
 class SiteVisit:
     """Crawls one origin until its queue is empty, a limit is reached, or it must be retried."""
 
-    def __init__(self, origin: str, ctx: CrawlContext, *, recrawl: bool = False, hops: int = 0
-                 ) -> None:
+    def __init__(self, origin: str, ctx: CrawlContext, *, recrawl: bool = False, hops: int = 0,
+                 plugins: PluginHost | None = None) -> None:
         """``recrawl``: the site was visited before, so unchanged payloads become revisit records;
-        ``hops``: the site's hop count from a seed site (``scope.max_hops``)."""
+        ``hops``: the site's hop count from a seed site (``scope.max_hops``); ``plugins``: the
+        process's plugins (none if not given)."""
         self.origin = origin
         self.ctx = ctx
         self.recrawl = recrawl
@@ -83,6 +92,8 @@ class SiteVisit:
         self.changes = PageChanges()
         self._started = time.time()
         self._config = ctx.config  # the config the policy came from (SIGHUP replaces it)
+        self.plugins = (plugins or no_plugins(ctx.stats.errors)).for_site(origin)
+        self.labels: dict[str, str] = {}  # the plugins' labels of the page fetched last
 
     async def run(self) -> Outcome:
         ctx = self.ctx
@@ -146,7 +157,7 @@ class SiteVisit:
                 entry = crawl_queue.next(merge=False)
             if entry is None:
                 return Outcome("done", "")
-            if self._out_of_scope(entry):
+            if self._out_of_scope(entry) or self._refused(entry):
                 await trio.lowlevel.checkpoint()  # a long run of them must let others run
                 continue
             # robots.txt before the first URL in scope (a visit of out-of-scope URLs needs none).
@@ -186,6 +197,17 @@ class SiteVisit:
         event(log, logging.DEBUG, "out-of-scope", site=self.origin, url=entry.url,
               rule=decision.rule)
         self.crawl_queue.decide(entry.url, "scope", scope_detail(decision.rule, None))
+        self._commit(entry)
+        return True
+
+    def _refused(self, entry: Entry) -> bool:
+        """Finish, unfetched, a queued URL a plugin's should_visit refuses."""
+        plugin = self.plugins.refusal(entry.url, VisitContext(self.origin, None, entry.depth, False))
+        if plugin is None:
+            return False
+        self.ctx.stats.skipped["plugin"] += 1
+        event(log, logging.DEBUG, "plugin-refused", site=self.origin, url=entry.url, plugin=plugin)
+        self.crawl_queue.decide(entry.url, "plugin", f"{plugin}, queued before")
         self._commit(entry)
         return True
 
@@ -329,6 +351,7 @@ class SiteVisit:
         """Rest, fetch ``url`` (``conditional``: asking whether the last of its ``earlier``
         captures is still current), write the exchange to the WARC bundle, set the next rest."""
         ctx, stats = self.ctx, self.ctx.stats
+        self.labels = {}
         if ctx.bundle.error is not None:  # the WARC could not be written: stop fetching
             ctx.disk_trouble(ctx.bundle.error, "warc")
         # Before the rest (its time counts towards it): the validators of the payload the last
@@ -384,7 +407,11 @@ class SiteVisit:
             written = ctx.bundle.write_exchange(
                 url=url, ip=result.ip, date=date, request=result.request,
                 response_head=result.head, response_body=result.body, truncated=result.truncated)
+            if self.plugins.wants("on_capture"):
+                self._label(url, date, result, written.record_id, written.response.filename,
+                            written.response.offset)
         else:
+            self.labels = original.label_map
             rectype = "revisit"
             stats.revisits += 1
             stats.not_modified += not_modified
@@ -399,7 +426,8 @@ class SiteVisit:
                 url=url, date=date, status=result.status,
                 content_type=result.header("content-type"), location=result.header("location"),
                 digest=written.payload_digest, filename=written.response.filename,
-                offset=written.response.offset, length=written.response.length, rectype=rectype))
+                offset=written.response.offset, length=written.response.length, rectype=rectype,
+                labels=self.labels if rectype == "response" else None))
         except ValueError as e:  # the record is written; `catalog verify` will list it
             stats.errors["catalog"] += 1
             event(log, logging.WARNING, "catalog-entry-failed", site=self.origin, url=url,
@@ -413,6 +441,20 @@ class SiteVisit:
         event(log, logging.DEBUG, "fetched", site=self.origin, url=url, status=result.status,
               bytes=size, ms=round(result.elapsed * 1000))
         return result
+
+    def _label(self, url: str, date: datetime, result: FetchResult, record_id: str, filename: str,
+               offset: int) -> None:
+        """Ask the plugins' on_capture for the labels of the response just written; write them in
+        a metadata record right after it (a kill before that loses the labels, not the capture)."""
+        assert result.status is not None
+        headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value
+                   in head_fields(result.head)[1].items()}
+        capture = CaptureInfo(url, from_datetime(date), result.status, record_id, filename, offset,
+                              self.origin)
+        self.labels = self.plugins.labels(capture, document_of(
+            url, result.status, headers, result.body, bool(result.truncated)))
+        if self.labels:
+            self.ctx.bundle.write_labels(url=url, date=date, refers_to=record_id, labels=self.labels)
 
     async def _original(self, base: Capture | None, digest: str, result: FetchResult,
                         not_modified: bool, dedupe: str) -> Capture | None:
@@ -454,13 +496,21 @@ class SiteVisit:
                 stats.skipped["url-" + urls.rejection(ref, found.base)] += 1
                 continue
             where = policy.route(url, depth, source_shape=shape, redirect=found.redirect)
+            if where in (None, "external") and (plugin := self.plugins.refusal(
+                    url, VisitContext(self.origin, entry.url, depth, where == "external"))):
+                stats.skipped["plugin"] += 1
+                if where is None and not self.crawl_queue.known(url):
+                    self.crawl_queue.decide(url, "plugin", f"{plugin}, linked from {entry.url}")
+                continue
             if where is None:
                 if self.crawl_queue.add(url, depth):
                     stats.links_local += 1
                     new_local.append(url)
             elif where == "external":
                 stats.links_external += 1
-                ctx.spool.add(url, self.origin, time.time(), hops=policy.hops)
+                priority = self.plugins.priority(urls.origin(url), LinkContext(
+                    entry.url, self.labels, url)) if self.plugins.wants("site_priority") else 0.0
+                ctx.spool.add(url, self.origin, time.time(), hops=policy.hops, priority=priority)
             elif where != "seen":
                 stats.skipped[where] += 1
                 if where == "scope":

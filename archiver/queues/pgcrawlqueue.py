@@ -14,7 +14,7 @@ worker threads: ``add_to`` gives the crawler's group commit a job that writes th
 the cursor saved at the previous commit, whose records (and pending catalog entries) are durable by
 then; the cursor never runs ahead of the entries discovered before it.
 
-Columns ``budget_day`` and ``budget_pages`` of ``crawl_cursors`` (version 9) are the site's
+Columns ``budget_day`` and ``budget_pages`` of ``crawl_cursors`` (version 11) are the site's
 daily page count for its sheet's budget (archiver.web.sheets), written with the cursor.
 
 Table ``crawl_decisions`` (version 7) is the sites' decision logs (archiver.queues.decisions),

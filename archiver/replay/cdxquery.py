@@ -33,7 +33,10 @@ its own ``/cdx`` endpoint answers), with the Internet Archive's ``collapse`` and
   {json}``), json (one JSON object a line) or text (space-separated, "-" for missing).
 
 Fields are pywb's: urlkey, timestamp, url, mime, status, digest, length, offset, filename and
-redirect; the IA names original, mimetype and statuscode are accepted as aliases. Values are the
+redirect; the IA names original, mimetype and statuscode are accepted as aliases. A capture's
+plugin labels (archiver.plugins) are one more field each, ``label.<name>``: ``filter=label.lang:fr``
+(a label containing "fr"), ``filter==label.lang:fr`` (equal), ``filter=~label.lang:(fr|de)$`` and
+``fl=url,label.lang``; a capture without that label has it as "". Values are the
 strings of our CDXJ export (Capture.to_cdxj), so a JSON line equals what pywb would give for it.
 
 Where the Internet Archive's wayback CDX server differs (see docs/cdx.md): its default output is
@@ -58,7 +61,8 @@ from typing import Any
 
 import re2
 
-from archiver.store.catalog import Capture
+from archiver.plugins import LABEL_NAME
+from archiver.store.catalog import LABEL_FIELD, Capture
 from archiver.web.timestamps import parse_date, to_datetime
 
 FIELDS = (
@@ -332,8 +336,10 @@ def _fields(text: str) -> tuple[str, ...]:
 
 def _field(name: str, where: str) -> str:
     field = ALIASES.get(name, name)
-    if field not in FIELDS:
-        raise CdxError(f"{where}: unknown field {name!r}; fields are {', '.join(FIELDS)}")
+    if field not in FIELDS and not (field.startswith(LABEL_FIELD)
+                                    and LABEL_NAME.fullmatch(field.removeprefix(LABEL_FIELD))):
+        raise CdxError(f"{where}: unknown field {name!r}; fields are {', '.join(FIELDS)} and "
+                       f"{LABEL_FIELD}<name> (a plugin label)")
     return field
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import json
 import os
 import re
 import time
@@ -66,6 +67,8 @@ _GZIP = zlib.MAX_WBITS | 16
 _RESPONSE = "application/http;msgtype=response"
 _REQUEST = "application/http;msgtype=request"
 _WARC_FIELDS = "application/warc-fields"
+# The content type of a labels record (write_labels), as archiver.store.warcindex recognises it.
+LABELS_TYPE = "application/json"
 _CONFORMS_TO = "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 section 5.6.2
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -298,6 +301,26 @@ class BundleWriter:
             block.encode(),
         )
         self._ready()
+        location = self._append(self._compress(record))
+        self._hand_over()
+        return location
+
+    def write_labels(self, *, url: str, date: datetime, refers_to: str, labels: Mapping[str, str]
+                     ) -> RecordLocation:
+        """Append a ``metadata`` record of the plugins' labels for the record ``refers_to`` (its
+        WARC-Record-ID) just written, in the same bundle: ``{"labels": {name: value}}`` as
+        application/json (``LABELS_TYPE``), WARC-Refers-To naming that record. Written without
+        rotating, so it always lies in the bundle of the record it describes, after it."""
+        if self._fd is None:
+            raise ValueError("labels follow the record they describe: no bundle is open")
+        record = self._record(
+            "metadata",
+            StatusAndHeadersParser.make_warc_id(),
+            [("WARC-Date", _warc_date(date)), ("WARC-Target-URI", _check_uri(url)),
+             ("WARC-Refers-To", _check_field("refers_to", refers_to))],
+            LABELS_TYPE,
+            json.dumps({"labels": dict(labels)}, ensure_ascii=False, sort_keys=True).encode(),
+        )
         location = self._append(self._compress(record))
         self._hand_over()
         return location

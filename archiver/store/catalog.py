@@ -37,7 +37,7 @@ import resource
 import sqlite3
 import uuid
 from collections import OrderedDict, defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -103,19 +103,26 @@ CREATE TABLE captures (
     redirect TEXT,
     length INTEGER NOT NULL,
     revisit INTEGER NOT NULL,
+    labels TEXT,
     PRIMARY KEY (urlkey, ts, file, pos)
 ) WITHOUT ROWID;
 """
+# Shards made before labels existed get the column when a writer opens them (readers of such a
+# shard read no labels).
+_ADD_LABELS = "ALTER TABLE captures ADD COLUMN labels TEXT"
 _INSERT = (
     "INSERT OR IGNORE INTO captures (urlkey, ts, file, pos, url, status, mime, digest, redirect, length,"
-    " revisit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " revisit, labels) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 # File names are resolved from a per-shard cache, not joined: each query reads captures only.
-_SELECT = "SELECT urlkey, ts, file, pos, url, status, mime, digest, redirect, length, revisit FROM captures"
+_SELECT = ("SELECT urlkey, ts, file, pos, url, status, mime, digest, redirect, length, revisit, labels"
+           " FROM captures")
 _BEFORE = f"{_SELECT} WHERE urlkey = ? AND ts <= ? ORDER BY ts DESC, file DESC, pos DESC LIMIT 1"
 _AFTER = f"{_SELECT} WHERE urlkey = ? AND ts > ? ORDER BY ts, file, pos LIMIT 1"
 _SPAN = f"{_SELECT} WHERE urlkey = ? AND ts >= ? AND ts <= ? ORDER BY ts, file, pos LIMIT ?"
-_Row = tuple[str, str, int, int, str, int | None, str, str, str | None, int, int]
+_Row = tuple[str, str, int, int, str, int | None, str, str, str | None, int, int, str | None]
+# A label's field in CDXJ and /cdx: "label." and its name.
+LABEL_FIELD = "label."
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +133,8 @@ class Capture:
     and ``"warc/revisit"`` for a revisit record, all as cdxj-indexer gives it (pywb tells revisits
     by that mime). ``digest`` is the WARC-Payload-Digest as written (``sha1:BASE32``).
     ``rectype`` is "response" or "revisit"; the catalog stores whether it is a revisit.
+    ``labels`` are the plugins' labels of the capture (archiver.plugins) as stored: a JSON
+    object's text with sorted names (``labels_text``), ``""`` for none; ``label_map`` reads them.
     """
 
     urlkey: str
@@ -139,6 +148,12 @@ class Capture:
     offset: int
     length: int
     rectype: str = "response"
+    labels: str = ""
+
+    @property
+    def label_map(self) -> dict[str, str]:
+        """The labels as a dict (empty when none)."""
+        return json.loads(self.labels) if self.labels else {}
 
     def to_json(self) -> dict[str, object]:
         """For our own JSON output: CDXJ field names with native types (numbers as numbers).
@@ -160,14 +175,17 @@ class Capture:
         if self.redirect is not None:
             out["redirect"] = self.redirect
         out["rectype"] = self.rectype
+        if self.labels:
+            out["labels"] = self.label_map
         return out
 
     def to_cdxj(self) -> str:
         """``<urlkey> <timestamp> <json>`` as cdxj-indexer writes it: its field order, its string
         values for status/length/offset, no mime when unknown, no status when None.
 
-        One addition: ``redirect`` (the CDX 11 field of that name) after the others when set.
-        pywb keeps unknown CDXJ fields and ignores them, and from_cdxj reads it back.
+        Additions: ``redirect`` (the CDX 11 field of that name) after the others when set, then
+        one ``label.<name>`` field per label. pywb keeps unknown CDXJ fields and ignores them,
+        and from_cdxj reads them back.
         """
         return f"{self.urlkey} {self.timestamp} {json.dumps(self.cdxj_fields())}"
 
@@ -185,6 +203,8 @@ class Capture:
         fields["filename"] = self.filename
         if self.redirect is not None:
             fields["redirect"] = self.redirect
+        for name, value in self.label_map.items():
+            fields[LABEL_FIELD + name] = value
         return fields
 
     @classmethod
@@ -207,9 +227,18 @@ class Capture:
                 offset=int(fields["offset"]),
                 length=int(fields["length"]),
                 rectype="revisit" if mime == _REVISIT_MIME else "response",
+                labels=labels_text({name.removeprefix(LABEL_FIELD): value for name, value
+                                    in fields.items() if name.startswith(LABEL_FIELD)}),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a CDXJ capture line ({exc!r}): {line[:200]!r}") from None
+
+
+def labels_text(labels: Mapping[str, str]) -> str:
+    """How a capture stores ``labels``: compact JSON, names sorted; ``""`` for none."""
+    if not labels:
+        return ""
+    return json.dumps(dict(labels), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 class CatalogError(Exception):
@@ -580,6 +609,7 @@ class Catalog:
         else:
             conn = sqlite.open_writer(path, sqlite.CATALOG_TIMEOUT)
         conn.execute(f"PRAGMA cache_size=-{_CACHE_KIB}")
+        _with_labels(conn, writable=not self.readonly)
         self._conns[shard] = conn
         if len(self._conns) > self._max_open:
             self._release(self._conns.popitem(last=False)[1])
@@ -617,6 +647,7 @@ class Catalog:
                 c.redirect,
                 c.length,
                 c.rectype == "revisit",
+                c.labels or None,
             )
             for c in group
         ]
@@ -646,12 +677,30 @@ class Catalog:
             last = rows[-1][:4]
 
     def _capture(self, shard: int, conn: sqlite3.Connection, row: _Row) -> Capture:
-        urlkey, ts, file, pos, url, status, mime, digest, redirect, length, revisit = row
+        urlkey, ts, file, pos, url, status, mime, digest, redirect, length, revisit, labels = row
         names = self._file_names.setdefault(shard, {})
         if file not in names:  # a file added since we last looked, maybe by another process
             names.update(conn.execute("SELECT id, name FROM files"))
         rectype = "revisit" if revisit else "response"
-        return Capture(urlkey, ts, url, status, mime, digest, redirect, names[file], pos, length, rectype)
+        return Capture(urlkey, ts, url, status, mime, digest, redirect, names[file], pos, length, rectype,
+                       labels or "")
+
+
+def _with_labels(conn: sqlite3.Connection, *, writable: bool) -> None:
+    """Give a shard made before labels its ``labels`` column: a writer adds it (another process
+    may do so at the same moment), a reader sees the shard through a view that reads none."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(captures)")}
+    if "labels" in columns:
+        return
+    if writable:
+        try:
+            with sqlite.transaction(conn):
+                conn.execute(_ADD_LABELS)
+        except sqlite3.OperationalError as e:
+            if "duplicate column" not in str(e):
+                raise
+    else:
+        conn.execute("CREATE TEMP VIEW captures AS SELECT *, NULL AS labels FROM main.captures")
 
 
 def _make_shard(path: Path) -> None:

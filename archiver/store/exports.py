@@ -23,6 +23,11 @@ byte for byte: digests and record ids stay valid), except a server-not-modified 
   in the slice it is brought along (its record copied the same way), so every capture of the file
   replays on its own; the original may then be older than ``--from`` or of another URL.
 
+A capture with plugin labels (archiver.plugins) is followed by its labels record, made again
+from the catalog's labels as the crawler writes it (``labels_record``: a ``metadata`` record whose
+WARC-Refers-To names the copied record), so importing or reindexing the export gives them back.
+A server-not-modified revisit written whole has none (revisits are not labelled).
+
 A revisit whose original the catalog does not have stops the export (ExportError).
 
 A file name ending in ``.wacz`` gets a WACZ package (WACZ 1.1.1: the WARC, a CDXJ index, a pages
@@ -54,10 +59,10 @@ from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 from warcio.warcwriter import WARCWriter
 
 from archiver import __version__
-from archiver.store.bundles import NOT_MODIFIED_PROFILE, payload_digest
+from archiver.store.bundles import LABELS_TYPE, NOT_MODIFIED_PROFILE, payload_digest
 from archiver.store.catalog import Capture, original_of
 from archiver.store.interfaces import CatalogStore, WarcReader
-from archiver.store.warcindex import WarcError
+from archiver.store.warcindex import WarcError, parse_record
 from archiver.web.timestamps import to_iso
 
 MATCHES = ("exact", "prefix", "host")
@@ -192,7 +197,27 @@ def _records(warcs: WarcReader, records: list[Planned]) -> Iterator[bytes]:
             raw = warcs.raw(source.filename, source.offset, source.length)
         except WarcError as e:
             raise ExportError(_unreadable(source, e)) from None
-        yield whole_response(raw, entry.revisit) if entry.revisit else raw
+        if entry.revisit:
+            yield whole_response(raw, entry.revisit)
+        elif source.labels:  # one item: the progress counts records of the plan
+            yield raw + labels_record(raw, source)
+        else:
+            yield raw
+
+
+def labels_record(raw: bytes, capture: Capture) -> bytes:
+    """The gzipped labels record of ``capture`` whose record is ``raw`` (its gzip member)."""
+    stored = parse_record(raw, capture.filename, capture.offset)
+    fields = {name.lower(): value for name, value in stored.warc_headers}
+    body = json.dumps({"labels": capture.label_map}, ensure_ascii=False, sort_keys=True).encode()
+    out = io.BytesIO()
+    writer = WARCWriter(out, gzip=True, warc_version="WARC/1.1")
+    writer.write_record(writer.create_warc_record(
+        capture.url, "metadata", payload=io.BytesIO(body), length=len(body),
+        warc_content_type=LABELS_TYPE,
+        warc_headers_dict={"WARC-Date": fields["warc-date"],
+                           "WARC-Refers-To": fields["warc-record-id"]}))
+    return out.getvalue()
 
 
 def whole_response(original: bytes, revisit: Iterable[tuple[str, str]]) -> bytes:

@@ -58,8 +58,9 @@ _CHUNK = 50_000
 _PAGE = 1000
 # Rows per round trip of iter_all's server-side cursor.
 _ITERSIZE = 5000
-_COLUMNS = "urlkey, ts, file, pos, url, status, mime, digest, redirect, length, revisit"
-_COPY_TYPES = ["int4", "text", "text", "int4", "int8", "text", "int4", "text", "text", "text", "int8", "bool"]
+_COLUMNS = "urlkey, ts, file, pos, url, status, mime, digest, redirect, length, revisit, labels"
+_COPY_TYPES = ["int4", "text", "text", "int4", "int8", "text", "int4", "text", "text", "text", "int8", "bool",
+               "text"]
 _SIDE = (
     f"SELECT {_COLUMNS} FROM catalog_captures WHERE shard = %(shard)s AND urlkey = %(key)s AND ts"
 )
@@ -263,7 +264,7 @@ class PgCatalog:
         rows = sorted((
             (mmh3.hash(c.urlkey.partition(")")[0], 0, False) % shards,  # shard_of, inlined
              c.urlkey, c.timestamp, ids[c.filename], c.offset, c.url, c.status, c.mime,
-             c.digest, c.redirect, c.length, c.rectype == "revisit")
+             c.digest, c.redirect, c.length, c.rectype == "revisit", c.labels or None)
             for c in chunk
         ), key=_primary_key)
         with self._db.transaction(), self._db.cursor() as cur:
@@ -352,6 +353,7 @@ class PgCatalog:
                                           (unknown,)).fetchall())
         return [
             Capture(urlkey, ts, url, status, mime, digest, redirect, names[file], pos, length,
-                    "revisit" if revisit else "response")
-            for urlkey, ts, file, pos, url, status, mime, digest, redirect, length, revisit in rows
+                    "revisit" if revisit else "response", labels or "")
+            for urlkey, ts, file, pos, url, status, mime, digest, redirect, length, revisit, labels
+            in rows
         ]

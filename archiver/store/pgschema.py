@@ -44,6 +44,9 @@ Version 8 holds the full-text index (archiver.store.pgfulltext): ``fulltext_docu
 row per distinct page text (URL and payload digest) with its ``tsvector`` under a GIN index, and
 ``fulltext_captures``, every catalog entry indexed (WARC file and offset) with its document.
 
+Version 10 adds ``catalog_captures.labels``: a capture's plugin labels as a JSON object's text
+(``catalog.labels_text``), NULL for none.
+
 Connections come from ``connect``: autocommit (every store call is its own transaction, so no
 reader holds one open between calls), and errors with any password taken out of their text.
 """
@@ -289,7 +292,10 @@ ALTER TABLE links_sites
     ADD COLUMN hops integer NOT NULL DEFAULT 0,
     ADD COLUMN priority double precision NOT NULL DEFAULT 0;
 """),
-    Migration(10, "each site's daily page count for its sheet's budget", """
+    Migration(10, "plugins' labels of a capture (archiver.plugins), as the catalog's labels text", """
+ALTER TABLE catalog_captures ADD COLUMN labels text;
+"""),
+    Migration(11, "each site's daily page count for its sheet's budget", """
 ALTER TABLE crawl_cursors ADD COLUMN budget_day integer NOT NULL DEFAULT 0,
     ADD COLUMN budget_pages bigint NOT NULL DEFAULT 0;
 """),

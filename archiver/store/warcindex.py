@@ -2,15 +2,19 @@
 
 The crawler's live feed and ``archiver catalog reindex`` build their entries with the same
 functions (:func:`capture_fields`), so a catalog rebuilt from the WARC files alone equals the one
-fed live.
+fed live. That includes a capture's plugin labels: the crawler writes them in a ``metadata``
+record right after the capture's records (``BundleWriter.write_labels``), and indexing attaches
+such a record's labels to the capture its WARC-Refers-To names (``labels_of``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import json
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,8 +25,8 @@ from warcio.exceptions import ArchiveLoadFailed
 from warcio.recordloader import ArcWarcRecord
 from warcio.timeutils import iso_date_to_datetime
 
-from archiver.store.bundles import complete_prefix
-from archiver.store.catalog import Capture, surt_key
+from archiver.store.bundles import LABELS_TYPE, complete_prefix
+from archiver.store.catalog import Capture, labels_text, surt_key
 from archiver.web import urls
 from archiver.web.timestamps import from_datetime
 
@@ -30,6 +34,8 @@ from archiver.web.timestamps import from_datetime
 # Browsertrix's screenshots, wget's and Heritrix's fetched files in some modes) replays as a 200.
 INDEXED = ("response", "revisit", "resource")
 _SPLIT = re.compile(r"[;\s]")
+# A labels record's body read at most (32 labels of 256 characters fit many times over).
+MAX_LABELS_RECORD = 256 * 1024
 
 
 class WarcError(Exception):
@@ -52,12 +58,30 @@ def redirect_of(status: int | None, location: str | None, url: str) -> str | Non
 
 def capture_fields(*, url: str, date: datetime, status: int | None, content_type: str | None,
                    location: str | None, digest: str, filename: str, offset: int, length: int,
-                   rectype: str = "response") -> Capture:
+                   rectype: str = "response", labels: Mapping[str, str] | None = None) -> Capture:
     """One catalog entry; ``date`` is the record's WARC-Date as an aware datetime."""
     return Capture(urlkey=surt_key(url), timestamp=from_datetime(date), url=url, status=status,
                    mime="warc/revisit" if rectype == "revisit" else mime_of(content_type),
                    digest=digest, redirect=redirect_of(status, location, url), filename=filename,
-                   offset=offset, length=length, rectype=rectype)
+                   offset=offset, length=length, rectype=rectype, labels=labels_text(labels or {}))
+
+
+def labels_of(record: ArcWarcRecord, body: bytes) -> tuple[str, dict[str, str]] | None:
+    """(the WARC-Refers-To record id, the labels) of a labels record (``write_labels``), or None
+    if ``record`` is not one (another metadata record, or damaged labels)."""
+    headers = record.rec_headers
+    refers_to = headers.get_header("WARC-Refers-To")
+    if record.rec_type != "metadata" or not refers_to or (
+            (headers.get_header("Content-Type") or "").split(";")[0].strip() != LABELS_TYPE):
+        return None
+    try:
+        labels = json.loads(body).get("labels")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(labels, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+        return None
+    return refers_to, labels
 
 
 def capture_of(record: ArcWarcRecord, filename: str, offset: int, length: int) -> Capture:
@@ -109,12 +133,25 @@ def index_stream(f: BinaryIO, name: str, where: str, *, gzipped: bool = True) ->
                                 f"records end at byte {end} of {size}")
             f.seek(0)
         it = ArchiveIterator(f, check_digests=False)
+        # The last capture is held back until the next one: a labels record may follow it.
+        held: tuple[str, Capture] | None = None
         for record in it:
+            if record.rec_type == "metadata" and held is not None:
+                found = labels_of(record, record.content_stream().read(MAX_LABELS_RECORD))
+                it.read_to_end(record)
+                if found is not None and found[0] == held[0]:
+                    held = held[0], dataclasses.replace(held[1], labels=labels_text(found[1]))
+                continue
             if record.rec_type not in INDEXED or not _web_url(record):
                 it.read_to_end(record)
                 continue
             it.read_to_end(record)
-            yield capture_of(record, name, it.get_record_offset(), it.get_record_length())
+            if held is not None:
+                yield held[1]
+            held = (record.rec_headers.get_header("WARC-Record-ID") or "",
+                    capture_of(record, name, it.get_record_offset(), it.get_record_length()))
+        if held is not None:
+            yield held[1]
     except (ArchiveLoadFailed, EOFError, OSError, ValueError, UnicodeDecodeError) as e:
         raise WarcError(f"{where}: not a complete WARC file: {e}") from None
     except (TypeError, AttributeError, KeyError, IndexError) as e:  # warcio on a damaged record
