@@ -2,10 +2,10 @@
 
 A spool line is ``URL <TAB> linking origin <TAB> 14-digit time <TAB> hops <TAB> priority``, or
 the first three alone in a file from before hops (archiver.queues.spool: read as hops 0, priority
-0). The batch reads a whole file (``outlinks.max_lines`` lines) at once: the three-field lines get
-the two fields they lack (``_with_five_fields``), pyarrow's CSV reader splits the text into five
-columns (tab-separated, no quoting; a line with any other number of fields is counted by its
-``invalid_row_handler``), and the checks run over whole columns with RE2 regexes
+0). The batch reads a whole file (``outlinks.max_lines`` lines) at once: pyarrow's CSV reader splits
+it into five columns (tab-separated, no quoting; a line with any other number of fields is counted
+by its ``invalid_row_handler``; in a file with lines of three fields, those are given the two they
+lack, ``_padded``, and the file is read again), and the checks run over whole columns with RE2 regexes
 (pyarrow.compute), so Python touches a URL only to hash it, or to normalise the few not in
 normal form already. The result is exactly what the per-line rules of ``line_verdict`` give,
 line by line (a property test holds the two together):
@@ -121,7 +121,9 @@ def read_columns(data: bytes, unfit: Unfit | None, *, fit: str = "") -> SpoolCol
     match: ``fit`` names sites ``unfit`` always passes."""
     data = text_bytes(data)
     lines = data.count(b"\n") + (not data.endswith(b"\n") if data else 0)
-    table, skipped = _table(_with_five_fields(data, lines))
+    table, skipped, old = _table(data)
+    if old:
+        table, skipped, _ = _table(_padded(data, old))
     # Each line is one row, kept or skipped: the kept rows' line numbers are the others.
     line_of = np.delete(np.arange(1, lines + 1), np.asarray(skipped, dtype=np.intp) - 1)
     if len(line_of) != table.num_rows:
@@ -181,17 +183,12 @@ def normal_form(url: pa.Array) -> NDArray[np.bool_]:
     return normal
 
 
-def _with_five_fields(data: bytes, lines: int) -> bytes:
-    """The text with each line of three fields (from before hops) given the two it lacks, as
-    hops 0 and priority 0; line numbers stay."""
+def _padded(data: bytes, old: list[int]) -> bytes:
+    """The text with the lines numbered ``old`` (of three fields, from before hops) given the two
+    fields they lack, as hops 0 and priority 0; line numbers stay."""
     text = np.frombuffer(data, dtype=np.uint8)
-    ends = np.flatnonzero(text == ord("\n"))
-    tabs_per_line = np.bincount(np.searchsorted(ends, np.flatnonzero(text == ord("\t"))),
-                                minlength=lines)
-    old = np.flatnonzero(tabs_per_line == _OLD_FIELDS - 1)
-    if not len(old):
-        return data
-    at = np.append(ends, len(data))[old]  # each old line's end (the last may have no newline)
+    ends = np.append(np.flatnonzero(text == ord("\n")), len(data))  # the last may have no newline
+    at = ends[np.asarray(old, dtype=np.intp) - 1]
     padding = np.frombuffer(_PADDING, dtype=np.uint8)
     return np.insert(text, np.repeat(at, len(padding)), np.tile(padding, len(at))).tobytes()
 
@@ -209,12 +206,13 @@ def _numbers(hops: pa.Array, priority: pa.Array
     return hop_counts, np.where(ok, values, 0.0), ok
 
 
-def _table(data: bytes) -> tuple[pa.Table, list[int]]:
-    """The lines with five fields as a table of five string columns, and the numbers of the
-    other lines."""
+def _table(data: bytes) -> tuple[pa.Table, list[int], list[int]]:
+    """The lines with five fields as a table of five string columns, the numbers of the other
+    lines, and of those the numbers of the lines with three fields."""
     skipped: list[int] = []
+    old: list[int] = []
     if not data:
-        return pa.table({name: pa.array([], pa.string()) for name in _FIELDS}), skipped
+        return pa.table({name: pa.array([], pa.string()) for name in _FIELDS}), skipped, old
     # pyarrow drops a byte-order mark at the very start, which the per-line rules keep as part of
     # the first URL: an empty line before it keeps it in place (and is dropped again below).
     shift = data.startswith(_BOM)
@@ -225,6 +223,8 @@ def _table(data: bytes) -> tuple[pa.Table, list[int]]:
         if row.number is None:  # known when one thread reads the whole file as one block
             raise ValueError("pyarrow did not say which line has the wrong number of fields")
         skipped.append(row.number - shift)
+        if row.actual_columns == _OLD_FIELDS:
+            old.append(row.number - shift)
         return "skip"
 
     table = pacsv.read_csv(
@@ -237,7 +237,7 @@ def _table(data: bytes) -> tuple[pa.Table, list[int]]:
         convert_options=pacsv.ConvertOptions(
             column_types=dict.fromkeys(_FIELDS, pa.string()), strings_can_be_null=False,
             quoted_strings_can_be_null=False, check_utf8=False))
-    return (table.slice(1) if shift else table), skipped
+    return (table.slice(1) if shift else table), skipped, old
 
 
 def _numpy(column: pa.Array) -> NDArray[np.bool_]:
