@@ -362,7 +362,8 @@ def cmd_focus_train(args: argparse.Namespace) -> int:
     if out is None:
         return _fail("name the model file: --out FILE, or crawl.focus in the config")
     try:
-        trained = train(read_examples(Path(args.examples)))
+        examples = read_examples(Path(args.examples))
+        trained = train(examples)
     except TrainError as e:
         return _fail(str(e))
     except OSError as e:
@@ -374,7 +375,9 @@ def cmd_focus_train(args: argparse.Namespace) -> int:
     counts = trained.counts
     accuracy = ("n/a (a class has one document)" if trained.accuracy is None
                 else f"{trained.accuracy:.3f} ({trained.folds}-fold cross-validation)")
-    print(f"documents: {counts['relevant']} relevant, {counts['other']} other")
+    skipped = f" ({examples.skipped} skipped: no text, or not .html, .htm or .txt)" \
+        if examples.skipped else ""
+    print(f"documents: {counts['relevant']} relevant, {counts['other']} other{skipped}")
     print(f"accuracy: {accuracy}")
     print(f"time: {trained.seconds:.2f} s")
     print(f"model: {out}")

@@ -94,9 +94,11 @@ def test_the_verb_writes_the_model_where_crawl_focus_names_it_and_reports(tmp_pa
     assert web.topic("site-001.demo") == "astronomy" and model.score(page) > 0.5
     assert model.score(web.respond("site-002.demo", "/").body.decode()) < 0.5
     # --out wins over crawl.focus; with neither the verb says what to do.
+    (examples / "other" / "notes.md").write_text("not read")
     assert cli.main(["focus", "train", str(examples), "--out", str(tmp_path / "b.model"),
                      "--config", str(config_file(tmp_path))]) == 0
     assert (tmp_path / "b.model").exists()
+    assert "documents: 6 relevant, 6 other (1 skipped: no text" in capsys.readouterr().out
     assert cli.main(["focus", "train", str(examples), "--config", str(config_file(tmp_path))]) == 2
     assert "--out FILE, or crawl.focus" in capsys.readouterr().err
 
