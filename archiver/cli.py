@@ -33,6 +33,7 @@ from archiver.store import robotstxt
 from archiver.store.catalog import Capture, CatalogError, surt_key
 from archiver.store.catalog_maintenance import Progress, export_cdxj
 from archiver.store.dnshistory import DnsRow
+from archiver.store.durable import fsync_directory
 from archiver.store.exports import ExportError, export
 from archiver.store.fulltext import FullTextMissing
 from archiver.store.fulltextindex import IndexTotals, build_index
@@ -346,6 +347,52 @@ def cmd_scope_test(args: argparse.Namespace) -> int:
             "no rule (no include rules)" if decision.in_scope else "no include rule matched")
         print(f"{decision.word}\t{url}\t{rule}")
     return 0 if decision.in_scope else 1
+
+
+def cmd_focus_train(args: argparse.Namespace) -> int:
+    """``archiver focus train EXAMPLES_DIR``: a relevance model from example documents, written to
+    ``--out`` or else to the file ``crawl.focus`` names; a short report on standard output."""
+    cfg = _config(args, stores_built=False)
+    try:
+        from archiver.crawl.focustrain import TrainError, read_examples, train  # scikit-learn: here
+    except ImportError as e:
+        return _fail(f"focus train needs scikit-learn ({e}): pip install 'archiver[focus]'")
+    from archiver.web.relevance import model_bytes  # numpy: as the trainer
+    out = Path(args.out) if args.out else cfg.crawl.focus
+    if out is None:
+        return _fail("name the model file: --out FILE, or crawl.focus in the config")
+    try:
+        examples = read_examples(Path(args.examples))
+        trained = train(examples)
+    except TrainError as e:
+        return _fail(str(e))
+    except OSError as e:
+        return _fail(f"cannot read the examples: {e}")
+    try:
+        _write_durably(out, model_bytes(trained.model))
+    except OSError as e:
+        return _fail(f"{out}: cannot write the model: {e.strerror}")
+    counts = trained.counts
+    accuracy = ("n/a (a class has one document)" if trained.accuracy is None
+                else f"{trained.accuracy:.3f} ({trained.folds}-fold cross-validation)")
+    skipped = f" ({examples.skipped} skipped: no text, or not .html, .htm or .txt)" \
+        if examples.skipped else ""
+    print(f"documents: {counts['relevant']} relevant, {counts['other']} other{skipped}")
+    print(f"accuracy: {accuracy}")
+    print(f"time: {trained.seconds:.2f} s")
+    print(f"model: {out}")
+    return 0
+
+
+def _write_durably(path: Path, data: bytes) -> None:
+    """``data`` as the file ``path``: written beside it, fsynced, then renamed over it."""
+    temporary = path.with_name(path.name + ".tmp")
+    with temporary.open("wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    temporary.replace(path)
+    fsync_directory(path.parent)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -831,6 +878,17 @@ def parser() -> argparse.ArgumentParser:
     scope_test.add_argument("--json", action="store_true")
     scope_test.add_argument("--config", required=True)
     scope_test.set_defaults(func=cmd_scope_test)
+
+    focus = verbs.add_parser("focus", help="focused crawling: the relevance model")
+    focus_verbs = focus.add_subparsers(dest="focus_verb", required=True)
+    focus_train = focus_verbs.add_parser(
+        "train", help="fit a relevance model to example documents: EXAMPLES_DIR/relevant/ and "
+        "EXAMPLES_DIR/other/ holding .html, .htm or .txt files")
+    focus_train.add_argument("examples", metavar="EXAMPLES_DIR")
+    focus_train.add_argument("--out", metavar="FILE",
+                             help="where the model goes (default: the file crawl.focus names)")
+    focus_train.add_argument("--config", required=True)
+    focus_train.set_defaults(func=cmd_focus_train)
 
     search_ = verbs.add_parser(
         "search", help="full-text search of the archived HTML pages (`search index` builds the index)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import json
 import math
 import re
 import tomllib
@@ -23,6 +24,7 @@ from urllib.parse import urlsplit
 
 from archiver.web.netpolicy import parse_networks
 from archiver.web.scope import Scope, ScopeError, scope_of
+from archiver.web.sheets import Sheet, SheetError, make_sheet
 
 
 class ConfigError(Exception):
@@ -120,6 +122,9 @@ class CrawlConfig:
     # A full disk (or EIO, EROFS, over quota): "pause" stops fetching and retries the writes every
     # warc.sync_interval until they succeed; "exit" stops the process with exit status 75.
     on_disk_full: str = "pause"
+    # Focused crawling (archiver.crawl.focus): the relevance model `archiver focus train` wrote;
+    # None: unfocused.
+    focus: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -271,6 +276,8 @@ class Config:
     links: LinksConfig = field(default_factory=LinksConfig)
     replay: ReplayConfig = field(default_factory=ReplayConfig)
     log: LogConfig = field(default_factory=LogConfig)
+    # [[sheets]]: per-site overrides (archiver.web.sheets), in the file's order.
+    sheets: tuple[Sheet, ...] = ()
     # Warnings about the file that do not stop it from loading (retired keys), for the caller to show.
     notices: tuple[str, ...] = ()
 
@@ -287,7 +294,12 @@ RETIRED = {
                                    "crawl.backoff_recovery_fetches",
 }
 
-_SECTIONS = {f.name: f.type for f in dataclasses.fields(Config) if f.name not in ("path", "notices")}
+_SECTIONS = {f.name: f.type for f in dataclasses.fields(Config)
+             if f.name not in ("path", "notices", "sheets")}
+# What a [[sheets]] table may hold: its own keys, and the [crawl] keys it overrides for its sites.
+SHEET_KEYS = ("match", "window", "time_zone", "daily_pages")
+SHEET_CRAWL_KEYS = ("min_rest", "max_rest", "rest_factor", "max_pages", "max_bytes", "max_depth",
+                    "user_agent")
 _LEVELS = ("debug", "info", "warning", "error")
 _INT64 = (-(2**63), 2**63 - 1)
 # Keys where -1 means unlimited (every other number must not be negative).
@@ -435,6 +447,8 @@ def from_dict(data: dict[str, Any], path: Path | None = None) -> Config:
     sections: dict[str, Any] = {}
     notices: list[str] = []
     for name, value in data.items():
+        if name == "sheets":
+            continue  # read once [crawl] is (a sheet's rests are checked against it)
         if name not in _SECTIONS:
             raise ConfigError(f"{where}: unknown section [{name}] (known: {', '.join(_SECTIONS)})")
         if not isinstance(value, dict):
@@ -449,13 +463,65 @@ def from_dict(data: dict[str, Any], path: Path | None = None) -> Config:
     warc = sections.get("warc", WarcConfig())
     if warc.store and not warc.store.startswith("s3:") and not Path(warc.store).is_absolute():
         sections["warc"] = dataclasses.replace(warc, store=str(base / warc.store))
-    return Config(path=path, notices=tuple(notices), **sections)
+    sheets = _sheets(where, data.get("sheets", []), sections.get("crawl", CrawlConfig()))
+    return Config(path=path, notices=tuple(notices), sheets=sheets, **sections)
+
+
+def site_crawl(crawl: CrawlConfig, sheet: Sheet | None) -> CrawlConfig:
+    """The ``[crawl]`` settings for a site ``sheet`` applies to (its overrides on top)."""
+    return crawl if sheet is None or not sheet.overrides else dataclasses.replace(
+        crawl, **dict(sheet.overrides))
+
+
+def _sheets(where: str, tables: Any, crawl: CrawlConfig) -> tuple[Sheet, ...]:
+    """The [[sheets]] tables, parsed; ConfigError naming the sheet (index and match) and key."""
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise ConfigError(f"{where}: sheets: must be tables, written [[sheets]]")
+    hints = typing.get_type_hints(CrawlConfig)
+    sheets = []
+    for index, table in enumerate(tables):
+        match = table.get("match")
+        label = f"{where}: sheets[{index}]"
+        if match is None:
+            raise ConfigError(f"{label}: match: missing (a list of scope rules naming its sites)")
+        if not isinstance(match, list) or not all(isinstance(r, str) for r in match):
+            raise ConfigError(f"{label}: match: expected a list of strings, got {match!r}")
+        label += f" (match {json.dumps(match, ensure_ascii=False)})"
+        overrides = []
+        for key, value in table.items():
+            if "robots" in key or key == "agent":
+                raise ConfigError(f"{label}: {key}: a sheet cannot change robots.txt: it is "
+                                  "always obeyed, with the rules for crawl.agent")
+            if key in SHEET_CRAWL_KEYS:
+                converted = _convert(f"{label}: {key}", hints[key], value, Path.cwd())
+                if ("crawl", key) in _POSITIVE and converted <= 0:
+                    raise ConfigError(f"{label}: {key}: must be greater than 0, got {value!r}")
+                if not isinstance(converted, str) and converted < 0:
+                    raise ConfigError(f"{label}: {key}: must not be negative, got {value!r}")
+                overrides.append((key, converted))
+            elif key not in SHEET_KEYS:
+                raise ConfigError(f"{label}: {key}: unknown key (known in a sheet: "
+                                  f"{', '.join(sorted(SHEET_KEYS + SHEET_CRAWL_KEYS))})")
+        values = {key: _convert(f"{label}: {key}", hint, table[key], Path.cwd())
+                  for key, hint in (("window", str), ("time_zone", str), ("daily_pages", int))
+                  if key in table}
+        try:
+            sheet = make_sheet(index, match, overrides=overrides, **values)
+        except SheetError as e:
+            raise ConfigError(f"{label}: {e}") from None
+        effective = site_crawl(crawl, sheet)
+        if effective.max_rest < effective.min_rest:
+            raise ConfigError(f"{label}: max_rest: must be >= min_rest (the sheet's, or crawl's)")
+        if not effective.user_agent.isprintable() or not effective.user_agent.isascii():
+            raise ConfigError(f"{label}: user_agent: must be printable ASCII (it is an HTTP header)")
+        sheets.append(sheet)
+    return tuple(sheets)
 
 
 # What a running crawler takes from a new config on SIGHUP; everything else needs a restart.
 # (dedupe: the catalog is opened with its digest index or without; max_decisions: the crawl
-# queues are opened with it.)
-_FIXED_CRAWL_KEYS = ("processes", "sites_per_process", "dedupe", "max_decisions")
+# queues are opened with it; focus: the plugins are loaded at start.)
+_FIXED_CRAWL_KEYS = ("processes", "sites_per_process", "dedupe", "max_decisions", "focus")
 _FIXED_SECTIONS = ("archive", "warc", "store", "s3", "catalog", "plugins")
 
 

@@ -1,4 +1,5 @@
-"""python -m demoweb serve|hosts: run the demo web server, or print its hosts file."""
+"""python -m demoweb serve|hosts|examples: run the demo web server, print its hosts file, or write
+example documents for `archiver focus train` (a topical web's relevant/ and other/)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import trio
 
+from demoweb.examples import write_examples
 from demoweb.model import DemoWeb, WebSpec
 from demoweb.server import ADDRESS, DemoServer
 
@@ -29,9 +31,15 @@ def _parser() -> argparse.ArgumentParser:
         verb.add_argument("--hostile", action="store_true", help="add hostile.<domain>")
         verb.add_argument("--odd", action="store_true", help="add odd.<domain> (odd links)")
         verb.add_argument("--no-trap", dest="trap", action="store_false", help="no trap.<domain>")
+        verb.add_argument("--topical", action="store_true",
+                          help="sites on two topics, pages only (a focused crawl's test web)")
     serve.add_argument("--log", type=Path, help="append one JSON line per request to this file")
     serve.add_argument("--hosts-out", type=Path, help="write the hosts file here")
     hosts.add_argument("--address", default=ADDRESS)
+    examples = verbs.add_parser("examples", help="write example documents for `archiver focus "
+                                "train` into DIR/relevant/ and DIR/other/")
+    examples.add_argument("directory", type=Path, metavar="DIR")
+    examples.add_argument("--count", type=int, default=20, help="documents per class")
     return parser
 
 
@@ -46,6 +54,7 @@ def _spec(args: argparse.Namespace) -> WebSpec:
         hostile=args.hostile,
         odd=args.odd,
         version=args.version,
+        topical=args.topical,
     )
 
 
@@ -67,7 +76,9 @@ async def _serve(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.verb == "hosts":
+    if args.verb == "examples":
+        write_examples(args.directory, args.count)
+    elif args.verb == "hosts":
         sys.stdout.write(DemoWeb(_spec(args)).hosts_file(args.address))
     else:
         trio.run(_serve, args)

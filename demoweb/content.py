@@ -1,4 +1,9 @@
-"""Deterministic bytes for the demo web: prose, images, binaries and a gzip bomb (pure)."""
+"""Deterministic bytes for the demo web: prose, images, binaries and a gzip bomb (pure).
+
+A topical web (``WebSpec.topical``) writes its prose on one of TOPICS: sentences of common
+words with about a third of each topic's own words (TOPIC_WORDS), so the topics share their
+grammar and differ in what they are about, as real pages on two subjects do.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +23,31 @@ _VOCABULARY = (
     "over between through during before after while because although however therefore"
 )
 _WORDS = tuple(_VOCABULARY.split())
+# The topics of a topical web: the first is the one a focused crawl looks for.
+TOPICS = ("astronomy", "cooking")
+_ASTRONOMY = (
+    "telescope orbit comet galaxy nebula planet star eclipse meteor crater asteroid lunar "
+    "solar spectrum observatory constellation cosmic gravity satellite supernova quasar "
+    "pulsar zenith equinox celestial astronomer moon sky light year dwarf giant cluster "
+    "redshift parallax magnitude ecliptic perihelion aurora mars jupiter saturn venus "
+    "mercury neptune uranus orbit rings dust probe launch rocket dark matter infrared"
+)
+_COOKING = (
+    "recipe flour butter oven simmer garlic onion pepper bake dough sauce roast spice "
+    "kitchen skillet broth vinegar salt sugar cream cheese tomato basil lemon olive oil "
+    "chop stir whisk knead boil fry grill stew soup bread pastry dessert dinner lunch "
+    "breakfast taste flavour herb thyme rosemary carrot potato rice noodle honey egg"
+)
+TOPIC_WORDS = {"astronomy": tuple(_ASTRONOMY.split()), "cooking": tuple(_COOKING.split())}
+_COMMON_WORDS = (
+    "the a of and to in for with on by from about under over between through during before "
+    "after while because although however therefore this that these those it its we our you "
+    "your they their is are was were be been has have had will would can could should may "
+    "might very more most some many few every other new old good great long little own same "
+    "first last next early late often always never again also only just still even then now "
+    "here there today people time way day part place world life hand week work kind"
+)
+_COMMON = tuple(_COMMON_WORDS.split())
 
 
 @functools.cache
@@ -28,6 +58,22 @@ def paragraphs(seed: int, count: int = 256) -> tuple[str, ...]:
     for _ in range(count):
         sentences = (
             " ".join(rng.choices(_WORDS, k=rng.randint(6, 18))).capitalize() + "."
+            for _ in range(rng.randint(2, 12))
+        )
+        pool.append(" ".join(sentences))
+    return tuple(pool)
+
+
+@functools.cache
+def topic_paragraphs(seed: int, topic: str, count: int = 256) -> tuple[str, ...]:
+    """A pool of prose paragraphs on ``topic`` (one of TOPICS), sized as ``paragraphs``."""
+    rng = random.Random(f"prose:{seed}:{topic}")
+    own = TOPIC_WORDS[topic]
+    pool = []
+    for _ in range(count):
+        sentences = (
+            " ".join(rng.choice(own) if rng.random() < 0.35 else rng.choice(_COMMON)
+                     for _ in range(rng.randint(6, 18))).capitalize() + "."
             for _ in range(rng.randint(2, 12))
         )
         pool.append(" ".join(sentences))

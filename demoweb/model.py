@@ -28,6 +28,16 @@ Truth for the special sites, as `expected` computes it:
   out of range, broken hosts) have the url ""; an IDN host and an IPv6 literal lead to hosts
   outside the web, which `expected` leaves out. The server finds an odd page by its fully
   percent-decoded path and query, as a file server would, so any correct encoding reaches it.
+
+A topical web (spec.topical: the focused crawl's test web) writes each normal site's prose on
+one of content.TOPICS: a third of the sites (1, 4, 7...: RELEVANT_EVERY) on the first
+("astronomy", RELEVANT_TOPIC), the others on the second, so the seed site 0 is off the topic, as
+most of a real web is. Its sites are bare: pages only (no assets, feature pages, redirects or
+Crawl-delay site). Each public page links TOPIC_LINKS other sites' "/", each of its own topic
+nine times in ten (TOPIC_AFFINITY), so relevant sites are linked mostly from relevant pages;
+the chain links join the sites of each topic (site n to site n+3), so every site is reached
+from sites 0 and 1. `page_topic(url)` is the truth a harvest rate counts against: the topic of
+a numbered page, None for anything else.
 """
 
 from __future__ import annotations
@@ -117,6 +127,10 @@ ODD_EXTERNAL = (
 )
 # The odd site's redirect: its Location holds a raw space.
 ODD_REDIRECT = ("/moved page", "/landing page.html", "/landing%20page.html")
+RELEVANT_TOPIC = content.TOPICS[0]
+RELEVANT_EVERY = 3  # sites 1, 4, 7... are on the relevant topic
+TOPIC_AFFINITY = 0.9  # the chance that a topical page's link to another site is to its topic
+TOPIC_LINKS = 2  # links to other sites on each public page of a topical web
 
 
 @dataclass(frozen=True)
@@ -136,6 +150,8 @@ class WebSpec:
     # served beside it at <name>-moved.html, linked from the home page, and robots.txt given a
     # group for another crawler.
     version: int = 0
+    # Sites on two topics, pages only (see the module docstring).
+    topical: bool = False
 
 
 @dataclass(frozen=True)
@@ -270,6 +286,12 @@ class _Site:
     others: tuple[str, ...] = ()  # hosts its pages may link to
     lean: bool = False
     calendar: bool = False  # has the endless /events/YYYY/MM/ calendar
+    topic: str = ""  # a content.TOPICS entry on a topical web, else ""
+
+    @property
+    def bare(self) -> bool:
+        """Pages only: no assets, feature pages or redirects."""
+        return self.lean or bool(self.topic)
 
     @property
     def robots_status(self) -> int:
@@ -424,7 +446,10 @@ class _Doc:
         if not self.text:
             return []
         rng = random.Random(f"{self.web.spec.seed}:{seed}")
-        pool = content.paragraphs(self.web.spec.seed)
+        if self.site.topic:
+            pool = content.topic_paragraphs(self.web.spec.seed, self.site.topic)
+        else:
+            pool = content.paragraphs(self.web.spec.seed)
         chosen: list[str] = []
         total = 0
         while total < size:
@@ -493,6 +518,18 @@ class DemoWeb:
         header = f"# demo web: {self.spec}\n"
         return header + "".join(f"{address}\t{host}\n" for host in self.hosts)
 
+    def topic(self, host: str) -> str:
+        """A normal site's topic on a topical web ("" otherwise)."""
+        return self._known(host).topic
+
+    def page_topic(self, url: str) -> str | None:
+        """The topic of a numbered page of a topical web's site; None for any other URL."""
+        site, target = self._split(url)
+        if site is None or not site.topic:
+            return None
+        res = site.table.get(target)
+        return site.topic if res is not None and res[0] == "page" else None
+
     def pages(self, host: str) -> tuple[str, ...]:
         """The numbered pages of a normal site (path+query; page 0 is "/")."""
         return self._known(host).pages
@@ -518,7 +555,8 @@ class DemoWeb:
             return self._build_special(host.partition(".")[0], host)
         spec = self.spec
         rng = random.Random(f"{spec.seed}:site:{n}")
-        lean = n == CRAWL_DELAY_SITE
+        lean = n == CRAWL_DELAY_SITE and not spec.topical
+        topic = content.TOPICS[n % RELEVANT_EVERY != 1] if spec.topical else ""
         count = min(spec.pages_per_site, LEAN_PAGES) if lean else spec.pages_per_site
         kind = ROBOTS_KINDS[n % len(ROBOTS_KINDS)]
         groups = _KIND_GROUPS[kind]
@@ -535,12 +573,13 @@ class DemoWeb:
             else:
                 public.append(i)
                 pages.append(_public_path(i))
-        table: dict[str, tuple] = {} if lean else dict(_STATIC)
+        table: dict[str, tuple] = {} if lean or topic else dict(_STATIC)
         table.update({path: ("page", i) for i, path in enumerate(pages)})
         linked = self._linked
         pos = linked.index(host) if host in linked else -1
-        next_host = linked[pos + 1] if 0 <= pos < len(linked) - 1 else ""
-        if len(linked) >= 2 and not lean:
+        step = RELEVANT_EVERY if topic else 1  # a topical web's chains stay within a topic
+        next_host = linked[pos + step] if 0 <= pos < len(linked) - step else ""
+        if len(linked) >= 2 and not lean and not topic:
             target = linked[(pos + 1) % len(linked)]
             table["/elsewhere"] = ("redirect", 301, self.origin(target) + "/", None)
         if kind == "redirect":
@@ -565,7 +604,8 @@ class DemoWeb:
             next_host=next_host,
             others=tuple(h for h in linked if h != host),
             lean=lean,
-            calendar=spec.trap and n == CALENDAR_SITE and not lean,
+            calendar=spec.trap and n == CALENDAR_SITE and not lean and not topic,
+            topic=topic,
         )
 
     def _build_special(self, kind: str, host: str) -> _Site:
@@ -663,7 +703,7 @@ class DemoWeb:
         site, spec = d.site, self.spec
         rng = d.rng
         head = ""
-        if not site.lean:
+        if not site.bare:
             head = (
                 f'<link rel="stylesheet" href="{d.ref("link/href", d.url("/css/site.css"))}">\n'
                 f'<link rel="icon" href="{d.ref("link/href", d.url("/favicon.ico"))}">\n'
@@ -689,7 +729,11 @@ class DemoWeb:
         anchors = [(d.ref("a/href", d.url(site.pages[j])), f"page {j}") for j in site.children[i]]
         for j in rng.sample(range(len(site.pages)), min(len(site.pages), rng.randint(3, 8))):
             anchors.append((d.ref("a/href", d.url(site.pages[j])), f"see page {j}"))
-        if not site.lean:
+        if site.topic:
+            for _ in range(TOPIC_LINKS if site.others and not d.path.startswith(_ZONES) else 0):
+                other = self._topical_neighbour(site, rng)
+                anchors.append((d.ref("a/href", d.url("/", other)), f"friends at {other}"))
+        elif not site.lean:
             if rng.random() < 0.25:
                 anchors.append((d.ref("a/href", d.url(f"/articles/missing-{i}.html")), "gone"))
             if site.others and not d.path.startswith(_ZONES) and rng.random() < 0.15:
@@ -707,7 +751,7 @@ class DemoWeb:
             mine = anchors[n :: len(paragraphs)]
             links = " ".join(f'<a href="{h}">{t}</a>' for h, t in mine)
             d.parts.append(f"<p>{para} {links}</p>\n")
-        if not site.lean:
+        if not site.bare:
             logo = d.ref("img/src", d.url("/img/logo.png"))
             srcset = ""
             if i % 4 == 0:
@@ -727,10 +771,16 @@ class DemoWeb:
             d.parts.append(f' <a href="{d.ref("a/href", script, script)}">Print</a>')
         d.parts.append("</footer>\n</body>\n</html>\n")
 
+    def _topical_neighbour(self, site: _Site, rng: random.Random) -> str:
+        """Another site for a topical page to link: of its own topic with TOPIC_AFFINITY."""
+        same = rng.random() < TOPIC_AFFINITY
+        chosen = [h for h in site.others if (self._known(h).topic == site.topic) == same]
+        return rng.choice(chosen or list(site.others))
+
     def _home_anchors(self, d: _Doc) -> list[tuple[str, str]]:
         site = d.site
         targets = []
-        if not site.lean:
+        if not site.bare:
             targets = [
                 "/frames.html",
                 "/legacy.html",
@@ -749,7 +799,7 @@ class DemoWeb:
             if site.calendar:
                 targets.append("/events/2026/11/")
         anchors = [(d.ref("a/href", d.url(t)), t) for t in targets]
-        if not site.lean:
+        if not site.bare:
             staff = d.url("/~staff/index.html")
             for raw in ("/%7Estaff/index.html", "/%7estaff/index.html"):
                 anchors.append((d.ref("a/href", staff, raw), "staff"))

@@ -57,6 +57,9 @@ class CrawlContext:
     warcs: WarcReader | None = None
     lookup_calls: OffLoop = field(default_factory=OffLoop)
     sync_lock: trio.Lock = field(default_factory=trio.Lock)  # one SyncJob at a time
+    # The wall clock the sheets' windows and budgets and the site queue's due times are read on
+    # (seconds since the epoch); tests pass another.
+    clock: Callable[[], float] = time.time
 
     def __post_init__(self) -> None:
         self.disk_ok.set()

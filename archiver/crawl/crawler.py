@@ -22,7 +22,7 @@ from archiver.config import Config
 from archiver.crawl.addressslots import AddressSlots
 from archiver.crawl.cluster import ClusterMember
 from archiver.crawl.context import CrawlContext
-from archiver.crawl.pluginhost import PluginHost, describe, load_plugins
+from archiver.crawl.pluginhost import PluginHost, describe, load_focus, load_plugins
 from archiver.crawl.policy import Outcome
 from archiver.crawl.recovery import CommitPoint, commit_path, recover
 from archiver.crawl.stats import Stats
@@ -42,6 +42,7 @@ from archiver.store.offloop import OffLoop, is_busy
 from archiver.store.status import summary_line
 from archiver.stores import EmbeddedStores, SharedStores, open_stores
 from archiver.web import urls
+from archiver.web.sheets import sheet_for
 
 log = logging.getLogger("archiver.crawl.crawler")
 P = ParamSpec("P")
@@ -140,7 +141,9 @@ def enqueue_seeds(config: Config, process: int, seeds: list[str], *, recrawl: bo
 class Crawler:
     """One crawler process."""
 
-    def __init__(self, config: Config, *, process: int = 0, until_idle: bool = False) -> None:
+    def __init__(self, config: Config, *, process: int = 0, until_idle: bool = False,
+                 clock: Callable[[], float] = time.time) -> None:
+        """``clock``: the wall clock for due times and the sheets' windows and budgets."""
         self.config = config
         self.process = process
         self.until_idle = until_idle
@@ -148,7 +151,8 @@ class Crawler:
         self._unsettled: list[tuple[str, Outcome]] = []  # outcomes the full disk refused
         self.stats = Stats(process=process)
         # First: a plugin that cannot start stops the crawler before it takes anything.
-        self.plugins = PluginHost(load_plugins(config.plugins), self.stats.errors)
+        self.plugins = PluginHost(load_plugins(config.plugins) + load_focus(config.crawl.focus),
+                                  self.stats.errors)
         self.stores = stores = open_stores(config)
         self._lock = stores.lock("crawl", process)
         self.queue = stores.site_queue(process, recover=True)
@@ -176,6 +180,7 @@ class Crawler:
                               min_age=config.dns.min_age, max_age=config.dns.max_age,
                               retry_base=config.dns.retry_base, retry_max=config.dns.retry_max))
         self.ctx.commit_captures = self._commit_captures
+        self.ctx.clock = clock
         self.ctx.warcs = stores.warcs()
         if isinstance(stores, SharedStores):
             self.ctx.leases, self.ctx.published = stores.leases, []
@@ -262,7 +267,7 @@ class Crawler:
                 revisits = include_deferred and self.config.crawl.revisit_interval > 0
                 origin, due = await self._queue(self.queue.claim_or_due,
                                                 include_deferred=include_deferred,
-                                                include_revisits=revisits)
+                                                include_revisits=revisits, now=self.ctx.clock())
             except sqlite3.Error as e:
                 if not is_disk_error(e):
                     raise
@@ -273,7 +278,8 @@ class Crawler:
                     return
                 c = self.config.crawl
                 # Capped: sites may be added (by the links batch, or seeds) or come free at any time.
-                wait = c.poll_interval if due is None else min(due - time.time(), c.poll_interval)
+                wait = c.poll_interval if due is None else min(due - self.ctx.clock(),
+                                                               c.poll_interval)
                 with trio.move_on_after(max(wait, 0.01)):
                     await draining.wait()
                 continue
@@ -297,11 +303,16 @@ class Crawler:
         try:
             site = await self._queue(self.queue.site, origin)
             recrawl = await self._start_over(origin) or (site is not None and site.visits > 1)
-            visit = SiteVisit(origin, self.ctx, recrawl=recrawl, hops=site.hops if site else 0,
-                              plugins=self.plugins)
-            outcome = await visit.run()
-            if visit.changes.compared:
-                outcome = dataclasses.replace(outcome, changes=visit.changes)
+            sheet = sheet_for(self.config.sheets, origin)
+            closed = sheet.wait(self.ctx.clock(), 0) if sheet is not None else None
+            if closed is not None:  # outside its window: back without a fetch (nor a lookup)
+                outcome = Outcome("postponed", closed[1], due=closed[0])
+            else:
+                visit = SiteVisit(origin, self.ctx, recrawl=recrawl,
+                                  hops=site.hops if site else 0, plugins=self.plugins)
+                outcome = await visit.run()
+                if visit.changes.compared:
+                    outcome = dataclasses.replace(outcome, changes=visit.changes)
         except trio.Cancelled:
             # Also reached when the claim's thread finished after the slot was cancelled: the site
             # is ours, and goes back now (or, if even that fails, at the next start's recovery).
@@ -336,18 +347,23 @@ class Crawler:
             await self._queue(self.queue.release, origin)
             event(log, logging.INFO, "site-stopped", site=origin, reason=outcome.note)
             return
+        if outcome.kind == "postponed":  # its sheet's window or daily budget
+            await self._queue(self.queue.postpone, origin, outcome.due, outcome.note)
+            event(log, logging.INFO, "site-postponed", site=origin, reason=outcome.note,
+                  due=round(outcome.due))
+            return
         if outcome.kind == "done":
             c = self.config.crawl
             await self._queue(self.queue.finish, origin, outcome.note, changes=outcome.changes,
                               schedule=RevisitSchedule(c.revisit_interval, c.revisit_min,
-                                                       c.revisit_max))
+                                                       c.revisit_max), now=self.ctx.clock())
             self.stats.sites_done += 1
             event(log, logging.INFO, "site-done", site=origin, note=outcome.note or None)
         else:
             c = self.config.crawl
             state = await self._queue(self.queue.retry, origin, delay=c.retry_delay,
                                       max_attempts=c.site_retries, defer_delay=c.defer_delay,
-                                      note=outcome.note)
+                                      note=outcome.note, now=self.ctx.clock())
             self.stats.sites_retried += 1
             event(log, logging.WARNING, "site-" + state, site=origin, reason=outcome.note)
 

@@ -4,7 +4,8 @@ their hooks with each failure isolated.
 ``load_plugins`` finds each name of ``plugins.enable`` among the installed entry points of group
 ``archiver.plugins`` and calls its factory with the plugin's table; a missing name or a failing
 factory is a ``PluginError`` (the crawler does not start). ``PluginHost`` holds the loaded plugins
-for a process; ``PluginHost.for_site`` gives one visit its ``SitePlugins``, which call the hooks:
+for a process (with ``load_focus``: the built-in focus plugin, when ``crawl.focus`` names a
+relevance model); ``PluginHost.for_site`` gives one visit its ``SitePlugins``, which call the hooks:
 a hook that raises, or answers something the API does not allow (labels that are not short
 strings, a priority that is not a finite number), is logged once (plugin, hook, site, error),
 counted as ``errors=plugin`` in the crawl's status, and that plugin is left out for the rest of
@@ -23,6 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
 from typing import Any
 
 from archiver.config import PluginsConfig
@@ -83,6 +85,22 @@ def load_plugins(config: PluginsConfig) -> tuple[LoadedPlugin, ...]:
                               f"{', '.join(HOOKS)}")
         loaded.append(LoadedPlugin(name, hooks))
     return tuple(loaded)
+
+
+def load_focus(model: Path | None) -> tuple[LoadedPlugin, ...]:
+    """The built-in focus plugin (archiver.crawl.focus) when ``crawl.focus`` names a model file;
+    a model that cannot be read is a ``PluginError``, as a plugin that cannot start."""
+    if model is None:
+        return ()
+    from archiver.crawl.focus import focus_plugin  # numpy: only for a focused crawl
+    from archiver.web.relevance import ModelError
+
+    try:
+        plugin = focus_plugin(model)
+    except ModelError as e:
+        raise PluginError(str(e)) from None
+    return (LoadedPlugin("focus", {"on_capture": plugin.on_capture,
+                                   "site_priority": plugin.site_priority}),)
 
 
 class PluginHost:

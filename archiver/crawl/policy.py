@@ -52,12 +52,14 @@ _CUT_SHORT = frozenset({"time", "disconnect", "unspecified"})
 @dataclass(frozen=True)
 class Outcome:
     """How a visit ended: ``done`` (finished or stopped by a site limit), ``retry`` (come back
-    later), or ``stopped`` (the process is draining or the disk is full: back to the queue); and
-    the pages it compared with an earlier visit's captures, if any."""
+    later), ``stopped`` (the process is draining or the disk is full: back to the queue) or
+    ``postponed`` (its sheet's window closed or its daily budget is spent: back to the queue, due
+    at ``due``); and the pages it compared with an earlier visit's captures, if any."""
 
     kind: str
     note: str = ""
     changes: PageChanges | None = None
+    due: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 
 import trio
 
+from archiver.config import site_crawl
 from archiver.crawl.context import CrawlContext
 from archiver.crawl.http import FetchResult, HttpClient
 from archiver.crawl.pluginhost import PluginHost, document_of, no_plugins
@@ -41,6 +42,7 @@ from archiver.store.durable import is_disk_error
 from archiver.store.warcindex import capture_fields
 from archiver.web import pagelinks, robots, urls
 from archiver.web.http import head_fields, parse_retry_after
+from archiver.web.sheets import sheet_for
 from archiver.web.timestamps import from_datetime, to_datetime
 
 log = logging.getLogger("archiver.crawl.visit")
@@ -48,6 +50,14 @@ log = logging.getLogger("archiver.crawl.visit")
 
 class _LeaseLost(Exception):
     """Another process holds the site now (our lease expired, or a write found a newer epoch)."""
+
+
+class _Postponed(Exception):
+    """The site's sheet closed its window during a rest: the visit stops before the fetch."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(outcome.note)
+        self.outcome = outcome
 
 
 class _Draining(Exception):
@@ -72,7 +82,11 @@ class SiteVisit:
         self.next_at = 0.0
         self._rest_from = 0.0  # when the current rest began
         self.held: str | None = None  # the address whose connection slot this visit holds
-        self.policy = VisitPolicy(origin, ctx.config.crawl, scope=ctx.config.scope.rules(),
+        # The first [[sheets]] table matching the site (archiver.web.sheets), and the [crawl]
+        # settings with its overrides.
+        self.sheet = sheet_for(ctx.config.sheets, origin)
+        self.crawl = site_crawl(ctx.config.crawl, self.sheet)
+        self.policy = VisitPolicy(origin, self.crawl, scope=ctx.config.scope.rules(),
                                   hops=hops, max_hops=ctx.config.scope.max_hops)
         # Pages compared with their last capture of an earlier visit (the site's change rate).
         self.changes = PageChanges()
@@ -82,7 +96,7 @@ class SiteVisit:
         self.labels: dict[str, str] = {}  # the plugins' labels of the page fetched last
 
     async def run(self) -> Outcome:
-        ctx, c = self.ctx, self.ctx.config.crawl
+        ctx = self.ctx
         if self.policy.beyond_max_hops():
             ctx.stats.skipped["scope"] += 1
             return Outcome("done", f"{MAX_HOPS_RULE}: {self.policy.hops} hops from a seed site")
@@ -98,8 +112,8 @@ class SiteVisit:
         self.crawl_queue = crawl_queue
         ctx.open_queues.add(crawl_queue)
         self.policy.pages, self.policy.bytes = crawl_queue.pages, crawl_queue.bytes
-        client = HttpClient(c)
-        self.client = client
+        self.client = HttpClient(self.crawl)
+        self._agent = self.crawl.user_agent  # the client's User-Agent
         ctx.stats.active[self.origin] = {"url": "", "queued": crawl_queue.pending}
         try:
             if len(crawl_queue) == 0:
@@ -109,6 +123,8 @@ class SiteVisit:
             return await self._crawl()
         except _Draining:
             return Outcome("stopped", "draining" if ctx.disk_ok.is_set() else "disk full")
+        except _Postponed as e:
+            return e.outcome
         except _LeaseLost:
             return Outcome("lost", "the site's lease went to another process")
         except (OSError, sqlite3.Error) as e:
@@ -127,7 +143,7 @@ class SiteVisit:
                     await trio.to_thread.run_sync(crawl_queue.close)
             with trio.CancelScope(shield=True), trio.move_on_after(1):
                 await self._let_go()
-                await client.aclose()
+                await self.client.aclose()
 
     async def _crawl(self) -> Outcome:
         policy, crawl_queue = self.policy, self.crawl_queue
@@ -136,6 +152,8 @@ class SiteVisit:
             limit = policy.limit_reached()
             if limit is not None:
                 return Outcome("done", limit)
+            if (postponed := self.sheet_wait()) is not None:
+                return postponed
             entry = crawl_queue.next(merge=False)
             if entry is None and crawl_queue.inbox_waiting():
                 await self._merge_inbox()
@@ -151,7 +169,7 @@ class SiteVisit:
             try:
                 end = await self._handle(entry)
                 policy.handled()
-            except (_Draining, _LeaseLost):
+            except (_Draining, _LeaseLost, _Postponed):
                 raise
             except Exception as e:  # one URL's bug costs that URL, not the site
                 if isinstance(e, (OSError, sqlite3.Error)) and is_disk_error(e):
@@ -160,6 +178,18 @@ class SiteVisit:
             if end is not None:
                 return end
             self.ctx.stats.active[self.origin]["queued"] = crawl_queue.pending
+
+    def sheet_wait(self) -> Outcome | None:
+        """The visit's end if the site's sheet says it may not be fetched now: its window is
+        closed, or its daily budget is spent (pages counted in the crawl queue, which keeps the
+        count across restarts)."""
+        sheet = self.sheet
+        if sheet is None:
+            return None
+        now = self.ctx.clock()
+        spent = self.crawl_queue.day_pages(sheet.day_of(now)) if sheet.daily_pages else 0
+        wait = sheet.wait(now, spent)
+        return None if wait is None else Outcome("postponed", wait[1], due=wait[0])
 
     def _out_of_scope(self, entry: Entry) -> bool:
         """Finish, unfetched, a queued URL the scope rules exclude (queued before they did)."""
@@ -225,6 +255,8 @@ class SiteVisit:
             await trio.lowlevel.checkpoint()
             return None
         result = await self._fetch(entry.url, earlier)
+        if result.status is not None and self.sheet is not None and self.sheet.daily_pages:
+            self.crawl_queue.count_day_page(self.sheet.day_of(self.ctx.clock()))
         if result.status is None:
             self.crawl_queue.decide(entry.url, "fetch-error", result.error or "error")
         verdict = policy.verdict(result.status, result.error)
@@ -259,11 +291,14 @@ class SiteVisit:
         return ctx.draining.is_set() or not ctx.disk_ok.is_set()
 
     def _follow_config(self) -> None:
-        """After SIGHUP: the new rests and limits apply from now on, to the rest under way too."""
+        """After SIGHUP: the new sheets, rests and limits apply from now on, to the rest under
+        way too (a new User-Agent from the next fetch)."""
         if self.ctx.config is self._config:
             return
         self._config = self.ctx.config
-        self.policy.reconfigure(self._config.crawl, self._config.scope.rules(),
+        self.sheet = sheet_for(self._config.sheets, self.origin)
+        self.crawl = site_crawl(self._config.crawl, self.sheet)
+        self.policy.reconfigure(self.crawl, self._config.scope.rules(),
                                 self._config.scope.max_hops)
         self.next_at = min(self.next_at, self._rest_from + self.policy.rest.floor())
 
@@ -331,6 +366,12 @@ class SiteVisit:
                                  and dedupe != "off" else ([], 0))
         if not ctx.disk_ok.is_set() or await self._rest():
             raise _Draining
+        if (postponed := self.sheet_wait()) is not None:  # the window closed during the rest
+            raise _Postponed(postponed)
+        if self._agent != self.crawl.user_agent:  # a reload changed it
+            await self._let_go()
+            await self.client.aclose()
+            self.client, self._agent = HttpClient(self.crawl), self.crawl.user_agent
         stats.active[self.origin]["url"] = url
         host = urls.origin_parts(urls.origin(url))[1]
         ip = await self._address(host)

@@ -32,6 +32,10 @@ Files in a site's directory (created when its queue is first opened):
 ``restarted``
     The wall-clock time (ns) of the last ``restart``: crash recovery ignores this site's records
     older than that, which belong to the visit before the recrawl.
+``budget``
+    The site's daily page count for its sheet's budget (archiver.web.sheets): the day and the
+    pages fetched that day, in two slots as the cursor's, written by one ``pwrite`` per page (a
+    killed process loses none) and fsynced with the log. Only a site with a budget has one.
 ``decisions``, ``decisions.1``
     The site's decision log (archiver.queues.decisions): URLs the crawl did not capture, and why.
 
@@ -69,6 +73,7 @@ CURSOR = "cursor"
 INBOX = "inbox"  # an earlier version's inbox file
 DONE = "done"
 RESTARTED = "restarted"
+BUDGET = "budget"
 
 # Cursor slot: sequence, cursor, pages, bytes, then the CRC-32 of those 32 bytes.
 _SLOT = struct.Struct("<QQQQ")
@@ -354,6 +359,8 @@ class CrawlQueue:
         self._new_dirs: list[Path] = []  # directories whose new entries sync() must make durable
         self._saved = (0, 0, 0)  # the mark the cursor file holds
         self._done: set[int] = set()  # ends of entries past the open-time cursor known done
+        self._budget_fd: int | None = None  # the budget file, opened on first use
+        self._budget = (0, 0, 0)  # its (sequence, day, pages)
 
     @classmethod
     def open(cls, directory: Path, *, bloom_bits: int, max_fp: float,
@@ -492,6 +499,21 @@ class CrawlQueue:
     def _write_slot(self, cursor: int, pages: int, bytes_: int) -> None:
         write_slot(self._cursor_fd, self._seq, cursor, pages, bytes_)
 
+    def day_pages(self, day: int) -> int:
+        """Pages counted for the daily budget on ``day`` (see archiver.web.sheets.Sheet.day_of)."""
+        if self._budget_fd is None:
+            self._budget_fd = os.open(self.directory / BUDGET, os.O_RDWR | os.O_CREAT, 0o644)
+            self._budget = read_slots(self._budget_fd)[:3]
+        _, counted_day, pages = self._budget
+        return pages if counted_day == day else 0
+
+    def count_day_page(self, day: int) -> None:
+        """Count one page fetched on ``day`` (written at once; fsynced with the log)."""
+        pages = self.day_pages(day) + 1
+        assert self._budget_fd is not None
+        self._budget = (self._budget[0] + 1, day, pages)
+        write_slot(self._budget_fd, *self._budget, 0)
+
     def restart(self) -> None:
         """Start a new visit (a recrawl): the cursor goes back to the first entry, totals to zero.
 
@@ -576,6 +598,8 @@ class CrawlQueue:
         """Make the log and then the cursor durable (the cursor never runs ahead of its log)."""
         os.fsync(self.prepare_sync())
         os.fsync(self._cursor_fd)
+        if self._budget_fd is not None:
+            os.fsync(self._budget_fd)
         if (decisions := self._decisions.unsynced_descriptor()) is not None:
             fsync_all([decisions])
 
@@ -588,6 +612,8 @@ class CrawlQueue:
         new directories whose entries must be made durable (fsynced in the job's thread)."""
         self._flush()
         job.fds.append(self.log_descriptor())
+        if self._budget_fd is not None:
+            job.fds.append(os.dup(self._budget_fd))
         if (decisions := self._decisions.unsynced_descriptor()) is not None:
             job.fds.append(decisions)
         job.directories.update(self._new_dirs)
@@ -614,6 +640,8 @@ class CrawlQueue:
             self._reader.close()
             self._writer.close()
             os.close(self._cursor_fd)
+            if self._budget_fd is not None:
+                os.close(self._budget_fd)
 
     def __enter__(self) -> CrawlQueue:
         return self

@@ -14,6 +14,9 @@ worker threads: ``add_to`` gives the crawler's group commit a job that writes th
 the cursor saved at the previous commit, whose records (and pending catalog entries) are durable by
 then; the cursor never runs ahead of the entries discovered before it.
 
+Columns ``budget_day`` and ``budget_pages`` of ``crawl_cursors`` (version 11) are the site's
+daily page count for its sheet's budget (archiver.web.sheets), written with the cursor.
+
 Table ``crawl_decisions`` (version 7) is the sites' decision logs (archiver.queues.decisions),
 written with the entries; a site keeps between half and all of its newest ``crawl.max_decisions``.
 
@@ -80,6 +83,7 @@ class PgCrawlQueue:
         self._decisions: list[Decision] = []  # not written yet (under _new_lock)
         self._logged: set[int] = set()  # hashes of (kind, url) this visit logged
         self._decision_rows: int | None = None  # the site's rows in crawl_decisions, once counted
+        self._budget = self._budget_written = (0, 0)  # (day, pages) of the daily budget
 
     # -- reading and adding
 
@@ -131,6 +135,14 @@ class PgCrawlQueue:
         """Keep ``mark`` (its records are durable) for the next write: the next group commit's
         job, or ``close``."""
         self._to_save = mark
+
+    def day_pages(self, day: int) -> int:
+        counted_day, pages = self._budget
+        return pages if counted_day == day else 0
+
+    def count_day_page(self, day: int) -> None:
+        """Count one page fetched on ``day`` (written with the next group commit)."""
+        self._budget = (day, self.day_pages(day) + 1)
 
     @property
     def restarted_at(self) -> float | None:
@@ -190,16 +202,18 @@ class PgCrawlQueue:
         """Write the new entries, decisions and the saved mark, fenced by the lease's epoch
         (blocking)."""
         new, decisions = self._take_new()
-        mark = self._to_save
+        mark, budget = self._to_save, self._budget
         if self.fenced or (not new and not decisions and not delete_inbox
-                           and (mark is None or mark == self._written)):
+                           and (mark is None or mark == self._written)
+                           and budget == self._budget_written):
             return
         with self._queues.connection() as db, db.transaction():
-            sets = "epoch = epoch" if mark is None else \
-                "cursor = %(cursor)s, pages = %(pages)s, bytes = %(bytes)s"
+            sets = "budget_day = %(day)s, budget_pages = %(day_pages)s" + (
+                "" if mark is None else ", cursor = %(cursor)s, pages = %(pages)s, bytes = %(bytes)s")
             cursor, pages, bytes_ = mark or (0, 0, 0)
-            if db.execute(_FENCE.format(sets), {"origin": self.origin, "epoch": self.epoch, "cursor": cursor,
-                                                "pages": pages, "bytes": bytes_}).rowcount != 1:
+            if db.execute(_FENCE.format(sets), {
+                    "origin": self.origin, "epoch": self.epoch, "cursor": cursor, "pages": pages,
+                    "bytes": bytes_, "day": budget[0], "day_pages": budget[1]}).rowcount != 1:
                 self.fenced = True
                 self._queues.leases.lose(self.origin)
                 return
@@ -214,6 +228,7 @@ class PgCrawlQueue:
                 self._write_decisions(db, decisions)
         if mark is not None:
             self._written = mark
+        self._budget_written = budget
 
     def _write_decisions(self, db: Connection, decisions: list[Decision]) -> None:
         """Insert ``decisions``; past ``crawl.max_decisions`` rows, keep the newest half."""
@@ -303,7 +318,7 @@ class PgCrawlQueues:
                 " WHERE EXISTS (SELECT 1 FROM sites WHERE origin = %(origin)s AND epoch = %(epoch)s)"
                 " ON CONFLICT (origin) DO UPDATE SET epoch = EXCLUDED.epoch"
                 " WHERE crawl_cursors.epoch <= EXCLUDED.epoch"
-                " RETURNING cursor, pages, bytes, restarted",
+                " RETURNING cursor, pages, bytes, restarted, budget_day, budget_pages",
                 {"origin": origin, "epoch": epoch}).fetchone()
             if row is None:
                 self.leases.lose(origin)
@@ -312,7 +327,8 @@ class PgCrawlQueues:
                                  (origin,)).fetchall()
         queue = PgCrawlQueue(self, origin, epoch,
                              GrowingBloom(initial_bits=self.bloom_bits, max_fp=self.max_fp))
-        queue.cursor, queue.pages, queue.bytes, queue._restarted = row
+        queue.cursor, queue.pages, queue.bytes, queue._restarted = row[:4]
+        queue._budget = queue._budget_written = (row[4], row[5])
         queue._written = (queue.cursor, queue.pages, queue.bytes)
         for seq, depth, url in entries:
             queue._bloom.add(url)

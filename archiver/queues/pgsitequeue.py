@@ -251,6 +251,13 @@ class PgSiteQueue:
                          " lease_until = NULL", {})
         self.leases.drop(origin)
 
+    def postpone(self, origin: str, due: float, note: str) -> None:
+        """As ``SiteQueue.postpone``: the lease ends, the site waits until ``due``."""
+        self._held_write(origin, "postpone", "UPDATE sites SET state = 'waiting', due = %(due)s,"
+                         " note = %(note)s, holder = NULL, lease_until = NULL",
+                         {"due": due, "note": note})
+        self.leases.drop(origin)
+
     def restarted(self, origin: str) -> None:
         epoch = self.leases.epoch(origin)
         if epoch is None or self._db.execute(

@@ -288,6 +288,12 @@ class SiteQueue:
         self._db.execute("UPDATE sites SET state='waiting', due=0 WHERE origin=? AND state='active'",
                          (origin,))
 
+    def postpone(self, origin: str, due: float, note: str) -> None:
+        """The visit stopped for its sheet (window or daily budget): waiting again, due at
+        ``due``, with ``note`` saying why; its attempts are untouched."""
+        self._db.execute("UPDATE sites SET state='waiting', due=?, note=? WHERE origin=? AND"
+                         " state='active'", (due, note, origin))
+
     def retry(self, origin: str, *, delay: float, max_attempts: int, defer_delay: float,
               note: str, now: float | None = None) -> str:
         """The visit failed: back after ``delay`` doubled per attempt, or deferred; returns the state."""

@@ -295,6 +295,10 @@ ALTER TABLE links_sites
     Migration(10, "plugins' labels of a capture (archiver.plugins), as the catalog's labels text", """
 ALTER TABLE catalog_captures ADD COLUMN labels text;
 """),
+    Migration(11, "each site's daily page count for its sheet's budget", """
+ALTER TABLE crawl_cursors ADD COLUMN budget_day integer NOT NULL DEFAULT 0,
+    ADD COLUMN budget_pages bigint NOT NULL DEFAULT 0;
+"""),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version
 
