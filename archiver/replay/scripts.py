@@ -37,8 +37,8 @@ LOCATION = "__archiverLocation"
 POST = "__archiverPost"
 
 _STRING = {
-    '"': re.compile(r'"(?:[^"\\\n\r]|\\[\s\S])*(?:"|(?=[\n\r])|\Z)'),
-    "'": re.compile(r"'(?:[^'\\\n\r]|\\[\s\S])*(?:'|(?=[\n\r])|\Z)"),
+    '"': re.compile(r'"(?:[^"\\\n\r]|\\[\s\S]?)*(?:"|(?=[\n\r])|\Z)'),  # a lone "\" may end it
+    "'": re.compile(r"'(?:[^'\\\n\r]|\\[\s\S]?)*(?:'|(?=[\n\r])|\Z)"),
 }
 _TEMPLATE_TEXT = re.compile(r"(?:[^`\\$]|\\[\s\S]|\$(?!\{))*")
 _REGEX = re.compile(r"/(?![*/])(?:[^/\\\[\n\r]|\\.|\[(?:[^\]\\\n\r]|\\.)*\])+/[A-Za-z]*")
