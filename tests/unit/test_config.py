@@ -1,6 +1,8 @@
 """Config loading: defaults, relative paths, and errors that name the file and key."""
 
+import dataclasses
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -20,10 +22,34 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_shipped_config_lists_every_default():
     cfg = config.load(SHIPPED)
     defaults = config.Config()
-    for section in ("crawl", "warc", "outlinks", "replay", "log"):
+    for section in ("crawl", "scope", "plugins", "warc", "store", "s3", "catalog", "outlinks",
+                    "links", "replay", "log"):
         assert getattr(cfg, section) == getattr(defaults, section), section
     assert cfg.root == SHIPPED.parent / "archive"
     assert cfg.dns.hosts_file == Path("/etc/hosts")
+    assert dataclasses.replace(cfg.dns, hosts_file=None) == dataclasses.replace(defaults.dns, hosts_file=None)
+    assert cfg.sheets == ()
+
+
+def test_shipped_config_shows_every_key_under_its_policy():
+    written = tomllib.loads(SHIPPED.read_text())
+    for section in dataclasses.fields(config.Config):
+        if section.name in ("path", "sheets", "notices"):
+            continue
+        keys = {f.name for f in dataclasses.fields(getattr(config.Config(), section.name))}
+        keys.discard("tables")  # [plugins.<name>] tables: none by default
+        assert set(written[section.name]) == keys, section.name
+    text = SHIPPED.read_text()
+    headings = [line for line in text.splitlines() if line.startswith("# ==== ")]
+    for policy in ("SELECTION POLICY", "REVISIT POLICY", "POLITENESS POLICY",
+                   "PARALLELISATION POLICY"):
+        assert sum(policy in line for line in headings) == 1, policy
+    # Each policy's keys sit in its own section of the file.
+    order = ["SELECTION POLICY", "\nscope.include =", "REVISIT POLICY", "\ncrawl.revisit_interval =",
+             "POLITENESS POLICY", "\ncrawl.min_rest =", "PARALLELISATION POLICY",
+             "\ncrawl.processes =", "\nlinks.engine =", "==== Fetching"]
+    places = [text.index(mark) for mark in order]
+    assert places == sorted(places)
 
 
 def test_contract_keys_and_relative_paths(tmp_path):
