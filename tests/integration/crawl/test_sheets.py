@@ -1,8 +1,8 @@
 """Sheets in a real crawl of the demo web, on an injected clock: a site outside its crawl window
 gets no request (not even robots.txt) and is due at the opening, then is crawled inside it; a
 daily budget of N pages gives exactly N page fetches that day (robots.txt is not counted), across
-a crawler restart too, and N more the next day; a sheet's rest holds; SIGHUP changes a sheet's
-budget."""
+a crawler restart too, and N more the next day; a sheet's rest and user agent hold; SIGHUP
+changes a sheet's budget."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ PARIS = ZoneInfo("Europe/Paris")
 REST = 0.15  # the budget sheet's min_rest (crawl.min_rest is 0.01)
 NIGHT_REST = 0.3  # the window sheet's: its visit is still under way when the test closes it
 NIGHT_PAGES = 8  # the window sheet's max_pages (every fetch counts, robots.txt too)
+NIGHT_AGENT = "archiver-night/1 (+https://example.org/night)"  # the window sheet's user_agent
 GUARD = 60  # seconds: a crawler that never gets there fails the test instead of hanging it
 
 
@@ -41,6 +42,7 @@ window = "22:00-06:00"
 time_zone = "Europe/Paris"
 min_rest = {NIGHT_REST}
 max_pages = {NIGHT_PAGES}
+user_agent = "{NIGHT_AGENT}"
 [[sheets]]
 match = ["domain:demo"]
 daily_pages = {budget}
@@ -141,3 +143,7 @@ async def test_windows_and_daily_budgets_on_an_injected_clock(tmp_path: Path, nu
         assert fetched.pop("/robots.txt") == 2 and set(fetched.values()) == {1}
         rows = {row.origin: row for row in queue.rows()}
         assert rows[day].due == paris(2026, 3, 30, 0, 0)
+        # Each site was sent its own User-Agent: the night sheet's, and [crawl]'s for the other.
+        agents = {host: {e.agent for e in server.log if e.host.split(":")[0] == host}
+                  for host in (night_host, day_host)}
+        assert agents == {night_host: {NIGHT_AGENT}, day_host: {config.crawl.user_agent}}
