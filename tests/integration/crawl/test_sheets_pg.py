@@ -6,29 +6,17 @@ from __future__ import annotations
 
 import pytest
 
-from archiver.queues.leases import Leases
-from archiver.queues.pgcrawlqueue import PgCrawlQueues
-from archiver.queues.pgsitequeue import PgSiteQueue
 from archiver.store.durable import SyncJob
+from tests.support.pgqueues import PgProcess
 
 SITE = "http://a.test"
 DAY = 740_000
 
 
-class Process:
-    def __init__(self, url: str, number: int) -> None:
-        leases = Leases(300.0)
-        self.sites = PgSiteQueue(url, process=number, leases=leases)
-        self.queues = PgCrawlQueues(url, leases, bloom_bits=1 << 12, max_fp=0.01)
-
-    def close(self) -> None:
-        self.sites.close()
-        self.queues.close()
-
 
 @pytest.fixture
 def two(pg_store_url):
-    made = [Process(pg_store_url, 0), Process(pg_store_url, 1)]
+    made = [PgProcess(pg_store_url, 0), PgProcess(pg_store_url, 1)]
     yield made
     for process in made:
         process.close()

@@ -7,33 +7,19 @@ import psycopg
 import pytest
 
 from archiver.queues.crawlqueue import CrawlQueueBusy
-from archiver.queues.leases import Leases
-from archiver.queues.pgcrawlqueue import PgCrawlQueues
-from archiver.queues.pgsitequeue import PgSiteQueue
 from archiver.store.durable import SyncJob
+from tests.support.pgqueues import PgProcess
 
 SITE = "http://a.test"
 
-
-class Process:
-    """A crawler process's view: its site queue and crawl queues sharing its leases."""
-
-    def __init__(self, url: str, number: int) -> None:
-        leases = Leases(300.0)
-        self.sites = PgSiteQueue(url, process=number, leases=leases)
-        self.queues = PgCrawlQueues(url, leases, bloom_bits=1 << 12, max_fp=0.01)
-
-    def close(self) -> None:
-        self.sites.close()
-        self.queues.close()
 
 
 @pytest.fixture
 def processes(pg_store_url):
     made = []
 
-    def make(number: int) -> Process:
-        made.append(Process(pg_store_url, number))
+    def make(number: int) -> PgProcess:
+        made.append(PgProcess(pg_store_url, number))
         return made[-1]
 
     yield make

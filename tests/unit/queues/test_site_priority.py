@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from archiver.queues.sitequeue import LinkedSite, SiteQueue, queue_path
 from tests.support.fuzzing import examples
+from tests.support.sitequeues import first_site_queue
 
 
 def claims(q: SiteQueue, now: float = 100) -> list[str]:
@@ -68,17 +69,7 @@ def test_a_site_keeps_its_lowest_hops_and_its_priority_only_grows(tmp_path):
 
 def test_a_queue_from_before_hops_reads_them_as_0_and_claims_in_its_old_order(tmp_path):
     path = queue_path(tmp_path, 0)
-    path.parent.mkdir(parents=True)
-    db = sqlite3.connect(path)
-    db.execute("CREATE TABLE sites (origin TEXT PRIMARY KEY, state TEXT NOT NULL DEFAULT 'waiting', "
-               "due REAL NOT NULL DEFAULT 0, inlinks INTEGER NOT NULL DEFAULT 0, attempts INTEGER "
-               "NOT NULL DEFAULT 0, added REAL NOT NULL, visits INTEGER NOT NULL DEFAULT 0, "
-               "note TEXT NOT NULL DEFAULT '')")
-    db.execute("CREATE INDEX sites_ready ON sites (state, inlinks DESC, due)")
-    db.executemany("INSERT INTO sites (origin, added, inlinks) VALUES (?, 0, ?)",
-                   [("http://a.test", 1), ("http://b.test", 5)])
-    db.commit()
-    db.close()
+    first_site_queue(path, [("http://a.test", "waiting", 1), ("http://b.test", "waiting", 5)])
     with SiteQueue(path) as q:
         assert [(r.origin, r.hops, r.priority) for r in q.rows()] == [
             ("http://a.test", 0, 0.0), ("http://b.test", 0, 0.0)]

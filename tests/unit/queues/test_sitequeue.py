@@ -1,6 +1,7 @@
 """The per-process site queue (SQLite)."""
 
 from archiver.queues.sitequeue import SiteQueue, backoff, process_for, queue_path
+from tests.support.sitequeues import first_site_queue
 
 
 def test_active_sites_come_back_after_a_crash(tmp_path):
@@ -23,17 +24,8 @@ def test_process_for_is_stable_and_spreads():
 
 
 def test_a_queue_made_before_recrawls_gains_the_column(tmp_path):
-    import sqlite3
     path = queue_path(tmp_path, 0)
-    path.parent.mkdir(parents=True)
-    db = sqlite3.connect(path)
-    db.execute("CREATE TABLE sites (origin TEXT PRIMARY KEY, state TEXT NOT NULL DEFAULT 'waiting', "
-               "due REAL NOT NULL DEFAULT 0, inlinks INTEGER NOT NULL DEFAULT 0, attempts INTEGER "
-               "NOT NULL DEFAULT 0, added REAL NOT NULL, visits INTEGER NOT NULL DEFAULT 0, "
-               "note TEXT NOT NULL DEFAULT '')")
-    db.execute("INSERT INTO sites (origin, state, added) VALUES ('http://a.test', 'done', 0)")
-    db.commit()
-    db.close()
+    first_site_queue(path, [("http://a.test", "done", 0)])
     q = SiteQueue(path)
     assert q.recrawl("http://a.test") == 1 and q.restart_pending("http://a.test")
 
