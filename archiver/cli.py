@@ -118,10 +118,11 @@ def cmd_seeds(args: argparse.Namespace) -> int:
     logs.setup(cfg.log.level)
     try:
         seeds = read_seeds(Path(args.file))
-        added = enqueue_seeds(cfg, 0, seeds, recrawl=args.recrawl)
+        done = enqueue_seeds(cfg, 0, seeds, recrawl=args.recrawl)
     except SeedError as e:
         return _fail(str(e))
-    print(f"seeds: {len(seeds)} seeds, {added} sites new to the queues")
+    refused = f", {done.refused} refused (see the warnings)" if done.refused else ""
+    print(f"seeds: {done.queued} queued{refused}, {done.new_sites} sites new to the queues")
     return 0
 
 

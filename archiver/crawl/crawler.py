@@ -14,7 +14,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import ParamSpec, TypeVar
+from typing import NamedTuple, ParamSpec, TypeVar
 
 import trio
 
@@ -80,8 +80,18 @@ def read_seeds(path: Path) -> list[str]:
     return seeds
 
 
-def enqueue_seeds(config: Config, process: int, seeds: list[str], *, recrawl: bool = False) -> int:
-    """Put each seed's site in the queue of the process that owns it; returns sites new to a queue.
+class SeedsQueued(NamedTuple):
+    """What enqueue_seeds did: seeds queued, sites new to a queue, and seeds refused (out of scope,
+    or a host no crawl queue can hold; each with a warning)."""
+
+    queued: int
+    new_sites: int
+    refused: int
+
+
+def enqueue_seeds(config: Config, process: int, seeds: list[str], *, recrawl: bool = False
+                  ) -> SeedsQueued:
+    """Put each seed's site in the queue of the process that owns it.
 
     The seed URL (and "/") go into the site's crawl queue, so a visit starts from both; a site
     another process is crawling right now gets them through its inbox. ``recrawl``: a seed site
@@ -99,12 +109,13 @@ def enqueue_seeds(config: Config, process: int, seeds: list[str], *, recrawl: bo
     if refused and len(refused) == len(seeds):
         raise SeedError(f"no seed is in scope ({len(seeds)} refused, see the warnings): check "
                         "scope.include and scope.exclude")
+    given = len(seeds)
     seeds = [url for url in seeds if scope.allows(url)]
     processes = config.crawl.processes
     stores = open_stores(config)
     crawl_queues = stores.crawl_queues()
     queues: dict[int, SiteQueueStore] = {}
-    added = 0
+    added = queued = 0
     try:
         for url in seeds:
             origin = urls.origin(url)
@@ -117,6 +128,7 @@ def enqueue_seeds(config: Config, process: int, seeds: list[str], *, recrawl: bo
             if unfit is not None:  # a host name too long for a crawl-queue directory
                 event(log, logging.WARNING, "bad-seed", value=url[:200], error=unfit)
                 continue
+            queued += 1
             entries = [(entry, 0) for entry in (origin + "/", url) if scope.allows(entry)]
             try:
                 crawl_queue = crawl_queues.open(origin)
@@ -133,9 +145,9 @@ def enqueue_seeds(config: Config, process: int, seeds: list[str], *, recrawl: bo
         for queue in queues.values():
             queue.close()
         crawl_queues.close()
-    event(log, logging.INFO, "seeds-queued", seeds=len(seeds), new_sites=added,
+    event(log, logging.INFO, "seeds-queued", seeds=queued, new_sites=added, refused=given - queued,
           own=sum(process_for(urls.origin(u), processes) == process for u in seeds))
-    return added
+    return SeedsQueued(queued, added, given - queued)
 
 
 class Crawler:

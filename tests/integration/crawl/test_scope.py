@@ -50,6 +50,11 @@ async def test_a_crawl_never_requests_a_url_out_of_scope(tmp_path):
         config = load(path)
         with pytest.raises(SeedError, match="no seed is in scope"):
             enqueue_seeds(config, 0, [home_c + "/"])
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text(f"{home_c}/\n{home_a}/\n")
+        # The refused seed is counted as such, not as queued (site a was queued before).
+        assert run_cli("seeds", str(seeds), "--config", str(path)) == (
+            0, "seeds: 1 queued, 1 refused (see the warnings), 0 sites new to the queues\n")
         crawler = Crawler(config, until_idle=True)
         await crawler.run()
         nursery.cancel_scope.cancel()
