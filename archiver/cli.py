@@ -451,7 +451,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     except ExportError as e:
         return _fail(f"{e} (nothing written)")
     print(f"{done.path}: {_count(done.captures, 'capture')} and "
-          f"{_count(done.originals, 'original response')} of their revisits, {done.bytes} bytes")
+          f"{_count(done.originals, 'original response')} of their revisits, "
+          f"{_count(done.converted, 'server-not-modified revisit')} written whole, "
+          f"{done.bytes} bytes")
     return 0
 
 

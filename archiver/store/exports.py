@@ -85,6 +85,7 @@ class Exported:
     path: Path
     captures: int  # the slice's captures
     originals: int  # responses added for revisits whose original lies outside the slice
+    converted: int  # server-not-modified revisits written whole as responses
     bytes: int  # the output file's size
 
 
@@ -181,7 +182,7 @@ def export(catalog: CatalogStore, warcs: WarcReader, *, url: str, match: str, ou
         else:
             warc.rename(made)
         os.replace(made, output)
-    return Exported(output, len(chosen), originals, output.stat().st_size)
+    return Exported(output, len(chosen), originals, converted, output.stat().st_size)
 
 
 def _unreadable(capture: Capture, error: WarcError) -> str:

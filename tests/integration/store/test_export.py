@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import subprocess
 import sys
 import zipfile
@@ -74,6 +75,10 @@ def test_a_host_since_a_date_carries_the_originals_of_its_revisits(two: TwoDates
                         stamp(headers["WARC-Refers-To-Date"]), headers["WARC-Payload-Digest"])
             assert original in responses, original
     assert len(written) - 1 == len(chosen) + int(done.stdout.split(" and ")[1].split()[0])
+    not_modified = sum((c.rectype, c.status) == ("revisit", 304) for c in chosen)
+    assert not_modified, "the second crawl had 304 answers"
+    converted = re.search(r"(\d+) server-not-modified revisits? written whole", done.stdout)
+    assert converted is not None and int(converted[1]) == not_modified
     # Byte for byte: each record is the store's, digests and record ids untouched, but for the
     # server-not-modified revisits, written whole (tests/integration/store/test_export_pywb.py).
     warcs = WarcFiles(two.root / "warcs")
