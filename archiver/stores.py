@@ -124,13 +124,15 @@ class EmbeddedStores:
         """Compare the catalog with the records of the bundles ``names``, both ways."""
         return verify(warcs, catalog, names)
 
-    def queued_origins(self) -> list[str]:
-        """The origins of the sites not done in any crawler's site queue (for the DNS service)."""
+    def queued_origins(self, revisits_due_by: float = 0.0) -> list[str]:
+        """The origins of the sites not done in any crawler's site queue, and of those waiting for
+        a revisit due by ``revisits_due_by`` (for the DNS service)."""
         origins: dict[str, None] = {}
         for number in self.site_queue_numbers():
             queue = self.site_queue(number)
             try:
                 origins.update(dict.fromkeys(queue.origins()))
+                origins.update(dict.fromkeys(queue.revisits_due(revisits_due_by)))
             finally:
                 queue.close()
         return list(origins)
@@ -286,11 +288,12 @@ class SharedStores:
         """Every crawler process of the cluster (table crawlers)."""
         return PgStatus(self.url)
 
-    def queued_origins(self) -> list[str]:
-        """The origins of the sites not done in the shared site queue (for the DNS service)."""
+    def queued_origins(self, revisits_due_by: float = 0.0) -> list[str]:
+        """The origins of the sites not done in the shared site queue, and of those waiting for a
+        revisit due by ``revisits_due_by`` (for the DNS service)."""
         queue = self.site_queue()
         try:
-            return queue.origins()
+            return list(dict.fromkeys([*queue.origins(), *queue.revisits_due(revisits_due_by)]))
         finally:
             queue.close()
 

@@ -1,8 +1,9 @@
 """``archiver dns``: keeps the DNS history fresh for the sites the crawlers will visit.
 
-Each pass collects the hosts of every site not yet done in the site queues (plus any names given),
-asks DNS for those that are due, and records the answers. Names in the hosts file are the operator's
-override: they are not asked (the crawler records them, as ``hosts``, when it uses them).
+Each pass collects the hosts of every site not yet done in the site queues and of the sites whose
+revisit falls before the next pass (plus any names given), asks DNS for those that are due, and
+records the answers. Names in the hosts file are the operator's override: they are not asked (the
+crawler records them, as ``hosts``, when it uses them).
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ from archiver.web import urls
 log = logging.getLogger("archiver.dns")
 
 
-def queued_hosts(stores: EmbeddedStores | SharedStores) -> list[str]:
+def queued_hosts(stores: EmbeddedStores | SharedStores, revisits_due_by: float = 0.0) -> list[str]:
     """Hosts of the sites waiting, active, retrying or deferred in the site queues (every
-    crawler's own in the embedded mode, the one shared queue with PostgreSQL)."""
-    return list(dict.fromkeys(urls.origin_parts(origin)[1] for origin in stores.queued_origins()))
+    crawler's own in the embedded mode, the one shared queue with PostgreSQL), and of the finished
+    sites whose revisit is due by ``revisits_due_by``."""
+    return list(dict.fromkeys(urls.origin_parts(origin)[1]
+                              for origin in stores.queued_origins(revisits_due_by)))
 
 
 def read_names(path: Path) -> list[str]:
@@ -50,7 +53,9 @@ async def refresh_pass(config: Config, history: DnsHistoryStore, extra: Iterable
     overrides = set()
     if d.hosts_file is not None and d.hosts_file.exists():
         overrides = set(parse_hosts(d.hosts_file.read_text(encoding="utf-8", errors="replace")))
-    names = [n for n in [*queued_hosts(open_stores(config)), *extra] if n.lower() not in overrides]
+    # A revisit due before the next pass is resolved in this one.
+    queued = queued_hosts(open_stores(config), time.time() + d.refresh_interval)
+    names = [n for n in [*queued, *extra] if n.lower() not in overrides]
     last = [time.monotonic()]
 
     def progress(stats: RefreshStats) -> None:

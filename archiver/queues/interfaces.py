@@ -60,6 +60,10 @@ class SiteQueueStore(Protocol):
     def origins(self, states: tuple[str, ...] = ("waiting", "active", "retry", "deferred")
                 ) -> list[str]: ...
 
+    def revisits_due(self, by: float) -> list[str]:
+        """The origins of the sites waiting for a revisit due at ``by`` or before."""
+        ...
+
     def state(self, origin: str) -> str | None: ...
 
     def site(self, origin: str) -> SiteRow | None:

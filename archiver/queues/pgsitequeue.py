@@ -155,6 +155,10 @@ class PgSiteQueue:
         return [row[0] for row in self._db.execute(
             "SELECT origin FROM sites WHERE state = ANY(%s)", (list(states),))]
 
+    def revisits_due(self, by: float) -> list[str]:
+        return [row[0] for row in self._db.execute(
+            "SELECT origin FROM sites WHERE state = 'revisit' AND due <= %s", (by,))]
+
     def state(self, origin: str) -> str | None:
         row = self._one("SELECT state FROM sites WHERE origin = %s", (origin,))
         return row[0] if row else None

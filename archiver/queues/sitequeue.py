@@ -326,6 +326,10 @@ class SiteQueue:
         return [row[0] for row in self._db.execute(
             f"SELECT origin FROM sites WHERE state IN ({marks})", states)]
 
+    def revisits_due(self, by: float) -> list[str]:
+        return [row[0] for row in self._db.execute(
+            "SELECT origin FROM sites WHERE state = 'revisit' AND due <= ?", (by,))]
+
     def state(self, origin: str) -> str | None:
         row = self._db.execute("SELECT state FROM sites WHERE origin=?", (origin,)).fetchone()
         return row[0] if row else None

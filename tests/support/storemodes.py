@@ -11,6 +11,7 @@ them: moved into the WARC folder, or shipped (and verified) to the object store.
 from __future__ import annotations
 
 import shutil
+import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -58,25 +59,35 @@ class ModeArchive:
         for source in {path.parent for path in bundles}:
             ship_closed(source, self.stores.objects())
 
-    def queue_sites(self, queued: dict[int, list[str]], done: list[str]) -> None:
-        """Sites waiting in the site queues (embedded: in process N's queue), and sites done
-        (embedded: in a queue of their own, process 9's, where each is the one to claim)."""
+    def queue_sites(self, queued: dict[int, list[str]], done: list[str],
+                    revisits: dict[str, float] | None = None) -> None:
+        """Sites waiting in the site queues (embedded: in process N's queue), sites done
+        (embedded: in a queue of their own, process 9's, where each is the one to claim), and
+        finished sites waiting for a revisit due at the given times (process 9's queue too)."""
+        revisits = revisits or {}
         if isinstance(self.stores, SharedStores):
             with psycopg.connect(self.stores.url, autocommit=True) as conn:
                 for origin in [o for origins in queued.values() for o in origins]:
                     conn.execute("INSERT INTO sites (origin, added) VALUES (%s, 0)", (origin,))
                 for origin in done:
                     conn.execute("INSERT INTO sites (origin, state, added) VALUES (%s, 'done', 0)", (origin,))
+                for origin, due in revisits.items():
+                    conn.execute("INSERT INTO sites (origin, state, due, added)"
+                                 " VALUES (%s, 'revisit', %s, 0)", (origin, due))
             return
         for process, origins in queued.items():
             with SiteQueue(queue_path(self.config.root, process)) as queue:
                 for origin in origins:
                     queue.add(origin)
         with SiteQueue(queue_path(self.config.root, 9)) as queue:
-            for origin in done:
+            for origin in [*done, *revisits]:
                 queue.add(origin)
                 assert queue.claim(include_deferred=False) == origin
                 queue.finish(origin)
+        with sqlite3.connect(queue_path(self.config.root, 9)) as db:
+            db.executemany("UPDATE sites SET state = 'revisit', due = ? WHERE origin = ?",
+                           [(due, origin) for origin, due in revisits.items()])
+        db.close()
 
     def overwrite(self, name: str, data: bytes) -> None:
         """Replace a kept bundle's bytes behind archiver's back, as another client would."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 import trio
 
@@ -31,17 +32,23 @@ async def test_queued_hosts_are_resolved_and_answered(mode_archive: ModeArchive,
     zone.set("www.queued.test", a=["192.0.2.1"])
     zone.set("alias.queued.test", cname="www.queued.test")
     zone.set("done.queued.test", a=["192.0.2.9"])
+    zone.set("soon.queued.test", a=["192.0.2.7"])
     port = await start_dns(nursery, zone)
     mode_archive.path.write_text(mode_archive.path.read_text().replace(
         'nameservers = ["127.0.0.1:9"]', f'nameservers = ["127.0.0.1:{port}"]\ntimeout = 0.5'))
+    # A revisit due before the next pass is resolved ahead; one due next week is not yet.
     mode_archive.queue_sites({0: ["http://www.queued.test", "https://www.queued.test"],
-                              1: ["http://alias.queued.test:8080"]}, done=["http://done.queued.test"])
+                              1: ["http://alias.queued.test:8080"]}, done=["http://done.queued.test"],
+                             revisits={"http://soon.queued.test": time.time() + 30,
+                                       "http://later.queued.test": time.time() + 7 * 86400})
     assert sorted(queued_hosts(mode_archive.stores)) == ["alias.queued.test", "www.queued.test"]
+    assert sorted(queued_hosts(mode_archive.stores, time.time() + 60)) == [
+        "alias.queued.test", "soon.queued.test", "www.queued.test"]
 
     refreshed = await cli(mode_archive, "refresh", "--once")
     assert refreshed.returncode == 0, refreshed.stderr
     # Both names asked at once: which of them records the shared canonical host first varies.
-    assert b"dns refresh: 2 asked, 2 ok, " in refreshed.stdout
+    assert b"dns refresh: 3 asked, 3 ok, " in refreshed.stdout
     lookup = await cli(mode_archive, "lookup", "alias.queued.test", "--json")
     assert lookup.returncode == 0, lookup.stderr
     answer = json.loads(lookup.stdout)
