@@ -49,6 +49,9 @@ _SURT_PATH = re.compile(r"/[\x21-\x7e]*")
 # "word:" at the start names a rule kind, unless a digit follows (a SURT prefix's port:
 # "localhost:8080)/").
 _PREFIX = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*):")
+# ...or unless it is a group of an IPv6 address, which SURT keys write bare ("ffff:a000::)/"); no
+# rule kind is made of hex digits only.
+_HEX_GROUP = re.compile(r"[0-9a-fA-F]{1,4}")
 _RE2 = re2.Options()
 _RE2.log_errors = False  # the ScopeError says why
 
@@ -138,7 +141,7 @@ def parse_rule(text: str) -> Rule:
         return _regex_rule(text, value)
     if kind in ("host", "domain"):
         return Rule(text, kind, _host(text, value))
-    if not kind or value[:1].isdigit():
+    if not kind or value[:1].isdigit() or _HEX_GROUP.fullmatch(kind):
         return _surt_rule(text)
     if kind.lower() in ("http", "https"):
         raise ScopeError(f"scope rule {text!r}: the catalog's SURT keys have no scheme: write the "

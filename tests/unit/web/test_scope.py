@@ -38,6 +38,9 @@ TABLE = [
     (("com,example)/news/",), (), "http://www2.example.com/news/x", "in", "com,example)/news/"),
     (("com,example)/news/",), (), "http://example.com/newsroom", "out", None),
     (("com,example)/news/",), (), "http://example.com/", "out", None),
+    # An IPv6 host's key is written bare: its first group is no rule kind.
+    (("ffff:a000::)/",), (), "http://[ffff:a000::]/x", "in", "ffff:a000::)/"),
+    (("ffff:a000::)/",), (), "http://[ffff:a000::1]/x", "out", None),
     (("COM,Example)/NEWS/",), (), "http://example.com/news/b", "in", "COM,Example)/NEWS/"),
     # Userinfo is not part of the key (nor of a normalised URL).
     (("com,example)/",), (), "http://user:pw@example.com/x", "in", "com,example)/"),
