@@ -41,7 +41,7 @@ from archiver.store.catalog import Capture, CatalogError, payload_holder
 from archiver.store.durable import is_disk_error
 from archiver.store.warcindex import capture_fields
 from archiver.web import pagelinks, robots, urls
-from archiver.web.http import head_fields, parse_retry_after
+from archiver.web.http import parse_retry_after
 from archiver.web.sheets import sheet_for
 from archiver.web.timestamps import from_datetime, to_datetime
 
@@ -205,6 +205,8 @@ class SiteVisit:
 
     def _refused(self, entry: Entry) -> bool:
         """Finish, unfetched, a queued URL a plugin's should_visit refuses."""
+        if not self.plugins.wants("should_visit"):
+            return False
         plugin = self.plugins.refusal(entry.url, VisitContext(self.origin, None, entry.depth, False))
         if plugin is None:
             return False
@@ -450,8 +452,9 @@ class SiteVisit:
         """Ask the plugins' on_capture for the labels of the response just written; write them in
         a metadata record right after it (a kill before that loses the labels, not the capture)."""
         assert result.status is not None
-        headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value
-                   in head_fields(result.head)[1].items()}
+        headers: dict[str, str] = {}
+        for name, value in result.headers:  # as parsed by the fetch, first value of each name
+            headers.setdefault(name.lower(), value)
         capture = CaptureInfo(url, from_datetime(date), result.status, record_id, filename, offset,
                               self.origin)
         self.labels = self.plugins.labels(capture, document_of(
@@ -499,7 +502,8 @@ class SiteVisit:
                 stats.skipped["url-" + urls.rejection(ref, found.base)] += 1
                 continue
             where = policy.route(url, depth, source_shape=shape, redirect=found.redirect)
-            if where in (None, "external") and (plugin := self.plugins.refusal(
+            if where in (None, "external") and self.plugins.wants("should_visit") and (
+                    plugin := self.plugins.refusal(
                     url, VisitContext(self.origin, entry.url, depth, where == "external"))):
                 stats.skipped["plugin"] += 1
                 if where is None and not self.crawl_queue.known(url):

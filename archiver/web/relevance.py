@@ -13,7 +13,7 @@ The focused crawl (``crawl.focus``) scores each page it captures with a ``Releva
 
 The model file (``model_bytes`` / ``parse_model``) is not a pickle: three parts,
 
-1. the line ``archiver-relevance 1 crc32=XXXXXXXX``: the format, its version, and the CRC-32 (8
+1. the line ``archiver-relevance 1 crc32=5e0f93a1`` (say): the format, its version, and the CRC-32 (8
    hex digits) of everything after this line, so that any damaged byte is found;
 2. one line of JSON: ``features``, ``seed``, ``bias`` and ``trained`` (a free-form object about
    the training: documents per class, accuracy, method);
