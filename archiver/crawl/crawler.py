@@ -102,7 +102,8 @@ def enqueue_seeds(config: Config, process: int, seeds: list[str], *, recrawl: bo
     it is in scope; SeedError if no seed is in scope.
     """
     scope = config.scope.rules()
-    refused = [(url, decision) for url in seeds if not (decision := scope.decide(url)).in_scope]
+    decided = [(url, scope.decide(url)) for url in seeds]
+    refused = [(url, decision) for url, decision in decided if not decision.in_scope]
     for url, decision in refused:
         event(log, logging.WARNING, "seed-out-of-scope", value=url[:200],
               rule=decision.rule or "no include rule")
@@ -110,7 +111,7 @@ def enqueue_seeds(config: Config, process: int, seeds: list[str], *, recrawl: bo
         raise SeedError(f"no seed is in scope ({len(seeds)} refused, see the warnings): check "
                         "scope.include and scope.exclude")
     given = len(seeds)
-    seeds = [url for url in seeds if scope.allows(url)]
+    seeds = [url for url, decision in decided if decision.in_scope]
     processes = config.crawl.processes
     stores = open_stores(config)
     crawl_queues = stores.crawl_queues()
