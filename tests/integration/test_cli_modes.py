@@ -17,7 +17,11 @@ PAGES = {f"http://example.org/doc/{i}": b"%d: " % i + bytes(range(256)) * (i + 1
 
 
 def archiver(archive: ModeArchive, *args: str) -> subprocess.CompletedProcess[bytes]:
-    """The verb run as a child process, as an operator runs it."""
+    """On the shared stores, the verb run as a child process, as an operator runs it; on the
+    embedded ones in this process (``here``), as tests/integration/test_cli.py and
+    store/test_catalog_crawl.py run these verbs as children on an embedded archive."""
+    if archive.mode == "embedded":
+        return here(archive, *args)
     return subprocess.run([*ARCHIVER, *args, "--config", str(archive.path)], capture_output=True,
                           timeout=120, check=False)
 

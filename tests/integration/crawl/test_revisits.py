@@ -26,7 +26,7 @@ from demoweb import DemoWeb, WebSpec, start_demo
 from tests.support.crawls import load, write_config
 from tests.support.rawhttp import get
 from tests.support.replayarchive import serving
-from tests.support.repo import ARCHIVER
+from tests.support.repo import ARCHIVER, archiver_here
 
 GUARD = 90  # seconds: a daemon that never revisits fails the test instead of hanging it
 # The next visit after the revisit comes at least 3 s after it: after the test has stopped.
@@ -136,8 +136,8 @@ def check_robots(config: Config, site: str, web0: DemoWeb, web1: DemoWeb, change
     host = urlsplit(site).netloc
 
     def robots(*at: str) -> dict:
-        done = subprocess.run([*ARCHIVER, "robots", host, *at, "--json", "--config",
-                               str(config.path)], capture_output=True, text=True, timeout=60)
+        """The JSON form, run in this process; the text form below is run as a child."""
+        done = archiver_here("robots", host, *at, "--json", "--config", str(config.path))
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 
