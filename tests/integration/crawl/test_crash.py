@@ -147,19 +147,23 @@ def wait_line(proc: subprocess.Popen[str], needle: str, pages_over: int | None =
 
 
 def test_the_dns_links_and_replay_services_reload_on_sighup_and_stop_cleanly(tmp_path):
-    from archiver.store.catalog import Catalog as MakeCatalog
-
-    cfg = tmp_path / "archiver.toml"
     good = ('[archive]\nroot = "archive"\n[dns]\nhosts_file = ""\nnameservers = ["127.0.0.1:9"]\n'
             'timeout = 0.2\n[log]\nlevel = "info"\n')
-    cfg.write_text(good)
-    MakeCatalog(tmp_path / "archive" / "catalog", 1000).close()
-    for command, ready in ((["dns"], "event=dns-pass"),
-                           (["links", "run"], "event=service-ready"),
-                           (["replay", "--listen", "127.0.0.1:0"], "Running on")):
-        proc = subprocess.Popen([*ARCHIVER, *command, "--config", str(cfg)],
-                                stderr=subprocess.PIPE, text=True)
-        try:
+    services = {}
+    try:
+        # The three start together (their start-ups overlap), each on an archive and a config
+        # file of its own, which the test then edits under it.
+        for command, ready in ((("dns",), "event=dns-pass"),
+                               (("links", "run"), "event=service-ready"),
+                               (("replay", "--listen", "127.0.0.1:0"), "Running on")):
+            cfg = tmp_path / command[0] / "archiver.toml"
+            cfg.parent.mkdir()
+            cfg.write_text(good)
+            Catalog(cfg.parent / "archive" / "catalog", 1000).close()
+            proc = subprocess.Popen([*ARCHIVER, *command, "--config", str(cfg)],
+                                    stderr=subprocess.PIPE, text=True)
+            services[command] = (cfg, ready, proc)
+        for command, (cfg, ready, proc) in services.items():
             assert wait_line(proc, ready), command
             cfg.write_text(good + "[bogus]\n")
             proc.send_signal(signal.SIGHUP)
@@ -169,9 +173,9 @@ def test_the_dns_links_and_replay_services_reload_on_sighup_and_stop_cleanly(tmp
             assert wait_line(proc, "event=reloaded"), command
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=30) == 0, command
-        finally:
+    finally:
+        for _, _, proc in services.values():
             proc.kill()
-        cfg.write_text(good)
 
 
 def test_a_fetch_that_hangs_is_cancelled_when_the_drain_time_runs_out(tmp_path):
