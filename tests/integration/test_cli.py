@@ -77,7 +77,7 @@ def test_warc_store_names_another_folder_for_the_bundles(tmp_path):
     assert bundles and str(tmp_path / "bundles") in done.stdout
     assert not (load(cfg).root / "warcs").exists()
     assert warcio_check(bundles).returncode == 0
-    verified = archiver("catalog", "verify", "--config", str(cfg))
+    verified = archiver_here("catalog", "verify", "--config", str(cfg))  # a child's in test_catalog_crawl
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
