@@ -14,7 +14,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-import trio
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.config import Config, load
@@ -35,6 +34,11 @@ def archiver(config: Config | Path, *args: str) -> subprocess.CompletedProcess[s
     path = config.path if isinstance(config, Config) else config
     return subprocess.run([*ARCHIVER, *args, "--config", str(path)], capture_output=True,
                           text=True, timeout=120, check=False)
+
+
+def here(config: Config | Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """The verb run in this process (``archiver_here``): the same code without a child's start-up."""
+    return archiver_here(*args, "--config", str(config.path if isinstance(config, Config) else config))
 
 
 def records(path: Path) -> list[tuple[str, dict[str, str], int, int]]:
@@ -97,12 +101,12 @@ def test_a_host_since_a_date_carries_the_originals_of_its_revisits(two: TwoDates
 async def test_the_slice_replays_on_its_own_once_imported_elsewhere(two: TwoDates, tmp_path):
     page = next(c for c in two.second if c.rectype == "revisit" and c.url.endswith(".html"))
     out = tmp_path / "one.warc.gz"
-    done = await trio.to_thread.run_sync(lambda: archiver(
-        two.config, "export", "--url", page.url, "-o", str(out)))
+    # In this process (the first test runs `archiver export` as a child, test_import `import`).
+    done = here(two.config, "export", "--url", page.url, "-o", str(out))
     assert done.returncode == 0, done.stderr
     config_path = tmp_path / "elsewhere.toml"
     config_path.write_text(f'[archive]\nroot = "{tmp_path / "elsewhere"}"\n')
-    imported = await trio.to_thread.run_sync(lambda: archiver(config_path, "import", str(out)))
+    imported = here(config_path, "import", str(out))
     assert imported.returncode == 0, imported.stderr
     elsewhere = load(config_path)
     with contextlib.closing(EmbeddedStores(elsewhere).catalog(readonly=True)) as catalog:
@@ -120,7 +124,7 @@ async def test_the_slice_replays_on_its_own_once_imported_elsewhere(two: TwoDate
 def test_a_wacz_package_passes_wacz_validate(two: TwoDates, tmp_path):
     site = two.web0.origin(two.web0.normal_hosts[0])
     out = tmp_path / "site.wacz"
-    done = archiver(two.config, "export", "--prefix", site + "/", "-o", str(out))
+    done = here(two.config, "export", "--prefix", site + "/", "-o", str(out))
     assert done.returncode == 0, done.stderr
     names = zipfile.ZipFile(out).namelist()
     assert {"datapackage.json", "datapackage-digest.json", "pages/pages.jsonl"} <= set(names)
@@ -133,7 +137,7 @@ def test_a_wacz_package_passes_wacz_validate(two: TwoDates, tmp_path):
     assert "the passed WACZ is valid" in checked.stdout
     pages = zipfile.ZipFile(out).read("pages/pages.jsonl").decode().splitlines()
     assert json.loads(pages[1])["url"].startswith(site + "/") and len(pages) > 5
-    assert done.stdout.startswith(f"{out}: ")  # py-wacz's own lines go to stderr
+    assert done.stdout.startswith(f"{out}: ".encode())  # py-wacz's own lines go to stderr
 
 
 def test_nothing_matching_writes_nothing(two: TwoDates, tmp_path):
