@@ -18,7 +18,7 @@ from archiver.crawl.crawler import Crawler, SeedError, enqueue_seeds
 from archiver.web import urls
 from demoweb import WebSpec, start_demo
 from tests.support.crawls import load, write_config
-from tests.support.repo import ARCHIVER
+from tests.support.repo import ARCHIVER, archiver_here
 
 SPEC = WebSpec(sites=3, pages_per_site=6, port=0, trap=False)
 
@@ -103,7 +103,6 @@ async def test_a_crawl_never_requests_a_url_out_of_scope(tmp_path):
 def test_a_broken_rule_stops_the_verb_with_the_rule_named(tmp_path):
     path = tmp_path / "archiver.toml"
     path.write_text('[scope]\nexclude = ["re:(unclosed"]\n')
-    done = subprocess.run([*ARCHIVER, "scope", "test", "http://example.org/", "--config",
-                           str(path)], capture_output=True, text=True, timeout=60)
+    done = archiver_here("scope", "test", "http://example.org/", "--config", str(path))
     assert done.returncode == 2
-    assert "scope.exclude: scope rule 're:(unclosed': bad regular expression" in done.stderr
+    assert "scope.exclude: scope rule 're:(unclosed': bad regular expression" in done.stderr.decode()
