@@ -129,10 +129,10 @@ def test_reindex_refuses_a_truncated_or_foreign_file(crawled, tmp_path):
     shutil.copy(first, tmp_path / "a-good.warc.gz")
     cases = {"torn": first.read_bytes()[: first.stat().st_size // 2],
              "foreign": b"this is not a WARC file\n" * 10}
-    for name, data in cases.items():
+    for (name, data), run in zip(cases.items(), (archiver, archiver_in_process), strict=True):
         bad = tmp_path / f"{name}.warc.gz"
         bad.write_bytes(data)
-        result = archiver(crawled, "reindex", "--warcs", str(tmp_path / "*.warc.gz"))
+        result = run(crawled, "reindex", "--warcs", str(tmp_path / "*.warc.gz"))  # a child, then here
         assert result.returncode == 2, result
         assert str(bad).encode() in result.stderr and b"catalog left as it was" in result.stderr
         bad.unlink()
