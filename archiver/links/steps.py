@@ -13,9 +13,10 @@ For that group:
    tested and set file by file in file order, saved durably as the next generation (the local
    engine runs its pieces, ``open_slice``, ``test_keys`` for each file as soon as it is read,
    then ``keep_slice``);
-4. ``assemble`` (per file): the flags back in line order, the file's new URLs grouped by site and
-   its in-link increments, and each site's lowest hop count and highest priority
-   (``FileResult``, what the driver, archiver.links.batch, merges in file order and commits).
+4. ``assemble`` (per file): the flags back in line order, the file's new URLs (in line order, each
+   with its site) and its in-link increments, and each site's lowest hop count and highest
+   priority (``FileResult``, what the driver, archiver.links.batch, merges in file order:
+   ``inbox_lines`` groups the group's new URLs by site once, and the driver commits).
 
 Every argument and result here is picklable. ``test_slice`` keeps the slices it saved in a cache of
 its process, so a worker does not read a slice again at the next checkpoint; it always starts from
