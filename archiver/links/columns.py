@@ -300,11 +300,11 @@ def _pairs(sources: pa.DictionaryArray, source_codes: NDArray[np.int64],
     """The distinct (linking site, target site) pairs of the kept lines (their linking sites'
     ``source_codes``) whose two sites differ (``other``), in order of first appearance: their
     keys and their targets."""
-    pair = source_codes[other] * max(len(origins), 1) + targets[other]
-    _, first = np.unique(pair, return_index=True)
-    first.sort()
-    chosen = targets[other][first]
-    keys = pc.binary_join_element_wise("", sources.dictionary.take(source_codes[other][first]),
+    n = max(len(origins), 1)
+    # Arrow's unique keeps the order of first appearance (a hash table: no sort).
+    pair = _numpy(pc.unique(pa.array(source_codes[other] * n + targets[other], pa.int64())))
+    chosen = (pair % n).astype(np.intp)
+    keys = pc.binary_join_element_wise("", sources.dictionary.take(pair // n),
                                        origins.take(chosen), PAIR)
     return keys.cast(pa.binary()).to_pylist(), chosen
 
