@@ -10,10 +10,10 @@ folder). The parts, in this order, each read with the embedded stores' own reade
 - **crawl queues**: each ``<root>/frontier/`` folder, and each site with rows in the inbox
   database (``frontier/inbox.sqlite``) but no folder yet: its log's entries into ``crawl_entries``
   (``seq`` 1, 2, ... in log order), its cursor into ``crawl_cursors`` (the seq of the last entry
-  whose line ends at or before the cursor offset, with the page and byte totals and the restart
-  time), its inbox (an earlier version's inbox file, then its rows) into ``crawl_inbox``. Entries
-  past the cursor that crash recovery found done (the ``done`` file) stay pending: they are
-  fetched again, the safe direction for an archive.
+  whose line ends at or before the cursor offset, with the page and byte totals, the restart
+  time and the daily budget count of its sheet), its inbox (an earlier version's inbox file,
+  then its rows) into ``crawl_inbox``. Entries past the cursor that crash recovery found done
+  (the ``done`` file) stay pending: they are fetched again, the safe direction for an archive.
 - **DNS history**: every row (with its row number: the history's order) and every name's state;
   the clock moves up to OLD's.
 - **bundles**: each closed ``*.warc.gz`` uploaded under its file name with a verified put (size and
@@ -65,6 +65,7 @@ from archiver.queues.crawlqueue import (
     inbox_database,
     queue_dir,
     queue_origin,
+    read_budget,
     read_cursor,
     read_inbox,
     read_log,
@@ -126,6 +127,7 @@ class _QueueFiles:
     pages: int
     bytes: int
     restarted: float | None
+    budget: tuple[int, int]  # (day, pages) of its daily budget count
     inbox: list[tuple[str, int]]
     decisions: list[Decision]  # its decision log, oldest first
 
@@ -346,7 +348,7 @@ class Migration:
             if entry.end <= cursor:
                 done = len(entries)
         return _QueueFiles(origin, entries, done, pages, bytes_, read_restarted(directory),
-                           list(read_inbox(directory, SiteInbox(inboxes, origin))),
+                           read_budget(directory), list(read_inbox(directory, SiteInbox(inboxes, origin))),
                            list(read_all_decisions(directory)))
 
     def _crawl_queues(self) -> None:
@@ -389,11 +391,13 @@ class Migration:
             return 0
         with self.db.transaction(), self.db.cursor() as cur:
             cur.execute(
-                "INSERT INTO crawl_cursors (origin, cursor, pages, bytes, restarted)"
-                " SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::bigint[], %s::float8[])"
+                "INSERT INTO crawl_cursors (origin, cursor, pages, bytes, restarted, budget_day,"
+                " budget_pages) SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[],"
+                " %s::bigint[], %s::float8[], %s::bigint[], %s::bigint[])"
                 " ON CONFLICT DO NOTHING RETURNING origin",
                 ([q.origin for q in batch], [q.cursor for q in batch], [q.pages for q in batch],
-                 [q.bytes for q in batch], [q.restarted for q in batch]))
+                 [q.bytes for q in batch], [q.restarted for q in batch],
+                 [q.budget[0] for q in batch], [q.budget[1] for q in batch]))
             new = {row[0] for row in cur.fetchall()}
             with cur.copy("COPY crawl_entries (origin, seq, depth, url) FROM STDIN") as copy:
                 for queue in batch:

@@ -106,13 +106,22 @@ def line_verdict(line: str, unfit: Unfit | None) -> tuple[str, str, int, float] 
 def text_bytes(data: bytes) -> bytes:
     """The file as the per-line rules read it, in UTF-8: invalid bytes replaced, every line ended
     by ``\\n`` alone."""
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
+    if not _valid_utf8(data):
         data = data.decode("utf-8", errors="replace").encode("utf-8")
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     return data
+
+
+def _valid_utf8(data: bytes) -> bool:
+    """Whether ``data`` is valid UTF-8, checked by arrow's validation (no decoded copy is made)."""
+    whole = pa.Array.from_buffers(pa.large_binary(), 1, [
+        None, pa.py_buffer(np.array([0, len(data)], dtype=np.int64)), pa.py_buffer(data)])
+    try:
+        whole.cast(pa.large_string())
+    except pa.ArrowInvalid:
+        return False
+    return True
 
 
 def read_columns(data: bytes, unfit: Unfit | None, *, fit: str = "") -> SpoolColumns:
@@ -137,11 +146,12 @@ def read_columns(data: bytes, unfit: Unfit | None, *, fit: str = "") -> SpoolCol
     ok = _numpy(origin_ok) & _time_ok(when) & numbers_ok
     # The URLs: most are in normal form already; the rest go through normalize one by one.
     rewrite = np.flatnonzero(ok & ~normal_form(url))
-    rewritten = [urls.normalize(u) for u in url.take(rewrite).to_pylist()]
-    ok[rewrite[[u is None for u in rewritten]]] = False
-    mask = np.zeros(len(url), dtype=bool)
-    mask[rewrite] = True
-    url = pc.replace_with_mask(url, pa.array(mask), pa.array(rewritten, pa.string()))
+    if len(rewrite):
+        rewritten = [urls.normalize(u) for u in url.take(rewrite).to_pylist()]
+        ok[rewrite[[u is None for u in rewritten]]] = False
+        mask = np.zeros(len(url), dtype=bool)
+        mask[rewrite] = True
+        url = pc.replace_with_mask(url, pa.array(mask), pa.array(rewritten, pa.string()))
     # The URLs' sites, and the sites that can have no crawl queue.
     kept = np.flatnonzero(ok)
     url = url.take(kept)
@@ -195,15 +205,20 @@ def _padded(data: bytes, old: list[int]) -> bytes:
 
 def _numbers(hops: pa.Array, priority: pa.Array
              ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.bool_]]:
-    """Each line's hops and priority (0 where bad), and whether both are as parse_line takes them."""
-    hops_ok = pc.match_substring_regex(hops, HOPS)
-    priority_ok = pc.match_substring_regex(priority, PRIORITY)
+    """Each line's hops and priority (0 where bad), and whether both are as parse_line takes them
+    (checked and converted once per distinct text: a file has few)."""
+    hops_codes, priority_codes = hops.dictionary_encode(), priority.dictionary_encode()
+    hops_text, priority_text = hops_codes.dictionary, priority_codes.dictionary
+    hops_ok = pc.match_substring_regex(hops_text, HOPS)
+    priority_ok = pc.match_substring_regex(priority_text, PRIORITY)
     zero = pa.scalar("0")
-    hop_counts = np.array(pc.cast(pc.if_else(hops_ok, hops, zero), pa.int64()), dtype=np.int64)
-    values = np.array(pc.cast(pc.if_else(priority_ok, priority, zero), pa.float64()),
+    hop_counts = np.array(pc.cast(pc.if_else(hops_ok, hops_text, zero), pa.int64()), dtype=np.int64)
+    values = np.array(pc.cast(pc.if_else(priority_ok, priority_text, zero), pa.float64()),
                       dtype=np.float64)
-    ok = _numpy(hops_ok) & _numpy(priority_ok) & np.isfinite(values)
-    return hop_counts, np.where(ok, values, 0.0), ok
+    good_priority = _numpy(priority_ok) & np.isfinite(values)
+    h, p = _numpy(hops_codes.indices), _numpy(priority_codes.indices)
+    ok = _numpy(hops_ok)[h] & good_priority[p]
+    return hop_counts[h], np.where(ok, values[p], 0.0), ok
 
 
 def _table(data: bytes) -> tuple[pa.Table, list[int], list[int]]:
@@ -285,11 +300,11 @@ def _pairs(sources: pa.DictionaryArray, source_codes: NDArray[np.int64],
     """The distinct (linking site, target site) pairs of the kept lines (their linking sites'
     ``source_codes``) whose two sites differ (``other``), in order of first appearance: their
     keys and their targets."""
-    pair = source_codes[other] * max(len(origins), 1) + targets[other]
-    _, first = np.unique(pair, return_index=True)
-    first.sort()
-    chosen = targets[other][first]
-    keys = pc.binary_join_element_wise("", sources.dictionary.take(source_codes[other][first]),
+    n = max(len(origins), 1)
+    # Arrow's unique keeps the order of first appearance (a hash table: no sort).
+    pair = _numpy(pc.unique(pa.array(source_codes[other] * n + targets[other], pa.int64())))
+    chosen = (pair % n).astype(np.intp)
+    keys = pc.binary_join_element_wise("", sources.dictionary.take(pair // n),
                                        origins.take(chosen), PAIR)
     return keys.cast(pa.binary()).to_pylist(), chosen
 

@@ -13,9 +13,10 @@ For that group:
    tested and set file by file in file order, saved durably as the next generation (the local
    engine runs its pieces, ``open_slice``, ``test_keys`` for each file as soon as it is read,
    then ``keep_slice``);
-4. ``assemble`` (per file): the flags back in line order, the file's new URLs grouped by site and
-   its in-link increments, and each site's lowest hop count and highest priority
-   (``FileResult``, what the driver, archiver.links.batch, merges in file order and commits).
+4. ``assemble`` (per file): the flags back in line order, the file's new URLs (in line order, each
+   with its site) and its in-link increments, and each site's lowest hop count and highest
+   priority (``FileResult``, what the driver, archiver.links.batch, merges in file order:
+   ``inbox_lines`` groups the group's new URLs by site once, and the driver commits).
 
 Every argument and result here is picklable. ``test_slice`` keeps the slices it saved in a cache of
 its process, so a worker does not read a slice again at the next checkpoint; it always starts from
@@ -95,9 +96,9 @@ class FileResult:
     lines: int
     bad: int
     reports: list[tuple[int, str]]
-    new_urls: pa.Array  # (strings) grouped by site, each group in line order
-    new_sites: pa.Array  # (strings) the site of each group, in order of their first new URL
-    new_counts: NDArray[np.intp]  # the size of each group
+    new_urls: pa.Array  # (strings) in line order
+    new_url_sites: NDArray[np.intp]  # each one's site, an index into origins
+    origins: pa.Array  # (strings) the sites of the file's URLs
     linked_sites: pa.Array  # (strings) the sites that gained in-links
     linked_counts: NDArray[np.intp]  # how many new distinct linking sites each gained
     sites: pa.Array  # (strings) every site the file's good lines link to
@@ -113,21 +114,33 @@ class FileResult:
 
 def inbox_lines(results: list[FileResult]) -> dict[str, bytes]:
     """The new URLs of files as each site's inbox lines (``0<TAB>url\\n``, depth 0: the crawl
-    queues' ``append_lines``), each site's in file and line order; sites in order of their first
-    new URL."""
-    if not results:
+    queues' ``append_lines``), each site's in file and line order; sites in key order (the order
+    the databases take their rows fastest in)."""
+    if not sum(r.new_url_count for r in results):
         return {}
     # The work stays in arrow and numpy: Python makes one bytes object per site, none per URL.
-    sites = pa.concat_arrays([r.new_sites for r in results]).dictionary_encode()
-    by_url = np.repeat(_numpy(sites.indices), np.concatenate([r.new_counts for r in results]))
-    order = np.argsort(by_url, kind="stable")
+    # Every file's sites under one numbering, the sites' rank in key order: each URL's key.
+    sites = pa.concat_arrays([r.origins for r in results]).dictionary_encode()
+    names = sites.dictionary
+    key_order = pc.sort_indices(names)
+    rank = np.empty(len(names), dtype=np.intp)
+    rank[_numpy(key_order)] = np.arange(len(names))
+    starts = np.cumsum([0, *(len(r.origins) for r in results[:-1])])
+    of_site = rank[_numpy(sites.indices)]
+    by_url = np.concatenate([of_site[start + r.new_url_sites]
+                             for start, r in zip(starts, results, strict=True)])
+    # A stable sort keeps file and line order within a site; of 16-bit keys it is a radix sort.
+    order = np.argsort(by_url.astype(np.uint16) if len(names) <= 1 << 16 else by_url, kind="stable")
     urls = pa.concat_arrays([r.new_urls for r in results]).take(order).cast(pa.large_string())
     depth, end, joined_by = (pa.scalar(text, pa.large_string()) for text in ("0\t", "\n", ""))
     lines = pc.binary_join_element_wise(depth, urls, end, joined_by)
     offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64, count=len(lines) + 1)
-    data = lines.buffers()[2].to_pybytes() if len(lines) else b""
-    ends = offsets[np.cumsum(np.bincount(by_url, minlength=len(sites.dictionary)))].tolist()
-    return dict(zip(sites.dictionary.to_pylist(), map(data.__getitem__, map(slice, [0, *ends[:-1]], ends)),
+    data = lines.buffers()[2].to_pybytes()
+    counts = np.bincount(by_url, minlength=len(names))
+    present = np.flatnonzero(counts)
+    ends = offsets[np.cumsum(counts[present])].tolist()
+    in_key_order = names.take(key_order).take(present).to_pylist()
+    return dict(zip(in_key_order, map(data.__getitem__, map(slice, [0, *ends[:-1]], ends)),
                     strict=True))
 
 
@@ -252,28 +265,13 @@ def assemble(read: ReadFile, flags_by_partition: list[NDArray[np.bool_]]) -> Fil
         new_pair[read.pair_rows[p]] = flags[url_keys:]
     counts = np.bincount(read.pair_targets[new_pair], minlength=len(read.origins))
     linked = np.flatnonzero(counts)
-    urls, sites, counts_by_site = _grouped(read, np.flatnonzero(new_url))
     return FileResult(
         name=read.name, location=read.location, lines=read.lines, bad=read.bad,
-        reports=read.reports, new_urls=urls, new_sites=sites, new_counts=counts_by_site,
+        reports=read.reports, new_urls=read.urls.filter(pa.array(new_url)),
+        new_url_sites=read.targets[new_url], origins=read.origins,
         linked_sites=read.origins.take(linked), linked_counts=counts[linked],
         sites=read.sites, site_hops=read.site_hops, site_priority=read.site_priority,
         new_pairs=int(new_pair.sum()), new_keys=[int(f.sum()) for f in flags_by_partition])
-
-
-def _grouped(read: ReadFile, rows: NDArray[np.intp]) -> tuple[pa.Array, pa.Array, NDArray[np.intp]]:
-    """The URLs at ``rows`` (in line order) grouped by site, sites in order of their first URL:
-    the URLs, each group's site, each group's size."""
-    sites = read.targets[rows]
-    order = np.argsort(sites, kind="stable")
-    rows, sites = rows[order], sites[order]
-    starts = np.flatnonzero(np.concatenate(([True], sites[1:] != sites[:-1]))) if len(rows) else rows
-    firsts = np.argsort(rows[starts])  # the groups by their first line
-    sizes = np.diff(starts, append=len(rows))[firsts]
-    # Each group's rows, the groups in that order: where each one starts now, and where it was.
-    moved = np.repeat(starts[firsts] - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
-    return (read.urls.take(rows[moved + np.arange(len(rows))]),
-            read.origins.take(sites[starts[firsts]]), sizes)
 
 
 def _numpy(column: pa.Array) -> NDArray[np.intp]:

@@ -271,6 +271,20 @@ def read_cursor(directory: Path) -> tuple[int, int, int]:
     return cursor, pages, bytes_
 
 
+def read_budget(directory: Path) -> tuple[int, int]:
+    """The (day, pages) of a site's daily budget count, read without opening the queue; (0, 0)
+    if it has none."""
+    try:
+        fd = os.open(directory / BUDGET, os.O_RDONLY)
+    except FileNotFoundError:
+        return 0, 0
+    try:
+        _, day, pages, _ = read_slots(fd)
+    finally:
+        os.close(fd)
+    return day, pages
+
+
 def inbox_database(root: Path) -> InboxDatabase:
     """The inbox database of the archive at ``root`` (not opened yet: its first use does)."""
     return InboxDatabase(root / "frontier" / INBOXES)

@@ -55,6 +55,7 @@ SETTINGS = "[warc]\nmax_size = 32768\n[outlinks]\nmax_lines = 2\n[links]\nexpect
 INBOX = [("/late-a", 1), ("/late-b", 2)]
 ACTIVE_ORIGIN = "http://unvisited.example:8080"
 INBOX_ONLY_ORIGIN = "http://linked-to.example"  # inbox rows, no crawl-queue folder
+BUDGET = (20_416, 3)  # the first site's daily budget count: (day, pages)
 
 
 def archiver(*args: str) -> subprocess.CompletedProcess[str]:
@@ -89,6 +90,9 @@ def crawled_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert links.returncode == 0, links.stderr
     (directory / last.name).rename(last)
     first = web.origins()[0]
+    with CrawlQueue.open(queue_dir(cfg.root, first), bloom_bits=1024, max_fp=0.01) as queue:
+        for _ in range(BUDGET[1]):
+            queue.count_day_page(BUDGET[0])
     with closing(EmbeddedCrawlQueues(cfg.root, bloom_bits=1024, max_fp=0.01)) as crawl_queues:
         crawl_queues.append(first, [(first + url, depth) for url, depth in INBOX])
         crawl_queues.append(INBOX_ONLY_ORIGIN, [(INBOX_ONLY_ORIGIN + "/", 0)])
@@ -170,6 +174,11 @@ def check_everything(old: config.Config, url: str, bucket: Any) -> None:
             cursor = db.execute("SELECT cursor, pages, bytes, epoch FROM crawl_cursors WHERE origin = %s",
                                 (origin,)).fetchone()
             assert cursor == (finished, *pages_bytes, 0)
+        # The daily budget count goes along: a migration mid-day does not grant a second budget.
+        budgets = db.execute("SELECT origin, budget_day, budget_pages FROM crawl_cursors"
+                             " WHERE budget_pages > 0").fetchall()
+        assert budgets == [(queue_origin(budget.parent), *BUDGET)
+                           for budget in (root / "frontier").glob("*/*/budget")]
         # Finished sites (cursor at their last entry), and the robots.txt-500 one still pending.
         assert any(finished == len(entries) > 1 and totals[0] > 0
                    for entries, finished, totals in facts.values())

@@ -87,7 +87,7 @@ def test_site_marks_merge_files():
             for s, h, p in zip(sites, hops, priority, strict=True)).encode(), None)
         return steps.FileResult(
             name="f", location="f", lines=read.lines, bad=0, reports=[], new_urls=read.urls,
-            new_sites=read.origins, new_counts=read.targets, linked_sites=read.origins,
+            new_url_sites=read.targets, origins=read.origins, linked_sites=read.origins,
             linked_counts=read.targets, new_pairs=0, new_keys=[], sites=read.sites,
             site_hops=read.site_hops, site_priority=read.site_priority)
 
