@@ -135,13 +135,13 @@ def inbox_lines(results: list[FileResult]) -> dict[str, bytes]:
     depth, end, joined_by = (pa.scalar(text, pa.large_string()) for text in ("0\t", "\n", ""))
     lines = pc.binary_join_element_wise(depth, urls, end, joined_by)
     offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64, count=len(lines) + 1)
-    data = lines.buffers()[2].to_pybytes()
     counts = np.bincount(by_url, minlength=len(names))
     present = np.flatnonzero(counts)
     ends = offsets[np.cumsum(counts[present])].tolist()
     in_key_order = names.take(key_order).take(present).to_pylist()
-    return dict(zip(in_key_order, map(data.__getitem__, map(slice, [0, *ends[:-1]], ends)),
-                    strict=True))
+    data = memoryview(lines.buffers()[2])  # each site's lines copied out once, from arrow's buffer
+    return {site: bytes(data[start:end])
+            for site, start, end in zip(in_key_order, [0, *ends[:-1]], ends, strict=True)}
 
 
 def inlinks(results: list[FileResult]) -> dict[str, int]:
