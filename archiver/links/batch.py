@@ -17,13 +17,23 @@ A checkpoint is one atomic step over a group of spool files: (1) the engine test
 the group's keys and saves each as its next generation, (2) the new URLs are appended to the
 sites' inboxes and made durable, (3) one transaction records the spool files done, adds the
 in-link counts and moves every slice's generation forward, (4) the previous generation of each
-slice is removed, the files move to ``outlinks/done/``, and the counts are pushed to the site
-queues. A kill before (3), after any number of slices were saved, leaves the previous generation
+slice is removed, the files move to ``outlinks/done/``, and, at the run's last checkpoint or once
+PUSH_INTERVAL has passed since the last push, the counts are pushed to the site queues. A kill
+before (3), after any number of slices were saved, leaves the previous generation
 of every slice, and the ledger, in force: the slices saved are stale (removed at the next start),
 a rerun redoes those files, and the URLs it appends a second time are dropped by each site's own
 bitmap when its inbox is merged. A kill after (3) leaves the sites marked dirty, and the next run
 pushes them first. So a rerun never counts or queues anything twice. Spool files done stay in
 ``outlinks/done/`` for ``reshard`` (the operator may prune it).
+
+Pushing is the commit's largest part (an upsert per site in its owner's queue), and a checkpoint
+touches most sites: so the changed sites stay marked dirty in the state from checkpoint to
+checkpoint, and one push hands them over when the pending files are drained, when PUSH_INTERVAL has
+passed since the last push, or when the run stops, whichever comes first. A site's new in-link
+count, hops and priority, and the wake of a finished site with new URLs, so wait at most until the
+end of the run's pass over the pending files or PUSH_INTERVAL (plus one checkpoint); its new URLs
+are in its inbox at once. The dirty marks are committed with the ledger, so a kill before the push
+loses nothing: the next run pushes them first.
 
 Steps (2)-(4) run in a committer thread while the engine runs step (1) of the next checkpoint:
 mostly SQLite and fsync, outside the GIL, beside reading and bit work. One commit at a time, in
@@ -75,6 +85,10 @@ from archiver.service import Service
 from archiver.stores import SharedStores, open_stores
 
 log = logging.getLogger("archiver.links.batch")
+
+# Seconds after which a checkpoint pushes the changed sites to the site queues even with pending
+# files left (else only the run's last checkpoint of a pass does; see the module docstring).
+PUSH_INTERVAL = 30.0
 
 
 @dataclass
@@ -144,6 +158,7 @@ class LinkBatch:
             self._commit: Future[None] | None = None
             self._last_progress = time.monotonic()
             self._reading = (0, 0, 0)  # this checkpoint so far: files, lines, slices done
+            self._last_push = time.monotonic()
             self._push_dirty()
             self._opened = opened.pop_all()
 
@@ -262,7 +277,8 @@ class LinkBatch:
     def checkpoint(self, files: list[str]) -> int:
         """One checkpoint over the next group of ``files`` (pending, in spool order); how many it
         took. The engine's steps run here; the commit runs in the committer thread while the
-        next checkpoint's steps run (``committed`` waits for it)."""
+        next checkpoint's steps run (``committed`` waits for it). The commit pushes the changed
+        sites if it takes the last of ``files``, the run is stopping, or PUSH_INTERVAL passed."""
         self._reading = (0, 0, 0)
         started = time.monotonic()
         with _without_cycle_collection():
@@ -276,8 +292,10 @@ class LinkBatch:
         # A commit starts only once the one before it is in: a failed commit stops the run here,
         # and the next commit could otherwise record slices holding keys of files not recorded.
         self.committed()
+        push = (len(results) == len(files) or self.stop_requested.is_set()
+                or time.monotonic() - self._last_push >= PUSH_INTERVAL)
         self._commit = self._committer.submit(self._commit_checkpoint, results, new_lines,
-                                              inlinks, marks, previous, self.generations)
+                                              inlinks, marks, previous, self.generations, push)
         return len(results)
 
     def committed(self) -> None:
@@ -289,10 +307,10 @@ class LinkBatch:
 
     def _commit_checkpoint(self, results: list[steps.FileResult], new_lines: dict[str, bytes],
                            inlinks: dict[str, int], marks: dict[str, tuple[int, float]],
-                           previous: list[int], generations: list[int]) -> None:
+                           previous: list[int], generations: list[int], push: bool) -> None:
         """Steps 2-4 of a checkpoint (see the module docstring), in the committer thread: the
         results' ``new_lines`` (``steps.inbox_lines``), ``inlinks`` (``steps.inlinks``) and the
-        sites' hops and priorities (``steps.site_marks``)."""
+        sites' hops and priorities (``steps.site_marks``); the dirty sites pushed if ``push``."""
         started = time.monotonic()
         t = self.totals
         for result in results:
@@ -314,7 +332,8 @@ class LinkBatch:
                 self.slices.remove(p, old)
         for result in results:
             self.spool.done(result.name)
-        self._push_dirty()
+        if push:
+            self._push_dirty()
         took = time.monotonic() - started
         t.checkpoints += 1
         t.checkpoint_seconds += took
@@ -332,6 +351,7 @@ class LinkBatch:
     def _push_dirty(self) -> None:
         """Hand the changed sites to the queues of the processes that own them (on several
         machines, to the one shared site queue)."""
+        self._last_push = time.monotonic()
         rows = self.state.dirty_sites()
         if not rows:
             return
@@ -345,17 +365,20 @@ class LinkBatch:
                 self._opened_queues.callback(self._site_queues[owner].close)
             self._site_queues[owner].merge_links(sorted(sites))
         self.state.pushed()
+        event(log, logging.INFO, "links-pushed", sites=len(rows), queues=len(by_owner))
 
     # -- runs -------------------------------------------------------------------------------------
 
     def run(self, *, once: bool) -> Totals:
         """Process closed spool files; with ``once`` stop when none is left, else wait for more.
-        ``stop_requested`` ends the run after the file being read, and a checkpoint."""
+        ``stop_requested`` ends the run after the file being read, and a checkpoint. Each pass
+        over the pending files ends with every changed site pushed."""
         while not self.stop_requested.is_set():
             pending = self.pending_files()
             while pending and not self.stop_requested.is_set():
                 pending = pending[self.checkpoint(pending):]
             self.committed()
+            self._push_dirty()  # a stop between checkpoints left the last commit's unpushed
             if once:
                 break
             self.stop_requested.wait(self.config.links.poll_interval)

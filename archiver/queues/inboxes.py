@@ -68,7 +68,7 @@ class InboxDatabase:
                 db, new_dirs = self._open_writer(create=True)
                 assert db is not None
                 with sqlite.transaction(db, durable=True):
-                    db.executemany("INSERT INTO inbox (origin, lines) VALUES (?, ?)", rows)
+                    sqlite.insert_rows(db, "INSERT INTO inbox (origin, lines)", rows)
             except BaseException:
                 self._staged[:0] = rows
                 raise

@@ -122,13 +122,13 @@ class EmbeddedLinksState:
         with sqlite.transaction(self._db, durable=True):
             # Sites are never deleted, so a site new to the table gets a rowid above all others.
             (last,) = self._db.execute("SELECT coalesce(max(rowid), 0) FROM sites").fetchone()
-            self._db.executemany(
-                "INSERT INTO sites (origin, inlinks, dirty, hops, priority) VALUES (?, ?, ?, ?, ?)"
-                " ON CONFLICT (origin) DO UPDATE SET inlinks = inlinks + excluded.inlinks,"
-                " dirty = max(dirty, excluded.dirty), hops = min(hops, excluded.hops),"
-                " priority = max(priority, excluded.priority)",
+            sqlite.insert_rows(
+                self._db, "INSERT INTO sites (origin, inlinks, dirty, hops, priority)",
                 [(o, inlinks.get(o, 0), 2 if o in woken else 1, *marks.get(o, (0, 0.0)))
-                 for o in touched])
+                 for o in touched],
+                "ON CONFLICT (origin) DO UPDATE SET inlinks = inlinks + excluded.inlinks,"
+                " dirty = max(dirty, excluded.dirty), hops = min(hops, excluded.hops),"
+                " priority = max(priority, excluded.priority)")
             (added,) = self._db.execute("SELECT count(*) FROM sites WHERE rowid > ?", (last,)).fetchone()
             self._db.executemany(
                 "UPDATE sites SET hops = min(hops, ?1), priority = max(priority, ?2),"

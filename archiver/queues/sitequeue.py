@@ -101,6 +101,11 @@ class LinkedSite(NamedTuple):
     priority: float = 0.0
 
 
+def _linked(site: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A LinkedSite's five fields from it or from its first fields."""
+    return site if len(site) == 5 else LinkedSite(*site)
+
+
 # The columns of a SiteRow, in its order, as both site queues select them (``site_row``).
 SITE_COLUMNS = ("origin, state, due, inlinks, attempts, added, visits, note, restart, next_visit,"
                 " compared, changed, compared_seconds, hops, priority")
@@ -196,16 +201,18 @@ class SiteQueue:
         with sqlite.transaction(self._db, durable=True):
             # Sites are never deleted, so a site new to the table gets a rowid above all others.
             (last,) = self._db.execute("SELECT coalesce(max(rowid), 0) FROM sites").fetchone()
+            # ?1 origin, ?2 now, ?3 in-links, ?4 woken, ?5 hops, ?6 priority: plain tuples bind
+            # a fifth faster than named parameters from dicts.
             self._db.executemany(
-                "INSERT INTO sites (origin, added, inlinks, hops, priority)"
-                " VALUES (:origin, :now, :inlinks, :hops, :priority)"
-                " ON CONFLICT (origin) DO UPDATE SET inlinks = :inlinks, hops = min(hops, :hops),"
-                " priority = max(priority, :priority),"
-                " due = CASE WHEN :woken AND state IN ('done', 'revisit') THEN :now ELSE due END,"
-                " state = CASE WHEN :woken AND state IN ('done', 'revisit') THEN 'waiting' ELSE state END"
-                " WHERE inlinks != :inlinks OR (:woken AND state IN ('done', 'revisit'))"
-                " OR hops > :hops OR priority < :priority",
-                [{**LinkedSite(*site)._asdict(), "now": now} for site in sites])
+                "INSERT INTO sites (origin, added, inlinks, hops, priority) VALUES (?1, ?2, ?3, ?5, ?6)"
+                " ON CONFLICT (origin) DO UPDATE SET inlinks = ?3, hops = min(hops, ?5),"
+                " priority = max(priority, ?6),"
+                " due = CASE WHEN ?4 AND state IN ('done', 'revisit') THEN ?2 ELSE due END,"
+                " state = CASE WHEN ?4 AND state IN ('done', 'revisit') THEN 'waiting' ELSE state END"
+                " WHERE inlinks != ?3 OR (?4 AND state IN ('done', 'revisit'))"
+                " OR hops > ?5 OR priority < ?6",
+                [(origin, now, inlinks, woken, hops, priority)
+                 for origin, inlinks, woken, hops, priority in map(_linked, sites)])
             (added,) = self._db.execute("SELECT count(*) FROM sites WHERE rowid > ?", (last,)).fetchone()
         return int(added)
 

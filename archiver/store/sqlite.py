@@ -37,8 +37,9 @@ history, the links batch's state, the sites' inboxes).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 SITE_QUEUE_TIMEOUT = 30.0
@@ -50,6 +51,9 @@ INBOX_PROBE_TIMEOUT = 0.0
 # Page cache of the files a links checkpoint writes a row of every site into (site queues, inboxes,
 # the links state): one connection each per process.
 SITES_CACHE_MIB = 64
+# Rows per statement of ``insert_rows``: a third less CPU per row than a statement per row, alike
+# from 16 to 256 rows (50,000 inbox rows of a links checkpoint).
+ROWS_PER_STATEMENT = 64
 
 
 def open_writer(path: Path, timeout: float, *, wal: bool = True, cache_mib: int = 0
@@ -97,6 +101,24 @@ def transaction(conn: sqlite3.Connection, *, durable: bool = False) -> Iterator[
     finally:
         if durable:
             conn.execute("PRAGMA synchronous=NORMAL")
+
+
+def insert_rows(conn: sqlite3.Connection, insert: str, rows: Sequence[Sequence[object]],
+                upsert: str = "") -> None:
+    """``insert`` (``INSERT INTO t (a, b)``, no VALUES) of ``rows``, each of one value per column,
+    then ``upsert`` (an ``ON CONFLICT`` clause naming the row's values as ``excluded.*`` only):
+    what ``executemany`` of one row a statement does, rows in the same order, with
+    ROWS_PER_STATEMENT rows a statement."""
+    if not rows:
+        return
+    row = f"({', '.join('?' * len(rows[0]))})"
+    full = len(rows) - len(rows) % ROWS_PER_STATEMENT
+    if full:
+        values = list(itertools.chain.from_iterable(rows[:full]))
+        step = len(values) // (full // ROWS_PER_STATEMENT)
+        conn.executemany(f"{insert} VALUES {', '.join([row] * ROWS_PER_STATEMENT)} {upsert}",
+                         [values[i:i + step] for i in range(0, len(values), step)])
+    conn.executemany(f"{insert} VALUES {row} {upsert}", rows[full:])
 
 
 def close(conn: sqlite3.Connection, *, writer: bool) -> None:

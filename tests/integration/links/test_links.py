@@ -14,6 +14,7 @@ from warcio.archiveiterator import ArchiveIterator
 from archiver import config
 from archiver.crawl.crawler import Crawler, enqueue_seeds
 from archiver.links.batch import LinkBatch, run_batch
+from archiver.queues.linksstate import EmbeddedLinksState
 from archiver.queues.sitequeue import process_for
 from archiver.web import urls
 from demoweb import WebSpec, start_demo
@@ -55,6 +56,12 @@ def test_a_batch_killed_halfway_then_rerun_equals_one_clean_run(tmp_path):
             break
     proc.wait(timeout=60)
     assert proc.returncode == -signal.SIGKILL
+    # Killed before its one push (at the end of the files): the committed sites wait, dirty, in
+    # the state, and no site queue has them yet.
+    state = EmbeddedLinksState(killed.root / "links")
+    assert state.generation >= 2 and state.dirty_sites()
+    state.close()
+    assert snapshot(killed.root, 2) == ({}, {})
     with LinkBatch(killed) as batch:               # it really stopped halfway
         assert batch.generation > 0 and batch.pending_files()
     rerun = subprocess.run([*ARCHIVER, "links", "run", "--once", "--config", str(killed.path)],

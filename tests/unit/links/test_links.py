@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
+from functools import partial
 
 import pytest
 
 from archiver.crawl.crawler import enqueue_seeds
-from archiver.links.batch import run_batch
+from archiver.links import batch
+from archiver.links.batch import LinkBatch, run_batch
 from archiver.queues.sitequeue import SiteQueue, process_for, queue_path
 from archiver.queues.spool import parse_line
 from archiver.stores import open_stores
-from tests.support.linkbatch import links_config, snapshot, write_spool
+from tests.support.linkbatch import links_config, snapshot, synthetic_spool, write_spool
 
 # -- pure parts -------------------------------------------------------------------------------
 
@@ -89,3 +92,42 @@ def test_seeds_go_to_their_owners_queue_and_a_busy_site_gets_them_in_its_inbox(t
         assert owner == process_for(origin, 3) and state == "waiting"
         assert queues[origin] == [origin + "/", origin + "/start"]
     assert len({owner for owner, *_ in sites.values()}) == 3
+
+
+def _pushes(caplog) -> list[dict]:
+    return [r.fields for r in caplog.records if r.getMessage() == "links-pushed"]
+
+
+def test_changed_sites_are_pushed_once_the_pending_files_are_drained(tmp_path, caplog, monkeypatch):
+    deferred, each = links_config(tmp_path / "deferred"), links_config(tmp_path / "each")
+    for cfg in (deferred, each):
+        synthetic_spool(partial(write_spool, cfg.root), files=4)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="archiver.links.batch"):
+        assert run_batch(deferred, once=True).checkpoints == 4
+        pushed_once = _pushes(caplog)
+        caplog.clear()
+        monkeypatch.setattr(batch, "PUSH_INTERVAL", 0.0)  # every checkpoint's commit pushes
+        run_batch(each, once=True)
+        pushed_each = _pushes(caplog)
+    sites, _ = snapshot(deferred.root, 2, marks=True)
+    assert pushed_once == [{"sites": len(sites), "queues": 2}]    # the last commit's push only
+    assert len(pushed_each) == 4                                 # as before: each pushed every site
+    assert snapshot(deferred.root, 2, marks=True) == snapshot(each.root, 2, marks=True)
+
+
+def test_a_run_stopped_between_checkpoints_pushes_before_it_returns(tmp_path):
+    cfg = links_config(tmp_path)
+    synthetic_spool(partial(write_spool, cfg.root), files=4)
+    with LinkBatch(cfg) as stopping:
+        read = stopping.file_read
+
+        def stop_after_one_file(lines: int) -> None:
+            read(lines)
+            stopping.stop_requested.set()  # as SIGTERM does
+
+        stopping.file_read = stop_after_one_file  # type: ignore[method-assign]
+        assert stopping.run(once=False).files == 1
+        assert stopping.pending_files() and stopping.state.dirty_sites() == []
+    sites, queues = snapshot(cfg.root, 2)
+    assert sites and all(queues.values())
