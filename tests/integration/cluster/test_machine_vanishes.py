@@ -19,7 +19,7 @@ from archiver.store.warcindex import index_stream
 from demoweb import WebSpec, run_demo_process
 from tests.support.cluster import overlapping, requests, shared_config, wait_for
 from tests.support.crawls import FAST, load, warcio_check, write_seeds
-from tests.support.repo import ARCHIVER, archiver_here
+from tests.support.repo import ARCHIVER
 
 LEASE_TTL = 3.0
 # What a kill may cost in fetches made twice: see README "Running on several machines".
@@ -36,8 +36,8 @@ def test_survivors_finish_the_sites_of_a_crawler_that_vanished(tmp_path, pg_stor
                                  warc=WARC, min_rest=min_rest, lease_ttl=LEASE_TTL, poll_interval=0.2)
                    for n, min_rest in enumerate([0.15, FAST["min_rest"], FAST["min_rest"]])]
         seeds = write_seeds(tmp_path / "seeds.txt", [o + "/" for o in web.origins()])
-        # In this process: test_fencing runs `archiver seeds` on the shared stores as a child.
-        queued = archiver_here("seeds", "--config", str(configs[0]), str(seeds))
+        queued = subprocess.run([*ARCHIVER, "seeds", "--config", str(configs[0]), str(seeds)],
+                                capture_output=True, text=True, timeout=60, check=False)
         assert queued.returncode == 0, queued.stderr
 
         def crawler(n: int, *extra: str) -> subprocess.Popen[str]:
