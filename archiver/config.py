@@ -229,9 +229,6 @@ class LinksConfig:
     engine: str = "local"
     scheduler: str = ""
     workers: int = 2
-    # The local engine reads spool files in this many processes of their own (0: in a thread of
-    # the batch's process).
-    read_processes: int = 0
 
 
 @dataclass(frozen=True)
@@ -679,8 +676,6 @@ def _check(where: str, name: str, section: Any) -> None:
     elif name == "links":
         if section.engine not in ("local", "dask"):
             raise ConfigError(f"{where}: links.engine: must be \"local\" or \"dask\", got {section.engine!r}")
-        if not 0 <= section.read_processes <= 64:
-            raise ConfigError(f"{where}: links.read_processes: must be 0..64, got {section.read_processes}")
         if section.scheduler and not re.fullmatch(r"(tcp|tls|inproc|ucx)://\S+", section.scheduler):
             raise ConfigError(f"{where}: links.scheduler: expected a Dask scheduler address like "
                               f"\"tcp://host:8786\", or \"\" for a LocalCluster, got {section.scheduler!r}")

@@ -91,8 +91,6 @@ def main() -> None:
                         help="links.checkpoint_urls (default: the config's)")
     parser.add_argument("--engine", choices=("local", "dask"), default="local", help="links.engine")
     parser.add_argument("--workers", type=int, default=2, help="links.workers (with --engine dask)")
-    parser.add_argument("--read-processes", type=int, default=config.LinksConfig.read_processes,
-                        help="links.read_processes (with --engine local)")
     parser.add_argument("--dir", type=Path, help="work directory (default: a temporary one)")
     parser.add_argument("--profile", action="store_true", help="print the top functions by time")
     parser.add_argument("--store", default="sqlite",
@@ -120,7 +118,6 @@ def bench(args: argparse.Namespace, work: Path, shared: str) -> None:
         # URLs plus (source, target) site pairs share the bitmap.
         f"[links]\nexpected_urls = {args.urls * 2}\ncheckpoint_urls = {args.checkpoint_urls}\n"
         f"partitions = {args.partitions}\nengine = \"{args.engine}\"\nworkers = {args.workers}\n"
-        f"read_processes = {args.read_processes}\n"
         "[log]\nlevel = \"warning\"\n" + shared)
     cfg = config.load(work / "archiver.toml")
     started = time.monotonic()
