@@ -17,10 +17,10 @@ A checkpoint is one atomic step over a group of spool files: (1) the engine test
 the group's keys and saves each as its next generation, (2) the new URLs are appended to the
 sites' inboxes and made durable, (3) one transaction records the spool files done, adds the
 in-link counts and moves every slice's generation forward, (4) the previous generation of each
-slice is removed, the files move to ``outlinks/done/``, and, at the run's last checkpoint or once
-PUSH_INTERVAL has passed since the last push, the counts are pushed to the site queues. A kill
-before (3), after any number of slices were saved, leaves the previous generation
-of every slice, and the ledger, in force: the slices saved are stale (removed at the next start),
+slice is removed, the files move to ``outlinks/done/``, and, once PUSH_INTERVAL has passed since
+the last push, the counts are pushed to the site queues (as they are at the end of every pass over
+the pending files). A kill before (3), after any number of slices were saved, leaves the previous
+generation of every slice, and the ledger, in force: the slices saved are stale (removed at the next start),
 a rerun redoes those files, and the URLs it appends a second time are dropped by each site's own
 bitmap when its inbox is merged. A kill after (3) leaves the sites marked dirty, and the next run
 pushes them first. So a rerun never counts or queues anything twice. Spool files done stay in
@@ -86,8 +86,8 @@ from archiver.stores import SharedStores, open_stores
 
 log = logging.getLogger("archiver.links.batch")
 
-# Seconds after which a checkpoint pushes the changed sites to the site queues even with pending
-# files left (else only the run's last checkpoint of a pass does; see the module docstring).
+# Seconds after which a checkpoint's commit pushes the changed sites to the site queues even with
+# pending files left (else only the end of the pass does; see the module docstring).
 PUSH_INTERVAL = 30.0
 
 
@@ -278,7 +278,7 @@ class LinkBatch:
         """One checkpoint over the next group of ``files`` (pending, in spool order); how many it
         took. The engine's steps run here; the commit runs in the committer thread while the
         next checkpoint's steps run (``committed`` waits for it). The commit pushes the changed
-        sites if it takes the last of ``files``, the run is stopping, or PUSH_INTERVAL passed."""
+        sites if PUSH_INTERVAL passed since the last push (``run`` pushes at the end of a pass)."""
         self._reading = (0, 0, 0)
         started = time.monotonic()
         with _without_cycle_collection():
@@ -292,8 +292,7 @@ class LinkBatch:
         # A commit starts only once the one before it is in: a failed commit stops the run here,
         # and the next commit could otherwise record slices holding keys of files not recorded.
         self.committed()
-        push = (len(results) == len(files) or self.stop_requested.is_set()
-                or time.monotonic() - self._last_push >= PUSH_INTERVAL)
+        push = time.monotonic() - self._last_push >= PUSH_INTERVAL
         self._commit = self._committer.submit(self._commit_checkpoint, results, new_lines,
                                               inlinks, marks, previous, self.generations, push)
         return len(results)
@@ -378,7 +377,7 @@ class LinkBatch:
             while pending and not self.stop_requested.is_set():
                 pending = pending[self.checkpoint(pending):]
             self.committed()
-            self._push_dirty()  # a stop between checkpoints left the last commit's unpushed
+            self._push_dirty()  # the pass's changes (a stop ends the pass too)
             if once:
                 break
             self.stop_requested.wait(self.config.links.poll_interval)

@@ -115,7 +115,7 @@ def insert_rows(conn: sqlite3.Connection, insert: str, rows: Sequence[Sequence[o
     full = len(rows) - len(rows) % ROWS_PER_STATEMENT
     if full:
         values = list(itertools.chain.from_iterable(rows[:full]))
-        step = len(values) // (full // ROWS_PER_STATEMENT)
+        step = len(rows[0]) * ROWS_PER_STATEMENT  # the values of one statement
         conn.executemany(f"{insert} VALUES {', '.join([row] * ROWS_PER_STATEMENT)} {upsert}",
                          [values[i:i + step] for i in range(0, len(values), step)])
     conn.executemany(f"{insert} VALUES {row} {upsert}", rows[full:])

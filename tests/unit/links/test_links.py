@@ -111,7 +111,7 @@ def test_changed_sites_are_pushed_once_the_pending_files_are_drained(tmp_path, c
         run_batch(each, once=True)
         pushed_each = _pushes(caplog)
     sites, _ = snapshot(deferred.root, 2, marks=True)
-    assert pushed_once == [{"sites": len(sites), "queues": 2}]    # the last commit's push only
+    assert pushed_once == [{"sites": len(sites), "queues": 2}]    # the pass's one push, at its end
     assert len(pushed_each) == 4                                 # as before: each pushed every site
     assert snapshot(deferred.root, 2, marks=True) == snapshot(each.root, 2, marks=True)
 
