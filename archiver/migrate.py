@@ -348,7 +348,8 @@ class Migration:
             if entry.end <= cursor:
                 done = len(entries)
         return _QueueFiles(origin, entries, done, pages, bytes_, read_restarted(directory),
-                           read_budget(directory), list(read_inbox(directory, SiteInbox(inboxes, origin))),
+                           read_budget(directory),
+                           list(read_inbox(directory, SiteInbox(inboxes, origin))),
                            list(read_all_decisions(directory)))
 
     def _crawl_queues(self) -> None:

@@ -258,31 +258,27 @@ def _entries_from(log: BinaryIO, start: int) -> Iterator[Entry]:
 def read_cursor(directory: Path) -> tuple[int, int, int]:
     """The (cursor, pages, bytes) ``CrawlQueue.open`` would start from: the newer of the cursor
     file's record and the done file's; zeros if neither holds one."""
-    try:
-        fd = os.open(directory / CURSOR, os.O_RDONLY)
-    except FileNotFoundError:
-        slots = (0, 0, 0, 0)
-    else:
-        try:
-            slots = read_slots(fd)
-        finally:
-            os.close(fd)
-    _, cursor, pages, bytes_ = max(slots, _read_done(directory)[0])
+    _, cursor, pages, bytes_ = max(_slots_of(directory / CURSOR), _read_done(directory)[0])
     return cursor, pages, bytes_
 
 
 def read_budget(directory: Path) -> tuple[int, int]:
     """The (day, pages) of a site's daily budget count, read without opening the queue; (0, 0)
     if it has none."""
+    _, day, pages, _ = _slots_of(directory / BUDGET)
+    return day, pages
+
+
+def _slots_of(path: Path) -> tuple[int, int, int, int]:
+    """``read_slots`` of the file at ``path``, read-only; all zero if it is absent."""
     try:
-        fd = os.open(directory / BUDGET, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
-        return 0, 0
+        return 0, 0, 0, 0
     try:
-        _, day, pages, _ = read_slots(fd)
+        return read_slots(fd)
     finally:
         os.close(fd)
-    return day, pages
 
 
 def inbox_database(root: Path) -> InboxDatabase:
