@@ -21,18 +21,11 @@ from tests.support.crawls import (
     write_config,
     write_seeds,
 )
-from tests.support.repo import ARCHIVER, archiver_here
+from tests.support.repo import ARCHIVER, archiver_here, archiver_here_text
 
 
 def archiver(*args: str, **kw) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*ARCHIVER, *args], capture_output=True, text=True, timeout=120, **kw)
-
-
-def in_process(*args: str) -> subprocess.CompletedProcess[str]:
-    """``archiver`` run in this process (``archiver_here``), for the second of two refusals of a
-    kind: the first is run as a child."""
-    done = archiver_here(*args)
-    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
 
 
 def wait_for(condition, timeout: float = 30.0, what: str = "condition") -> None:
@@ -139,7 +132,7 @@ def test_sigterm_stops_cleanly_and_a_restart_resumes(tmp_path):
 
 @pytest.mark.parametrize("text, needle, run", [
     ("[crawl]\nsites_per_proces = 3\n", "crawl.sites_per_proces: unknown key", archiver),
-    ("[warc]\nmax_size = 'big'\n", "warc.max_size: expected an integer", in_process),
+    ("[warc]\nmax_size = 'big'\n", "warc.max_size: expected an integer", archiver_here_text),
 ])
 def test_bad_config_exits_2_naming_the_key(tmp_path, text, needle, run):
     cfg = tmp_path / "bad.toml"
@@ -158,7 +151,7 @@ def test_bad_seeds(tmp_path):
     result = archiver("crawl", "--config", str(cfg), "--seeds", str(empty), "--until-idle")
     assert result.returncode == 2 and "no usable seed" in result.stderr
     assert "event=bad-seed" in result.stderr and "line=3" in result.stderr
-    missing = in_process("crawl", "--config", str(cfg), "--seeds", str(tmp_path / "nope"))
+    missing = archiver_here_text("crawl", "--config", str(cfg), "--seeds", str(tmp_path / "nope"))
     assert missing.returncode == 2 and "cannot read seeds" in missing.stderr
 
 

@@ -34,3 +34,10 @@ def archiver_here(*args: str) -> subprocess.CompletedProcess[bytes]:
         os.umask(umask)
     stdout, stderr = (stream.buffer.getvalue() for stream in (out, err))
     return subprocess.CompletedProcess(["archiver", *args], code, stdout, stderr)
+
+
+def archiver_here_text(*args: str) -> subprocess.CompletedProcess[str]:
+    """``archiver_here``, its output decoded as a child's run with ``text=True`` would be."""
+    done = archiver_here(*args)
+    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(),
+                                       done.stderr.decode())

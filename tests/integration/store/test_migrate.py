@@ -47,7 +47,7 @@ from archiver.store.warcindex import read_record
 from archiver.stores import EmbeddedStores, SharedStores, open_stores
 from demoweb import WebSpec, run_demo_process
 from tests.support.crawls import write_config
-from tests.support.repo import ARCHIVER, archiver_here
+from tests.support.repo import ARCHIVER, archiver_here_text
 
 # Small bundles: a demo crawl leaves a dozen of them, so a migrate spends a while on them. Small
 # spool files, so one can be closed after the links batch ran; a small bitmap for the batch.
@@ -64,8 +64,7 @@ def archiver(*args: str) -> subprocess.CompletedProcess[str]:
 
 def migrate_here(old: Path, new: Path) -> subprocess.CompletedProcess[str]:
     """``archiver store migrate`` run in this process; each test also runs one as a child."""
-    done = archiver_here("store", "migrate", "--from", str(old), "--to", str(new))
-    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
+    return archiver_here_text("store", "migrate", "--from", str(old), "--to", str(new))
 
 
 @pytest.fixture(scope="module")
