@@ -55,20 +55,22 @@ class Engine(Protocol):
 
 
 class LocalEngine:
-    """Every step in this process; spool files are read ahead in a thread of its own (most of a
+    """Every step in this process; spool files are read ahead in ``READERS`` threads (most of a
     read runs in pyarrow and numpy, outside the GIL), and each file's keys are tested in every
-    slice as soon as it is read, while the next files are read. (A second reading thread, and
-    two reading processes, measured no faster on 2 cores: the processes 3.0-3.2x ``sort -u``
-    against 2.7-2.9x, their pickling on top of the same work.) ``READ_AHEAD`` files are read ahead of
-    the one waited for, across groups: enough to keep reading while this thread tests a file or
-    ends a group; more would only hold memory (about 13 MB per 100,000-line file read).
+    slice as soon as it is read, while the next files are read. (Two reading processes measured
+    slower on 2 cores: 3.0-3.2x ``sort -u`` against 2.7-2.9x, their pickling on top of the same
+    work; a second reading thread, once the bit work was done in cached chunks, 2.6x against
+    2.8-3.0x.) ``READ_AHEAD`` files are read ahead of the one waited for, across groups: enough
+    to keep reading while this thread tests a file or ends a group; more would only hold memory
+    (about 13 MB per 100,000-line file read).
     """
 
+    READERS = 2
     READ_AHEAD = 3
 
     def __init__(self, work: Work) -> None:
         self.work = work
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="links-read")
+        self._pool = ThreadPoolExecutor(self.READERS, thread_name_prefix="links-read")
         self._reads: dict[str, Future[steps.ReadFile]] = {}  # spool file -> its read
 
     def _read_ahead(self, names: list[str]) -> None:

