@@ -1,6 +1,11 @@
 """The ``archiver`` command and its verbs.
 
 Exit codes: 0 success, 1 a failure while running, 2 bad usage or bad input (config, seeds).
+
+Each verb imports what it needs at the top of its function, not at the top of this module: every
+command starts a Python process, and a lookup (``catalog closest``, ``dns lookup``, ``status``)
+should not wait for the crawler, trio, the DNS service, psycopg, boto3 or numpy to load
+(``tests/integration/test_cli_imports.py`` holds that line).
 """
 
 from __future__ import annotations
@@ -16,33 +21,10 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-
-import psycopg
-import trio
+from typing import TYPE_CHECKING
 
 from archiver import __version__, config, logs
-from archiver.crawl.crawler import Crawler, SeedError, enqueue_seeds, read_seeds
-from archiver.crawl.pluginhost import PluginError
-from archiver.dns.resolver import RefreshStats
-from archiver.dns.service import read_names, refresh_pass, run_service
 from archiver.links.partition import MAX_PARTITIONS
-from archiver.migrate import Migration, MigrationFailed, MigrationRefused
-from archiver.queues.sitequeue import SiteRow
-from archiver.replay import why
-from archiver.store import robotstxt
-from archiver.store.catalog import Capture, CatalogError, surt_key
-from archiver.store.catalog_maintenance import Progress, export_cdxj
-from archiver.store.dnshistory import DnsRow
-from archiver.store.durable import fsync_directory
-from archiver.store.exports import ExportError, export
-from archiver.store.fulltext import FullTextMissing
-from archiver.store.fulltextindex import IndexTotals, build_index
-from archiver.store.imports import ImportRefused, import_file
-from archiver.store.interfaces import CatalogStore
-from archiver.store.objectstore import FolderStore, ObjectStoreError
-from archiver.store.pgschema import CURRENT_VERSION, StoreError, init_schema, redact
-from archiver.store.status import format_status
-from archiver.store.warcindex import WarcError
 from archiver.stores import (
     EmbeddedStores,
     ProcessBusy,
@@ -52,8 +34,16 @@ from archiver.stores import (
     open_stores,
 )
 from archiver.web import urls
-from archiver.web.textquery import QueryError, parse_query, plain_snippet
 from archiver.web.timestamps import from_datetime, parse_date, to_datetime
+
+if TYPE_CHECKING:
+    from archiver.dns.resolver import RefreshStats
+    from archiver.queues.sitequeue import SiteRow
+    from archiver.store.catalog import Capture
+    from archiver.store.dnshistory import DnsRow
+    from archiver.store.fulltextindex import IndexTotals
+    from archiver.store.interfaces import CatalogStore
+    from archiver.store.warcindex import WarcError
 
 # archiver search: results by default, and capture dates listed per result in the text form.
 SEARCH_LIMIT = 20
@@ -86,6 +76,11 @@ def _fail(message: str) -> int:
 
 
 def cmd_crawl(args: argparse.Namespace) -> int:
+    import trio
+
+    from archiver.crawl.crawler import Crawler, SeedError, enqueue_seeds, read_seeds
+    from archiver.crawl.pluginhost import PluginError
+
     cfg = _config(args)
     logs.setup(cfg.log.level)
     shared = config.database_url(cfg.store.url) is not None  # any process may take any site there
@@ -114,6 +109,8 @@ def cmd_crawl(args: argparse.Namespace) -> int:
 
 
 def cmd_seeds(args: argparse.Namespace) -> int:
+    from archiver.crawl.crawler import SeedError, enqueue_seeds, read_seeds
+
     cfg = _config(args)
     logs.setup(cfg.log.level)
     try:
@@ -127,7 +124,11 @@ def cmd_seeds(args: argparse.Namespace) -> int:
 
 
 def cmd_links(args: argparse.Namespace) -> int:
-    from archiver.links.batch import run_batch  # numpy and pyarrow load only for the batch's verbs
+    import psycopg
+
+    from archiver.links.batch import run_batch
+    from archiver.store.objectstore import ObjectStoreError
+    from archiver.store.pgschema import redact
 
     cfg = _config(args)
     logs.setup(cfg.log.level)
@@ -144,7 +145,11 @@ def cmd_links(args: argparse.Namespace) -> int:
 
 
 def cmd_links_reshard(args: argparse.Namespace) -> int:
-    from archiver.links.batch import ReshardError, reshard_batch  # as in cmd_links
+    import psycopg
+
+    from archiver.links.batch import ReshardError, reshard_batch
+    from archiver.store.objectstore import ObjectStoreError
+    from archiver.store.pgschema import redact
 
     cfg = _config(args)
     logs.setup(cfg.log.level)
@@ -168,7 +173,7 @@ def _partitions(text: str) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from archiver.replay import serve  # the web stack loads only for this verb
+    from archiver.replay import serve
 
     cfg = _config(args)
     logs.setup(cfg.log.level)
@@ -176,6 +181,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from archiver.store.status import format_status
+
     cfg = _config(args)
     stores = open_stores(cfg)
     if args.sites:
@@ -249,6 +256,8 @@ def _date(text: str, *, upper: bool = False) -> str:
 
 def _url(text: str) -> str:
     """A URL to look up (``example.org/x`` means ``http://example.org/x``), normalised."""
+    from archiver.store.catalog import surt_key
+
     url = urls.normalize(text if "://" in text else "http://" + text)
     if url is None:
         raise InputError(f"cannot parse URL {text!r} (want an http or https URL)")
@@ -260,6 +269,8 @@ def _url(text: str) -> str:
 
 
 def _catalog(cfg: config.Config) -> CatalogStore:
+    from archiver.store.catalog import CatalogError
+
     try:
         return open_stores(cfg).catalog(readonly=True)
     except CatalogError as e:
@@ -278,6 +289,8 @@ def _print_captures(captures: list[Capture], as_json: bool) -> None:
 
 def cmd_robots(args: argparse.Namespace) -> int:
     """``archiver robots HOST``: the robots.txt in force at a date, and every change of it."""
+    from archiver.store import robotstxt
+
     cfg = _config(args)
     try:
         origin = urls.origin(_url(args.host))
@@ -315,6 +328,8 @@ def cmd_robots(args: argparse.Namespace) -> int:
 
 def cmd_why(args: argparse.Namespace) -> int:
     """``archiver why URL``: captured (when, which record) or why not, from the archive's records."""
+    from archiver.replay import why
+
     cfg = _config(args)
     try:
         url = _url(args.url)
@@ -355,10 +370,10 @@ def cmd_focus_train(args: argparse.Namespace) -> int:
     ``--out`` or else to the file ``crawl.focus`` names; a short report on standard output."""
     cfg = _config(args, stores_built=False)
     try:
-        from archiver.crawl.focustrain import TrainError, read_examples, train  # scikit-learn: here
+        from archiver.crawl.focustrain import TrainError, read_examples, train
     except ImportError as e:
         return _fail(f"focus train needs scikit-learn ({e}): pip install 'archiver[focus]'")
-    from archiver.web.relevance import model_bytes  # numpy: as the trainer
+    from archiver.web.relevance import model_bytes
     out = Path(args.out) if args.out else cfg.crawl.focus
     if out is None:
         return _fail("name the model file: --out FILE, or crawl.focus in the config")
@@ -387,6 +402,8 @@ def cmd_focus_train(args: argparse.Namespace) -> int:
 
 def _write_durably(path: Path, data: bytes) -> None:
     """``data`` as the file ``path``: written beside it, fsynced, then renamed over it."""
+    from archiver.store.durable import fsync_directory
+
     temporary = path.with_name(path.name + ".tmp")
     with temporary.open("wb") as f:
         f.write(data)
@@ -398,6 +415,9 @@ def _write_durably(path: Path, data: bytes) -> None:
 
 def cmd_import(args: argparse.Namespace) -> int:
     """``archiver import FILE...``: WARC files of other tools into the WARC store and catalog."""
+    from archiver.store.imports import ImportRefused, import_file
+    from archiver.store.objectstore import FolderStore
+
     cfg = _config(args)
     stores = open_stores(cfg)
     warcs = stores.objects() if isinstance(stores, SharedStores) else FolderStore(stores.warc_directory())
@@ -427,6 +447,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """``archiver export``: a slice of the archive as a WARC file or a WACZ package."""
+    from archiver.store.exports import ExportError, export
+
     cfg = _config(args)
     match, given = (("exact", args.url) if args.url else ("prefix", args.prefix) if args.prefix
                     else ("host", args.host))
@@ -461,6 +483,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     """``archiver search QUERY``: the archived pages holding the words, best first, one result per
     URL with its matching captures; ``archiver search index``: build the index from the catalog.
     Exit 0 with results, 1 without, 2 for bad input (or no index yet)."""
+    from archiver.store.fulltext import FullTextMissing
+    from archiver.web.textquery import QueryError, parse_query, plain_snippet
+
     cfg = _config(args)
     if args.words == ["index"]:
         if args.at or args.json or args.limit is not None:
@@ -504,6 +529,12 @@ def _search_limit(text: str) -> int:
 
 def _search_index(cfg: config.Config, *, rebuild: bool) -> int:
     """``archiver search index [--rebuild]``: take the catalog entries the index lacks."""
+    import psycopg
+
+    from archiver.store.fulltextindex import build_index
+    from archiver.store.objectstore import ObjectStoreError
+    from archiver.store.pgschema import redact
+
     logs.setup(cfg.log.level)
     stores = open_stores(cfg)
     try:
@@ -587,6 +618,8 @@ def catalog_list(cfg: config.Config, args: argparse.Namespace) -> int:
 
 
 def catalog_get(cfg: config.Config, args: argparse.Namespace) -> int:
+    from archiver.store.warcindex import WarcError
+
     found = _closest(cfg, args)
     if found is None:
         return 1
@@ -618,6 +651,8 @@ def _printable(data: bytes) -> bool:
 
 
 def catalog_export(cfg: config.Config, args: argparse.Namespace) -> int:
+    from archiver.store.catalog_maintenance import export_cdxj
+
     with contextlib.closing(_catalog(cfg)) as catalog:
         if args.output:
             with open(args.output, "w", encoding="utf-8") as out:
@@ -629,6 +664,9 @@ def catalog_export(cfg: config.Config, args: argparse.Namespace) -> int:
 
 
 def catalog_reindex(cfg: config.Config, args: argparse.Namespace) -> int:
+    from archiver.store.catalog_maintenance import Progress
+    from archiver.store.warcindex import WarcError
+
     stores = open_stores(cfg)
     warcs = stores.warcs()
     try:
@@ -645,6 +683,8 @@ def catalog_reindex(cfg: config.Config, args: argparse.Namespace) -> int:
 
 
 def catalog_verify(cfg: config.Config, args: argparse.Namespace) -> int:
+    from archiver.store.warcindex import WarcError
+
     stores = open_stores(cfg)
     warcs = stores.warcs()
     try:
@@ -700,31 +740,12 @@ def cmd_dns(args: argparse.Namespace) -> int:
     cfg = _config(args)
     logs.setup(cfg.log.level)
     try:
-        extra = read_names(Path(args.hosts)) if getattr(args, "hosts", None) else []
+        extra = _host_names(Path(args.hosts)) if getattr(args, "hosts", None) else []
     except OSError as e:
         return _fail(f"{args.hosts}: cannot read host names: {e.strerror}")
     if args.dns_verb in (None, "refresh"):
         cfg.root.mkdir(parents=True, exist_ok=True)
-    if args.dns_verb is None:
-        trio.run(run_service, cfg, extra)
-        return 0
-    if args.dns_verb == "refresh":
-        if not args.once:
-            trio.run(run_service, cfg, extra)
-            return 0
-
-        async def once() -> RefreshStats:
-            history = open_stores(cfg).dns_history()
-            try:
-                return await refresh_pass(cfg, history, extra, force=args.force)
-            finally:
-                history.close()
-
-        stats = trio.run(once)
-        failed = ", ".join(f"{k} {v}" for k, v in sorted(stats.failed.items())) or "none"
-        print(f"dns refresh: {stats.asked} asked, {stats.ok} ok, {stats.changed} changed, "
-              f"failed: {failed} ({stats.elapsed:.2f}s)")
-        return 0
+        return _dns_service(cfg, args, extra)
     try:
         when = _when(getattr(args, "at", None))
     except InputError as e:
@@ -761,8 +782,41 @@ def cmd_dns(args: argparse.Namespace) -> int:
     return 0 if found else 1
 
 
+def _host_names(path: Path) -> list[str]:
+    """The host names of ``--hosts``, one a line (OSError if the file cannot be read)."""
+    from archiver.dns.service import read_names
+
+    return read_names(path)
+
+
+def _dns_service(cfg: config.Config, args: argparse.Namespace, extra: list[str]) -> int:
+    """``dns`` and ``dns refresh``: run the DNS service, or one refresh pass with ``--once``."""
+    import trio
+
+    from archiver.dns.service import refresh_pass, run_service
+
+    if args.dns_verb is None or not args.once:
+        trio.run(run_service, cfg, extra)
+        return 0
+
+    async def once() -> RefreshStats:
+        history = open_stores(cfg).dns_history()
+        try:
+            return await refresh_pass(cfg, history, extra, force=args.force)
+        finally:
+            history.close()
+
+    stats = trio.run(once)
+    failed = ", ".join(f"{k} {v}" for k, v in sorted(stats.failed.items())) or "none"
+    print(f"dns refresh: {stats.asked} asked, {stats.ok} ok, {stats.changed} changed, "
+          f"failed: {failed} ({stats.elapsed:.2f}s)")
+    return 0
+
+
 def cmd_store(args: argparse.Namespace) -> int:
     """``store init``: create or upgrade the PostgreSQL schema of ``store.url``."""
+    from archiver.store.pgschema import CURRENT_VERSION, StoreError, init_schema
+
     cfg = _config(args, stores_built=False)
     url = config.database_url(cfg.store.url)
     if url is None:
@@ -783,6 +837,9 @@ def cmd_store(args: argparse.Namespace) -> int:
 
 def cmd_store_migrate(args: argparse.Namespace) -> int:
     """``store migrate``: move the embedded archive of ``--from`` into the stores of ``--to``."""
+    from archiver.migrate import Migration, MigrationFailed, MigrationRefused
+    from archiver.store.catalog import CatalogError
+
     configs = []
     for path in (args.old, args.new):
         try:
@@ -1011,6 +1068,14 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _store_errors() -> tuple[type[Exception], ...]:
+    """The errors of a store the config names that cannot be used: StoreUnavailable, and the
+    PostgreSQL stores' StoreError if a verb has loaded them (nothing raises it before), so that
+    ``main`` catches it without importing psycopg."""
+    pgschema = sys.modules.get("archiver.store.pgschema")
+    return (StoreUnavailable,) if pgschema is None else (StoreUnavailable, pgschema.StoreError)
+
+
 def main(argv: list[str] | None = None) -> int:
     # What archiver creates is readable by its own user and group only (directories 0750, files
     # 0640): an archive holds whatever the crawled web served, cookies and all.
@@ -1018,7 +1083,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.func(args)
-    except (StoreError, StoreUnavailable) as e:  # a store the config names cannot be used
+    except _store_errors() as e:
+        # a store the config names cannot be used
         return _fail(str(e))
     except BrokenPipeError:  # the reader went away (``| head``): stop quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -6,6 +6,10 @@ for its stores and reaches them through the protocols of :mod:`archiver.store.in
 Two implementations: the embedded default (SQLite files and plain files under ``archive.root``,
 laid out as README "Files" says), and the shared stores of several machines (PostgreSQL and an
 object store, README "Running on several machines").
+
+Each store's module is imported where the store is opened, not at the top: every command imports
+this module, and a command should pay only for the stores it opens (an embedded archive never loads
+psycopg or boto3, a lookup never loads the crawler's; see ``archiver.cli``).
 """
 
 from __future__ import annotations
@@ -14,43 +18,26 @@ import fcntl
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from archiver.config import Config, database_url
-from archiver.queues.crawlqueue import EmbeddedCrawlQueues
-from archiver.queues.interfaces import LinksState, SiteQueueStore, SpoolFiles, SpoolWriterStore
-from archiver.queues.leases import Leases
-from archiver.queues.linksstate import EmbeddedLinksState
-from archiver.queues.pgcrawlqueue import PgCrawlQueues
-from archiver.queues.pglinksstate import LinksBatchBusy, PgLinksState
-from archiver.queues.pgsitequeue import PgSiteQueue
-from archiver.queues.sitequeue import SiteQueue, queue_path
-from archiver.queues.spool import ObjectSpool, SpoolDirectory, SpoolWriter
-from archiver.store.bundles import BundleWriter
-from archiver.store.catalog import Catalog
-from archiver.store.catalog_maintenance import (
-    ObjectWarcs,
-    Verification,
-    WarcFiles,
-    reindex,
-    reindex_in_place,
-    verify,
-)
-from archiver.store.dnshistory import DnsHistory
-from archiver.store.fulltext import FtsIndex
-from archiver.store.interfaces import (
-    CatalogStore,
-    DnsHistoryStore,
-    FullTextStore,
-    StatusStore,
-    WarcReader,
-)
-from archiver.store.objectstore import FolderStore, ObjectStore, S3Store
-from archiver.store.pgcatalog import PgCatalog
-from archiver.store.pgdnshistory import PgDnsHistory
-from archiver.store.pgfulltext import PgFullText
-from archiver.store.pgschema import require_current
-from archiver.store.pgstatus import PgStatus
-from archiver.store.status import StatusFiles
+
+if TYPE_CHECKING:
+    from archiver.queues.crawlqueue import EmbeddedCrawlQueues
+    from archiver.queues.interfaces import LinksState, SiteQueueStore, SpoolFiles, SpoolWriterStore
+    from archiver.queues.pgcrawlqueue import PgCrawlQueues
+    from archiver.queues.pgsitequeue import PgSiteQueue
+    from archiver.queues.spool import SpoolWriter
+    from archiver.store.bundles import BundleWriter
+    from archiver.store.catalog_maintenance import Verification
+    from archiver.store.interfaces import (
+        CatalogStore,
+        DnsHistoryStore,
+        FullTextStore,
+        StatusStore,
+        WarcReader,
+    )
+    from archiver.store.objectstore import ObjectStore
 
 
 class ProcessBusy(Exception):
@@ -69,6 +56,7 @@ class EmbeddedStores:
     def site_queue(self, process: int, *, recover: bool = False) -> SiteQueueStore:
         """The site queue of crawler ``process``; ``recover`` (only its owner) puts the sites a
         crash left active back to waiting."""
+        from archiver.queues.sitequeue import SiteQueue, queue_path
         return SiteQueue(queue_path(self.root, process), recover=recover)
 
     def site_queue_numbers(self) -> list[int]:
@@ -78,6 +66,7 @@ class EmbeddedStores:
             if folder.is_dir() else []
 
     def crawl_queues(self) -> EmbeddedCrawlQueues:
+        from archiver.queues.crawlqueue import EmbeddedCrawlQueues
         c = self.config.crawl
         return EmbeddedCrawlQueues(self.root, bloom_bits=c.site_bitmap_bits,
                                    max_fp=c.site_bitmap_max_fp, max_decisions=c.max_decisions)
@@ -86,25 +75,30 @@ class EmbeddedStores:
         return _spool_writer(self.config, process)
 
     def spool_files(self) -> SpoolFiles:
+        from archiver.queues.spool import SpoolDirectory
         return SpoolDirectory(self.root / "outlinks")
 
     def links_state(self) -> LinksState:
+        from archiver.queues.linksstate import EmbeddedLinksState
         return EmbeddedLinksState(self.root / "links")
 
     # -- stores
 
     def catalog(self, *, readonly: bool = False, digests: bool = False) -> CatalogStore:
         """The card catalog (``digests``: responses added go to its digest index too)."""
+        from archiver.store.catalog import Catalog
         return Catalog(self.root / "catalog", self.config.catalog.shards, readonly=readonly,
                        digests=digests)
 
     def dns_history(self, *, readonly: bool = False) -> DnsHistoryStore:
         """The DNS history (created by a writer; FileNotFoundError for a reader when absent)."""
+        from archiver.store.dnshistory import DnsHistory
         return DnsHistory(self.root / "dns.sqlite", readonly=readonly)
 
     def fulltext(self, *, readonly: bool = False) -> FullTextStore:
         """The full-text index, ``search/fulltext.sqlite`` (created by a writer;
         ``store.fulltext.FullTextMissing`` for a reader when absent)."""
+        from archiver.store.fulltext import FtsIndex
         return FtsIndex(self.root / "search" / "fulltext.sqlite", readonly=readonly)
 
     def bundle_writer(self, process: int) -> BundleWriter:
@@ -113,15 +107,18 @@ class EmbeddedStores:
 
     def warcs(self) -> WarcReader:
         """The bundles in the WARC folder (``.open`` ones too, by their closed names)."""
+        from archiver.store.catalog_maintenance import WarcFiles
         return WarcFiles(self.warc_directory())
 
     def reindex_catalog(self, warcs: WarcReader, names: list[str],
                         progress: Callable[[int, int], None]) -> int:
         """Rebuild the catalog from the bundles ``names`` beside the live one, then swap."""
+        from archiver.store.catalog_maintenance import reindex
         return reindex(self.root, self.config.catalog.shards, warcs, names, progress)
 
     def verify_catalog(self, catalog: CatalogStore, warcs: WarcReader, names: list[str]) -> Verification:
         """Compare the catalog with the records of the bundles ``names``, both ways."""
+        from archiver.store.catalog_maintenance import verify
         return verify(warcs, catalog, names)
 
     def queued_origins(self, revisits_due_by: float = 0.0) -> list[str]:
@@ -146,6 +143,7 @@ class EmbeddedStores:
         return self.root / "state"
 
     def status(self) -> StatusStore:
+        from archiver.store.status import StatusFiles
         return StatusFiles(self.root)
 
     def lock(self, role: str, number: int | None = None) -> ProcessLock:
@@ -156,6 +154,7 @@ class EmbeddedStores:
 
 def _lock_file(root: Path, role: str, number: int | None) -> ProcessLock:
     """``flock`` the lock file of a role on this machine (see ``EmbeddedStores.lock``)."""
+    from archiver.queues.sitequeue import queue_path
     if role == "crawl" and number is not None:
         path = queue_path(root, number).with_suffix(".lock")
     else:
@@ -172,11 +171,13 @@ def _lock_file(root: Path, role: str, number: int | None) -> ProcessLock:
 
 
 def _spool_writer(config: Config, process: int) -> SpoolWriter:
+    from archiver.queues.spool import SpoolWriter
     o = config.outlinks
     return SpoolWriter(config.root / "outlinks", process, max_lines=o.max_lines, max_age=o.max_age)
 
 
 def _bundle_writer(config: Config, directory: Path, process: int) -> BundleWriter:
+    from archiver.store.bundles import BundleWriter
     return BundleWriter(directory, config.warc, process=process, operator=config.archive.operator,
                         extra_info={"robots": "obey", "http-header-user-agent": config.crawl.user_agent})
 
@@ -203,6 +204,8 @@ class SharedStores:
         self.config = config
         self.root = config.root
         self.url = url
+        from archiver.queues.leases import Leases
+        from archiver.store.pgschema import require_current
         require_current(url)
         self.leases = Leases(config.crawl.lease_ttl)  # this process's site leases
 
@@ -211,10 +214,12 @@ class SharedStores:
     def site_queue(self, process: int | None = None, *, recover: bool = False) -> PgSiteQueue:
         """The shared site queue; claims are made for crawler ``process``. (``recover`` is the
         embedded queue's: here expired leases are taken over at claim time.)"""
+        from archiver.queues.pgsitequeue import PgSiteQueue
         return PgSiteQueue(self.url, process=process, leases=self.leases)
 
     def crawl_queues(self) -> PgCrawlQueues:
         c = self.config.crawl
+        from archiver.queues.pgcrawlqueue import PgCrawlQueues
         return PgCrawlQueues(self.url, self.leases, bloom_bits=c.site_bitmap_bits,
                              max_fp=c.site_bitmap_max_fp, max_decisions=c.max_decisions)
 
@@ -228,6 +233,7 @@ class SharedStores:
 
     def objects(self) -> ObjectStore:
         """Where closed bundles and spool files go: the S3 bucket or the folder ``warc.store`` names."""
+        from archiver.store.objectstore import FolderStore, S3Store
         target = self.config.warc.store
         if target.startswith("s3:"):
             return S3Store.from_config(target, self.config.s3)
@@ -236,13 +242,16 @@ class SharedStores:
     # -- stores
 
     def catalog(self, *, readonly: bool = False, digests: bool = False) -> CatalogStore:
+        from archiver.store.pgcatalog import PgCatalog
         return PgCatalog(self.url, self.config.catalog.shards, readonly=readonly, digests=digests)
 
     def dns_history(self, *, readonly: bool = False) -> DnsHistoryStore:
+        from archiver.store.pgdnshistory import PgDnsHistory
         return PgDnsHistory(self.url, readonly=readonly)
 
     def fulltext(self, *, readonly: bool = False) -> FullTextStore:
         """The full-text index, tables ``fulltext_documents`` and ``fulltext_captures``."""
+        from archiver.store.pgfulltext import PgFullText
         return PgFullText(self.url, readonly=readonly)
 
     def warc_directory(self) -> Path:
@@ -259,11 +268,13 @@ class SharedStores:
 
     def spool_files(self) -> SpoolFiles:
         """The closed spool files every crawler machine shipped to the object store."""
+        from archiver.queues.spool import ObjectSpool
         return ObjectSpool(self.objects())
 
     def links_state(self) -> LinksState:
         """The links batch's state, which holds the cluster's links lock while open (ProcessBusy
         if another batch, on any machine, holds it)."""
+        from archiver.queues.pglinksstate import LinksBatchBusy, PgLinksState
         try:
             return PgLinksState(self.url, self.objects())
         except LinksBatchBusy as e:
@@ -271,21 +282,26 @@ class SharedStores:
 
     def warcs(self) -> WarcReader:
         """The shipped bundles in the object store (the catalog names no others)."""
+        from archiver.store.catalog_maintenance import ObjectWarcs
         return ObjectWarcs(self.objects())
 
     def reindex_catalog(self, warcs: WarcReader, names: list[str],
                         progress: Callable[[int, int], None]) -> int:
         """Rebuild the catalog from the bundles ``names`` in one transaction (see
         ``catalog_maintenance.reindex_in_place``: safe while crawlers run)."""
+        from archiver.store.catalog_maintenance import reindex_in_place
+        from archiver.store.pgcatalog import PgCatalog
         with PgCatalog(self.url, self.config.catalog.shards) as catalog:
             return reindex_in_place(catalog, warcs, names, progress)
 
     def verify_catalog(self, catalog: CatalogStore, warcs: WarcReader, names: list[str]) -> Verification:
         """Compare the catalog with the records of the bundles ``names`` in the object store."""
+        from archiver.store.catalog_maintenance import verify
         return verify(warcs, catalog, names)
 
     def status(self) -> StatusStore:
         """Every crawler process of the cluster (table crawlers)."""
+        from archiver.store.pgstatus import PgStatus
         return PgStatus(self.url)
 
     def queued_origins(self, revisits_due_by: float = 0.0) -> list[str]:

@@ -19,12 +19,11 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from archiver.store.catalog import Capture, Catalog
 from archiver.store.interfaces import CatalogStore, WarcReader
 from archiver.store.objectstore import NoSuchObject, ObjectRangeError, ObjectStore, open_object
-from archiver.store.pgcatalog import PgCatalog
 from archiver.store.warcindex import (
     HEAD_BYTES,
     Stored,
@@ -39,6 +38,9 @@ from archiver.store.warcindex import (
     read_raw,
     read_record,
 )
+
+if TYPE_CHECKING:
+    from archiver.store.pgcatalog import PgCatalog  # psycopg: only the shared stores load it
 
 BATCH = 10_000
 

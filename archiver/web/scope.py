@@ -25,6 +25,10 @@ Host names in rules are read as URLs' hosts are (``urls.normalize``): case folde
 ``Scope.decide`` applies the rules: a URL matching an exclude rule is out (the first such rule
 decides); else, with include rules, it is in only if one matches (the first that does decides,
 and an out-of-scope URL that matched none has no deciding rule); with no include rules it is in.
+
+surt (and the tldextract and requests it loads) is imported where a SURT key is made, not at the
+top: the config imports this module, and a command whose config has no SURT rule should not pay
+for it (start-up time, see ``archiver.cli``).
 """
 
 from __future__ import annotations
@@ -36,7 +40,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import re2
-import surt
 
 from archiver.web import urls
 
@@ -224,6 +227,8 @@ class Scope:
 
 def surt_of(url: str) -> str:
     """The SURT key of a normalised URL, as the catalog makes it ("" if surt cannot read it)."""
+    import surt
+
     try:
         return str(surt.surt(url))
     except Exception:  # surt raises whatever its parsers raise; such a URL matches no prefix

@@ -1,0 +1,81 @@
+"""Every ``archiver`` command starts a Python process: ``archiver.cli`` and the verbs that look
+things up in an embedded archive must not import the crawler's, the shared stores' or the links
+batch's heavy modules (see ``archiver.cli``'s docstring). Each test runs a fresh child process
+and reads its ``sys.modules``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from archiver import config
+from archiver.store.dnshistory import Observation
+from archiver.stores import open_stores
+from tests.support.repo import ROOT
+from tests.support.storemodes import BASE, DATE, entries_of, write_bundles
+
+HEAVY = ("trio", "psycopg", "boto3", "botocore", "dask", "pyarrow", "numpy", "archiver.crawl.crawler",
+         "archiver.dns.service")
+PAGE = "http://example.org/doc"
+
+# Runs ``archiver.cli.main(ARGS)``; prints its exit status and the heavy modules then loaded.
+CHILD = f"""
+import json, sys
+from archiver import cli
+try:
+    code = cli.main(sys.argv[1:])
+except SystemExit as e:
+    code = e.code
+print(json.dumps([code, [m for m in {HEAVY!r} if m in sys.modules]]))
+"""
+
+
+def run_cli(*args: str) -> tuple[object, list[str], str]:
+    """``archiver ARGS`` in a child process: exit status, heavy modules loaded, what it printed
+    before its last line."""
+    done = subprocess.run([sys.executable, "-c", CHILD, *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, check=False)
+    *printed, last = done.stdout.splitlines()
+    code, loaded = json.loads(last)
+    assert done.stderr == "", done.stderr
+    return code, loaded, "\n".join(printed)
+
+
+def test_help_imports_nothing_heavy() -> None:
+    code, loaded, printed = run_cli("--help")
+    assert code == 0 and "catalog" in printed
+    assert loaded == []
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The config of an embedded archive with one capture of PAGE and one DNS answer."""
+    folder = tmp_path_factory.mktemp("embedded")
+    path = folder / "archiver.toml"
+    path.write_text(BASE.replace('root = "archive"', f'root = "{folder / "archive"}"'))
+    stores = open_stores(config.load(path))
+    bundles = write_bundles(stores.warc_directory(), {PAGE: b"hello"})
+    with stores.catalog() as catalog:
+        catalog.add(entries_of(bundles))
+    history = stores.dns_history()
+    try:
+        history.record(Observation("example.org", "example.org", (), ("192.0.2.7",), 300.0),
+                       DATE.timestamp(), next_check=DATE.timestamp() + 300)
+    finally:
+        history.close()
+    return path
+
+
+@pytest.mark.parametrize(("verb", "answer"), [
+    (["catalog", "closest", PAGE, "--at", "2030"], f" 200 text/html {PAGE} "),
+    (["dns", "lookup", "example.org", "--at", "2030"], "address 192.0.2.7"),
+    (["status"], "no crawler status in "),
+])
+def test_embedded_lookups_import_nothing_heavy(embedded: Path, verb: list[str], answer: str) -> None:
+    code, loaded, printed = run_cli(*verb, "--config", str(embedded))
+    assert code == 0 and answer in printed, printed
+    assert loaded == []
