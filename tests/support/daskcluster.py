@@ -1,5 +1,6 @@
 """A Dask cluster on 127.0.0.1 for the links batch's Dask engine: a LocalCluster of two worker
-processes, a worker plugin that holds one task at its start (once), and kill -9 for a worker."""
+processes, a worker plugin that holds one task at its start (once), kill -9 for a worker, and the
+clean-up of the semaphores a cluster killed -9 leaves in /dev/shm."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 from distributed import Client, LocalCluster, WorkerPlugin
 
 _DEADLINE = 30.0
+_SHM = Path("/dev/shm")
 
 
 @contextmanager
@@ -78,3 +80,24 @@ def kill_and_wait(pid: int) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"process {pid} still running {_DEADLINE} s after SIGKILL")
         time.sleep(0.01)  # polling with a deadline: a non-child's death sends us nothing
+
+
+@contextmanager
+def removing_semaphores_of_the_killed() -> Iterator[None]:
+    """Remove the multiprocessing semaphores (``/dev/shm/sem.mp-*``) made inside the block that no
+    live process holds once it ends: those of processes killed -9 with their resource tracker, which
+    nothing else would remove (a machine that stops loses /dev/shm; a test machine does not)."""
+    before = set(_SHM.glob("sem.mp-*"))
+    try:
+        yield
+    finally:
+        held = set()
+        for maps in Path("/proc").glob("[0-9]*/maps"):
+            try:
+                held.update(line.split(maxsplit=5)[-1].strip() for line in maps.read_text().splitlines()
+                            if "/dev/shm/sem.mp-" in line)
+            except OSError:  # gone meanwhile, or not ours to read
+                continue
+        for semaphore in set(_SHM.glob("sem.mp-*")) - before:
+            if str(semaphore) not in held:
+                semaphore.unlink(missing_ok=True)

@@ -21,7 +21,14 @@ from archiver.queues.sitequeue import process_for
 from archiver.web import urls
 from demoweb import WebSpec, start_demo
 from tests.support.crawls import write_config
-from tests.support.daskcluster import HoldOnce, kill_and_wait, local_cluster, wait_for_marker, worker_pids
+from tests.support.daskcluster import (
+    HoldOnce,
+    kill_and_wait,
+    local_cluster,
+    removing_semaphores_of_the_killed,
+    wait_for_marker,
+    worker_pids,
+)
 from tests.support.linkbatch import (
     batch_once,
     links_config,
@@ -136,16 +143,17 @@ def test_the_client_killed_with_its_local_cluster_then_rerun_equals_one_clean_ru
     batch_once(clean)
     cfg = spooled(tmp_path / "killed", scheduler="")
     # Its own session, so that its LocalCluster's workers die with it, as on a machine that stops.
-    proc = subprocess.Popen([*ARCHIVER, "links", "run", "--once", "--config", str(cfg.path)],
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    assert proc.stderr is not None
-    try:
-        for line in proc.stderr:
-            if "links-checkpoint" in line and "generation=2" in line:
-                os.killpg(proc.pid, signal.SIGKILL)
-                break
-    finally:
-        proc.wait(timeout=_DEADLINE)
+    with removing_semaphores_of_the_killed():
+        proc = subprocess.Popen([*ARCHIVER, "links", "run", "--once", "--config", str(cfg.path)],
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        assert proc.stderr is not None
+        try:
+            for line in proc.stderr:
+                if "links-checkpoint" in line and "generation=2" in line:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    break
+        finally:
+            proc.wait(timeout=_DEADLINE)
     assert proc.returncode == -signal.SIGKILL
     with_links(cfg.path, engine="local")
     rerun = batch_once(config.load(cfg.path))
