@@ -123,30 +123,38 @@ class PgLinksState:
         marks = marks or {}
         touched = sorted(set(inlinks) | woken)  # one lock order for the rows of every batch
         others = sorted(marks.keys() - set(touched))
-        touched_marks = [marks.get(o, (0, 0.0)) for o in touched]
-        other_marks = [marks[o] for o in others]
         done = list(files)
         names, lines, new_urls, bad = ([row[n] for row in done] for n in range(4))
-        with self._db.transaction():
+        with self._db.transaction(), self._db.cursor() as cur:
             self._move(generation)
-            added = self._db.execute(
-                "INSERT INTO links_sites (origin, hops, priority)"
-                " SELECT * FROM unnest(%s::text[], %s::integer[], %s::float8[]) ON CONFLICT DO NOTHING",
-                (touched, [h for h, _ in touched_marks], [p for _, p in touched_marks])).rowcount
-            self._db.execute(
-                "UPDATE links_sites s SET inlinks = s.inlinks + u.inlinks,"
-                " dirty = greatest(s.dirty, u.dirty), hops = least(s.hops, u.hops),"
-                " priority = greatest(s.priority, u.priority)"
-                " FROM unnest(%s::text[], %s::bigint[], %s::smallint[], %s::integer[], %s::float8[])"
-                " AS u(origin, inlinks, dirty, hops, priority) WHERE s.origin = u.origin",
-                (touched, [inlinks.get(o, 0) for o in touched], [2 if o in woken else 1 for o in touched],
-                 [h for h, _ in touched_marks], [p for _, p in touched_marks]))
-            self._db.execute(
-                "UPDATE links_sites s SET hops = least(s.hops, u.hops),"
-                " priority = greatest(s.priority, u.priority), dirty = greatest(s.dirty, 1)"
-                " FROM unnest(%s::text[], %s::integer[], %s::float8[]) AS u(origin, hops, priority)"
-                " WHERE s.origin = u.origin AND (s.hops > u.hops OR s.priority < u.priority)",
-                (others, [h for h, _ in other_marks], [p for _, p in other_marks]))
+            # The sites' changes go through a staging table (COPY: a fifth of the time of array
+            # parameters), "dirty" 0 for the sites whose hops or priority alone may change.
+            cur.execute("CREATE TEMPORARY TABLE IF NOT EXISTS links_changes (origin text COLLATE \"C\","
+                        " inlinks bigint, dirty smallint, hops integer, priority float8)"
+                        " ON COMMIT DELETE ROWS")
+            with cur.copy("COPY links_changes FROM STDIN") as copy:
+                for o in touched:
+                    copy.write_row((o, inlinks.get(o, 0), 2 if o in woken else 1,
+                                    *marks.get(o, (0, 0.0))))
+                for o in others:
+                    copy.write_row((o, 0, 0, *marks[o]))
+            # Both parts see the table as it was before the statement (PostgreSQL's rule for
+            # data-modifying WITH): the insert adds the new sites, the update the known ones.
+            cur.execute(
+                "WITH added AS (INSERT INTO links_sites (origin, inlinks, dirty, hops, priority)"
+                " SELECT * FROM links_changes WHERE dirty > 0 ORDER BY origin ON CONFLICT DO NOTHING"
+                " RETURNING 1), known AS (UPDATE links_sites s SET inlinks = s.inlinks + c.inlinks,"
+                " dirty = greatest(s.dirty, c.dirty), hops = least(s.hops, c.hops),"
+                " priority = greatest(s.priority, c.priority)"
+                " FROM links_changes c WHERE c.dirty > 0 AND s.origin = c.origin)"
+                " SELECT count(*) FROM added")
+            row = cur.fetchone()
+            added = int(row[0]) if row else 0
+            cur.execute(
+                "UPDATE links_sites s SET hops = least(s.hops, c.hops),"
+                " priority = greatest(s.priority, c.priority), dirty = greatest(s.dirty, 1)"
+                " FROM links_changes c WHERE c.dirty = 0 AND s.origin = c.origin"
+                " AND (s.hops > c.hops OR s.priority < c.priority)")
             self._db.execute(
                 "INSERT INTO links_ledger (name, generation, lines, new_urls, bad, done)"
                 " SELECT n, %s, l, u, b, %s"

@@ -27,9 +27,9 @@ from archiver.queues.revisits import ChangeHistory, PageChanges, RevisitSchedule
 from archiver.queues.sitequeue import (
     SITE_COLUMNS,
     STATES,
-    LinkedSite,
     SiteRow,
     backoff,
+    linked_site,
     ready_states,
     site_row,
 )
@@ -97,27 +97,33 @@ class PgSiteQueue:
         return False
 
     def merge_links(self, sites: Iterable[tuple[Any, ...]], *, now: float | None = None) -> int:
-        """From the external-link batch, as ``SiteQueue.merge_links``; one transaction."""
+        """From the external-link batch, as ``SiteQueue.merge_links``; one transaction. The sites
+        are copied into a staging table (COPY: a fifth of the time of array parameters, which
+        psycopg quotes element by element), then merged by set-based statements; a known site's
+        row is rewritten only if its count, hops or priority changed."""
         now = time.time() if now is None else now
         # In origin order: two batches updating overlapping sites lock rows in the same order.
-        linked = sorted(LinkedSite(*site) for site in sites)
-        origins = [site.origin for site in linked]
-        with self._db.transaction():
-            added = self._db.execute(
-                "INSERT INTO sites (origin, added, hops, priority)"
-                " SELECT o, %s, h, p FROM unnest(%s::text[], %s::integer[], %s::float8[]) AS c(o, h, p)"
-                " ON CONFLICT DO NOTHING",
-                (now, origins, [s.hops for s in linked], [s.priority for s in linked])).rowcount
-            self._db.execute(
-                "UPDATE sites SET inlinks = c.n, hops = least(sites.hops, c.h),"
-                " priority = greatest(sites.priority, c.p)"
-                " FROM unnest(%s::text[], %s::bigint[], %s::integer[], %s::float8[]) AS c(o, n, h, p)"
-                " WHERE sites.origin = c.o",
-                (origins, [s.inlinks for s in linked], [s.hops for s in linked],
-                 [s.priority for s in linked]))
-            self._db.execute(
-                "UPDATE sites SET state = 'waiting', due = %s WHERE state IN ('done', 'revisit')"
-                " AND origin = ANY(%s::text[])", (now, [s.origin for s in linked if s.woken]))
+        linked = sorted(map(linked_site, sites))
+        with self._db.transaction(), self._db.cursor() as cur:
+            cur.execute("CREATE TEMPORARY TABLE IF NOT EXISTS linked_sites (origin text COLLATE \"C\","
+                        " inlinks bigint, woken boolean, hops integer, priority float8)"
+                        " ON COMMIT DELETE ROWS")
+            with cur.copy("COPY linked_sites FROM STDIN") as copy:
+                for site in linked:
+                    copy.write_row(site)
+            added = cur.execute(
+                "INSERT INTO sites (origin, added, inlinks, hops, priority)"
+                " SELECT origin, %s, inlinks, hops, priority FROM linked_sites ORDER BY origin"
+                " ON CONFLICT DO NOTHING", (now,)).rowcount
+            cur.execute(
+                "UPDATE sites SET inlinks = c.inlinks, hops = least(sites.hops, c.hops),"
+                " priority = greatest(sites.priority, c.priority) FROM linked_sites c"
+                " WHERE sites.origin = c.origin AND (sites.inlinks != c.inlinks"
+                " OR sites.hops > c.hops OR sites.priority < c.priority)")
+            cur.execute(
+                "UPDATE sites SET state = 'waiting', due = %s FROM linked_sites c"
+                " WHERE sites.origin = c.origin AND c.woken AND sites.state IN ('done', 'revisit')",
+                (now,))
         return added
 
     def recrawl(self, origin: str | None = None, *, now: float | None = None) -> int:

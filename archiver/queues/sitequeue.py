@@ -101,7 +101,7 @@ class LinkedSite(NamedTuple):
     priority: float = 0.0
 
 
-def _linked(site: tuple[Any, ...]) -> tuple[Any, ...]:
+def linked_site(site: tuple[Any, ...]) -> tuple[Any, ...]:
     """A LinkedSite's five fields from it or from its first fields."""
     return site if len(site) == 5 else LinkedSite(*site)
 
@@ -212,7 +212,7 @@ class SiteQueue:
                 " WHERE inlinks != ?3 OR (?4 AND state IN ('done', 'revisit'))"
                 " OR hops > ?5 OR priority < ?6",
                 [(origin, now, inlinks, woken, hops, priority)
-                 for origin, inlinks, woken, hops, priority in map(_linked, sites)])
+                 for origin, inlinks, woken, hops, priority in map(linked_site, sites)])
             (added,) = self._db.execute("SELECT count(*) FROM sites WHERE rowid > ?", (last,)).fetchone()
         return int(added)
 
