@@ -61,7 +61,6 @@ import gc
 import logging
 import threading
 import time
-from collections import defaultdict
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -79,7 +78,6 @@ from archiver.logs import event
 from archiver.queues.bloom import false_positive_rate
 from archiver.queues.crawlqueue import QueueNames
 from archiver.queues.interfaces import LinksState, SiteQueueStore, SpoolFiles
-from archiver.queues.sitequeue import LinkedSite, process_for
 from archiver.queues.spool import spool_order
 from archiver.service import Service
 from archiver.stores import SharedStores, open_stores
@@ -349,22 +347,19 @@ class LinkBatch:
 
     def _push_dirty(self) -> None:
         """Hand the changed sites to the queues of the processes that own them (on several
-        machines, to the one shared site queue)."""
+        machines, to the one shared site queue, in the database itself)."""
         self._last_push = time.monotonic()
-        rows = self.state.dirty_sites()
-        if not rows:
-            return
         processes = 1 if self.shared else self.config.crawl.processes
-        by_owner: dict[int, list[LinkedSite]] = defaultdict(list)
-        for site in rows:
-            by_owner[process_for(site.origin, processes)].append(site)
-        for owner, sites in sorted(by_owner.items()):
-            if owner not in self._site_queues:  # kept open: their page caches stay warm
-                self._site_queues[owner] = self.stores.site_queue(owner)
-                self._opened_queues.callback(self._site_queues[owner].close)
-            self._site_queues[owner].merge_links(sorted(sites))
-        self.state.pushed()
-        event(log, logging.INFO, "links-pushed", sites=len(rows), queues=len(by_owner))
+        sites, queues = self.state.push(self._site_queue, processes)
+        if sites:
+            event(log, logging.INFO, "links-pushed", sites=sites, queues=queues)
+
+    def _site_queue(self, owner: int) -> SiteQueueStore:
+        """Process ``owner``'s site queue, kept open between pushes: its page cache stays warm."""
+        if owner not in self._site_queues:
+            self._site_queues[owner] = self.stores.site_queue(owner)
+            self._opened_queues.callback(self._site_queues[owner].close)
+        return self._site_queues[owner]
 
     # -- runs -------------------------------------------------------------------------------------
 

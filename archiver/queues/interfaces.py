@@ -7,7 +7,7 @@ crawler process that claimed it; the shared one (``queues.pgsitequeue``) gives t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
 from typing import Any, Protocol, Self
 
@@ -249,5 +249,10 @@ class LinksState(Protocol):
     def pushed(self) -> None:
         """Every site ``dirty_sites`` returned is pushed (the batch alone commits, and not between
         the two calls)."""
+
+    def push(self, site_queue: Callable[[int], SiteQueueStore], processes: int) -> tuple[int, int]:
+        """Hand the sites not pushed yet to their site queues (``site_queue(owner)``, the owner
+        ``sitequeue.process_for(origin, processes)``) as ``merge_links`` takes them, then mark
+        them pushed; how many sites, and how many queues."""
 
     def close(self) -> None: ...

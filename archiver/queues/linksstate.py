@@ -17,12 +17,17 @@ is always one checkpoint's ledger with that checkpoint's slices (see archiver.li
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from archiver.queues.bloom import BloomBitmap
-from archiver.queues.sitequeue import LinkedSite
+from archiver.queues.sitequeue import LinkedSite, process_for
 from archiver.store import sqlite
+
+if TYPE_CHECKING:
+    from archiver.queues.interfaces import SiteQueueStore
 
 STATE = "state.sqlite"
 _SCHEMA = """
@@ -176,3 +181,17 @@ class EmbeddedLinksState:
     def pushed(self) -> None:
         with sqlite.transaction(self._db):
             self._db.execute("UPDATE sites SET dirty = 0 WHERE dirty > 0")
+
+    def push(self, site_queue: Callable[[int], SiteQueueStore], processes: int) -> tuple[int, int]:
+        """The dirty sites, read here, merged into each owner's site queue file, then marked
+        pushed: a kill between the two pushes them again at the next start (the merge is
+        idempotent)."""
+        rows = self.dirty_sites()
+        by_owner: dict[int, list[LinkedSite]] = defaultdict(list)
+        for site in rows:
+            by_owner[process_for(site.origin, processes)].append(site)
+        for owner, sites in sorted(by_owner.items()):
+            site_queue(owner).merge_links(sorted(sites))
+        if rows:
+            self.pushed()
+        return len(rows), len(by_owner)

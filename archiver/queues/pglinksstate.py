@@ -20,12 +20,18 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from archiver.queues.bloom import BloomBitmap
+from archiver.queues.pgsitequeue import merge_staged_links, stage_linked_sites
 from archiver.queues.sitequeue import LinkedSite
 from archiver.store.objectstore import NoSuchObject, ObjectStore, open_object
 from archiver.store.pgschema import connect_current
+
+if TYPE_CHECKING:
+    from archiver.queues.interfaces import SiteQueueStore
 
 BITMAP_PREFIX = "links/bitmap-"
 # pg_try_advisory_lock(classid, objid) of the links batch: "arch", "link" in ASCII.
@@ -194,4 +200,18 @@ class PgLinksState:
 
     def pushed(self) -> None:
         self._db.execute("UPDATE links_sites SET dirty = 0 WHERE dirty > 0")
+
+    def push(self, site_queue: Callable[[int], SiteQueueStore], processes: int) -> tuple[int, int]:
+        """The one shared site queue is table ``sites`` of this database (``site_queue`` is not
+        opened): the dirty sites are staged from ``links_sites``, merged there and marked pushed
+        in one transaction, without leaving the server."""
+        with self._db.transaction(), self._db.cursor() as cur:
+            stage_linked_sites(cur)
+            sites = cur.execute(
+                "INSERT INTO linked_sites SELECT origin, inlinks, dirty = 2, hops, priority"
+                " FROM links_sites WHERE dirty > 0").rowcount
+            if sites:
+                merge_staged_links(cur, time.time())
+                cur.execute("UPDATE links_sites SET dirty = 0 WHERE dirty > 0")
+        return sites, 1 if sites else 0
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archiver.logs import event
 from archiver.queues.leases import Leases
@@ -34,6 +34,9 @@ from archiver.queues.sitequeue import (
     site_row,
 )
 from archiver.store.pgschema import connect_current
+
+if TYPE_CHECKING:
+    import psycopg
 
 log = logging.getLogger("archiver.queues.pgsitequeue")
 
@@ -67,6 +70,33 @@ RETURNING s.origin
 _HELD = "origin = %(origin)s AND epoch = %(epoch)s AND state = 'active'"
 
 
+def stage_linked_sites(cur: psycopg.Cursor[Any]) -> None:
+    """Make this session's staging table ``linked_sites`` (a ``LinkedSite`` per row, emptied at
+    each commit) if it has none yet."""
+    cur.execute("CREATE TEMPORARY TABLE IF NOT EXISTS linked_sites (origin text COLLATE \"C\","
+                " inlinks bigint, woken boolean, hops integer, priority float8) ON COMMIT DELETE ROWS")
+
+
+def merge_staged_links(cur: psycopg.Cursor[Any], now: float) -> int:
+    """Merge the staged sites into ``sites`` as ``merge_links`` does (in the caller's
+    transaction): new sites are added with their counts; a known site's row is rewritten only if
+    its count, hops or priority changed; a finished one with new URLs waits again. Returns the
+    sites added."""
+    added = cur.execute(
+        "INSERT INTO sites (origin, added, inlinks, hops, priority)"
+        " SELECT origin, %s, inlinks, hops, priority FROM linked_sites ORDER BY origin"
+        " ON CONFLICT DO NOTHING", (now,)).rowcount
+    cur.execute(
+        "UPDATE sites SET inlinks = c.inlinks, hops = least(sites.hops, c.hops),"
+        " priority = greatest(sites.priority, c.priority) FROM linked_sites c"
+        " WHERE sites.origin = c.origin AND (sites.inlinks != c.inlinks"
+        " OR sites.hops > c.hops OR sites.priority < c.priority)")
+    cur.execute(
+        "UPDATE sites SET state = 'waiting', due = %s FROM linked_sites c"
+        " WHERE sites.origin = c.origin AND c.woken AND sites.state IN ('done', 'revisit')", (now,))
+    return added
+
+
 class PgSiteQueue:
     """The shared site queue; ``process`` names the claims of this crawler process (None: a
     process that only adds or reads sites, the CLI or the links batch)."""
@@ -98,33 +128,16 @@ class PgSiteQueue:
 
     def merge_links(self, sites: Iterable[tuple[Any, ...]], *, now: float | None = None) -> int:
         """From the external-link batch, as ``SiteQueue.merge_links``; one transaction. The sites
-        are copied into a staging table (COPY: a fifth of the time of array parameters, which
-        psycopg quotes element by element), then merged by set-based statements; a known site's
-        row is rewritten only if its count, hops or priority changed."""
-        now = time.time() if now is None else now
+        are copied into the staging table (COPY: a fifth of the time of array parameters, which
+        psycopg quotes element by element), then merged (``merge_staged_links``)."""
         # In origin order: two batches updating overlapping sites lock rows in the same order.
         linked = sorted(map(linked_site, sites))
         with self._db.transaction(), self._db.cursor() as cur:
-            cur.execute("CREATE TEMPORARY TABLE IF NOT EXISTS linked_sites (origin text COLLATE \"C\","
-                        " inlinks bigint, woken boolean, hops integer, priority float8)"
-                        " ON COMMIT DELETE ROWS")
+            stage_linked_sites(cur)
             with cur.copy("COPY linked_sites FROM STDIN") as copy:
                 for site in linked:
                     copy.write_row(site)
-            added = cur.execute(
-                "INSERT INTO sites (origin, added, inlinks, hops, priority)"
-                " SELECT origin, %s, inlinks, hops, priority FROM linked_sites ORDER BY origin"
-                " ON CONFLICT DO NOTHING", (now,)).rowcount
-            cur.execute(
-                "UPDATE sites SET inlinks = c.inlinks, hops = least(sites.hops, c.hops),"
-                " priority = greatest(sites.priority, c.priority) FROM linked_sites c"
-                " WHERE sites.origin = c.origin AND (sites.inlinks != c.inlinks"
-                " OR sites.hops > c.hops OR sites.priority < c.priority)")
-            cur.execute(
-                "UPDATE sites SET state = 'waiting', due = %s FROM linked_sites c"
-                " WHERE sites.origin = c.origin AND c.woken AND sites.state IN ('done', 'revisit')",
-                (now,))
-        return added
+            return merge_staged_links(cur, time.time() if now is None else now)
 
     def recrawl(self, origin: str | None = None, *, now: float | None = None) -> int:
         sql = ("UPDATE sites SET state = 'waiting', due = %s, attempts = 0, note = '', restart = true,"

@@ -14,9 +14,11 @@ import psycopg
 import pytest
 
 from archiver.queues.bloom import BloomBitmap
-from archiver.queues.interfaces import LinksState, SpoolFiles
+from archiver.queues.interfaces import LinksState, SiteQueueStore, SpoolFiles
 from archiver.queues.linksstate import EmbeddedLinksState
 from archiver.queues.pglinksstate import PgLinksState
+from archiver.queues.pgsitequeue import PgSiteQueue
+from archiver.queues.sitequeue import SiteQueue, process_for, queue_path
 from archiver.queues.spool import OBJECT_PREFIX, ObjectSpool, SpoolDirectory, spool_order
 from archiver.store.objectstore import S3Store
 from archiver.store.shipping import ship_closed
@@ -29,12 +31,15 @@ FILE = ("0-20261122000000-00001.tsv", 10, 4, 1)
 class Backend:
     """Opens the state of one archive; ``legacy`` lists the generations whose bitmap from before
     slices it holds, ``plant`` writes raw bytes as one (None: removes it) the way an operator or a
-    crash would, and ``age`` makes the state one from before slices, at a generation."""
+    crash would, and ``age`` makes the state one from before slices, at a generation.
+    ``site_queue`` opens the site queue of a crawler process (of ``processes``) that pushes feed."""
 
     open: Callable[[], LinksState]
     legacy: Callable[[], set[int]]
     plant: Callable[[int, bytes | None], None]
     age: Callable[[int], None]
+    site_queue: Callable[[int], SiteQueueStore]
+    processes: int
 
 
 def _generation(name: str) -> int:
@@ -67,6 +72,11 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
             with psycopg.connect(url, autocommit=True) as db:
                 db.execute("UPDATE links_meta SET generation = %s", (generation,))
                 db.execute("DELETE FROM links_slices")
+
+        def site_queue(process: int) -> SiteQueueStore:
+            return PgSiteQueue(url, process=process)
+
+        processes = 1                                   # the one shared site queue
     else:
         folder = tmp_path / "links"
 
@@ -93,7 +103,12 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
                 db.execute("DROP TABLE slices")
             db.close()
 
-    yield Backend(make, legacy, plant, age)
+        def site_queue(process: int) -> SiteQueueStore:
+            return SiteQueue(queue_path(tmp_path, process))
+
+        processes = 2
+
+    yield Backend(make, legacy, plant, age, site_queue, processes)
     for state in opened:
         state.close()
 
@@ -279,3 +294,36 @@ def test_sites_keep_their_lowest_hops_and_highest_priority_and_go_out_again_when
     state.close()
     again = backend.open()
     assert again.dirty_sites() == [("http://a.test", 2, False, 2, 1.5)]
+
+
+def test_a_push_hands_each_dirty_site_to_its_owners_queue_once(backend: Backend) -> None:
+    state = backend.open()
+    a, b = "http://a.test", "http://b.test"
+    state.commit(1, [FILE], {a: 2, b: 1}, {a}, NOW, [1] * 4, marks={a: (3, 0.5), b: (1, 0.0)})
+    queues = {p: backend.site_queue(p) for p in range(backend.processes)}
+    try:
+        assert state.push(queues.__getitem__, backend.processes) == (
+            2, len({process_for(a, backend.processes), process_for(b, backend.processes)}))
+        assert state.dirty_sites() == [] and state.push(queues.__getitem__, backend.processes) == (0, 0)
+
+        def row(origin: str):
+            queue = queues[process_for(origin, backend.processes)]
+            return next(r for r in queue.rows() if r.origin == origin)
+
+        assert (row(a).inlinks, row(a).hops, row(a).priority, row(a).state) == (2, 3, 0.5, "waiting")
+        assert (row(b).inlinks, row(b).hops) == (1, 1)
+        # a is crawled to the end; new URLs for it (woken) and one more in-link wake it again.
+        owner = queues[process_for(a, backend.processes)]
+        while (claimed := owner.claim(include_deferred=False)) not in (a, None):
+            owner.release(claimed)
+        assert claimed == a
+        owner.finish(a)
+        assert row(a).state == "done"
+        state.commit(2, [("1-20261122000100-00001.tsv", 1, 1, 0)], {a: 1}, {a}, NOW, [2] * 4,
+                     marks={a: (2, 0.25), b: (0, 0.75)})
+        assert state.push(queues.__getitem__, backend.processes)[0] == 2
+        assert (row(a).inlinks, row(a).hops, row(a).priority, row(a).state) == (3, 2, 0.5, "waiting")
+        assert (row(b).inlinks, row(b).hops, row(b).priority) == (1, 0, 0.75)
+    finally:
+        for queue in queues.values():
+            queue.close()
