@@ -127,8 +127,8 @@ class PgLinksState:
                marks: dict[str, tuple[int, float]] | None = None) -> int:
         legacy = not self.slice_generations()
         marks = marks or {}
-        touched = sorted(set(inlinks) | woken)  # one lock order for the rows of every batch
-        others = sorted(marks.keys() - set(touched))
+        touched = inlinks.keys() | woken  # (the insert below takes them in origin order)
+        others = marks.keys() - touched
         done = list(files)
         names, lines, new_urls, bad = ([row[n] for row in done] for n in range(4))
         with self._db.transaction(), self._db.cursor() as cur:
@@ -214,4 +214,3 @@ class PgLinksState:
                 merge_staged_links(cur, time.time())
                 cur.execute("UPDATE links_sites SET dirty = 0 WHERE dirty > 0")
         return sites, 1 if sites else 0
-

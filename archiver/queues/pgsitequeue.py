@@ -79,9 +79,10 @@ def stage_linked_sites(cur: psycopg.Cursor[Any]) -> None:
 
 def merge_staged_links(cur: psycopg.Cursor[Any], now: float) -> int:
     """Merge the staged sites into ``sites`` as ``merge_links`` does (in the caller's
-    transaction): new sites are added with their counts; a known site's row is rewritten only if
-    its count, hops or priority changed; a finished one with new URLs waits again. Returns the
-    sites added."""
+    transaction): new sites are added with their counts, in origin order (two batches adding
+    overlapping sites lock rows in the same order); a known site's row is rewritten only if its
+    count, hops or priority changed; a finished one with new URLs waits again. Returns the sites
+    added."""
     added = cur.execute(
         "INSERT INTO sites (origin, added, inlinks, hops, priority)"
         " SELECT origin, %s, inlinks, hops, priority FROM linked_sites ORDER BY origin"
@@ -130,12 +131,10 @@ class PgSiteQueue:
         """From the external-link batch, as ``SiteQueue.merge_links``; one transaction. The sites
         are copied into the staging table (COPY: a fifth of the time of array parameters, which
         psycopg quotes element by element), then merged (``merge_staged_links``)."""
-        # In origin order: two batches updating overlapping sites lock rows in the same order.
-        linked = sorted(map(linked_site, sites))
         with self._db.transaction(), self._db.cursor() as cur:
             stage_linked_sites(cur)
             with cur.copy("COPY linked_sites FROM STDIN") as copy:
-                for site in linked:
+                for site in map(linked_site, sites):
                     copy.write_row(site)
             return merge_staged_links(cur, time.time() if now is None else now)
 
