@@ -4,7 +4,7 @@ One 128-bit MurmurHash3 value per key gives h1 (low 64 bits) and h2 (high 64 bit
 number: the bitmaps on disk were set that way); the k bit indexes are ``(h1 + i*h2) mod m`` for i in
 0..k-1 (Kirsch and Mitzenmacher, "Less Hashing, Same Performance", 2006: two hashes lose nothing
 asymptotically against k independent ones). ``BloomBitmap.add_hashes`` does this for many keys at
-once in numpy, given their hashes from ``hash_keys``.
+once in compiled code, given their hashes from ``hash_keys``.
 ``GrowingBloom`` stacks layers as in Almeida et al., "Scalable Bloom Filters" (2007), so a site
 that outgrows its first 256 Kbit keeps its false-positive bound.
 """
@@ -35,9 +35,6 @@ _LAYER_MAGIC = b"ABL1"
 # layer, the only one most sites ever have, gets half the budget, and each later layer needs
 # about one more hash (k is about log2(1 / share)).
 _TIGHTENING = 0.5
-# Keys tested and set at once by BloomBitmap.add_hashes: their positions (hashes x 8 bytes each)
-# then fit in a processor's second-level cache.
-CHUNK = 8192
 
 
 def optimal_hashes(bits_per_item: float) -> int:
@@ -89,67 +86,19 @@ class BloomBitmap:
         halves = hash_keys(keys, self.seed)
         return self.add_hashes(halves[:, 0], halves[:, 1]).tolist()
 
-    def add_hashes(self, lo: NDArray[np.uint64], hi: NDArray[np.uint64], *, chunk: int = CHUNK
-                   ) -> NDArray[np.bool_]:
+    def add_hashes(self, lo: NDArray[np.uint64], hi: NDArray[np.uint64]) -> NDArray[np.bool_]:
         """Test and set many keys given their 128-bit hashes' halves (``hash_keys``): True where
-        a key was new. The same bits as ``add`` key by key; the one difference is that two
-        different keys of one ``chunk`` are not tested against each other's bits (a key is
-        tested against the bits of the chunks before its own), and a hash repeated is new at
-        its first place only. The keys go ``chunk`` at a time so that the work arrays (``hashes``
-        positions per key) stay in the processor's cache: twice as fast as all at once.
-        """
+        a key was new. Exactly ``add`` key by key, in order (so a hash repeated is new at its
+        first place only), in compiled code (archiver.queues.bloomkernel)."""
         import numpy as np  # see hash_keys
 
-        new = np.zeros(len(lo), dtype=bool)
-        for start in range(0, len(lo), chunk):
-            end = start + chunk
-            new[start:end] = self._add_chunk(lo[start:end], hi[start:end])
-        return new
-
-    def _add_chunk(self, lo: NDArray[np.uint64], hi: NDArray[np.uint64]) -> NDArray[np.bool_]:
-        """``add_hashes`` of one chunk."""
-        import numpy as np  # see hash_keys
+        from archiver.queues.bloomkernel import test_and_set
 
         new = np.zeros(len(lo), dtype=bool)
-        byte, mask = self._positions(lo, hi)
         bits = np.frombuffer(memoryview(self._array), dtype=np.uint8)  # bit i is 1 << (i % 8)
-        # A key with all its bits set is not new; among the others, only a first occurrence is.
-        candidates = np.flatnonzero(~np.all(bits[byte] & mask, axis=0))
-        fresh = candidates[_first_occurrences(lo[candidates], hi[candidates])]
-        byte, mask = byte[:, fresh].ravel(), mask[:, fresh].ravel()
-        # A plain |= keeps one write per byte; bits lost where two land in one byte are set again
-        # (np.bitwise_or.at would do it in one step, at ten times the cost).
-        bits[byte] |= mask
-        lost = (bits[byte] & mask) == 0
-        np.bitwise_or.at(bits, byte[lost], mask[lost])
-        self.count += len(fresh)
-        new[fresh] = True
+        self.count += test_and_set(bits, self.bits, self.hashes, np.ascontiguousarray(lo, np.uint64),
+                                   np.ascontiguousarray(hi, np.uint64), new)
         return new
-
-    def _positions(self, lo: NDArray[np.uint64], hi: NDArray[np.uint64]
-                   ) -> tuple[NDArray[np.intp], NDArray[np.uint8]]:
-        """The byte and bit mask of each key's k bits, as ``add_hash`` picks them: arrays of
-        shape (hashes, keys)."""
-        import numpy as np  # see hash_keys
-
-        m = self.bits
-        start = (lo % np.uint64(m)).astype(np.int64)
-        # add_hash is given hash128 as a signed number, so its high half is negative when its
-        # top bit is set: (high - 2**64) mod m, computed without leaving uint64.
-        step = hi % np.uint64(m)
-        negative = hi >= np.uint64(1 << 63)
-        step[negative] = (step[negative] + np.uint64(m - (1 << 64) % m)) % np.uint64(m)
-        step = step.astype(np.int64)
-        step[step == 0] = 1  # as add_hash: a zero step would repeat one index
-        # (start + i * step) mod m, one addition at a time: both are below m < 2**62, so a sum
-        # never overflows and one subtraction brings it back below m.
-        index = np.empty((self.hashes, len(lo)), dtype=np.intp)
-        index[0] = start
-        for i in range(1, self.hashes):
-            start = start + step
-            start -= m * (start >= m)
-            index[i] = start
-        return index >> 3, np.array([1, 2, 4, 8, 16, 32, 64, 128], dtype=np.uint8)[index & 7]
 
     def add_hash(self, h: int) -> bool:
         """``add`` given ``h = mmh3.hash128(key, seed, signed=False)``; a stack's layers share h."""
@@ -239,25 +188,6 @@ def hash_keys(keys: Iterable[str | bytes], seed: int = 0) -> NDArray[np.uint64]:
 
     digest = mmh3.hash_bytes if seed == 0 else partial(mmh3.hash_bytes, seed=seed)
     return np.frombuffer(b"".join(map(digest, keys)), dtype="<u8").reshape(-1, 2)
-
-
-def _first_occurrences(lo: NDArray[np.uint64], hi: NDArray[np.uint64]) -> NDArray[np.intp]:
-    """Where each distinct (lo, hi) pair first occurs, in order."""
-    import numpy as np  # see hash_keys
-
-    if len(lo) < 2:
-        return np.arange(len(lo))
-    order = np.argsort(lo)
-    ordered = lo[order]
-    same = ordered[1:] == ordered[:-1]
-    if not same.any():
-        return np.arange(len(lo))
-    if (same & (hi[order][1:] != hi[order][:-1])).any():  # two keys share a low half
-        order = np.lexsort((hi, lo))
-        same = (lo[order][1:] == lo[order][:-1]) & (hi[order][1:] == hi[order][:-1])
-    # Equal hashes are neighbours now; the first of each run is its smallest place.
-    runs = np.flatnonzero(np.concatenate(([True], ~same)))
-    return np.sort(np.minimum.reduceat(order, runs))
 
 
 class GrowingBloom:
