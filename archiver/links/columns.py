@@ -6,9 +6,9 @@ the first three alone in a file from before hops (archiver.queues.spool: read as
 it into five columns (tab-separated, no quoting; a line with any other number of fields is counted
 by its ``invalid_row_handler``; in a file with lines of three fields, those are given the two they
 lack, ``_padded``, and the file is read again), and the checks run over whole columns with RE2 regexes
-(pyarrow.compute), so Python touches a URL only to hash it, or to normalise the few not in
-normal form already. The result is exactly what the per-line rules of ``line_verdict`` give,
-line by line (a property test holds the two together):
+(pyarrow.compute), so Python touches a URL only to normalise the few not in normal form already.
+The result is exactly what the per-line rules of ``line_verdict`` give, line by line (a property
+test holds the two together):
 
 - the text is UTF-8 with invalid bytes replaced (``errors="replace"``), and ``\\r\\n`` and a lone
   ``\\r`` end lines as ``\\n`` does (Python's universal newlines);
@@ -76,11 +76,10 @@ class SpoolColumns:
     lines: int
     bad: int
     reports: list[tuple[int, str]]  # (line number, reason) of the first REPORTED bad lines
-    urls: pa.Array  # the good lines' normalised URLs (strings), in line order
-    url_keys: list[bytes]  # the same in UTF-8, to hash
+    urls: pa.Array  # the good lines' normalised URLs (strings), in line order: their keys
     targets: NDArray[np.intp]  # each URL's site, as an index into origins
     origins: pa.Array  # the distinct sites of the URLs (strings)
-    pair_keys: list[bytes]  # distinct site pairs (source differs from target), by first line
+    pair_keys: pa.Array  # (strings) distinct site pairs (source differs from target), by first line
     pair_targets: NDArray[np.intp]  # each pair's target site, as an index into origins
     sites: pa.Array  # the sites the good lines link to (strings; origins may hold more)
     site_hops: NDArray[np.int64]  # each one's lowest hop count
@@ -180,7 +179,7 @@ def read_columns(data: bytes, unfit: Unfit | None, *, fit: str = "") -> SpoolCol
     return SpoolColumns(
         lines=lines, bad=len(wrong),
         reports=_reports(data, wrong[:REPORTED].tolist(), unfit),
-        urls=url, url_keys=url.cast(pa.binary()).to_pylist(), targets=codes, origins=origins,
+        urls=url, targets=codes, origins=origins,
         pair_keys=pair_keys, pair_targets=pair_targets, sites=origins.take(linked),
         site_hops=site_hops[linked], site_priority=site_priority[linked])
 
@@ -296,7 +295,7 @@ def _origins(normal: pa.Array) -> pa.Array:
 
 def _pairs(sources: pa.DictionaryArray, source_codes: NDArray[np.int64],
            other: NDArray[np.bool_], targets: NDArray[np.intp], origins: pa.Array
-           ) -> tuple[list[bytes], NDArray[np.intp]]:
+           ) -> tuple[pa.Array, NDArray[np.intp]]:
     """The distinct (linking site, target site) pairs of the kept lines (their linking sites'
     ``source_codes``) whose two sites differ (``other``), in order of first appearance: their
     keys and their targets."""
@@ -306,7 +305,7 @@ def _pairs(sources: pa.DictionaryArray, source_codes: NDArray[np.int64],
     chosen = (pair % n).astype(np.intp)
     keys = pc.binary_join_element_wise("", sources.dictionary.take(pair // n),
                                        origins.take(chosen), PAIR)
-    return keys.cast(pa.binary()).to_pylist(), chosen
+    return keys, chosen
 
 
 def _fit_sites(origins: pa.Array, unfit: Unfit, fit: str) -> NDArray[np.bool_]:

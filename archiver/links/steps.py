@@ -6,7 +6,7 @@ their line count reaches ``links.checkpoint_urls`` (``group_end``), so every eng
 For that group:
 
 1. ``read_spool_file`` (per file, in parallel): the file's columns (archiver.links.columns), its
-   keys hashed in bulk (``bloom.hash_keys``) and routed to their slices
+   keys hashed in bulk, straight from the columns (``bloomkernel.hash_strings``), and routed to their slices
    (archiver.links.partition). The ``ReadFile`` stays where it was read; only
 2. ``partition_keys`` (per file and slice: two uint64 arrays) travels to
 3. ``test_slice`` (per slice, one task at a time): the slice at the state's generation, its keys
@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 from archiver.links.columns import read_columns
 from archiver.links.partition import partitions_of
 from archiver.links.slices import SliceStore
-from archiver.queues.bloom import BloomBitmap, hash_keys
+from archiver.queues.bloom import BloomBitmap
 from archiver.queues.crawlqueue import QueueNames
 from archiver.queues.interfaces import SpoolFiles
 
@@ -183,8 +183,7 @@ def read_spool_file(spool: SpoolSource, name: str, partitions: int) -> ReadFile:
     """Read, check and hash one spool file, its keys routed to the ``partitions`` slices."""
     rule = spool.queue_names
     columns = read_columns(spool.files.read(name), rule, fit=rule.ALWAYS_FIT if rule else "")
-    url_hashes = hash_keys(columns.url_keys)
-    pair_hashes = hash_keys(columns.pair_keys)
+    url_hashes, pair_hashes = _hashes(columns.urls), _hashes(columns.pair_keys)
     url_rows = _by_partition(partitions_of(url_hashes[:, 0], partitions), partitions)
     pair_rows = _by_partition(partitions_of(pair_hashes[:, 0], partitions), partitions)
     keys = [KeyHashes(lo=np.concatenate((url_hashes[u, 0], pair_hashes[q, 0])),
@@ -196,6 +195,19 @@ def read_spool_file(spool: SpoolSource, name: str, partitions: int) -> ReadFile:
                     pair_targets=columns.pair_targets, sites=columns.sites, site_hops=columns.site_hops,
                     site_priority=columns.site_priority, url_rows=url_rows, pair_rows=pair_rows,
                     keys=keys)
+
+
+def _hashes(keys: pa.Array) -> NDArray[np.uint64]:
+    """``bloom.hash_keys`` of a column of strings, read from arrow's buffers (no Python object
+    per key)."""
+    from archiver.queues.bloomkernel import hash_strings  # numba: only where the batch runs
+
+    wide = keys.cast(pa.large_binary())  # 64-bit offsets (a copy only if they were 32-bit)
+    offsets = np.frombuffer(wide.buffers()[1], dtype=np.int64, count=len(wide) + 1,
+                            offset=wide.offset * 8)
+    data = wide.buffers()[2]
+    return hash_strings(np.frombuffer(data, dtype=np.uint8) if data is not None
+                        else np.zeros(0, dtype=np.uint8), offsets)
 
 
 def _by_partition(partition: NDArray[np.intp], partitions: int) -> list[NDArray[np.intp]]:

@@ -82,14 +82,15 @@ class BloomBitmap:
         return self.has_hash(_hash128(key, self.seed, True, False))
 
     def add_many(self, keys: list[str]) -> list[bool]:
-        """``[add(k) for k in keys]`` with the bit work done by numpy (``add_hashes``)."""
+        """``[add(k) for k in keys]``, the bit work compiled (``add_hashes``)."""
         halves = hash_keys(keys, self.seed)
         return self.add_hashes(halves[:, 0], halves[:, 1]).tolist()
 
     def add_hashes(self, lo: NDArray[np.uint64], hi: NDArray[np.uint64]) -> NDArray[np.bool_]:
-        """Test and set many keys given their 128-bit hashes' halves (``hash_keys``): True where
-        a key was new. Exactly ``add`` key by key, in order (so a hash repeated is new at its
-        first place only), in compiled code (archiver.queues.bloomkernel)."""
+        """Test and set many keys given their 128-bit hashes' halves (``hash_keys``, or
+        ``bloomkernel.hash_strings``): True where a key was new. Exactly ``add`` key by key, in
+        order (so a hash repeated is new at its first place only), in compiled code
+        (archiver.queues.bloomkernel)."""
         import numpy as np  # see hash_keys
 
         from archiver.queues.bloomkernel import test_and_set

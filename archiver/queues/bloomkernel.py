@@ -1,11 +1,13 @@
-"""``BloomBitmap.add_hashes``'s loop, compiled by numba: test and set many keys' bits, key by key.
+"""The batch's two loops over millions of keys, compiled by numba: hashing them, and testing and
+setting their bits in a Bloom bitmap.
 
-The batch tests millions of keys per checkpoint against its slices. In numpy each of a key's k
-bit positions went through a dozen whole-array steps (about 0.4 µs per key at k = 11); compiled,
-one pass over the keys does what ``BloomBitmap.add_hash`` does for each, in about 0.07 µs, and
-without the GIL, so the batch's reading threads run beside it. Compiled once per machine and
-kept in numba's cache (``__pycache__`` beside this file, or numba's user-wide cache where that is
-read-only). Only the links batch imports this module (numba takes ~0.2 s to import).
+The links batch hashes and tests millions of keys per checkpoint. Key by key in Python (mmh3, one
+bytes object per key) or in whole-array numpy steps (a dozen per bit position), each loop held the
+GIL for most of its time; compiled, each is one pass over the keys (hashing about 0.04 µs per URL,
+the bit work about 0.07 µs per key at k = 11), without the GIL, so the batch's reading threads and
+its bit work run side by side. Both are compiled once per machine and kept in numba's cache
+(``__pycache__`` beside this file, or numba's user-wide cache where that is read-only). Only the
+links batch imports this module: numba takes about 0.2 s to import and 0.3 s to load its cache.
 """
 
 from __future__ import annotations
@@ -20,6 +22,69 @@ if TYPE_CHECKING:
 
 _TOP = np.uint64(1 << 63)
 _ALL = np.uint64((1 << 64) - 1)
+# MurmurHash3 x64-128's constants (Austin Appleby's MurmurHash3.cpp, public domain).
+_C1, _C2 = np.uint64(0x87C37B91114253D5), np.uint64(0x4CF5AD432745937F)
+_FMIX1, _FMIX2 = np.uint64(0xFF51AFD7ED558CCD), np.uint64(0xC4CEB9FE1A85EC53)
+_ADD1, _ADD2, _FIVE = np.uint64(0x52DCE729), np.uint64(0x38495AB5), np.uint64(5)
+
+
+def hash_strings(data: NDArray[np.uint8], offsets: NDArray[np.int64]) -> NDArray[np.uint64]:
+    """``bloom.hash_keys`` (seed 0) of the keys ``data[offsets[j]:offsets[j + 1]]``, as arrow
+    lays out a column of strings: shape (keys, 2), the low and the high 64 bits."""
+    out = np.empty((max(len(offsets) - 1, 0), 2), dtype=np.uint64)
+    _murmur3_x64_128(data, offsets, out)
+    return out
+
+
+@numba.njit(inline="always")
+def _rotl(x: np.uint64, r: int) -> np.uint64:
+    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+
+
+@numba.njit(inline="always")
+def _fmix(k: np.uint64) -> np.uint64:
+    k ^= k >> np.uint64(33)
+    k *= _FMIX1
+    k ^= k >> np.uint64(33)
+    k *= _FMIX2
+    return k ^ (k >> np.uint64(33))
+
+
+@numba.njit(inline="always")
+def _word(data: NDArray[np.uint8], at: int, n: int) -> np.uint64:
+    """The ``n`` (at most 8) bytes at ``at`` as a little-endian number."""
+    word = np.uint64(0)
+    for i in range(n):
+        word |= np.uint64(data[at + i]) << np.uint64(8 * i)
+    return word
+
+
+@numba.njit(nogil=True, cache=True)
+def _murmur3_x64_128(data: NDArray[np.uint8], offsets: NDArray[np.int64],
+                     out: NDArray[np.uint64]) -> None:
+    """MurmurHash3 x64-128, seed 0, of each key, as ``mmh3.hash_bytes`` gives it (a test holds
+    the two together): its two 64-bit halves in ``out``."""
+    for j in range(len(offsets) - 1):
+        at, end = offsets[j], offsets[j + 1]
+        h1, h2 = np.uint64(0), np.uint64(0)
+        while end - at >= 16:
+            k1, k2 = _word(data, at, 8) * _C1, _word(data, at + 8, 8) * _C2
+            h1 ^= _rotl(k1, 31) * _C2
+            h1 = (_rotl(h1, 27) + h2) * _FIVE + _ADD1
+            h2 ^= _rotl(k2, 33) * _C1
+            h2 = (_rotl(h2, 31) + h1) * _FIVE + _ADD2
+            at += 16
+        if end - at > 8:
+            h2 ^= _rotl(_word(data, at + 8, end - at - 8) * _C2, 33) * _C1
+        if end - at > 0:
+            h1 ^= _rotl(_word(data, at, min(end - at, 8)) * _C1, 31) * _C2
+        length = np.uint64(offsets[j + 1] - offsets[j])
+        h1, h2 = h1 ^ length, h2 ^ length
+        h1 += h2
+        h2 += h1
+        h1, h2 = _fmix(h1), _fmix(h2)
+        h1 += h2
+        out[j, 0], out[j, 1] = h1, h2 + h1
 
 
 @numba.njit(nogil=True, cache=True)

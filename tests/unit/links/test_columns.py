@@ -51,12 +51,11 @@ def per_line(data: bytes, unfit) -> tuple:
 
 def columnar(data: bytes, unfit, fit: str = "") -> tuple:
     read = read_columns(data, unfit, fit=fit)
-    assert read.url_keys == [u.encode() for u in read.urls.to_pylist()]
     origins = read.origins.to_pylist()
     marks = dict(zip(read.sites.to_pylist(),
                      zip(read.site_hops.tolist(), read.site_priority.tolist(), strict=True), strict=True))
     return (read.lines, read.bad, read.reports, read.urls.to_pylist(),
-            [origins[t] for t in read.targets], [k.decode() for k in read.pair_keys],
+            [origins[t] for t in read.targets], read.pair_keys.to_pylist(),
             [origins[t] for t in read.pair_targets], marks)
 
 

@@ -122,6 +122,16 @@ def run_steps(source: steps.SpoolSource, slices, names: list[str], generation: i
             for n, r in enumerate(reads)]
 
 
+@pytest.mark.parametrize("kind", [pa.string(), pa.large_string(), pa.binary()])
+def test_a_column_s_keys_are_hashed_as_hash_keys_hashes_them_from_any_slice(kind):
+    keys = ["http://a.test/", "", "\x00http://x.test\x00http://é.test", "http://b.test/" + "p" * 40]
+    column = pa.array(keys, kind)
+    assert (steps._hashes(column) == hash_keys(keys)).all()
+    assert (steps._hashes(column.slice(1, 2)) == hash_keys(keys[1:3])).all()
+    assert steps._hashes(column.slice(4)).shape == (0, 2)
+    assert steps._hashes(pa.array([], kind)).shape == (0, 2)
+
+
 LINES = [
     f"http://b.test/1\thttp://x.test\t{STAMP}",
     f"http://a.test/1\thttp://x.test\t{STAMP}",

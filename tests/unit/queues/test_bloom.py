@@ -19,6 +19,7 @@ from archiver.queues.bloom import (
     optimal_hashes,
     read_header,
 )
+from archiver.queues.bloomkernel import hash_strings
 from tests.support.fuzzing import examples
 
 
@@ -164,6 +165,18 @@ def test_bulk_hashes_are_hash128_halves(keys, seed):
     for key, (lo, hi) in zip(keys, halves.tolist(), strict=True):
         h = mmh3.hash128(key, seed, True, signed=False)
         assert (lo, hi) == (h & (2**64 - 1), h >> 64)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.lists(st.binary(max_size=70), max_size=40), st.binary(max_size=20))
+def test_compiled_hashes_are_mmh3s(keys, before):
+    # Every length around the 8- and 16-byte blocks and tails, from any place in a buffer.
+    data = np.frombuffer(before + b"".join(keys), dtype=np.uint8)
+    offsets = np.cumsum([len(before), *map(len, keys)], dtype=np.int64)
+    got = hash_strings(data, offsets)
+    assert got.shape == (len(keys), 2) and got.dtype == np.uint64
+    assert [lo.to_bytes(8, "little") + hi.to_bytes(8, "little") for lo, hi in got.tolist()] == \
+        [mmh3.hash_bytes(key) for key in keys]
 
 
 @settings(max_examples=examples(100), deadline=None)
