@@ -197,6 +197,16 @@ def read_spool_file(spool: SpoolSource, name: str, partitions: int) -> ReadFile:
                     keys=keys)
 
 
+def load_kernels() -> None:
+    """Import and load the compiled loops the steps use (archiver.queues.bloomkernel), as their
+    first use would: about 0.45 s of a process's start, mostly holding the GIL."""
+    from archiver.queues.bloomkernel import hash_strings, test_and_set
+
+    hash_strings(np.frombuffer(b"", dtype=np.uint8), np.frombuffer(bytes(8), dtype=np.int64))
+    nothing = np.zeros(0, dtype=np.uint64)
+    test_and_set(np.zeros(1, dtype=np.uint8), 8, 1, nothing, nothing, np.zeros(0, dtype=bool))
+
+
 def _hashes(keys: pa.Array) -> NDArray[np.uint64]:
     """``bloom.hash_keys`` of a column of strings, read from arrow's buffers (no Python object
     per key)."""
