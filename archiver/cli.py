@@ -75,6 +75,25 @@ def _fail(message: str) -> int:
     return 2
 
 
+def _storage_errors(*more: type[Exception]) -> tuple[type[Exception], ...]:
+    """``more``, and what the stores raise when a file, a database or the object store fails:
+    evaluated by an ``except`` clause only once something was raised, so psycopg and boto3 load
+    only then."""
+    import psycopg
+
+    from archiver.store.objectstore import ObjectStoreError
+
+    return *more, OSError, sqlite3.Error, psycopg.Error, ObjectStoreError
+
+
+def _store_failure(verb: str, error: Exception) -> int:
+    """Report a store's failure of ``verb`` (any password in a database URL masked): exit status 1."""
+    from archiver.store.pgschema import redact
+
+    print(f"archiver: {verb}: {redact(str(error)).strip()}", file=sys.stderr)
+    return 1
+
+
 def cmd_crawl(args: argparse.Namespace) -> int:
     import trio
 
@@ -124,11 +143,7 @@ def cmd_seeds(args: argparse.Namespace) -> int:
 
 
 def cmd_links(args: argparse.Namespace) -> int:
-    import psycopg
-
     from archiver.links.batch import run_batch
-    from archiver.store.objectstore import ObjectStoreError
-    from archiver.store.pgschema import redact
 
     cfg = _config(args)
     logs.setup(cfg.log.level)
@@ -136,20 +151,15 @@ def cmd_links(args: argparse.Namespace) -> int:
         totals = run_batch(cfg, once=args.once)
     except (ProcessBusy, config.ConfigError) as e:
         return _fail(str(e))
-    except (RuntimeError, OSError, sqlite3.Error, psycopg.Error, ObjectStoreError) as e:
-        print(f"archiver: links: {redact(str(e)).strip()}", file=sys.stderr)
-        return 1
+    except _storage_errors(RuntimeError) as e:
+        return _store_failure("links", e)
     print(f"links: {totals.line()}; {totals.new_pairs} new site-to-site links, "
           f"{totals.checkpoints} checkpoints")
     return 0
 
 
 def cmd_links_reshard(args: argparse.Namespace) -> int:
-    import psycopg
-
     from archiver.links.batch import ReshardError, reshard_batch
-    from archiver.store.objectstore import ObjectStoreError
-    from archiver.store.pgschema import redact
 
     cfg = _config(args)
     logs.setup(cfg.log.level)
@@ -157,9 +167,8 @@ def cmd_links_reshard(args: argparse.Namespace) -> int:
         totals = reshard_batch(cfg, args.partitions, allow_missing=args.allow_missing)
     except (ProcessBusy, config.ConfigError) as e:
         return _fail(str(e))
-    except (ReshardError, RuntimeError, OSError, sqlite3.Error, psycopg.Error, ObjectStoreError) as e:
-        print(f"archiver: links reshard: {redact(str(e)).strip()}", file=sys.stderr)
-        return 1
+    except _storage_errors(ReshardError, RuntimeError) as e:
+        return _store_failure("links reshard", e)
     print(f"links reshard: {args.partitions} slices rebuilt from {totals.files} spool files, "
           f"{totals.lines} URLs read")
     return 0
@@ -529,11 +538,7 @@ def _search_limit(text: str) -> int:
 
 def _search_index(cfg: config.Config, *, rebuild: bool) -> int:
     """``archiver search index [--rebuild]``: take the catalog entries the index lacks."""
-    import psycopg
-
     from archiver.store.fulltextindex import build_index
-    from archiver.store.objectstore import ObjectStoreError
-    from archiver.store.pgschema import redact
 
     logs.setup(cfg.log.level)
     stores = open_stores(cfg)
@@ -561,9 +566,8 @@ def _search_index(cfg: config.Config, *, rebuild: bool) -> int:
                 fulltext.clear()
             totals = build_index(catalog, stores.warcs(), fulltext, progress=progress, broken=broken)
             documents, captures = fulltext.counts()
-    except (OSError, sqlite3.Error, psycopg.Error, ObjectStoreError) as e:
-        print(f"archiver: search index: {redact(str(e)).strip()}", file=sys.stderr)
-        return 1
+    except _storage_errors() as e:
+        return _store_failure("search index", e)
     print(f"search index: {totals.line()}; the index holds {_count(documents, 'page text')} "
           f"of {_count(captures, 'capture')}")
     return 0

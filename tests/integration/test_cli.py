@@ -155,6 +155,18 @@ def test_bad_seeds(tmp_path):
     assert missing.returncode == 2 and "cannot read seeds" in missing.stderr
 
 
+@pytest.mark.parametrize(("verb", "named"), [(["links", "run", "--once"], "links"),
+                                             (["links", "reshard", "--partitions", "2"], "links reshard")])
+def test_a_store_that_fails_is_named_with_exit_status_1(tmp_path, verb, named):
+    (tmp_path / "archive" / "links").mkdir(parents=True)
+    (tmp_path / "archive" / "links" / "state.sqlite").write_bytes(b"not a database " * 20)
+    config = tmp_path / "archiver.toml"
+    config.write_text(f'[archive]\nroot = "{tmp_path / "archive"}"\n')
+    done = archiver_here_text(*verb, "--config", str(config))
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"archiver: {named}: file is not a database\n"
+
+
 def test_a_listing_cut_short_by_its_reader_ends_quietly(tmp_path):
     (tmp_path / "archiver.toml").write_text('[archive]\nroot = "archive"\n')
     with SiteQueue(queue_path(tmp_path / "archive", 0)) as queue:
