@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.systemdunits import INSTALLED, SERVICES, UNIT_FILES, UNITS, one
+from tests.support.systemdunits import INSTALLED, SERVICES, UNIT_FILES, UNITS, directives, one
 
 ANALYZE = shutil.which("systemd-analyze")
 needs_analyze = pytest.mark.skipif(ANALYZE is None, reason="systemd-analyze is not installed")
@@ -128,6 +128,42 @@ def test_exposure_stays_low(tmp_path, service):
     level = re.search(r"Overall exposure level for \S+: (\d+\.\d)", done.stdout)
     assert level, done.stdout + done.stderr
     assert done.returncode == 0, f"{service}: exposure {level[1]}"
+
+
+# The batch's compiled loops loaded as the batch loads them, in a child; with "mdwe", after asking
+# the kernel to refuse this process what MemoryDenyWriteExecute=yes refuses (prctl PR_SET_MDWE,
+# PR_MDWE_REFUSE_EXEC_GAIN: Linux 6.3 and later).
+_LOAD_LOOPS = """
+import ctypes, sys
+if sys.argv[1] == "mdwe":
+    assert ctypes.CDLL(None, use_errno=True).prctl(65, 1, 0, 0, 0) == 0, "PR_SET_MDWE refused"
+from archiver.links import steps
+try:
+    steps.load_kernels()
+except PermissionError as e:
+    sys.exit(f"refused: {e}")
+"""
+
+
+def load_loops(cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", _LOAD_LOOPS, *args], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "NUMBA_CACHE_DIR": str(cache)})
+
+
+def test_the_links_batch_runs_without_memory_deny_write_execute_and_caches_its_loops(tmp_path):
+    # Every other unit keeps it; the batch's compiled loops (numba) cannot load under it.
+    for service in SERVICES:
+        expected = [] if service == "archiver-links.service" else ["yes"]
+        assert directives(service).get("Service.MemoryDenyWriteExecute", []) == expected, service
+    refused = load_loops(tmp_path / "refused", "mdwe")
+    assert refused.returncode == 1, refused.stderr
+    assert "cannot allocate executable memory" in refused.stderr
+    # Without it they load, and numba keeps them where NUMBA_CACHE_DIR says: the unit's cache.
+    loaded = load_loops(tmp_path / "cache", "-")
+    assert loaded.returncode == 0, loaded.stderr
+    assert any((tmp_path / "cache").rglob("*bloomkernel*.nbi"))
+    assert one("archiver-links.service", "Service.CacheDirectory") == "archiver"
+    assert one("archiver-links.service", "Service.Environment") == "NUMBA_CACHE_DIR=%C/archiver/numba"
 
 
 @pytest.mark.skipif(
