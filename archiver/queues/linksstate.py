@@ -17,13 +17,19 @@ is always one checkpoint's ledger with that checkpoint's slices (see archiver.li
 
 from __future__ import annotations
 
-from collections import defaultdict
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archiver.queues.bloom import BloomBitmap
-from archiver.queues.sitequeue import LinkedSite, process_for
+from archiver.queues.sitequeue import (
+    LinkedSite,
+    SiteQueue,
+    merge_staged_links,
+    process_for,
+    stage_linked_sites,
+)
 from archiver.store import sqlite
 
 if TYPE_CHECKING:
@@ -183,15 +189,35 @@ class EmbeddedLinksState:
             self._db.execute("UPDATE sites SET dirty = 0 WHERE dirty > 0")
 
     def push(self, site_queue: Callable[[int], SiteQueueStore], processes: int) -> tuple[int, int]:
-        """The dirty sites, read here, merged into each owner's site queue file, then marked
-        pushed: a kill between the two pushes them again at the next start (the merge is
-        idempotent)."""
-        rows = self.dirty_sites()
-        by_owner: dict[int, list[LinkedSite]] = defaultdict(list)
-        for site in rows:
-            by_owner[process_for(site.origin, processes)].append(site)
-        for owner, sites in sorted(by_owner.items()):
-            site_queue(owner).merge_links(sorted(sites))
-        if rows:
+        """The dirty sites merged into each owner's site queue file, straight from this file:
+        each queue is attached to this connection in turn and merged into from its owner's share
+        of the dirty sites (``sitequeue.merge_staged_links``; no row comes into Python), durably;
+        then the sites are marked pushed. A kill between the two pushes them again at the next
+        start (the merge is idempotent)."""
+        db = self._db
+        db.create_function("process_for", 2, process_for, deterministic=True)
+        db.execute("DROP TABLE IF EXISTS temp.pushing")
+        db.execute("CREATE TEMP TABLE pushing AS SELECT process_for(origin, ?) AS owner, origin,"
+                   " inlinks, dirty = 2 AS woken, hops, priority FROM sites WHERE dirty > 0",
+                   (processes,))
+        owners = [owner for (owner,) in db.execute("SELECT DISTINCT owner FROM temp.pushing ORDER BY owner")]
+        (sites,) = db.execute("SELECT count(*) FROM temp.pushing").fetchone()
+        now = time.time()
+        for owner in owners:
+            queue = site_queue(owner)  # opened by its store: the file exists, its schema made
+            assert isinstance(queue, SiteQueue), "the embedded links state pushes to embedded queues"
+            db.execute("ATTACH DATABASE ? AS queue", (str(queue.path),))
+            try:
+                db.execute("PRAGMA queue.synchronous = FULL")  # durable at the commit, as main
+                db.execute(f"PRAGMA queue.cache_size = {-1024 * sqlite.SITES_CACHE_MIB}")
+                with sqlite.transaction(db):
+                    stage_linked_sites(db)
+                    db.execute("INSERT INTO temp.linked_sites SELECT origin, inlinks, woken, hops,"
+                               " priority FROM temp.pushing WHERE owner = ?", (owner,))
+                    merge_staged_links(db, now, schema="queue")
+            finally:
+                db.execute("DETACH DATABASE queue")
+        db.execute("DROP TABLE temp.pushing")
+        if sites:
             self.pushed()
-        return len(rows), len(by_owner)
+        return sites, len(owners)

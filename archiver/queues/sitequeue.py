@@ -28,6 +28,7 @@ before hops and priorities reads as hops 0 and priority 0.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -138,6 +139,35 @@ def process_for(origin: str, processes: int) -> int:
     return mmh3.hash(origin, 0, signed=False) % processes
 
 
+def stage_linked_sites(db: sqlite3.Connection) -> None:
+    """Make the connection's staging table ``temp.linked_sites`` (a ``LinkedSite`` per row) if it
+    has none yet, and empty it: ``merge_staged_links`` merges what is put in."""
+    db.execute("CREATE TEMP TABLE IF NOT EXISTS linked_sites (origin TEXT PRIMARY KEY,"
+               " inlinks INTEGER, woken INTEGER, hops INTEGER, priority REAL)")
+    db.execute("DELETE FROM temp.linked_sites")
+
+
+def merge_staged_links(db: sqlite3.Connection, now: float, schema: str = "main") -> int:
+    """Merge the staged sites into the queue ``schema`` names (this connection's own, or one it
+    attached) as ``SiteQueue.merge_links`` does, in the caller's transaction: new sites are added
+    with their counts; a known site's row is rewritten only if its count, hops or priority
+    changed; a finished one with new URLs waits again. Returns the sites added."""
+    # (The WHERE keeps SQLite from reading ON CONFLICT as the SELECT's join constraint.)
+    added = db.execute(
+        f"INSERT INTO {schema}.sites (origin, added, inlinks, hops, priority)"
+        " SELECT origin, ?, inlinks, hops, priority FROM temp.linked_sites WHERE true"
+        " ORDER BY origin ON CONFLICT (origin) DO NOTHING", (now,)).rowcount
+    db.execute(
+        f"UPDATE {schema}.sites SET inlinks = c.inlinks, hops = min(sites.hops, c.hops),"
+        " priority = max(sites.priority, c.priority) FROM temp.linked_sites AS c"
+        " WHERE sites.origin = c.origin AND (sites.inlinks != c.inlinks"
+        " OR sites.hops > c.hops OR sites.priority < c.priority)")
+    db.execute(
+        f"UPDATE {schema}.sites SET state = 'waiting', due = ? FROM temp.linked_sites AS c"
+        " WHERE sites.origin = c.origin AND c.woken AND sites.state IN ('done', 'revisit')", (now,))
+    return added
+
+
 def backoff(attempts: int, *, delay: float, max_attempts: int, defer_delay: float, now: float
             ) -> tuple[str, float, int]:
     """(state, due, attempts) after one more failed visit of a site that failed ``attempts``
@@ -199,22 +229,10 @@ class SiteQueue:
         now = time.time() if now is None else now
         # Durable: the batch then marks these sites pushed, in another file.
         with sqlite.transaction(self._db, durable=True):
-            # Sites are never deleted, so a site new to the table gets a rowid above all others.
-            (last,) = self._db.execute("SELECT coalesce(max(rowid), 0) FROM sites").fetchone()
-            # ?1 origin, ?2 now, ?3 in-links, ?4 woken, ?5 hops, ?6 priority: plain tuples bind
-            # a fifth faster than named parameters from dicts.
-            self._db.executemany(
-                "INSERT INTO sites (origin, added, inlinks, hops, priority) VALUES (?1, ?2, ?3, ?5, ?6)"
-                " ON CONFLICT (origin) DO UPDATE SET inlinks = ?3, hops = min(hops, ?5),"
-                " priority = max(priority, ?6),"
-                " due = CASE WHEN ?4 AND state IN ('done', 'revisit') THEN ?2 ELSE due END,"
-                " state = CASE WHEN ?4 AND state IN ('done', 'revisit') THEN 'waiting' ELSE state END"
-                " WHERE inlinks != ?3 OR (?4 AND state IN ('done', 'revisit'))"
-                " OR hops > ?5 OR priority < ?6",
-                [(origin, now, inlinks, woken, hops, priority)
-                 for origin, inlinks, woken, hops, priority in map(linked_site, sites)])
-            (added,) = self._db.execute("SELECT count(*) FROM sites WHERE rowid > ?", (last,)).fetchone()
-        return int(added)
+            stage_linked_sites(self._db)
+            self._db.executemany("INSERT INTO temp.linked_sites VALUES (?, ?, ?, ?, ?)",
+                                 map(linked_site, sites))
+            return merge_staged_links(self._db, now)
 
     def claim(self, *, include_deferred: bool, include_revisits: bool = False,
               now: float | None = None) -> str | None:
