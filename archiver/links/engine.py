@@ -56,11 +56,11 @@ class Engine(Protocol):
 
 class LocalEngine:
     """Every step in this process; spool files are read ahead in ``READERS`` threads (most of a
-    read runs in pyarrow and numpy, outside the GIL), and each file's keys are tested in every
-    slice as soon as it is read, while the next files are read. (Two reading processes measured
-    slower on 2 cores: 3.0-3.2x ``sort -u`` against 2.7-2.9x, their pickling on top of the same
-    work; a second reading thread, once the bit work was done in cached chunks, 2.6x against
-    2.8-3.0x.) ``READ_AHEAD`` files are read ahead of the one waited for, across groups: enough
+    read runs in pyarrow, numpy and compiled loops, outside the GIL), and each file's keys are
+    tested in every slice as soon as it is read, while the next files are read. (Two reading
+    processes measured slower on 2 cores: 3.0-3.2x ``sort -u`` against 2.7-2.9x, their pickling
+    on top of the same work; a second reading thread, 2.6x against 2.8-3.0x; a third, no
+    change.) ``READ_AHEAD`` files are read ahead of the one waited for, across groups: enough
     to keep reading while this thread tests a file or ends a group; more would only hold memory
     (about 13 MB per 100,000-line file read).
     """
