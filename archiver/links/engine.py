@@ -71,9 +71,9 @@ class LocalEngine:
     def __init__(self, work: Work) -> None:
         self.work = work
         self._pool = ThreadPoolExecutor(self.READERS, thread_name_prefix="links-read")
-        # The compiled loops, loaded from the start beside the first reads (which would otherwise
-        # wait for them), and waited for before the first test.
-        self._kernels = self._pool.submit(steps.load_kernels)
+        # The compiled loops, loaded beside the first reads (which would otherwise wait for them)
+        # once there are files to read, and waited for before the first test.
+        self._kernels: Future[None] | None = None
         self._reads: dict[str, Future[steps.ReadFile]] = {}  # spool file -> its read
 
     def _read_ahead(self, names: list[str]) -> None:
@@ -93,9 +93,12 @@ class LocalEngine:
         # Each file's keys are tested as soon as it is read, while the next ones are read.
         bitmaps = [steps.open_slice(work.slices, p, generations[p]) for p in range(partitions)]
         results: list[steps.FileResult] = []
+        if files and self._kernels is None:
+            self._kernels = self._pool.submit(steps.load_kernels)
         for i, name in enumerate(files):
             self._read_ahead(files[i:i + 1 + self.READ_AHEAD])
             read = self._reads.pop(name).result()
+            assert self._kernels is not None
             self._kernels.result()
             work.progress.file_read(read.lines)
             results.append(steps.assemble(read, [steps.test_keys(bitmaps[p], read.keys[p])
