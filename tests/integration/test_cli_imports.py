@@ -18,8 +18,8 @@ from archiver.stores import open_stores
 from tests.support.repo import ROOT
 from tests.support.storemodes import BASE, DATE, entries_of, write_bundles
 
-HEAVY = ("trio", "psycopg", "boto3", "botocore", "dask", "pyarrow", "numpy", "archiver.crawl.crawler",
-         "archiver.dns.service")
+HEAVY = ("trio", "psycopg", "boto3", "botocore", "dask", "pyarrow", "numpy", "numba",
+         "archiver.crawl.crawler", "archiver.dns.service")
 PAGE = "http://example.org/doc"
 
 # Runs ``archiver.cli.main(ARGS)``; prints its exit status and the heavy modules then loaded.
@@ -79,3 +79,12 @@ def test_embedded_lookups_import_nothing_heavy(embedded: Path, verb: list[str], 
     code, loaded, printed = run_cli(*verb, "--config", str(embedded))
     assert code == 0 and answer in printed, printed
     assert loaded == []
+
+
+def test_a_links_run_with_nothing_to_read_does_not_load_the_compiled_loops(tmp_path: Path) -> None:
+    # numba costs 0.45 s and 135 MiB to load: only a run with spool files to read needs it.
+    path = tmp_path / "archiver.toml"
+    path.write_text(f'[archive]\nroot = "{tmp_path / "archive"}"\n[log]\nlevel = "warning"\n')
+    code, loaded, printed = run_cli("links", "run", "--once", "--config", str(path))
+    assert code == 0 and "links: 0 files" in printed, printed
+    assert "numba" not in loaded and "pyarrow" in loaded
