@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archiver import __version__, config, logs
+from archiver.links import quiet_blas
 from archiver.links.partition import MAX_PARTITIONS
 from archiver.stores import (
     EmbeddedStores,
@@ -143,6 +144,7 @@ def cmd_seeds(args: argparse.Namespace) -> int:
 
 
 def cmd_links(args: argparse.Namespace) -> int:
+    quiet_blas()
     from archiver.links.batch import run_batch
 
     cfg = _config(args)
@@ -159,6 +161,7 @@ def cmd_links(args: argparse.Namespace) -> int:
 
 
 def cmd_links_reshard(args: argparse.Namespace) -> int:
+    quiet_blas()
     from archiver.links.batch import ReshardError, reshard_batch
 
     cfg = _config(args)

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 from archiver import config
-from archiver.links.batch import LinkBatch
+from archiver.links import quiet_blas
 from archiver.queues.spool import OBJECT_PREFIX
 from archiver.store.pgschema import init_schema
 from archiver.store.shipping import ship_closed
@@ -110,6 +110,8 @@ def main() -> None:
 
 def bench(args: argparse.Namespace, work: Path, shared: str) -> None:
     """One batch over generated spool files in ``work`` (its config gets the ``shared`` lines)."""
+    quiet_blas()  # as `archiver links run` does, before numpy loads
+    from archiver.links.batch import LinkBatch
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)

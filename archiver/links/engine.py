@@ -67,6 +67,7 @@ class LocalEngine:
 
     READERS = 2
     READ_AHEAD = 3
+    GROUP_END = 4
 
     def __init__(self, work: Work) -> None:
         self.work = work
@@ -105,8 +106,8 @@ class LocalEngine:
                                                  for p in range(partitions)]))
             if work.stop.is_set() or steps.group_end([r.lines for r in results], limit) is not None:
                 break
-        if not work.stop.is_set():
-            self._read_ahead(files[len(results):len(results) + self.READ_AHEAD])
+        if not work.stop.is_set():  # the readers kept busy while the driver ends the group
+            self._read_ahead(files[len(results):len(results) + self.READ_AHEAD + self.GROUP_END])
         for p, bitmap in enumerate(bitmaps):
             steps.keep_slice(work.slices, p, generations[p] + 1, bitmap, save=save)
             work.progress.slice_done()

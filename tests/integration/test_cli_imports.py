@@ -6,6 +6,7 @@ and reads its ``sys.modules``."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -88,3 +89,19 @@ def test_a_links_run_with_nothing_to_read_does_not_load_the_compiled_loops(tmp_p
     code, loaded, printed = run_cli("links", "run", "--once", "--config", str(path))
     assert code == 0 and "links: 0 files" in printed, printed
     assert "numba" not in loaded and "pyarrow" in loaded
+
+
+def test_the_links_batch_keeps_blas_to_one_thread(tmp_path: Path) -> None:
+    # The batch never calls BLAS; numpy's OpenBLAS threads would spin 0.1 s of CPU as it loads.
+    path = tmp_path / "archiver.toml"
+    path.write_text(f'[archive]\nroot = "{tmp_path / "archive"}"\n[log]\nlevel = "warning"\n')
+    child = ("import json, sys\nfrom archiver import cli\ncode = cli.main(sys.argv[1:])\n"
+             "from threadpoolctl import threadpool_info\n"
+             "print(json.dumps([code, [pool['num_threads'] for pool in threadpool_info()"
+             " if pool['internal_api'] == 'openblas']]))")
+    env = {name: value for name, value in os.environ.items() if name != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run([sys.executable, "-c", child, "links", "run", "--once", "--config",
+                           str(path)], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=60, check=True)
+    code, threads = json.loads(done.stdout.splitlines()[-1])
+    assert code == 0 and threads and set(threads) == {1}, done.stdout
