@@ -21,7 +21,8 @@ test holds the two together):
 
 Keys: a URL's key is the URL; a (linking site, target site) pair's key is
 ``"\\0" + source + "\\0" + target`` (no URL starts with a NUL), one per distinct pair whose sites
-differ, in the order the pairs first appear.
+differ, in the order the pairs first appear (given as the two sites' indexes: the steps hash the
+keys without making them, ``bloomkernel.hash_pairs``).
 
 Per site of the URLs: its hop count, the lowest of its lines' (the linking site's hops, plus one
 when the linking site is another), and its priority, the highest of its lines'.
@@ -47,7 +48,6 @@ if TYPE_CHECKING:
 
 # Bad lines reported one by one per spool file; the rest are only counted.
 REPORTED = 20
-PAIR = "\x00"
 Unfit = Callable[[str], "str | None"]  # why a site can have no crawl queue, or None
 
 # web.urls.is_normal's regex in RE2, which has no lookaround: its "no '/.' or '/..' segment
@@ -79,8 +79,11 @@ class SpoolColumns:
     urls: pa.Array  # the good lines' normalised URLs (strings), in line order: their keys
     targets: NDArray[np.intp]  # each URL's site, as an index into origins
     origins: pa.Array  # the distinct sites of the URLs (strings)
-    pair_keys: pa.Array  # (strings) distinct site pairs (source differs from target), by first line
-    pair_targets: NDArray[np.intp]  # each pair's target site, as an index into origins
+    linking_sites: pa.Array  # the distinct linking sites of the lines (strings)
+    # Distinct site pairs (source differs from target), by first line: each one's linking site,
+    # as an index into linking_sites, and its target site, as an index into origins.
+    pair_sources: NDArray[np.intp]
+    pair_targets: NDArray[np.intp]
     sites: pa.Array  # the sites the good lines link to (strings; origins may hold more)
     site_hops: NDArray[np.int64]  # each one's lowest hop count
     site_priority: NDArray[np.float64]  # each one's highest priority
@@ -128,7 +131,8 @@ def read_columns(data: bytes, unfit: Unfit | None, *, fit: str = "") -> SpoolCol
     once about each distinct site of the URLs that the regex ``fit`` (RE2; "": none) does not
     match: ``fit`` names sites ``unfit`` always passes."""
     data = text_bytes(data)
-    lines = data.count(b"\n") + (not data.endswith(b"\n") if data else 0)
+    lines = int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n")))
+    lines += not data.endswith(b"\n") if data else 0
     table, skipped, old = _table(data)
     if old:
         table, skipped, _ = _table(_padded(data, old))
@@ -168,7 +172,7 @@ def read_columns(data: bytes, unfit: Unfit | None, *, fit: str = "") -> SpoolCol
     # A linking site that is also a target site has that site's index; others -1.
     as_target = _numpy(pc.index_in(sources.dictionary, value_set=origins).fill_null(-1))
     other = as_target[source_codes] != codes
-    pair_keys, pair_targets = _pairs(sources, source_codes, other, codes, origins)
+    pair_sources, pair_targets = _pairs(source_codes, other, codes, len(origins))
     site_hops = np.full(len(origins), np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(site_hops, codes, hops[kept] + other)
     site_priority = np.full(len(origins), -np.inf)
@@ -180,7 +184,8 @@ def read_columns(data: bytes, unfit: Unfit | None, *, fit: str = "") -> SpoolCol
         lines=lines, bad=len(wrong),
         reports=_reports(data, wrong[:REPORTED].tolist(), unfit),
         urls=url, targets=codes, origins=origins,
-        pair_keys=pair_keys, pair_targets=pair_targets, sites=origins.take(linked),
+        linking_sites=sources.dictionary, pair_sources=pair_sources, pair_targets=pair_targets,
+        sites=origins.take(linked),
         site_hops=site_hops[linked], site_priority=site_priority[linked])
 
 
@@ -270,14 +275,13 @@ def _time_ok(when: pa.Array) -> NDArray[np.bool_]:
 def _origins(normal: pa.Array) -> pa.Array:
     """Each normalised URL's origin: its text up to the first '/' from the 9th character on
     (ASCII, so bytes are characters), as a string view into the column's own buffer."""
+    from archiver.queues.bloomkernel import origin_lengths  # numba: only where the batch runs
+
     if not len(normal):
         return pa.array([], pa.string_view())
-    offsets_buffer, data_buffer = normal.buffers()[1:]
-    starts = np.frombuffer(offsets_buffer, dtype=np.int32, count=len(normal),
-                           offset=normal.offset * 4)
-    text = np.frombuffer(data_buffer, dtype=np.uint8)
-    slashes = np.flatnonzero(text == ord("/"))
-    lengths = (slashes[np.searchsorted(slashes, starts + 8)] - starts).astype(np.int32)
+    text, offsets = string_buffers(normal)
+    starts = offsets[:-1]
+    lengths = origin_lengths(text, offsets)
     # Arrow's string view: a length, then up to 12 bytes inline, or else the first 4 bytes and
     # where the rest is (buffer 0, at an offset); all little-endian 32-bit numbers.
     view = np.zeros((len(normal), 4), dtype=np.int32)
@@ -290,22 +294,29 @@ def _origins(normal: pa.Array) -> pa.Array:
         inline = np.where(np.arange(12) < lengths[short, None], text[at], 0).astype(np.uint8)
         view[short, 1:] = inline.view("<i4")
     return pa.Array.from_buffers(pa.string_view(), len(normal),
-                                 [None, pa.py_buffer(view), data_buffer])
+                                 [None, pa.py_buffer(view), normal.buffers()[2]])
 
 
-def _pairs(sources: pa.DictionaryArray, source_codes: NDArray[np.int64],
-           other: NDArray[np.bool_], targets: NDArray[np.intp], origins: pa.Array
-           ) -> tuple[pa.Array, NDArray[np.intp]]:
+def string_buffers(column: pa.Array) -> tuple[NDArray[np.uint8], NDArray[np.int64]]:
+    """A column of strings (or binaries, large or not) as the compiled loops take it: its data's
+    bytes and the 64-bit offsets of its values in them, no copy of the data."""
+    wide = pa.types.is_large_string(column.type) or pa.types.is_large_binary(column.type)
+    offsets = np.frombuffer(column.buffers()[1], dtype=np.int64 if wide else np.int32,
+                            count=len(column) + 1, offset=column.offset * (8 if wide else 4))
+    data = column.buffers()[2]
+    return (np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, dtype=np.uint8),
+            offsets.astype(np.int64, copy=False))
+
+
+def _pairs(source_codes: NDArray[np.int64], other: NDArray[np.bool_], targets: NDArray[np.intp],
+           origins: int) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
     """The distinct (linking site, target site) pairs of the kept lines (their linking sites'
-    ``source_codes``) whose two sites differ (``other``), in order of first appearance: their
-    keys and their targets."""
-    n = max(len(origins), 1)
+    ``source_codes``, their ``targets`` among ``origins`` sites) whose two sites differ
+    (``other``), in order of first appearance: their linking sites and their targets."""
+    n = max(origins, 1)
     # Arrow's unique keeps the order of first appearance (a hash table: no sort).
     pair = _numpy(pc.unique(pa.array(source_codes[other] * n + targets[other], pa.int64())))
-    chosen = (pair % n).astype(np.intp)
-    keys = pc.binary_join_element_wise("", sources.dictionary.take(pair // n),
-                                       origins.take(chosen), PAIR)
-    return keys, chosen
+    return (pair // n).astype(np.intp), (pair % n).astype(np.intp)
 
 
 def _fit_sites(origins: pa.Array, unfit: Unfit, fit: str) -> NDArray[np.bool_]:

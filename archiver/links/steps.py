@@ -6,7 +6,8 @@ their line count reaches ``links.checkpoint_urls`` (``group_end``), so every eng
 For that group:
 
 1. ``read_spool_file`` (per file, in parallel): the file's columns (archiver.links.columns), its
-   keys hashed in bulk, straight from the columns (``bloomkernel.hash_strings``), and routed to their slices
+   keys hashed in bulk, straight from the columns (``bloomkernel.hash_strings``, ``hash_pairs``),
+   and routed to their slices
    (archiver.links.partition). The ``ReadFile`` stays where it was read; only
 2. ``partition_keys`` (per file and slice: two uint64 arrays) travels to
 3. ``test_slice`` (per slice, one task at a time): the slice at the state's generation, its keys
@@ -33,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from archiver.links.columns import read_columns
+from archiver.links.columns import read_columns, string_buffers
 from archiver.links.partition import partitions_of
 from archiver.links.slices import SliceStore
 from archiver.queues.bloom import BloomBitmap
@@ -183,7 +184,11 @@ def read_spool_file(spool: SpoolSource, name: str, partitions: int) -> ReadFile:
     """Read, check and hash one spool file, its keys routed to the ``partitions`` slices."""
     rule = spool.queue_names
     columns = read_columns(spool.files.read(name), rule, fit=rule.ALWAYS_FIT if rule else "")
-    url_hashes, pair_hashes = _hashes(columns.urls), _hashes(columns.pair_keys)
+    from archiver.queues.bloomkernel import hash_pairs, hash_strings  # numba: where the batch runs
+
+    url_hashes = hash_strings(*string_buffers(columns.urls))
+    pair_hashes = hash_pairs(string_buffers(columns.linking_sites), columns.pair_sources,
+                             string_buffers(columns.origins), columns.pair_targets)
     url_rows = _by_partition(partitions_of(url_hashes[:, 0], partitions), partitions)
     pair_rows = _by_partition(partitions_of(pair_hashes[:, 0], partitions), partitions)
     keys = [KeyHashes(lo=np.concatenate((url_hashes[u, 0], pair_hashes[q, 0])),
@@ -200,24 +205,15 @@ def read_spool_file(spool: SpoolSource, name: str, partitions: int) -> ReadFile:
 def load_kernels() -> None:
     """Import and load the compiled loops the steps use (archiver.queues.bloomkernel), as their
     first use would: about 0.45 s of a process's start, mostly holding the GIL."""
-    from archiver.queues.bloomkernel import hash_strings, test_and_set
+    from archiver.queues.bloomkernel import hash_pairs, hash_strings, origin_lengths, test_and_set
 
-    hash_strings(np.frombuffer(b"", dtype=np.uint8), np.frombuffer(bytes(8), dtype=np.int64))
+    text, offsets = np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64)
+    rows = np.zeros(0, dtype=np.intp)
+    hash_strings(text, offsets)
+    hash_pairs((text, offsets), rows, (text, offsets), rows)
+    origin_lengths(text, offsets)
     nothing = np.zeros(0, dtype=np.uint64)
     test_and_set(np.zeros(1, dtype=np.uint8), 8, 1, nothing, nothing, np.zeros(0, dtype=bool))
-
-
-def _hashes(keys: pa.Array) -> NDArray[np.uint64]:
-    """``bloom.hash_keys`` of a column of strings, read from arrow's buffers (no Python object
-    per key)."""
-    from archiver.queues.bloomkernel import hash_strings  # numba: only where the batch runs
-
-    wide = keys.cast(pa.large_binary())  # 64-bit offsets (a copy only if they were 32-bit)
-    offsets = np.frombuffer(wide.buffers()[1], dtype=np.int64, count=len(wide) + 1,
-                            offset=wide.offset * 8)
-    data = wide.buffers()[2]
-    return hash_strings(np.frombuffer(data, dtype=np.uint8) if data is not None
-                        else np.zeros(0, dtype=np.uint8), offsets)
 
 
 def _by_partition(partition: NDArray[np.intp], partitions: int) -> list[NDArray[np.intp]]:

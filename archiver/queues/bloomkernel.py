@@ -1,11 +1,12 @@
-"""The batch's two loops over millions of keys, compiled by numba: hashing them, and testing and
-setting their bits in a Bloom bitmap.
+"""The links batch's loops over millions of keys and URLs, compiled by numba: hashing keys
+(strings, or site pairs joined on the fly), testing and setting their bits in a Bloom bitmap, and
+finding each URL's origin.
 
 The links batch hashes and tests millions of keys per checkpoint. Key by key in Python (mmh3, one
 bytes object per key) or in whole-array numpy steps (a dozen per bit position), each loop held the
 GIL for most of its time; compiled, each is one pass over the keys (hashing about 0.04 µs per URL,
 the bit work about 0.07 µs per key at k = 11), without the GIL, so the batch's reading threads and
-its bit work run side by side. Both are compiled once per machine and kept in numba's cache
+its bit work run side by side. They are compiled once per machine and kept in numba's cache
 (``__pycache__`` beside this file, or numba's user-wide cache where that is read-only). Only the
 links batch imports this module: numba takes about 0.2 s to import and 0.3 s to load its cache.
 """
@@ -59,32 +60,87 @@ def _word(data: NDArray[np.uint8], at: int, n: int) -> np.uint64:
     return word
 
 
+@numba.njit(inline="always")
+def _murmur3(data: NDArray[np.uint8], at: int, end: int, out: NDArray[np.uint64], j: int) -> None:
+    """MurmurHash3 x64-128, seed 0, of ``data[at:end]``, as ``mmh3.hash_bytes`` gives it (a test
+    holds the two together): its two 64-bit halves in ``out[j]``."""
+    length = np.uint64(end - at)
+    h1, h2 = np.uint64(0), np.uint64(0)
+    while end - at >= 16:
+        k1, k2 = _word(data, at, 8) * _C1, _word(data, at + 8, 8) * _C2
+        h1 ^= _rotl(k1, 31) * _C2
+        h1 = (_rotl(h1, 27) + h2) * _FIVE + _ADD1
+        h2 ^= _rotl(k2, 33) * _C1
+        h2 = (_rotl(h2, 31) + h1) * _FIVE + _ADD2
+        at += 16
+    if end - at > 8:
+        h2 ^= _rotl(_word(data, at + 8, end - at - 8) * _C2, 33) * _C1
+    if end - at > 0:
+        h1 ^= _rotl(_word(data, at, min(end - at, 8)) * _C1, 31) * _C2
+    h1, h2 = h1 ^ length, h2 ^ length
+    h1 += h2
+    h2 += h1
+    h1, h2 = _fmix(h1), _fmix(h2)
+    h1 += h2
+    out[j, 0], out[j, 1] = h1, h2 + h1
+
+
 @numba.njit(nogil=True, cache=True)
 def _murmur3_x64_128(data: NDArray[np.uint8], offsets: NDArray[np.int64],
                      out: NDArray[np.uint64]) -> None:
-    """MurmurHash3 x64-128, seed 0, of each key, as ``mmh3.hash_bytes`` gives it (a test holds
-    the two together): its two 64-bit halves in ``out``."""
     for j in range(len(offsets) - 1):
-        at, end = offsets[j], offsets[j + 1]
-        h1, h2 = np.uint64(0), np.uint64(0)
-        while end - at >= 16:
-            k1, k2 = _word(data, at, 8) * _C1, _word(data, at + 8, 8) * _C2
-            h1 ^= _rotl(k1, 31) * _C2
-            h1 = (_rotl(h1, 27) + h2) * _FIVE + _ADD1
-            h2 ^= _rotl(k2, 33) * _C1
-            h2 = (_rotl(h2, 31) + h1) * _FIVE + _ADD2
-            at += 16
-        if end - at > 8:
-            h2 ^= _rotl(_word(data, at + 8, end - at - 8) * _C2, 33) * _C1
-        if end - at > 0:
-            h1 ^= _rotl(_word(data, at, min(end - at, 8)) * _C1, 31) * _C2
-        length = np.uint64(offsets[j + 1] - offsets[j])
-        h1, h2 = h1 ^ length, h2 ^ length
-        h1 += h2
-        h2 += h1
-        h1, h2 = _fmix(h1), _fmix(h2)
-        h1 += h2
-        out[j, 0], out[j, 1] = h1, h2 + h1
+        _murmur3(data, offsets[j], offsets[j + 1], out, j)
+
+
+def hash_pairs(first: tuple[NDArray[np.uint8], NDArray[np.int64]], first_rows: NDArray[np.intp],
+               second: tuple[NDArray[np.uint8], NDArray[np.int64]],
+               second_rows: NDArray[np.intp]) -> NDArray[np.uint64]:
+    """``bloom.hash_keys`` (seed 0) of the keys ``"\\0" + first[i] + "\\0" + second[k]`` for each
+    ``(i, k)`` of ``first_rows``, ``second_rows``, where ``first`` and ``second`` are columns of
+    strings as ``hash_strings`` takes them (data, offsets); the keys are never made."""
+    out = np.empty((len(first_rows), 2), dtype=np.uint64)
+    _murmur3_pairs(first[0], first[1], first_rows.astype(np.int64), second[0], second[1],
+                   second_rows.astype(np.int64), out)
+    return out
+
+
+@numba.njit(nogil=True, cache=True)
+def _murmur3_pairs(first: NDArray[np.uint8], first_offsets: NDArray[np.int64],
+                   first_rows: NDArray[np.int64], second: NDArray[np.uint8],
+                   second_offsets: NDArray[np.int64], second_rows: NDArray[np.int64],
+                   out: NDArray[np.uint64]) -> None:
+    longest = 0
+    for j in range(len(first_rows)):
+        longest = max(longest, 2 + first_offsets[first_rows[j] + 1] - first_offsets[first_rows[j]]
+                      + second_offsets[second_rows[j] + 1] - second_offsets[second_rows[j]])
+    key = np.zeros(longest, dtype=np.uint8)  # each key written here in turn, then hashed
+    for j in range(len(first_rows)):
+        at, end = first_offsets[first_rows[j]], first_offsets[first_rows[j] + 1]
+        key[0] = 0
+        key[1:1 + end - at] = first[at:end]
+        size = 2 + end - at
+        key[size - 1] = 0
+        at, end = second_offsets[second_rows[j]], second_offsets[second_rows[j] + 1]
+        key[size:size + end - at] = second[at:end]
+        _murmur3(key, 0, size + end - at, out, j)
+
+
+def origin_lengths(data: NDArray[np.uint8], offsets: NDArray[np.int64]) -> NDArray[np.int32]:
+    """The length of each URL's origin (its text up to the first '/' from the 9th character on,
+    or all of it) of a column of URLs as ``hash_strings`` takes it."""
+    out = np.empty(max(len(offsets) - 1, 0), dtype=np.int32)
+    _origin_lengths(data, offsets, out)
+    return out
+
+
+@numba.njit(nogil=True, cache=True)
+def _origin_lengths(data: NDArray[np.uint8], offsets: NDArray[np.int64],
+                    out: NDArray[np.int32]) -> None:
+    for j in range(len(offsets) - 1):
+        at, end = offsets[j] + 8, offsets[j + 1]
+        while at < end and data[at] != 47:  # '/'
+            at += 1
+        out[j] = min(at, end) - offsets[j]
 
 
 @numba.njit(nogil=True, cache=True)

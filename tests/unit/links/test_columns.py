@@ -51,11 +51,13 @@ def per_line(data: bytes, unfit) -> tuple:
 
 def columnar(data: bytes, unfit, fit: str = "") -> tuple:
     read = read_columns(data, unfit, fit=fit)
-    origins = read.origins.to_pylist()
+    origins, linking = read.origins.to_pylist(), read.linking_sites.to_pylist()
     marks = dict(zip(read.sites.to_pylist(),
                      zip(read.site_hops.tolist(), read.site_priority.tolist(), strict=True), strict=True))
     return (read.lines, read.bad, read.reports, read.urls.to_pylist(),
-            [origins[t] for t in read.targets], read.pair_keys.to_pylist(),
+            [origins[t] for t in read.targets],
+            [f"\x00{linking[s]}\x00{origins[t]}"
+             for s, t in zip(read.pair_sources, read.pair_targets, strict=True)],
             [origins[t] for t in read.pair_targets], marks)
 
 

@@ -19,7 +19,7 @@ from archiver.queues.bloom import (
     optimal_hashes,
     read_header,
 )
-from archiver.queues.bloomkernel import hash_strings
+from archiver.queues.bloomkernel import hash_pairs, hash_strings, origin_lengths
 from tests.support.fuzzing import examples
 
 
@@ -177,6 +177,33 @@ def test_compiled_hashes_are_mmh3s(keys, before):
     assert got.shape == (len(keys), 2) and got.dtype == np.uint64
     assert [lo.to_bytes(8, "little") + hi.to_bytes(8, "little") for lo, hi in got.tolist()] == \
         [mmh3.hash_bytes(key) for key in keys]
+
+
+def _column(values: list[bytes], before: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """Values laid out as hash_strings takes them, after ``before`` in the buffer."""
+    data = np.frombuffer(before + b"".join(values), dtype=np.uint8)
+    return data, np.cumsum([len(before), *map(len, values)], dtype=np.int64)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(st.lists(st.binary(max_size=40), min_size=1, max_size=10),
+       st.lists(st.binary(max_size=40), min_size=1, max_size=10),
+       st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9)), max_size=30), st.binary(max_size=9))
+def test_compiled_pair_hashes_are_those_of_the_joined_keys(first, second, pairs, before):
+    pairs = [(i % len(first), k % len(second)) for i, k in pairs]
+    rows = [np.array(side, dtype=np.intp) for side in zip(*pairs, strict=True)] or \
+        [np.zeros(0, dtype=np.intp)] * 2
+    got = hash_pairs(_column(first, before), rows[0], _column(second, before[:3]), rows[1])
+    assert got.shape == (len(pairs), 2) and got.dtype == np.uint64
+    assert [lo.to_bytes(8, "little") + hi.to_bytes(8, "little") for lo, hi in got.tolist()] == \
+        [mmh3.hash_bytes(b"\0" + first[i] + b"\0" + second[k]) for i, k in pairs]
+
+
+@given(st.lists(st.from_regex(r"https?://[a-z0-9.:-]{0,20}(/[a-z/]{0,10})?", fullmatch=True),
+                max_size=20), st.binary(max_size=9))
+def test_origin_lengths_end_at_the_first_slash_after_the_scheme(found, before):
+    got = origin_lengths(*_column([url.encode() for url in found], before))
+    assert got.tolist() == [len(url) if url.find("/", 8) < 0 else url.find("/", 8) for url in found]
 
 
 @settings(max_examples=examples(100), deadline=None)
