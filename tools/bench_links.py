@@ -9,7 +9,12 @@ times side by side, URLs/s (wall and CPU), where the time goes, the slices' size
     python -m tools.bench_links [--urls 10000000] [--sites 100000] [--partitions 4]
         [--engine local | dask] [--workers 2] [--dir /tmp/bench-links]
         [--store sqlite | postgresql://... | postgres]
-        [--warc-store FOLDER | s3] [--profile]
+        [--warc-store FOLDER | s3] [--profile] [--rounds N]
+
+``--rounds N`` then times the whole command, ``archiver links run --once`` in a process of its
+own (interpreter, imports and all), N times over the same spool files restored afresh, each round
+beside ``cut -f1 | LC_ALL=C sort -u`` again (both vary by a fifth from run to run on a shared VM),
+and reports every round's ratio and their median.
 
 ``--engine dask`` runs it on a LocalCluster of ``--workers`` one-thread worker processes started
 for the run (its start is timed too); the CPU figures then count this process only, so compare
@@ -31,7 +36,9 @@ import pstats
 import random
 import resource
 import shutil
+import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -96,7 +103,12 @@ def main() -> None:
     parser.add_argument("--store", default="sqlite",
                         help='"sqlite", a PostgreSQL URL (an empty database), or "postgres" (a local one)')
     parser.add_argument("--warc-store", default="", help='with --store: a folder, or "s3" (moto)')
+    parser.add_argument("--rounds", type=int, default=0,
+                        help="then time `archiver links run --once` this many times, each beside "
+                             "sort -u (embedded store only)")
     args = parser.parse_args()
+    if args.rounds and args.store != "sqlite":
+        parser.error("--rounds restores the spool files and an empty archive: the embedded store only")
     work = args.dir or Path(tempfile.mkdtemp(prefix="bench-links-"))
     with contextlib.ExitStack() as stack:
         shared = ""
@@ -125,6 +137,9 @@ def bench(args: argparse.Namespace, work: Path, shared: str) -> None:
     started = time.monotonic()
     generate(cfg.root, args.urls, args.sites)
     print(f"generated {args.urls:,} links over {args.sites:,} sites in {time.monotonic() - started:.1f} s")
+    pristine = work / "pristine"
+    if args.rounds:
+        shutil.copytree(cfg.root, pristine)
     coreutils = sort_unique(cfg.root / "outlinks")
     stores = open_stores(cfg)
     if isinstance(stores, SharedStores):
@@ -159,6 +174,28 @@ def bench(args: argparse.Namespace, work: Path, shared: str) -> None:
           f"{coreutils:.2f} s: {wall / coreutils:.1f}x")
     if profiler:
         pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
+    if args.rounds:
+        whole_command(work / "archiver.toml", cfg.root, pristine, args.rounds)
+
+
+def whole_command(config_path: Path, root: Path, pristine: Path, rounds: int) -> None:
+    """Time ``archiver links run --once`` in a process of its own, ``rounds`` times over the
+    archive restored from ``pristine``, each beside ``sort -u`` over the same spool files."""
+    ratios = []
+    for n in range(1, rounds + 1):
+        shutil.rmtree(root)
+        shutil.copytree(pristine, root)
+        os.sync()  # the copy's writes not in the timed run
+        coreutils = sort_unique(root / "outlinks")
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-m", "archiver", "links", "run", "--once", "--config",
+                        str(config_path)], check=True, stdout=subprocess.DEVNULL)
+        took = time.monotonic() - started
+        ratios.append(took / coreutils)
+        print(f"round {n}: archiver links run --once {took:.2f} s, cut -f1 | LC_ALL=C sort -u "
+              f"{coreutils:.2f} s: {took / coreutils:.2f}x")
+    print(f"whole command, {rounds} rounds: median {statistics.median(ratios):.2f}x "
+          f"(from {min(ratios):.2f}x to {max(ratios):.2f}x)")
 
 
 if __name__ == "__main__":

@@ -440,10 +440,9 @@ class LinkBatch:
 
 @contextlib.contextmanager
 def _without_cycle_collection() -> Iterator[None]:
-    """A pass over the spool files makes millions of objects and no reference cycles (nor does
-    loading the compiled loops, which makes hundreds of thousands): Python's cycle collector
-    would only walk them again and again (a tenth of the time); it runs again once the pass
-    ends."""
+    """A pass over the spool files makes millions of objects and no cyclic garbage (loading the
+    compiled loops makes hundreds of thousands more, for good): Python's cycle collector would
+    only walk them again and again (a tenth of the time); it runs again once the pass ends."""
     enabled = gc.isenabled()
     gc.disable()
     try:
