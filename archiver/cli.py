@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archiver import __version__, config, logs
-from archiver.links import quiet_blas
+from archiver.links import compiled_loops_ahead, quiet_blas
 from archiver.links.partition import MAX_PARTITIONS
 from archiver.stores import (
     EmbeddedStores,
@@ -145,16 +145,17 @@ def cmd_seeds(args: argparse.Namespace) -> int:
 
 def cmd_links(args: argparse.Namespace) -> int:
     quiet_blas()
-    from archiver.links.batch import run_batch
-
     cfg = _config(args)
     logs.setup(cfg.log.level)
-    try:
-        totals = run_batch(cfg, once=args.once)
-    except (ProcessBusy, config.ConfigError) as e:
-        return _fail(str(e))
-    except _storage_errors(RuntimeError) as e:
-        return _store_failure("links", e)
+    with compiled_loops_ahead(cfg.root / "outlinks"):
+        from archiver.links.batch import run_batch
+
+        try:
+            totals = run_batch(cfg, once=args.once)
+        except (ProcessBusy, config.ConfigError) as e:
+            return _fail(str(e))
+        except _storage_errors(RuntimeError) as e:
+            return _store_failure("links", e)
     print(f"links: {totals.line()}; {totals.new_pairs} new site-to-site links, "
           f"{totals.checkpoints} checkpoints")
     return 0

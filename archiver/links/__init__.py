@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+log = logging.getLogger("archiver.links")
 
 
 def quiet_blas() -> None:
@@ -11,3 +18,32 @@ def quiet_blas() -> None:
     spin about 0.1 s of CPU per library as it loads, beside the batch's first reads. Call it
     before numpy loads (scipy's loads with the compiled loops, later)."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+@contextlib.contextmanager
+def compiled_loops_ahead(spool: Path) -> Iterator[None]:
+    """Load the batch's compiled loops (``steps.load_kernels``) in a thread while the batch's
+    modules import and its stores open, if the embedded spool folder ``spool`` holds closed files
+    to read (a run with none never loads numba); the engine's first read waits for them. The
+    thread is joined on exit. A load that fails here fails again, and is reported, at the
+    engine's first checkpoint."""
+    from archiver.queues.spool import SpoolDirectory
+
+    if not SpoolDirectory(spool).closed():
+        yield
+        return
+
+    def load() -> None:
+        from archiver.links.steps import load_kernels
+
+        try:
+            load_kernels()
+        except Exception as e:  # (the engine loads them again, and reports it)
+            log.debug("compiled loops not loaded ahead: %s", e)
+
+    loading = threading.Thread(target=load, name="links-kernels")
+    loading.start()
+    try:
+        yield
+    finally:
+        loading.join()

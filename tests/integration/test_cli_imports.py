@@ -105,3 +105,23 @@ def test_the_links_batch_keeps_blas_to_one_thread(tmp_path: Path) -> None:
                           timeout=60, check=True)
     code, threads = json.loads(done.stdout.splitlines()[-1])
     assert code == 0 and threads and set(threads) == {1}, done.stdout
+
+
+@pytest.mark.parametrize(("files", "loaded"), [([], False), (["0-20261122000000-00001.tsv"], True)])
+def test_the_compiled_loops_load_ahead_only_with_spool_files_to_read(
+        tmp_path: Path, files: list[str], loaded: bool) -> None:
+    spool = tmp_path / "outlinks"
+    spool.mkdir()
+    (spool / "0-20261122000000-00002.tsv.open").write_text("")  # still written: nothing to read
+    for name in files:
+        (spool / name).write_text("")
+    child = ("import json, sys\nfrom pathlib import Path\n"
+             "from archiver.links import compiled_loops_ahead\n"
+             "with compiled_loops_ahead(Path(sys.argv[1])):\n    pass\n"
+             "kernels = sys.modules.get('archiver.queues.bloomkernel')\n"
+             "print(json.dumps(kernels is not None and all(k.signatures for k in ("
+             "kernels._murmur3_x64_128, kernels._murmur3_pairs, kernels.test_and_set,"
+             " kernels._origin_lengths))))")
+    done = subprocess.run([sys.executable, "-c", child, str(spool)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, check=True)
+    assert json.loads(done.stdout) is loaded, done.stderr
