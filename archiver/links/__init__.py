@@ -29,7 +29,11 @@ def compiled_loops_ahead(spool: Path) -> Iterator[None]:
     engine's first checkpoint."""
     from archiver.queues.spool import SpoolDirectory
 
-    if not SpoolDirectory(spool).closed():
+    try:
+        to_read = bool(SpoolDirectory(spool).closed())
+    except OSError:  # (unreadable: the batch meets it, and reports it, as it starts)
+        to_read = False
+    if not to_read:
         yield
         return
 

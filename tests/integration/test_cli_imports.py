@@ -125,3 +125,14 @@ def test_the_compiled_loops_load_ahead_only_with_spool_files_to_read(
     done = subprocess.run([sys.executable, "-c", child, str(spool)], cwd=ROOT, capture_output=True,
                           text=True, timeout=60, check=True)
     assert json.loads(done.stdout) is loaded, done.stderr
+
+
+def test_a_spool_folder_that_cannot_be_listed_loads_nothing_ahead_and_raises_nothing(
+        tmp_path: Path) -> None:
+    spool = tmp_path / ("x" * 300)  # listing it fails: "File name too long"
+    child = ("import sys\nfrom pathlib import Path\nfrom archiver.links import compiled_loops_ahead\n"
+             "with compiled_loops_ahead(Path(sys.argv[1])):\n    pass\n"
+             "print('archiver.queues.bloomkernel' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", child, str(spool)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "False", done.stderr
