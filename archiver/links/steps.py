@@ -7,8 +7,8 @@ For that group:
 
 1. ``read_spool_file`` (per file, in parallel): the file's columns (archiver.links.columns), its
    keys hashed in bulk, straight from the columns (``bloomkernel.hash_strings``, ``hash_pairs``),
-   and routed to their slices
-   (archiver.links.partition). The ``ReadFile`` stays where it was read; only
+   and routed to their slices (archiver.links.partition). The ``ReadFile`` stays where it was
+   read; only
 2. ``partition_keys`` (per file and slice: two uint64 arrays) travels to
 3. ``test_slice`` (per slice, one task at a time): the slice at the state's generation, its keys
    tested and set file by file in file order, saved durably as the next generation (the local
@@ -182,10 +182,10 @@ def group_end(line_counts: list[int], limit: int) -> int | None:
 
 def read_spool_file(spool: SpoolSource, name: str, partitions: int) -> ReadFile:
     """Read, check and hash one spool file, its keys routed to the ``partitions`` slices."""
-    rule = spool.queue_names
-    columns = read_columns(spool.files.read(name), rule, fit=rule.ALWAYS_FIT if rule else "")
     from archiver.queues.bloomkernel import hash_pairs, hash_strings  # numba: where the batch runs
 
+    rule = spool.queue_names
+    columns = read_columns(spool.files.read(name), rule, fit=rule.ALWAYS_FIT if rule else "")
     url_hashes = hash_strings(*string_buffers(columns.urls))
     pair_hashes = hash_pairs(string_buffers(columns.linking_sites), columns.pair_sources,
                              string_buffers(columns.origins), columns.pair_targets)
