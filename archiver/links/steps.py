@@ -27,6 +27,7 @@ slice and the same flags.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -44,6 +45,8 @@ from archiver.queues.interfaces import SpoolFiles
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
+# The module numba imports to probe for BLAS (see load_kernels).
+BLAS_PROBE = "scipy.linalg.cython_blas"
 # Slices this process saved last, by (store identity, slice): (generation, bitmap).
 _slices: dict[tuple[str, int], tuple[int, BloomBitmap]] = {}
 
@@ -204,16 +207,28 @@ def read_spool_file(spool: SpoolSource, name: str, partitions: int) -> ReadFile:
 
 def load_kernels() -> None:
     """Import and load the compiled loops the steps use (archiver.queues.bloomkernel), as their
-    first use would: about 0.45 s of a process's start, mostly holding the GIL."""
-    from archiver.queues.bloomkernel import hash_pairs, hash_strings, origin_lengths, test_and_set
+    first use would: about 0.4 s of a process's start, mostly holding the GIL.
 
-    text, offsets = np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64)
-    rows = np.zeros(0, dtype=np.intp)
-    hash_strings(text, offsets)
-    hash_pairs((text, offsets), rows, (text, offsets), rows)
-    origin_lengths(text, offsets)
-    nothing = np.zeros(0, dtype=np.uint64)
-    test_and_set(np.zeros(1, dtype=np.uint8), 8, 1, nothing, nothing, np.zeros(0, dtype=bool))
+    As numba's CPU target loads, it probes for BLAS (for ``np.dot`` and ``np.linalg`` in compiled
+    code, which no loop here uses) by importing ``scipy.linalg``: 0.15-0.2 s, and OpenBLAS's
+    threads. Unless something imported it already, a ``None`` in ``sys.modules`` makes that one
+    import fail at once (Python's rule for such an entry) while the loops load; it goes after."""
+    skip_probe = BLAS_PROBE not in sys.modules
+    if skip_probe:
+        sys.modules[BLAS_PROBE] = None  # type: ignore[assignment]  # (typeshed omits None)
+    try:
+        from archiver.queues.bloomkernel import hash_pairs, hash_strings, origin_lengths, test_and_set
+
+        text, offsets = np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64)
+        rows = np.zeros(0, dtype=np.intp)
+        hash_strings(text, offsets)
+        hash_pairs((text, offsets), rows, (text, offsets), rows)
+        origin_lengths(text, offsets)
+        nothing = np.zeros(0, dtype=np.uint64)
+        test_and_set(np.zeros(1, dtype=np.uint8), 8, 1, nothing, nothing, np.zeros(0, dtype=bool))
+    finally:
+        if skip_probe and BLAS_PROBE in sys.modules and sys.modules[BLAS_PROBE] is None:
+            del sys.modules[BLAS_PROBE]
 
 
 def _by_partition(partition: NDArray[np.intp], partitions: int) -> list[NDArray[np.intp]]:

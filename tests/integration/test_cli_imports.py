@@ -136,3 +136,13 @@ def test_a_spool_folder_that_cannot_be_listed_loads_nothing_ahead_and_raises_not
     done = subprocess.run([sys.executable, "-c", child, str(spool)], cwd=ROOT, capture_output=True,
                           text=True, timeout=60, check=True)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_loading_the_compiled_loops_skips_numba_s_blas_probe_and_leaves_scipy_importable() -> None:
+    # numba imports scipy.linalg (0.15-0.2 s) to probe for BLAS, which no loop uses.
+    child = ("import sys\nfrom archiver.links import steps\nsteps.load_kernels()\n"
+             "skipped = 'scipy.linalg' not in sys.modules and steps.BLAS_PROBE not in sys.modules\n"
+             "import scipy.linalg.cython_blas\nprint(skipped)")
+    done = subprocess.run([sys.executable, "-c", child], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout.strip() == "True", done.stderr
