@@ -32,6 +32,10 @@ from archiver.store import sqlite
 from archiver.store.durable import fsync_directory
 
 INBOXES = "inbox.sqlite"
+# A links checkpoint writes tens of megabytes of lines at once: with 16 KiB pages a quarter of the
+# WAL frames and B-tree pages that 4 KiB took, and 50,000 sites' rows (36 MB) go in in 0.19-0.24 s
+# instead of 0.30-0.32 s. A file made with 4 KiB pages keeps them.
+PAGE_SIZE = 16384
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS inbox (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -142,7 +146,8 @@ class InboxDatabase:
             if not self.path.parent.exists():
                 self.path.parent.mkdir(parents=True)
                 new_dirs.append(self.path.parent.parent)
-        db = sqlite.open_writer(self.path, sqlite.INBOX_TIMEOUT, cache_mib=sqlite.SITES_CACHE_MIB)
+        db = sqlite.open_writer(self.path, sqlite.INBOX_TIMEOUT, cache_mib=sqlite.SITES_CACHE_MIB,
+                                page_size=PAGE_SIZE)
         try:
             db.executescript(_SCHEMA)
         except BaseException:

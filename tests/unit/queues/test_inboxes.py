@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from archiver.queues.crawlqueue import INBOX, LOG, inbox_database, queue_dir, read_inbox
-from archiver.queues.inboxes import INBOXES, SiteInbox
+from archiver.queues.inboxes import INBOXES, PAGE_SIZE, SiteInbox
 from tests.support.crawlqueues import drain, embedded_queues
 
 A = "http://a.test"
@@ -159,3 +159,20 @@ def test_readers_of_an_absent_database_create_nothing(tmp_path: Path):
         assert inboxes.origins() == []
         inboxes.commit()  # nothing staged
     assert not (tmp_path / "frontier").exists()
+
+
+def test_a_new_inbox_file_has_16_kib_pages_and_an_older_one_keeps_its_own(tmp_path: Path):
+    for root, made_before in ((tmp_path / "new", None), (tmp_path / "old", 4096)):
+        if made_before:  # a file made by a version that left SQLite's page size
+            (root / "frontier").mkdir(parents=True)
+            with closing(sqlite3.connect(root / "frontier" / INBOXES)) as db:
+                db.execute(f"PRAGMA page_size = {made_before}")
+                db.execute("CREATE TABLE inbox (id INTEGER PRIMARY KEY AUTOINCREMENT,"
+                           " origin TEXT NOT NULL, lines BLOB NOT NULL)")
+        with closing(embedded_queues(root)) as queues:
+            queues.append(A, [(A + "/x", 0)])
+            with queues.open(A) as crawl_queue:
+                assert [e.url for e in drain(crawl_queue)] == [A + "/x"]
+        with closing(sqlite3.connect(root / "frontier" / INBOXES)) as db:
+            assert db.execute("PRAGMA page_size").fetchone() == (made_before or PAGE_SIZE,)
+    assert PAGE_SIZE == 16384
