@@ -148,7 +148,9 @@ def cmd_links(args: argparse.Namespace) -> int:
     quiet_blas()
     cfg = _config(args)
     logs.setup(cfg.log.level)
-    with compiled_loops_ahead(cfg.root / "outlinks"):
+    # Only the embedded spool: listing an object store's would load boto3 and ask the network.
+    embedded = config.database_url(cfg.store.url) is None
+    with compiled_loops_ahead(EmbeddedStores(cfg).spool_files() if embedded else None):
         from archiver.links.batch import run_batch
 
         try:

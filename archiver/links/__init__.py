@@ -7,7 +7,10 @@ import logging
 import os
 import threading
 from collections.abc import Iterator
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from archiver.queues.interfaces import SpoolFiles
 
 log = logging.getLogger("archiver.links")
 
@@ -21,16 +24,14 @@ def quiet_blas() -> None:
 
 
 @contextlib.contextmanager
-def compiled_loops_ahead(spool: Path) -> Iterator[None]:
+def compiled_loops_ahead(spool: SpoolFiles | None) -> Iterator[None]:
     """Load the batch's compiled loops (``steps.load_kernels``) in a thread while the batch's
-    modules import and its stores open, if the embedded spool folder ``spool`` holds closed files
-    to read (a run with none never loads numba); the engine's first read waits for them. The
-    thread is joined on exit. A load that fails here fails again, and is reported, at the
-    engine's first checkpoint."""
-    from archiver.queues.spool import SpoolDirectory
-
+    modules import and its stores open, if ``spool`` (None: not looked at) holds closed files to
+    read (a run with none never loads numba); the engine's first read waits for them. The thread
+    is joined on exit. A load that fails here fails again, and is reported, at the engine's first
+    checkpoint."""
     try:
-        to_read = bool(SpoolDirectory(spool).closed())
+        to_read = spool is not None and bool(spool.closed())
     except OSError:  # (unreadable: the batch meets it, and reports it, as it starts)
         to_read = False
     if not to_read:

@@ -129,7 +129,8 @@ def test_the_compiled_loops_load_ahead_only_with_spool_files_to_read(
         (spool / name).write_text("")
     child = ("import json, sys\nfrom pathlib import Path\n"
              "from archiver.links import compiled_loops_ahead\n"
-             "with compiled_loops_ahead(Path(sys.argv[1])):\n    pass\n"
+             "from archiver.queues.spool import SpoolDirectory\n"
+             "with compiled_loops_ahead(SpoolDirectory(Path(sys.argv[1]))):\n    pass\n"
              "kernels = sys.modules.get('archiver.queues.bloomkernel')\n"
              "print(json.dumps(kernels is not None and all(k.signatures for k in ("
              "kernels._murmur3_x64_128, kernels._murmur3_pairs, kernels.test_and_set,"
@@ -143,7 +144,8 @@ def test_a_spool_folder_that_cannot_be_listed_loads_nothing_ahead_and_raises_not
         tmp_path: Path) -> None:
     spool = tmp_path / ("x" * 300)  # listing it fails: "File name too long"
     child = ("import sys\nfrom pathlib import Path\nfrom archiver.links import compiled_loops_ahead\n"
-             "with compiled_loops_ahead(Path(sys.argv[1])):\n    pass\n"
+             "from archiver.queues.spool import SpoolDirectory\n"
+             "with compiled_loops_ahead(SpoolDirectory(Path(sys.argv[1]))):\n    pass\n"
              "print('archiver.queues.bloomkernel' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", child, str(spool)], cwd=ROOT, capture_output=True,
                           text=True, timeout=60, check=True)
