@@ -74,7 +74,10 @@ class LocalEngine:
         self.work = work
         self._pool = ThreadPoolExecutor(self.READERS, thread_name_prefix="links-read")
         # The compiled loops, loaded beside the first reads (which would otherwise wait for them)
-        # once there are files to read, and waited for before the first test.
+        # once there are files to read, and waited for before the first test: in a thread of
+        # their own, so that both readers start at once (a read needs them only past its
+        # columns).
+        self._loader = ThreadPoolExecutor(1, thread_name_prefix="links-kernels")
         self._kernels: Future[None] | None = None
         self._reads: dict[str, Future[steps.ReadFile]] = {}  # spool file -> its read
 
@@ -96,7 +99,7 @@ class LocalEngine:
         bitmaps = [steps.open_slice(work.slices, p, generations[p]) for p in range(partitions)]
         results: list[steps.FileResult] = []
         if files and self._kernels is None:
-            self._kernels = self._pool.submit(steps.load_kernels)
+            self._kernels = self._loader.submit(steps.load_kernels)
         for i, name in enumerate(files):
             self._read_ahead(files[i:i + 1 + self.READ_AHEAD])
             read = self._reads.pop(name).result()
@@ -117,6 +120,7 @@ class LocalEngine:
     def close(self) -> None:
         """Cancel the reads run ahead (waiting for those under way), and drop the slices kept."""
         self._pool.shutdown(wait=True, cancel_futures=True)
+        self._loader.shutdown(wait=True)
         self._reads.clear()
         steps.forget_slices(self.work.slices)
 

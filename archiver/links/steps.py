@@ -185,10 +185,11 @@ def group_end(line_counts: list[int], limit: int) -> int | None:
 
 def read_spool_file(spool: SpoolSource, name: str, partitions: int) -> ReadFile:
     """Read, check and hash one spool file, its keys routed to the ``partitions`` slices."""
-    from archiver.queues.bloomkernel import hash_pairs, hash_strings  # numba: where the batch runs
-
     rule = spool.queue_names
     columns = read_columns(spool.files.read(name), rule, fit=rule.ALWAYS_FIT if rule else "")
+    # numba: where the batch runs; imported here, so that the first reads run while it loads
+    from archiver.queues.bloomkernel import hash_pairs, hash_strings
+
     url_hashes = hash_strings(*string_buffers(columns.urls))
     pair_hashes = hash_pairs(string_buffers(columns.linking_sites), columns.pair_sources,
                              string_buffers(columns.origins), columns.pair_targets)
@@ -217,13 +218,20 @@ def load_kernels() -> None:
     if skip_probe:
         sys.modules[BLAS_PROBE] = None  # type: ignore[assignment]  # (typeshed omits None)
     try:
-        from archiver.queues.bloomkernel import hash_pairs, hash_strings, origin_lengths, test_and_set
+        from archiver.queues.bloomkernel import (
+            first_appearances,
+            hash_pairs,
+            hash_strings,
+            origin_lengths,
+            test_and_set,
+        )
 
         text, offsets = np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64)
         rows = np.zeros(0, dtype=np.intp)
         hash_strings(text, offsets)
         hash_pairs((text, offsets), rows, (text, offsets), rows)
         origin_lengths(text, offsets)
+        first_appearances(np.zeros(0, dtype=np.int64))
         nothing = np.zeros(0, dtype=np.uint64)
         test_and_set(np.zeros(1, dtype=np.uint8), 8, 1, nothing, nothing, np.zeros(0, dtype=bool))
     finally:

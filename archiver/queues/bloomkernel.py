@@ -1,6 +1,6 @@
 """The links batch's loops over millions of keys and URLs, compiled by numba: hashing keys
-(strings, or site pairs joined on the fly), testing and setting their bits in a Bloom bitmap, and
-finding each URL's origin.
+(strings, or site pairs joined on the fly), testing and setting their bits in a Bloom bitmap,
+finding each URL's origin, and the first appearance of each distinct number in an array.
 
 The links batch hashes and tests millions of keys per checkpoint. Key by key in Python (mmh3, one
 bytes object per key) or in whole-array numpy steps (a dozen per bit position), each loop held the
@@ -27,6 +27,7 @@ _ALL = np.uint64((1 << 64) - 1)
 _C1, _C2 = np.uint64(0x87C37B91114253D5), np.uint64(0x4CF5AD432745937F)
 _FMIX1, _FMIX2 = np.uint64(0xFF51AFD7ED558CCD), np.uint64(0xC4CEB9FE1A85EC53)
 _ADD1, _ADD2, _FIVE = np.uint64(0x52DCE729), np.uint64(0x38495AB5), np.uint64(5)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / the golden ratio: Fibonacci hashing's factor
 
 
 def hash_strings(data: NDArray[np.uint8], offsets: NDArray[np.int64]) -> NDArray[np.uint64]:
@@ -141,6 +142,35 @@ def _origin_lengths(data: NDArray[np.uint8], offsets: NDArray[np.int64],
         while at < end and data[at] != 47:  # '/'
             at += 1
         out[j] = min(at, end) - offsets[j]
+
+
+def first_appearances(values: NDArray[np.int64]) -> NDArray[np.intp]:
+    """The index of each distinct value's first appearance in ``values``, in order: what arrow's
+    ``unique`` keeps, found by a hash table of indexes (a tenth of its time)."""
+    size = 2
+    while size < 2 * len(values):
+        size *= 2
+    out = np.empty(len(values), dtype=np.intp)
+    found = _first_appearances(values, np.zeros(size, dtype=np.int64), size.bit_length() - 1, out)
+    return out[:found]
+
+
+@numba.njit(nogil=True, cache=True)
+def _first_appearances(values: NDArray[np.int64], table: NDArray[np.int64], bits: int,
+                       out: NDArray[np.intp]) -> int:
+    # Each slot holds 1 + the index of a value's first appearance (0: empty); a value's first
+    # slot is its Fibonacci hash, then the next ones (linear probing, at most half full).
+    shift, mask = np.uint64(64 - bits), len(table) - 1
+    found = 0
+    for j in range(len(values)):
+        slot = np.int64((np.uint64(values[j]) * _GOLDEN) >> shift)
+        while table[slot] != 0 and values[table[slot] - 1] != values[j]:
+            slot = (slot + 1) & mask
+        if table[slot] == 0:
+            table[slot] = j + 1
+            out[found] = j
+            found += 1
+    return found
 
 
 @numba.njit(nogil=True, cache=True)

@@ -134,7 +134,7 @@ def test_the_compiled_loops_load_ahead_only_with_spool_files_to_read(
              "kernels = sys.modules.get('archiver.queues.bloomkernel')\n"
              "print(json.dumps(kernels is not None and all(k.signatures for k in ("
              "kernels._murmur3_x64_128, kernels._murmur3_pairs, kernels.test_and_set,"
-             " kernels._origin_lengths))))")
+             " kernels._origin_lengths, kernels._first_appearances))))")
     done = subprocess.run([sys.executable, "-c", child, str(spool)], cwd=ROOT, capture_output=True,
                           text=True, timeout=60, check=True)
     assert json.loads(done.stdout) is loaded, done.stderr

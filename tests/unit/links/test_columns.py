@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from archiver.links.columns import REPORTED, line_verdict, normal_form, read_columns
+from archiver.links.columns import _CHUNK, REPORTED, line_verdict, normal_form, read_columns
 from archiver.web import urls
 from tests.support.fuzzing import examples
 from tests.support.urlstrategies import absolute_urls, odd_text
@@ -162,3 +162,12 @@ def test_more_bad_lines_than_reported_are_counted():
 ])
 def test_line_verdict(line, verdict):
     assert line_verdict(line, unfit) == verdict
+
+
+@pytest.mark.parametrize("tail", [b"", b"\n", b"x\tno end"])
+def test_a_file_longer_than_a_step_of_the_line_count_has_every_line_counted(tail):
+    line = b"http://a.test/p\thttp://b.test\t20261122000000\t0\t0\n"
+    body = line * (3 * _CHUNK // len(line) + 1) + tail   # lines across the steps' seams
+    columns = read_columns(body, None)
+    assert columns.lines == body.count(b"\n") + (not body.endswith(b"\n"))
+    assert len(columns.urls) == body.count(line)

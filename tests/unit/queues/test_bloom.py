@@ -19,7 +19,7 @@ from archiver.queues.bloom import (
     optimal_hashes,
     read_header,
 )
-from archiver.queues.bloomkernel import hash_pairs, hash_strings, origin_lengths
+from archiver.queues.bloomkernel import first_appearances, hash_pairs, hash_strings, origin_lengths
 from tests.support.fuzzing import examples
 
 
@@ -204,6 +204,16 @@ def test_compiled_pair_hashes_are_those_of_the_joined_keys(first, second, pairs,
 def test_origin_lengths_end_at_the_first_slash_after_the_scheme(found, before):
     got = origin_lengths(*_column([url.encode() for url in found], before))
     assert got.tolist() == [len(url) if url.find("/", 8) < 0 else url.find("/", 8) for url in found]
+
+
+@given(st.lists(st.integers(-2**63, 2**63 - 1) | st.sampled_from([0, -1, 7, 2**40, -2**63]),
+                max_size=300))
+def test_first_appearances_keep_each_distinct_value_once_in_order(values):
+    got = first_appearances(np.array(values, dtype=np.int64))
+    first: dict[int, int] = {}
+    for at, value in enumerate(values):
+        first.setdefault(value, at)
+    assert got.dtype == np.intp and got.tolist() == list(first.values())
 
 
 @settings(max_examples=examples(100), deadline=None)
