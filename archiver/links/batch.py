@@ -305,7 +305,7 @@ class LinkBatch:
         if commit is not None:
             commit.result()
 
-    def _commit_checkpoint(self, results: list[steps.FileResult], new_lines: dict[str, bytes],
+    def _commit_checkpoint(self, results: list[steps.FileResult], new_lines: dict[str, memoryview],
                            inlinks: dict[str, int], marks: dict[str, tuple[int, float]],
                            previous: list[int], generations: list[int], push: bool) -> None:
         """Steps 2-4 of a checkpoint (see the module docstring), in the committer thread: the

@@ -823,7 +823,7 @@ class EmbeddedCrawlQueues:
         _queue_name(origin)  # the origin must be able to have a crawl queue
         self.append_lines(origin, b"".join(_line(url, depth) for url, depth in entries), sync=sync)
 
-    def append_lines(self, origin: str, lines: bytes, *, sync: bool = True) -> None:
+    def append_lines(self, origin: str, lines: bytes | memoryview, *, sync: bool = True) -> None:
         if lines:
             self.inboxes.stage(origin, lines)
         if sync:

@@ -55,9 +55,9 @@ class InboxDatabase:
         self._writer: sqlite3.Connection | None = None
         self._probe_lock = threading.Lock()
         self._probe: sqlite3.Connection | None = None
-        self._staged: list[tuple[str, bytes]] = []
+        self._staged: list[tuple[str, bytes | memoryview]] = []
 
-    def stage(self, origin: str, lines: bytes) -> None:
+    def stage(self, origin: str, lines: bytes | memoryview) -> None:
         """Keep ``lines`` (whole ``depth<TAB>url\\n`` lines) for ``origin`` until ``commit``."""
         self._staged.append((origin, lines))
 

@@ -148,9 +148,10 @@ class CrawlQueues(Protocol):
         """Queue (url, depth) pairs for ``origin`` from outside its visit (merged at its next turn);
         with ``sync`` False they may wait for ``sync`` (many sites' appends made durable at once)."""
 
-    def append_lines(self, origin: str, lines: bytes, *, sync: bool = True) -> None:
+    def append_lines(self, origin: str, lines: bytes | memoryview, *, sync: bool = True) -> None:
         """``append`` for many URLs already checked (the links batch's: normalised, their site
-        fit for a crawl queue): whole ``depth<TAB>url\\n`` lines, as the inboxes keep them."""
+        fit for a crawl queue): whole ``depth<TAB>url\\n`` lines, as the inboxes keep them (a
+        view, held until ``sync``, or bytes)."""
 
     def sync(self) -> None:
         """Make every append made with ``sync`` False durable."""

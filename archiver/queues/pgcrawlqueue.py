@@ -347,9 +347,9 @@ class PgCrawlQueues:
         if sync:
             self.sync()
 
-    def append_lines(self, origin: str, lines: bytes, *, sync: bool = True) -> None:
+    def append_lines(self, origin: str, lines: bytes | memoryview, *, sync: bool = True) -> None:
         rows = []
-        for line in lines.splitlines(keepends=True):  # as the embedded inboxes read them
+        for line in bytes(lines).splitlines(keepends=True):  # as the embedded inboxes read them
             entry = parse_entry(line) if line.endswith(b"\n") else None
             if entry is None:
                 raise ValueError(f"not a depth<TAB>url line for {origin}: {line[:100]!r}")

@@ -110,8 +110,8 @@ def by_site(*results: steps.FileResult) -> dict[str, list[str]]:
     """The new URLs of each site, from its inbox lines (depth 0)."""
     out = {}
     for site, lines in steps.inbox_lines(list(results)).items():
-        assert all(line.startswith("0\t") for line in lines.decode().splitlines())
-        out[site] = [line.removeprefix("0\t") for line in lines.decode().splitlines()]
+        assert all(line.startswith("0\t") for line in bytes(lines).decode().splitlines())
+        out[site] = [line.removeprefix("0\t") for line in bytes(lines).decode().splitlines()]
     return out
 
 
