@@ -14,13 +14,12 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, ParamSpec, TypeVar
 
 import trio
 
 from archiver.config import Config
 from archiver.crawl.addressslots import AddressSlots
-from archiver.crawl.cluster import ClusterMember
 from archiver.crawl.context import CrawlContext
 from archiver.crawl.pluginhost import PluginHost, describe, load_focus, load_plugins
 from archiver.crawl.policy import Outcome
@@ -32,7 +31,6 @@ from archiver.dns.resolver import DnsResolver
 from archiver.logs import event
 from archiver.queues.crawlqueue import CrawlQueueBusy
 from archiver.queues.interfaces import CrawlQueueStore, SiteQueueStore
-from archiver.queues.pgsitequeue import PgSiteQueue
 from archiver.queues.revisits import RevisitSchedule
 from archiver.queues.sitequeue import process_for
 from archiver.service import Service
@@ -43,6 +41,9 @@ from archiver.store.status import summary_line
 from archiver.stores import EmbeddedStores, SharedStores, open_stores
 from archiver.web import urls
 from archiver.web.sheets import sheet_for
+
+if TYPE_CHECKING:  # (imported where used: an embedded crawler never loads the PostgreSQL driver)
+    from archiver.crawl.cluster import ClusterMember
 
 log = logging.getLogger("archiver.crawl.crawler")
 P = ParamSpec("P")
@@ -174,6 +175,8 @@ class Crawler:
         if isinstance(stores, EmbeddedStores):
             recover(config, stores, process, self.catalog)
         else:
+            from archiver.crawl.cluster import ClusterMember
+
             self.cluster = ClusterMember(config, stores, process, self.catalog)
             self.cluster.recover()
         self.bundle = stores.bundle_writer(process)
@@ -491,6 +494,8 @@ class Crawler:
     async def _renew(self, cluster: ClusterMember) -> None:
         """Renew the site leases and the heartbeat at a third of the TTL; declare lost the
         bundles of crawlers that stopped beating. A lost lease wakes its visit, which stops."""
+        from archiver.queues.pgsitequeue import PgSiteQueue
+
         assert isinstance(self.queue, PgSiteQueue)
         queue = self.queue
         while True:

@@ -82,6 +82,16 @@ def test_embedded_lookups_import_nothing_heavy(embedded: Path, verb: list[str], 
     assert loaded == []
 
 
+def test_an_embedded_crawler_does_not_load_the_postgresql_driver(embedded: Path) -> None:
+    # psycopg and the shared stores' modules cost a crawler process about 7 MiB it never uses.
+    child = ("import sys\nfrom archiver import config\nfrom archiver.crawl.crawler import Crawler\n"
+             "crawler = Crawler(config.load(sys.argv[1]))\ncrawler.close()\n"
+             "print(sorted(m for m in ('psycopg', 'boto3', 'dask') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", child, str(embedded)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.splitlines()[-1] == "[]", done.stdout + done.stderr
+
+
 def test_a_links_run_with_nothing_to_read_does_not_load_the_compiled_loops(tmp_path: Path) -> None:
     # numba costs 0.45 s and 135 MiB to load: only a run with spool files to read needs it.
     path = tmp_path / "archiver.toml"
