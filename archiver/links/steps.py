@@ -122,7 +122,7 @@ def inbox_lines(results: list[FileResult]) -> dict[str, memoryview]:
     of them all; sites in key order (the order the databases take their rows fastest in)."""
     if not sum(r.new_url_count for r in results):
         return {}
-    # The work stays in arrow and numpy: Python makes one bytes object per site, none per URL.
+    # The work stays in arrow and numpy: Python makes one view per site, no object per URL.
     # Every file's sites under one numbering, the sites' rank in key order: each URL's key.
     sites = pa.concat_arrays([r.origins for r in results]).dictionary_encode()
     names = sites.dictionary
