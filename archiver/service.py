@@ -8,6 +8,8 @@ The crawler, the DNS service, the links batch and replay each run their main tas
   deadline, cancels it.
 - SIGHUP reads the config file again (``archiver.reload.reread``): ``config`` holds the new one
   and ``on_reload`` runs; a file that fails validation changes nothing.
+- What the main task raises comes out of ``run`` as it is, not in the nursery's exception group:
+  the command reports an error it knows in a line (a slice cut short, a store that fails).
 
 A process lock, where a role needs one (a crawler process number, the links batch), is taken by
 the object that owns the state, through ``Stores.lock``, before it reads that state.
@@ -51,16 +53,23 @@ class Service:
         self._cancelled = False
 
     async def run(self, main: Callable[[], Awaitable[object]]) -> None:
-        """Run ``main`` with the signal watcher beside it."""
+        """Run ``main`` with the signal watcher beside it. What ``main`` raises comes out as it is
+        (not in a nursery's exception group), for the command to report in a line."""
         finished = False
+        failed: Exception | None = None
         with trio.open_signal_receiver(*STOP_SIGNALS, signal.SIGHUP) as signals:
             async with trio.open_nursery() as nursery:
                 self._scope = nursery.cancel_scope
                 nursery.start_soon(self._watch, signals)
                 event(log, logging.INFO, "service-ready", stop="SIGTERM,SIGINT", reload="SIGHUP")
-                await main()
-                finished = True
+                try:
+                    await main()
+                    finished = True
+                except Exception as e:  # (a cancellation is no Exception: it goes on up)
+                    failed = e
                 nursery.cancel_scope.cancel()
+        if failed is not None:
+            raise failed
         if not finished and not self._cancelled and self.stopping.is_set():
             self.drain_expired = True
             event(log, logging.WARNING, "drain-timeout", seconds=self._drain_timeout(self.config))

@@ -103,3 +103,11 @@ def test_a_role_lock_is_held_until_released(tmp_path):
     crawler.release()
     stores.lock("links").release()
     stores.lock("crawl", 3).release()
+
+
+async def test_what_the_main_task_raises_comes_out_as_it_is(tmp_path):
+    async def main():
+        raise RuntimeError("the archive's state is unreadable")
+
+    with pytest.raises(RuntimeError, match="state is unreadable"):   # not in an exception group
+        await Service(write_config(tmp_path)).run(main)

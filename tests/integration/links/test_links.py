@@ -81,6 +81,22 @@ def test_a_missing_slice_is_a_clear_error(tmp_path):
     assert "archiver links reshard" in done.stderr
 
 
+def test_a_slice_cut_short_is_a_one_line_error_when_the_run_reads_it(tmp_path):
+    cfg = links_config(tmp_path)
+    write_spool(cfg.root, "0-20261122000000-00001.tsv", ["http://a.test/\thttp://x.test\t20261122000000"])
+    assert run_batch(cfg, once=True).new_urls == 1
+    with (cfg.root / "links" / "slice-1of4-1.bloom").open("r+b") as f:
+        f.truncate(100)                                  # found out only once the run loads it
+    write_spool(cfg.root, "0-20261122000000-00002.tsv", ["http://b.test/\thttp://x.test\t20261122000000"])
+    done = subprocess.run([*ARCHIVER, "links", "run", "--once", "--config", str(cfg.path)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (
+        f"archiver: links: {cfg.root / 'links' / 'slice-1of4-1.bloom'}: not a slice this batch "
+        "wrote: Bloom layer: truncated bits")
+    assert "Traceback" not in done.stderr
+
+
 # -- two crawler processes fed by the batch -----------------------------------------------
 
 async def crawl_round(cfg: config.Config) -> None:
