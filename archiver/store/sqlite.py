@@ -63,7 +63,8 @@ def open_writer(path: Path, timeout: float, *, wal: bool = True, cache_mib: int 
     page cache of up to that size instead of SQLite's 2 MiB, for a file written all over at once
     (a links checkpoint's rows for every site: it took 40 % longer with the default at 100,000
     sites). ``page_size``: the page size of a file created here (SQLite's is 4 KiB; a file
-    that exists keeps its own)."""
+    that exists keeps its own). A file SQLite cannot use (not a database, say) raises its error
+    with the file's name in front."""
     conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
     try:
         if page_size:
@@ -74,10 +75,21 @@ def open_writer(path: Path, timeout: float, *, wal: bool = True, cache_mib: int 
         conn.execute("PRAGMA synchronous=NORMAL")
         if cache_mib:
             conn.execute(f"PRAGMA cache_size = {-1024 * cache_mib}")
+    except sqlite3.DatabaseError as e:
+        conn.close()
+        raise _naming(e, path) from e
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _naming(error: sqlite3.DatabaseError, path: Path) -> sqlite3.DatabaseError:
+    """``error`` again, its message led by the file's name (SQLite's own never names it), its
+    codes kept (``store.offloop.is_busy`` reads them)."""
+    named = type(error)(f"{path}: {error}")
+    named.sqlite_errorcode, named.sqlite_errorname = error.sqlite_errorcode, error.sqlite_errorname
+    return named
 
 
 def open_reader(path: Path, timeout: float) -> sqlite3.Connection:

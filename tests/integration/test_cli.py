@@ -164,7 +164,8 @@ def test_a_store_that_fails_is_named_with_exit_status_1(tmp_path, verb, named):
     config.write_text(f'[archive]\nroot = "{tmp_path / "archive"}"\n')
     done = archiver_here_text(*verb, "--config", str(config))
     assert (done.returncode, done.stdout) == (1, "")
-    assert done.stderr == f"archiver: {named}: file is not a database\n"
+    state = tmp_path / "archive" / "links" / "state.sqlite"
+    assert done.stderr == f"archiver: {named}: {state}: file is not a database\n"
 
 
 def test_a_listing_cut_short_by_its_reader_ends_quietly(tmp_path):

@@ -1,8 +1,10 @@
-"""``store.sqlite.insert_rows``: many rows a statement give what one row a statement gives."""
+"""``store.sqlite.insert_rows``: many rows a statement give what one row a statement gives; a file
+that is not a database is named in the error ``open_writer`` raises."""
 
 import sqlite3
 from contextlib import closing
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -44,3 +46,12 @@ def test_insert_rows_equals_one_row_a_statement(rows):
     expected = _tables(by_statements)
     assert _tables(by_rows) == expected
     assert len(expected[0]) == len(rows)
+
+
+def test_a_file_that_is_not_a_database_is_named_in_the_error(tmp_path):
+    path = tmp_path / "state.sqlite"
+    path.write_bytes(b"garbage, not a database " * 100)
+    with pytest.raises(sqlite3.DatabaseError) as raised:
+        sqlite.open_writer(path, 1.0)
+    assert str(raised.value) == f"{path}: file is not a database"
+    assert raised.value.sqlite_errorname == "SQLITE_NOTADB"        # the codes kept
