@@ -118,6 +118,8 @@ def cmd_crawl(args: argparse.Namespace) -> int:
         crawler = Crawler(cfg, process=args.process, until_idle=args.until_idle)
     except (ProcessBusy, PluginError) as e:
         return _fail(str(e))
+    except _storage_errors() as e:
+        return _store_failure("crawl", e)
     if args.recrawl and not args.seeds:
         print(f"recrawl: {crawler.queue.recrawl()} finished sites queued again")
     trio.run(crawler.run)

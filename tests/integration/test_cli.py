@@ -168,6 +168,18 @@ def test_a_store_that_fails_is_named_with_exit_status_1(tmp_path, verb, named):
     assert done.stderr == f"archiver: {named}: {state}: file is not a database\n"
 
 
+def test_a_crawler_whose_site_queue_is_not_a_database_names_it_with_exit_status_1(tmp_path):
+    queue = queue_path(tmp_path / "archive", 0)
+    queue.parent.mkdir(parents=True)
+    queue.write_bytes(b"not a database " * 20)
+    config = tmp_path / "archiver.toml"
+    config.write_text(f'[archive]\nroot = "{tmp_path / "archive"}"\n')
+    done = archiver_here_text("crawl", "--until-idle", "--config", str(config))
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == f"archiver: crawl: {queue}: file is not a database"
+    assert "Traceback" not in done.stderr
+
+
 def test_a_listing_cut_short_by_its_reader_ends_quietly(tmp_path):
     (tmp_path / "archiver.toml").write_text('[archive]\nroot = "archive"\n')
     with SiteQueue(queue_path(tmp_path / "archive", 0)) as queue:
