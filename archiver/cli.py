@@ -1102,6 +1102,8 @@ def main(argv: list[str] | None = None) -> int:
     except _store_errors() as e:
         # a store the config names cannot be used
         return _fail(str(e))
+    except sqlite3.DatabaseError as e:  # an archive's SQLite file that cannot be read (corrupt)
+        return _store_failure(args.verb, e)
     except BrokenPipeError:  # the reader went away (``| head``): stop quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by it

@@ -93,10 +93,20 @@ def _naming(error: sqlite3.DatabaseError, path: Path) -> sqlite3.DatabaseError:
 
 
 def open_reader(path: Path, timeout: float) -> sqlite3.Connection:
-    """A read-only connection to the existing file ``path``."""
+    """A read-only connection to the existing file ``path``; a file that is no database (or
+    whose header is damaged) raises its error here, named as ``open_writer`` names it (a busy
+    file is left to the caller's first statement)."""
     uri = f"{Path(path).resolve().as_uri()}?mode=ro"
-    return sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None,
+    conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None,
                            check_same_thread=False)
+    try:
+        conn.execute("PRAGMA schema_version")  # reads the file's header
+    except sqlite3.OperationalError:
+        pass
+    except sqlite3.DatabaseError as e:
+        conn.close()
+        raise _naming(e, path) from e
+    return conn
 
 
 @contextlib.contextmanager

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from archiver.queues.sitequeue import SiteQueue, queue_path
+from archiver.store.dnshistory import Observation
+from archiver.stores import open_stores
 from demoweb import WebSpec, run_demo_process
 from tests.support.crawls import (
     captures,
@@ -22,6 +24,9 @@ from tests.support.crawls import (
     write_seeds,
 )
 from tests.support.repo import ARCHIVER, archiver_here, archiver_here_text
+from tests.support.storemodes import BASE, DATE, entries_of, write_bundles
+
+PAGE = "http://example.org/doc"
 
 
 def archiver(*args: str, **kw) -> subprocess.CompletedProcess[str]:
@@ -177,6 +182,35 @@ def test_a_crawler_whose_site_queue_is_not_a_database_names_it_with_exit_status_
     done = archiver_here_text("crawl", "--until-idle", "--config", str(config))
     assert done.returncode == 1
     assert done.stderr.splitlines()[-1] == f"archiver: crawl: {queue}: file is not a database"
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("verb", "damaged"), [
+    (["catalog", "closest", PAGE, "--at", "2030"], "catalog"),
+    (["dns", "lookup", "example.org", "--at", "2030"], "dns"),
+])
+def test_a_lookup_in_a_file_that_is_no_longer_a_database_is_one_line_naming_it(tmp_path, verb,
+                                                                                damaged):
+    config = tmp_path / "archiver.toml"
+    config.write_text(BASE.replace('root = "archive"', f'root = "{tmp_path / "archive"}"'))
+    stores = open_stores(load(config))
+    with stores.catalog() as catalog:
+        catalog.add(entries_of(write_bundles(stores.warc_directory(), {PAGE: b"hello"})))
+    history = stores.dns_history()
+    try:
+        history.record(Observation("example.org", "example.org", (), ("192.0.2.7",), 300.0),
+                       DATE.timestamp(), next_check=DATE.timestamp() + 300)
+    finally:
+        history.close()
+    files = {"catalog": next((tmp_path / "archive" / "catalog").glob("*.sqlite")),
+             "dns": tmp_path / "archive" / "dns.sqlite"}
+    assert archiver_here_text(*verb, "--config", str(config)).returncode == 0
+    with files[damaged].open("r+b") as f:
+        f.write(b"no longer a database")                       # over SQLite's header
+    done = archiver_here_text(*verb, "--config", str(config))
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (f"archiver: {verb[0]}: {files[damaged]}: file is not "
+                                            "a database")
     assert "Traceback" not in done.stderr
 
 

@@ -1,5 +1,5 @@
 """``store.sqlite.insert_rows``: many rows a statement give what one row a statement gives; a file
-that is not a database is named in the error ``open_writer`` raises."""
+that is not a database is named in the error ``open_writer`` or ``open_reader`` raises."""
 
 import sqlite3
 from contextlib import closing
@@ -51,7 +51,8 @@ def test_insert_rows_equals_one_row_a_statement(rows):
 def test_a_file_that_is_not_a_database_is_named_in_the_error(tmp_path):
     path = tmp_path / "state.sqlite"
     path.write_bytes(b"garbage, not a database " * 100)
-    with pytest.raises(sqlite3.DatabaseError) as raised:
-        sqlite.open_writer(path, 1.0)
-    assert str(raised.value) == f"{path}: file is not a database"
-    assert raised.value.sqlite_errorname == "SQLITE_NOTADB"        # the codes kept
+    for open_ in (sqlite.open_writer, sqlite.open_reader):
+        with pytest.raises(sqlite3.DatabaseError) as raised:
+            open_(path, 1.0)
+        assert str(raised.value) == f"{path}: file is not a database"
+        assert raised.value.sqlite_errorname == "SQLITE_NOTADB"    # the codes kept
