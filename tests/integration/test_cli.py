@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 
 from archiver.queues.sitequeue import SiteQueue, queue_path
-from archiver.store.dnshistory import Observation
-from archiver.stores import open_stores
 from demoweb import WebSpec, run_demo_process
 from tests.support.crawls import (
     captures,
@@ -24,9 +22,7 @@ from tests.support.crawls import (
     write_seeds,
 )
 from tests.support.repo import ARCHIVER, archiver_here, archiver_here_text
-from tests.support.storemodes import BASE, DATE, entries_of, write_bundles
-
-PAGE = "http://example.org/doc"
+from tests.support.storemodes import LOOKED_UP, lookup_archive
 
 
 def archiver(*args: str, **kw) -> subprocess.CompletedProcess[str]:
@@ -186,22 +182,12 @@ def test_a_crawler_whose_site_queue_is_not_a_database_names_it_with_exit_status_
 
 
 @pytest.mark.parametrize(("verb", "damaged"), [
-    (["catalog", "closest", PAGE, "--at", "2030"], "catalog"),
+    (["catalog", "closest", LOOKED_UP, "--at", "2030"], "catalog"),
     (["dns", "lookup", "example.org", "--at", "2030"], "dns"),
 ])
 def test_a_lookup_in_a_file_that_is_no_longer_a_database_is_one_line_naming_it(tmp_path, verb,
                                                                                 damaged):
-    config = tmp_path / "archiver.toml"
-    config.write_text(BASE.replace('root = "archive"', f'root = "{tmp_path / "archive"}"'))
-    stores = open_stores(load(config))
-    with stores.catalog() as catalog:
-        catalog.add(entries_of(write_bundles(stores.warc_directory(), {PAGE: b"hello"})))
-    history = stores.dns_history()
-    try:
-        history.record(Observation("example.org", "example.org", (), ("192.0.2.7",), 300.0),
-                       DATE.timestamp(), next_check=DATE.timestamp() + 300)
-    finally:
-        history.close()
+    config = lookup_archive(tmp_path)
     files = {"catalog": next((tmp_path / "archive" / "catalog").glob("*.sqlite")),
              "dns": tmp_path / "archive" / "dns.sqlite"}
     assert archiver_here_text(*verb, "--config", str(config)).returncode == 0

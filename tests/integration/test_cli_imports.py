@@ -13,15 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from archiver import config
-from archiver.store.dnshistory import Observation
-from archiver.stores import open_stores
 from tests.support.repo import ROOT
-from tests.support.storemodes import BASE, DATE, entries_of, write_bundles
+from tests.support.storemodes import LOOKED_UP, lookup_archive
 
 HEAVY = ("trio", "psycopg", "boto3", "botocore", "dask", "pyarrow", "numpy", "numba",
          "archiver.crawl.crawler", "archiver.dns.service")
-PAGE = "http://example.org/doc"
+PAGE = LOOKED_UP
 
 # Runs ``archiver.cli.main(ARGS)``; prints its exit status and the heavy modules then loaded.
 CHILD = f"""
@@ -55,20 +52,7 @@ def test_help_imports_nothing_heavy() -> None:
 @pytest.fixture(scope="module")
 def embedded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The config of an embedded archive with one capture of PAGE and one DNS answer."""
-    folder = tmp_path_factory.mktemp("embedded")
-    path = folder / "archiver.toml"
-    path.write_text(BASE.replace('root = "archive"', f'root = "{folder / "archive"}"'))
-    stores = open_stores(config.load(path))
-    bundles = write_bundles(stores.warc_directory(), {PAGE: b"hello"})
-    with stores.catalog() as catalog:
-        catalog.add(entries_of(bundles))
-    history = stores.dns_history()
-    try:
-        history.record(Observation("example.org", "example.org", (), ("192.0.2.7",), 300.0),
-                       DATE.timestamp(), next_check=DATE.timestamp() + 300)
-    finally:
-        history.close()
-    return path
+    return lookup_archive(tmp_path_factory.mktemp("embedded"))
 
 
 @pytest.mark.parametrize(("verb", "answer"), [

@@ -24,6 +24,7 @@ from archiver.config import WarcConfig
 from archiver.queues.sitequeue import SiteQueue, queue_path
 from archiver.store.bundles import BundleWriter
 from archiver.store.catalog import Capture
+from archiver.store.dnshistory import Observation
 from archiver.store.objectstore import S3Store
 from archiver.store.shipping import ship_closed
 from archiver.store.warcindex import index_warc
@@ -130,3 +131,24 @@ def write_bundles(directory: Path, pages: dict[str, bytes], *, max_size: int = 4
 def entries_of(bundles: list[Path]) -> list[Capture]:
     """The catalog entries of ``bundles``, in file order."""
     return [capture for path in bundles for capture in index_warc(path)]
+
+
+LOOKED_UP = "http://example.org/doc"  # the one page of ``lookup_archive``
+
+
+def lookup_archive(folder: Path) -> Path:
+    """The config (in ``folder``) of an embedded archive with one capture of LOOKED_UP and one
+    DNS answer for example.org (192.0.2.7), as the lookup commands read them."""
+    path = folder / "archiver.toml"
+    path.write_text(BASE.replace('root = "archive"', f'root = "{folder / "archive"}"'))
+    stores = open_stores(config.load(path))
+    bundles = write_bundles(stores.warc_directory(), {LOOKED_UP: b"hello"})
+    with stores.catalog() as catalog:
+        catalog.add(entries_of(bundles))
+    history = stores.dns_history()
+    try:
+        history.record(Observation("example.org", "example.org", (), ("192.0.2.7",), 300.0),
+                       DATE.timestamp(), next_check=DATE.timestamp() + 300)
+    finally:
+        history.close()
+    return path
