@@ -129,7 +129,10 @@ class SliceCounts:
 class LinkBatch:
     """One run of the batch over an archive root; use as a context manager."""
 
-    def __init__(self, config: Config, *, progress_interval: float = 5.0) -> None:
+    def __init__(self, config: Config, *, progress_interval: float = 5.0,
+                 rebuilding: bool = False) -> None:
+        """``rebuilding``: for a reshard, which replaces the slices in force: one that is missing
+        or damaged is logged (``slice-unreadable``), not an error."""
         self.config = config
         self.stores = open_stores(config)
         self.shared = isinstance(self.stores, SharedStores)
@@ -144,7 +147,7 @@ class LinkBatch:
             self.progress_interval = progress_interval
             self.stop_requested = threading.Event()
             self.slices, self.generations = self._open_slices()
-            self.counts = self._slice_counts()
+            self.counts = self._slice_counts(rebuilding=rebuilding)
             self.engine: Engine = open_engine(config, self._work(self.slices))
             opened.callback(self.engine.close)
             self._site_queues: dict[int, SiteQueueStore] = {}
@@ -210,15 +213,21 @@ class LinkBatch:
                        f"--partitions {wanted}` to rebuild them")
         return slices, generations
 
-    def _slice_counts(self) -> SliceCounts:
-        """Each slice's size and keys, logged with its false-positive rate at design load and now."""
+    def _slice_counts(self, *, rebuilding: bool = False) -> SliceCounts:
+        """Each slice's size and keys, logged with its false-positive rate at design load and now;
+        with ``rebuilding``, a slice that cannot be read counts as empty (see ``__init__``)."""
         counts = SliceCounts([], [], [])
         design_keys = self.config.links.expected_urls / self.slices.partitions
         for p, generation in enumerate(self.generations):
-            if generation == self.slices.empty_at:
-                bits, hashes, keys = self.slices.bits, self.slices.hashes, 0
-            else:
-                bits, hashes, _, keys = self.slices.header(p, generation)
+            bits, hashes, keys = self.slices.bits, self.slices.hashes, 0
+            if generation != self.slices.empty_at:
+                try:
+                    bits, hashes, _, keys = self.slices.header(p, generation)
+                except RuntimeError as e:
+                    if not rebuilding:
+                        raise
+                    event(log, logging.WARNING, "slice-unreadable", error=str(e),
+                          note="the reshard rebuilds it from the spool files done")
             counts.bits.append(bits)
             counts.hashes.append(hashes)
             counts.keys.append(keys)
@@ -463,7 +472,7 @@ class ReshardError(Exception):
 
 def reshard_batch(config: Config, partitions: int, *, allow_missing: bool) -> Totals:
     """``archiver links reshard``: SIGTERM/SIGINT stop it (ReshardError), the old slices in force."""
-    with LinkBatch(config) as batch:
+    with LinkBatch(config, rebuilding=True) as batch:
         service = Service(config, on_stop=batch.stop_requested.set)
         trio.run(service.run, partial(trio.to_thread.run_sync, partial(
             batch.reshard, partitions, allow_missing=allow_missing)))

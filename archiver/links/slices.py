@@ -89,10 +89,16 @@ def _empty(store: SliceStore) -> BloomBitmap:
     return BloomBitmap(store.bits, store.hashes)
 
 
+_REBUILD = "restore it, or rebuild every slice from the spool files done with `archiver links reshard`"
+
+
 def _missing(where: str, p: int, generation: int) -> RuntimeError:
     return RuntimeError(f"{where} is missing: the links state says slice {p} is at generation "
-                        f"{generation}; restore it, or rebuild every slice from the spool files "
-                        "done with `archiver links reshard`")
+                        f"{generation}; {_REBUILD}")
+
+
+def _damaged(where: str, error: ValueError) -> RuntimeError:
+    return RuntimeError(f"{where}: not a slice this batch wrote: {error}; {_REBUILD}")
 
 
 @dataclass(frozen=True)
@@ -124,7 +130,7 @@ class SliceFiles:
         except FileNotFoundError:
             raise _missing(str(path), p, generation) from None
         except ValueError as e:
-            raise RuntimeError(f"{path}: not a slice this batch wrote: {e}") from None
+            raise _damaged(str(path), e) from None
 
     def header(self, p: int, generation: int) -> LayerHeader:
         path = self.path(p, generation)
@@ -134,7 +140,7 @@ class SliceFiles:
         except FileNotFoundError:
             raise _missing(str(path), p, generation) from None
         except ValueError as e:
-            raise RuntimeError(f"{path}: not a slice this batch wrote: {e}") from None
+            raise _damaged(str(path), e) from None
 
     def save(self, p: int, generation: int, bitmap: BloomBitmap) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -191,8 +197,7 @@ class SliceObjects:
         except NoSuchObject:
             raise _missing(self.location(p, generation), p, generation) from None
         except ValueError as e:
-            raise RuntimeError(f"{self.location(p, generation)}: not a slice this batch wrote: {e}"
-                               ) from None
+            raise _damaged(self.location(p, generation), e) from None
 
     def header(self, p: int, generation: int) -> LayerHeader:
         key = self.key(p, generation)
@@ -201,8 +206,7 @@ class SliceObjects:
         except NoSuchObject:
             raise _missing(self.location(p, generation), p, generation) from None
         except ValueError as e:
-            raise RuntimeError(f"{self.location(p, generation)}: not a slice this batch wrote: {e}"
-                               ) from None
+            raise _damaged(self.location(p, generation), e) from None
 
     def save(self, p: int, generation: int, bitmap: BloomBitmap) -> None:
         self.scratch.mkdir(parents=True, exist_ok=True)

@@ -81,6 +81,24 @@ def test_a_missing_slice_is_a_clear_error(tmp_path):
     assert "archiver links reshard" in done.stderr
 
 
+def test_a_missing_or_damaged_slice_is_rebuilt_by_the_reshard_its_error_names(tmp_path):
+    cfg = links_config(tmp_path)
+    write_spool(cfg.root, "0-20261122000000-00001.tsv", ["http://a.test/\thttp://x.test\t20261122000000"])
+    assert run_batch(cfg, once=True).new_urls == 1
+    (cfg.root / "links" / "slice-2of4-1.bloom").unlink()
+    (cfg.root / "links" / "slice-0of4-1.bloom").write_bytes(b"damaged")
+    run = subprocess.run([*ARCHIVER, "links", "run", "--once", "--config", str(cfg.path)],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert run.returncode == 1 and "`archiver links reshard`" in run.stderr
+    reshard = subprocess.run([*ARCHIVER, "links", "reshard", "--partitions", "4", "--config",
+                              str(cfg.path)], capture_output=True, text=True, timeout=60, check=False)
+    assert reshard.returncode == 0, reshard.stderr
+    assert reshard.stderr.count("event=slice-unreadable") == 2
+    write_spool(cfg.root, "0-20261122000000-00002.tsv", ["http://a.test/\thttp://x.test\t20261122000000",
+                                                         "http://b.test/\thttp://x.test\t20261122000000"])
+    assert run_batch(cfg, once=True).new_urls == 1          # a.test/ is in the rebuilt slices
+
+
 def test_a_slice_cut_short_is_a_one_line_error_when_the_run_reads_it(tmp_path):
     cfg = links_config(tmp_path)
     write_spool(cfg.root, "0-20261122000000-00001.tsv", ["http://a.test/\thttp://x.test\t20261122000000"])
@@ -93,7 +111,8 @@ def test_a_slice_cut_short_is_a_one_line_error_when_the_run_reads_it(tmp_path):
     assert done.returncode == 1
     assert done.stderr.splitlines()[-1] == (
         f"archiver: links: {cfg.root / 'links' / 'slice-1of4-1.bloom'}: not a slice this batch "
-        "wrote: Bloom layer: truncated bits")
+        "wrote: Bloom layer: truncated bits; restore it, or rebuild every slice from the spool files "
+        "done with `archiver links reshard`")
     assert "Traceback" not in done.stderr
 
 
