@@ -191,7 +191,7 @@ def read_columns(data: bytes, unfit: Unfit | None, *, fit: str = "") -> SpoolCol
 
 
 def _newlines(data: bytes) -> int:
-    """How many ``\n`` the text holds, counted a megabyte at a time: the flags of a whole file at
+    """How many ``\\n`` the text holds, counted a megabyte at a time: the flags of a whole file at
     once took fresh memory for every file read (10 MB of page faults; bytes.count holds the GIL)."""
     text = np.frombuffer(data, dtype=np.uint8)
     return sum(int(np.count_nonzero(text[at:at + _CHUNK] == ord("\n")))
