@@ -36,7 +36,8 @@ are in its inbox at once. The dirty marks are committed with the ledger, so a ki
 loses nothing: the next run pushes them first.
 
 Steps (2)-(4) run in a committer thread while the engine runs step (1) of the next checkpoint:
-mostly SQLite and fsync, outside the GIL, beside reading and bit work. One commit at a time, in
+putting the group's new URLs, in-links and marks together by site (mostly numpy and a compiled
+loop), then SQLite and fsync, outside the GIL, beside reading and bit work. One commit at a time, in
 order, and a commit starts only once the one before it is in. A kill then may also leave the next
 generation of the slices saved: stale like the others, and removed at the next start.
 
@@ -156,8 +157,6 @@ class LinkBatch:
             # it writes to is closed.
             self._committer = ThreadPoolExecutor(1, thread_name_prefix="links-commit")
             opened.callback(self._committer.shutdown)
-            self._assembler = ThreadPoolExecutor(1, thread_name_prefix="links-lines")
-            opened.callback(self._assembler.shutdown)
             self._commit: Future[None] | None = None
             self._last_progress = time.monotonic()
             self._reading = (0, 0, 0)  # this checkpoint so far: files, lines, slices done
@@ -291,12 +290,6 @@ class LinkBatch:
         self._reading = (0, 0, 0)
         started = time.monotonic()
         results = self.engine.checkpoint(files, self.generations)
-        # The new URLs put together here, while the commit before this one runs; the sites' lines
-        # in a thread of their own, beside their counts and marks (both mostly in arrow, outside
-        # the GIL).
-        lines = self._assembler.submit(steps.inbox_lines, results)
-        inlinks, marks = steps.inlinks(results), steps.site_marks(results)
-        new_lines = lines.result()
         self.totals.steps_seconds += time.monotonic() - started
         previous = self.generations
         self.generations = [g + 1 for g in previous]
@@ -304,8 +297,8 @@ class LinkBatch:
         # and the next commit could otherwise record slices holding keys of files not recorded.
         self.committed()
         push = time.monotonic() - self._last_push >= PUSH_INTERVAL
-        self._commit = self._committer.submit(self._commit_checkpoint, results, new_lines,
-                                              inlinks, marks, previous, self.generations, push)
+        self._commit = self._committer.submit(self._commit_checkpoint, results, previous,
+                                              self.generations, push)
         return len(results)
 
     def committed(self) -> None:
@@ -314,13 +307,13 @@ class LinkBatch:
         if commit is not None:
             commit.result()
 
-    def _commit_checkpoint(self, results: list[steps.FileResult], new_lines: dict[str, memoryview],
-                           inlinks: dict[str, int], marks: dict[str, tuple[int, float]],
-                           previous: list[int], generations: list[int], push: bool) -> None:
-        """Steps 2-4 of a checkpoint (see the module docstring), in the committer thread: the
-        results' ``new_lines`` (``steps.inbox_lines``), ``inlinks`` (``steps.inlinks``) and the
-        sites' hops and priorities (``steps.site_marks``); the dirty sites pushed if ``push``."""
+    def _commit_checkpoint(self, results: list[steps.FileResult], previous: list[int],
+                           generations: list[int], push: bool) -> None:
+        """Steps 2-4 of a checkpoint (see the module docstring), in the committer thread, with
+        what the results change in their sites (``steps.site_changes``); the dirty sites pushed
+        if ``push``."""
         started = time.monotonic()
+        changes = steps.site_changes(results)
         t = self.totals
         for result in results:
             self._report_bad_lines(result)
@@ -328,15 +321,15 @@ class LinkBatch:
             t.new_urls += result.new_url_count
             t.new_pairs += result.new_pairs
             self.counts.keys = [k + n for k, n in zip(self.counts.keys, result.new_keys, strict=True)]
-        # In key order, as inbox_lines gives them: each database's indexes take rows a fifth
+        # In key order, as site_changes gives them: each database's indexes take rows a fifth
         # faster than in any order.
-        for origin, lines in new_lines.items():
+        for origin, lines in changes.lines.items():
             self.crawl_queues.append_lines(origin, lines, sync=False)
         self.crawl_queues.sync()
         generation = self.generation + 1
         t.new_sites += self.state.commit(
-            generation, [(r.name, r.lines, r.new_url_count, r.bad) for r in results], inlinks,
-            set(new_lines), time.time(), generations, marks=marks)
+            generation, [(r.name, r.lines, r.new_url_count, r.bad) for r in results],
+            changes.inlinks, set(changes.lines), time.time(), generations, marks=changes.marks)
         for p, old in enumerate(previous):
             if old != self.slices.empty_at:
                 self.slices.remove(p, old)
@@ -348,7 +341,8 @@ class LinkBatch:
         t.checkpoints += 1
         t.checkpoint_seconds += took
         event(log, logging.INFO, "links-checkpoint", generation=generation,
-              sites=len(new_lines.keys() | inlinks.keys()), seconds=round(took, 2), summary=t.line())
+              sites=len(changes.lines.keys() | changes.inlinks.keys()), seconds=round(took, 2),
+              summary=t.line())
 
     def _report_bad_lines(self, result: steps.FileResult) -> None:
         for number, reason in result.reports:

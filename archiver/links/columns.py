@@ -85,7 +85,8 @@ class SpoolColumns:
     # as an index into linking_sites, and its target site, as an index into origins.
     pair_sources: NDArray[np.intp]
     pair_targets: NDArray[np.intp]
-    sites: pa.Array  # the sites the good lines link to (strings; origins may hold more)
+    site_rows: NDArray[np.intp]  # the sites the good lines link to, as indexes into origins
+    # (which may hold more)
     site_hops: NDArray[np.int64]  # each one's lowest hop count
     site_priority: NDArray[np.float64]  # each one's highest priority
 
@@ -186,8 +187,7 @@ def read_columns(data: bytes, unfit: Unfit | None, *, fit: str = "") -> SpoolCol
         reports=_reports(data, wrong[:REPORTED].tolist(), unfit),
         urls=url, targets=codes, origins=origins,
         linking_sites=sources.dictionary, pair_sources=pair_sources, pair_targets=pair_targets,
-        sites=origins.take(linked),
-        site_hops=site_hops[linked], site_priority=site_priority[linked])
+        site_rows=linked, site_hops=site_hops[linked], site_priority=site_priority[linked])
 
 
 def _newlines(data: bytes) -> int:

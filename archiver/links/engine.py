@@ -62,8 +62,9 @@ class LocalEngine:
     on top of the same work; a second reading thread, 2.6x against 2.8-3.0x; a third, no
     change.) ``READ_AHEAD`` files are read ahead of the one waited for, across groups: enough
     to keep reading while this thread tests a file; more would only hold memory (about 13 MB per
-    100,000-line file read). At a group's end ``GROUP_END`` more are: the driver puts the group's
-    new URLs together then, and the readers idled (0.35 s at 1 million lines).
+    100,000-line file read). At a group's end ``GROUP_END`` more are: the driver may wait there
+    for the commit before (which puts that group's new URLs together first), and the readers
+    idled (0.35 s at 1 million lines).
     """
 
     READERS = 2

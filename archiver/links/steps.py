@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 # The module numba imports to probe for BLAS (see load_kernels).
 BLAS_PROBE = "scipy.linalg.cython_blas"
+# An inbox line: the depth (0: a link from another site) and a tab, the URL, a newline.
+_HEAD, _TAIL = np.frombuffer(b"0\t", dtype=np.uint8), np.frombuffer(b"\n", dtype=np.uint8)
 # Slices this process saved last, by (store identity, slice): (generation, bitmap).
 _slices: dict[tuple[str, int], tuple[int, BloomBitmap]] = {}
 
@@ -83,7 +85,7 @@ class ReadFile:
     targets: NDArray[np.intp]  # each URL's site, an index into origins
     origins: pa.Array  # the sites (strings)
     pair_targets: NDArray[np.intp]  # each distinct site pair's target, an index into origins
-    sites: pa.Array  # (strings) the sites the file's good lines link to
+    site_rows: NDArray[np.intp]  # the sites the file's good lines link to, indexes into origins
     site_hops: NDArray[np.int64]  # each one's lowest hop count in the file
     site_priority: NDArray[np.float64]  # each one's highest priority in the file
     url_rows: list[NDArray[np.intp]]  # per slice: its URLs, as indexes into urls
@@ -103,9 +105,9 @@ class FileResult:
     new_urls: pa.Array  # (strings) in line order
     new_url_sites: NDArray[np.intp]  # each one's site, an index into origins
     origins: pa.Array  # (strings) the sites of the file's URLs
-    linked_sites: pa.Array  # (strings) the sites that gained in-links
+    linked: NDArray[np.intp]  # the sites that gained in-links, as indexes into origins
     linked_counts: NDArray[np.intp]  # how many new distinct linking sites each gained
-    sites: pa.Array  # (strings) every site the file's good lines link to
+    site_rows: NDArray[np.intp]  # every site the file's good lines link to, indexes into origins
     site_hops: NDArray[np.int64]  # each one's lowest hop count in the file
     site_priority: NDArray[np.float64]  # each one's highest priority in the file
     new_pairs: int
@@ -116,60 +118,82 @@ class FileResult:
         return len(self.new_urls)
 
 
-def inbox_lines(results: list[FileResult]) -> dict[str, memoryview]:
-    """The new URLs of files as each site's inbox lines (``0<TAB>url\\n``, depth 0: the crawl
-    queues' ``append_lines``), each site's in file and line order, as a view into one buffer
-    of them all; sites in key order (the order the databases take their rows fastest in)."""
-    if not sum(r.new_url_count for r in results):
-        return {}
-    # The work stays in arrow and numpy: Python makes one view per site, no object per URL.
-    # Every file's sites under one numbering, the sites' rank in key order: each URL's key.
+@dataclass(frozen=True)
+class SiteChanges:
+    """What a checkpoint's files change in their sites (the driver commits it): per site, its new
+    URLs as inbox lines (``0<TAB>url\\n``, depth 0: the crawl queues' ``append_lines``), in file and
+    line order, views into one buffer, the sites in key order (the order the databases take
+    their rows fastest in); the in-links gained; and the (lowest hop count, highest priority)
+    of every site linked to."""
+
+    lines: dict[str, memoryview]
+    inlinks: dict[str, int]
+    marks: dict[str, tuple[int, float]]
+
+
+def site_changes(results: list[FileResult]) -> SiteChanges:
+    """The files' ``SiteChanges``, merged in file order. The work stays in arrow, numpy and a
+    compiled loop, on every file's sites under one numbering: Python makes one string and one
+    view per site, no object per URL, and one buffer holds every line."""
+    if not results:
+        return SiteChanges({}, {}, {})
+    # The sites' rank in key order is their number; each file's origins, as ranks.
     sites = pa.concat_arrays([r.origins for r in results]).dictionary_encode()
-    names = sites.dictionary
-    key_order = pc.sort_indices(names)
-    rank = np.empty(len(names), dtype=np.intp)
-    rank[_numpy(key_order)] = np.arange(len(names))
+    key_order = _numpy(pc.sort_indices(sites.dictionary))
+    rank = np.empty(len(key_order), dtype=np.intp)
+    rank[key_order] = np.arange(len(key_order))
+    names = np.array(sites.dictionary.take(key_order).to_pylist(), dtype=object)
+    of_origin = rank[_numpy(sites.indices)]
     starts = np.cumsum([0, *(len(r.origins) for r in results[:-1])])
-    of_site = rank[_numpy(sites.indices)]
-    by_url = np.concatenate([of_site[start + r.new_url_sites]
-                             for start, r in zip(starts, results, strict=True)])
+
+    def ranks(rows: list[NDArray[np.intp]]) -> NDArray[np.intp]:
+        """Each file's ``rows`` (indexes into its origins) as ranks, file after file."""
+        return np.concatenate([of_origin[start + r] for start, r in zip(starts, rows, strict=True)])
+
+    gained = np.zeros(len(names), dtype=np.int64)
+    np.add.at(gained, ranks([r.linked for r in results]),
+              np.concatenate([r.linked_counts for r in results]))
+    linked = np.flatnonzero(gained)
+    marked = ranks([r.site_rows for r in results])
+    hops = np.full(len(names), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(hops, marked, np.concatenate([r.site_hops for r in results]))
+    priority = np.full(len(names), -np.inf)
+    np.maximum.at(priority, marked, np.concatenate([r.site_priority for r in results]))
+    marked = np.flatnonzero(np.bincount(marked, minlength=len(names)))
+    return SiteChanges(
+        lines=_lines(results, ranks([r.new_url_sites for r in results]), names),
+        inlinks=dict(zip(names[linked].tolist(), gained[linked].tolist(), strict=True)),
+        marks=dict(zip(names[marked].tolist(), zip(hops[marked].tolist(),
+                                                    priority[marked].tolist(), strict=True),
+                       strict=True)))
+
+
+def _lines(results: list[FileResult], site_of: NDArray[np.intp], names: NDArray[np.object_]
+           ) -> dict[str, memoryview]:
+    """``SiteChanges.lines`` of the files' new URLs (``site_of``: each one's site, by rank)."""
+    if not len(site_of):
+        return {}
+    from archiver.queues.bloomkernel import place_lines  # numba: only where the batch runs
+
     # A stable sort keeps file and line order within a site; of 16-bit keys it is a radix sort.
-    order = np.argsort(by_url.astype(np.uint16) if len(names) <= 1 << 16 else by_url, kind="stable")
-    urls = pa.concat_arrays([r.new_urls for r in results]).take(order).cast(pa.large_string())
-    depth, end, joined_by = (pa.scalar(text, pa.large_string()) for text in ("0\t", "\n", ""))
-    lines = pc.binary_join_element_wise(depth, urls, end, joined_by)
-    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64, count=len(lines) + 1)
-    counts = np.bincount(by_url, minlength=len(names))
+    order = np.argsort(site_of.astype(np.uint16) if len(names) <= 1 << 16 else site_of,
+                       kind="stable")
+    columns = [string_buffers(r.new_urls) for r in results]
+    sizes = np.concatenate([np.diff(offsets) for _, offsets in columns]) + len(_HEAD) + len(_TAIL)
+    ends = np.cumsum(sizes[order])
+    at = np.empty(len(order), dtype=np.int64)
+    at[order] = ends - sizes[order]  # where each URL's line goes: in site order, then as read
+    text = np.empty(int(ends[-1]), dtype=np.uint8)
+    first = 0
+    for data, offsets in columns:
+        place_lines(data, offsets, at[first:first + len(offsets) - 1], _HEAD, _TAIL, text)
+        first += len(offsets) - 1
+    counts = np.bincount(site_of, minlength=len(names))
     present = np.flatnonzero(counts)
-    ends = offsets[np.cumsum(counts[present])].tolist()
-    in_key_order = names.take(key_order).take(present).to_pylist()
-    # Views, not copies: tens of megabytes of fresh memory a checkpoint, and their page faults.
-    data = memoryview(lines.buffers()[2]).cast("B")  # (arrow exports signed bytes)
-    return {site: data[start:end]
-            for site, start, end in zip(in_key_order, [0, *ends[:-1]], ends, strict=True)}
-
-
-def inlinks(results: list[FileResult]) -> dict[str, int]:
-    """The in-links the files added, by site."""
-    if not results:
-        return {}
-    gained = pa.table({"site": pa.concat_arrays([r.linked_sites for r in results]),
-                       "n": np.concatenate([r.linked_counts for r in results])})
-    summed = gained.group_by("site").aggregate([("n", "sum")])
-    return dict(zip(summed["site"].to_pylist(), summed["n_sum"].to_pylist(), strict=True))
-
-
-def site_marks(results: list[FileResult]) -> dict[str, tuple[int, float]]:
-    """(lowest hop count, highest priority) of every site the files link to."""
-    if not results:
-        return {}
-    marks = pa.table({"site": pa.concat_arrays([r.sites for r in results]),
-                      "hops": np.concatenate([r.site_hops for r in results]),
-                      "priority": np.concatenate([r.site_priority for r in results])})
-    merged = marks.group_by("site").aggregate([("hops", "min"), ("priority", "max")])
-    return dict(zip(merged["site"].to_pylist(),
-                    zip(merged["hops_min"].to_pylist(), merged["priority_max"].to_pylist(),
-                        strict=True), strict=True))
+    site_ends = ends[np.cumsum(counts[present]) - 1].tolist()
+    view = text.data  # (a memoryview of it)
+    return {site: view[start:end] for site, start, end
+            in zip(names[present].tolist(), [0, *site_ends[:-1]], site_ends, strict=True)}
 
 
 def group_end(line_counts: list[int], limit: int) -> int | None:
@@ -202,7 +226,8 @@ def read_spool_file(spool: SpoolSource, name: str, partitions: int) -> ReadFile:
     return ReadFile(name=name, location=spool.files.location(name), lines=columns.lines,
                     bad=columns.bad, reports=columns.reports, urls=columns.urls,
                     targets=columns.targets, origins=columns.origins,
-                    pair_targets=columns.pair_targets, sites=columns.sites, site_hops=columns.site_hops,
+                    pair_targets=columns.pair_targets, site_rows=columns.site_rows,
+                    site_hops=columns.site_hops,
                     site_priority=columns.site_priority, url_rows=url_rows, pair_rows=pair_rows,
                     keys=keys)
 
@@ -224,6 +249,7 @@ def load_kernels() -> None:
             hash_pairs,
             hash_strings,
             origin_lengths,
+            place_lines,
             test_and_set,
         )
 
@@ -233,6 +259,7 @@ def load_kernels() -> None:
         hash_pairs((text, offsets), rows, (text, offsets), rows)
         origin_lengths(text, offsets)
         first_appearances(np.zeros(0, dtype=np.int64))
+        place_lines(text, offsets, np.zeros(0, dtype=np.int64), _HEAD, _TAIL, text)
         nothing = np.zeros(0, dtype=np.uint64)
         test_and_set(np.zeros(1, dtype=np.uint8), 8, 1, nothing, nothing, np.zeros(0, dtype=bool))
     finally:
@@ -311,8 +338,8 @@ def assemble(read: ReadFile, flags_by_partition: list[NDArray[np.bool_]]) -> Fil
         name=read.name, location=read.location, lines=read.lines, bad=read.bad,
         reports=read.reports, new_urls=read.urls.filter(pa.array(new_url)),
         new_url_sites=read.targets[new_url], origins=read.origins,
-        linked_sites=read.origins.take(linked), linked_counts=counts[linked],
-        sites=read.sites, site_hops=read.site_hops, site_priority=read.site_priority,
+        linked=linked, linked_counts=counts[linked], site_rows=read.site_rows,
+        site_hops=read.site_hops, site_priority=read.site_priority,
         new_pairs=int(new_pair.sum()), new_keys=[int(f.sum()) for f in flags_by_partition])
 
 

@@ -1,6 +1,7 @@
 """The links batch's loops over millions of keys and URLs, compiled by numba: hashing keys
 (strings, or site pairs joined on the fly), testing and setting their bits in a Bloom bitmap,
-finding each URL's origin, and the first appearance of each distinct number in an array.
+finding each URL's origin, the first appearance of each distinct number in an array, and writing
+new URLs as inbox lines.
 
 The links batch hashes and tests millions of keys per checkpoint. Key by key in Python (mmh3, one
 bytes object per key) or in whole-array numpy steps (a dozen per bit position), each loop held the
@@ -204,3 +205,20 @@ def test_and_set(bits: NDArray[np.uint8], m: int, hashes: int, lo: NDArray[np.ui
         new[j] = fresh
         count += fresh
     return count
+
+
+@numba.njit(nogil=True, cache=True)
+def place_lines(data: NDArray[np.uint8], offsets: NDArray[np.int64], at: NDArray[np.int64],
+                head: NDArray[np.uint8], tail: NDArray[np.uint8], out: NDArray[np.uint8]) -> None:
+    """Write each string ``j`` of a column (``data``, ``offsets``, as ``hash_strings`` takes it)
+    as a line ``head + string + tail`` at ``out[at[j]:]``."""
+    for j in range(len(offsets) - 1):
+        to = at[j]
+        for i in range(len(head)):
+            out[to + i] = head[i]
+        to += len(head)
+        for i in range(offsets[j], offsets[j + 1]):
+            out[to] = data[i]
+            to += 1
+        for i in range(len(tail)):
+            out[to + i] = tail[i]

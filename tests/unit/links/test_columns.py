@@ -52,7 +52,7 @@ def per_line(data: bytes, unfit) -> tuple:
 def columnar(data: bytes, unfit, fit: str = "") -> tuple:
     read = read_columns(data, unfit, fit=fit)
     origins, linking = read.origins.to_pylist(), read.linking_sites.to_pylist()
-    marks = dict(zip(read.sites.to_pylist(),
+    marks = dict(zip(read.origins.take(read.site_rows).to_pylist(),
                      zip(read.site_hops.tolist(), read.site_priority.tolist(), strict=True), strict=True))
     return (read.lines, read.bad, read.reports, read.urls.to_pylist(),
             [origins[t] for t in read.targets],

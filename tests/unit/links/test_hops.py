@@ -74,7 +74,7 @@ def test_each_site_keeps_its_lowest_hops_and_highest_priority_across_lines():
         f"http://v.test/\thttp://old.test\t{STAMP}",                 # an old line: from hops 0
     ]).encode()
     read = read_columns(data, None)
-    marks = dict(zip(read.sites.to_pylist(),
+    marks = dict(zip(read.origins.take(read.site_rows).to_pylist(),
                      zip(read.site_hops.tolist(), read.site_priority.tolist(), strict=True),
                      strict=True))
     assert marks == {"http://t.test": (3, 3.0), "http://u.test": (4, 0.0), "http://v.test": (1, 0.0)}
@@ -87,14 +87,14 @@ def test_site_marks_merge_files():
             for s, h, p in zip(sites, hops, priority, strict=True)).encode(), None)
         return steps.FileResult(
             name="f", location="f", lines=read.lines, bad=0, reports=[], new_urls=read.urls,
-            new_url_sites=read.targets, origins=read.origins, linked_sites=read.origins,
-            linked_counts=read.targets, new_pairs=0, new_keys=[], sites=read.sites,
+            new_url_sites=read.targets, origins=read.origins, linked=read.targets,
+            linked_counts=read.targets, new_pairs=0, new_keys=[], site_rows=read.site_rows,
             site_hops=read.site_hops, site_priority=read.site_priority)
 
-    merged = steps.site_marks([result(["a", "b"], [3, 1], [0.0, 2.0]),
-                               result(["a", "c"], [2, 5], [-1.0, 0.25])])
+    merged = steps.site_changes([result(["a", "b"], [3, 1], [0.0, 2.0]),
+                                 result(["a", "c"], [2, 5], [-1.0, 0.25])]).marks
     assert merged == {"http://a.test": (2, 0.0), "http://b.test": (1, 2.0), "http://c.test": (5, 0.25)}
-    assert steps.site_marks([]) == {}
+    assert steps.site_changes([]).marks == {}
 
 
 # -- the crawler's check ----------------------------------------------------------------------

@@ -102,14 +102,14 @@ def spool_file(tmp_path, name: str, lines: list[str]) -> SpoolDirectory:
 
 
 def summary(result: steps.FileResult) -> tuple:
-    return (result.name, result.lines, result.bad, result.reports, by_site(result), steps.inlinks([result]),
-            result.new_pairs, result.new_keys)
+    return (result.name, result.lines, result.bad, result.reports, by_site(result),
+            steps.site_changes([result]).inlinks, result.new_pairs, result.new_keys)
 
 
 def by_site(*results: steps.FileResult) -> dict[str, list[str]]:
     """The new URLs of each site, from its inbox lines (depth 0)."""
     out = {}
-    for site, lines in steps.inbox_lines(list(results)).items():
+    for site, lines in steps.site_changes(list(results)).lines.items():
         assert all(line.startswith("0\t") for line in bytes(lines).decode().splitlines())
         out[site] = [line.removeprefix("0\t") for line in bytes(lines).decode().splitlines()]
     return out
@@ -161,20 +161,22 @@ def test_the_steps_find_new_urls_by_site_and_in_links_and_save_every_slice(tmp_p
     assert "origin too long for a directory name" in first.reports[1][1]
     assert list(by_site(first).items()) == [("http://a.test", ["http://a.test/1", "http://a.test/self"]),
                                             ("http://b.test", ["http://b.test/1", "http://b.test/2"])]
-    assert steps.inlinks([first]) == {"http://b.test": 2, "http://a.test": 1} and first.new_pairs == 3
+    assert steps.site_changes([first]).inlinks == {"http://b.test": 2, "http://a.test": 1}
+    assert first.new_pairs == 3
     assert list(by_site(second).items()) == [("http://c.test", ["http://c.test/"])]  # a.test/1 is known
-    assert steps.inlinks([second]) == {"http://a.test": 1, "http://c.test": 1}
+    assert steps.site_changes([second]).inlinks == {"http://a.test": 1, "http://c.test": 1}
     assert sum(first.new_keys) == 4 + 3 and sum(second.new_keys) == 1 + 2
     assert sorted(p.name for p in (tmp_path / "links").iterdir()) == [
         f"slice-{p}of4-1.bloom" for p in range(4)]
     assert summary(pickle.loads(pickle.dumps(first))) == summary(first)
-    assert steps.inbox_lines([first, second]) == {
+    both = steps.site_changes([first, second])
+    assert both.lines == {
         "http://b.test": b"0\thttp://b.test/1\n0\thttp://b.test/2\n",
         "http://a.test": b"0\thttp://a.test/1\n0\thttp://a.test/self\n",
         "http://c.test": b"0\thttp://c.test/\n"}
-    assert list(steps.inbox_lines([first, second])) == ["http://a.test", "http://b.test", "http://c.test"]
-    assert steps.inlinks([first, second]) == {"http://b.test": 2, "http://a.test": 2, "http://c.test": 1}
-    assert steps.inbox_lines([]) == {} and steps.inlinks([]) == {}
+    assert list(both.lines) == ["http://a.test", "http://b.test", "http://c.test"]
+    assert both.inlinks == {"http://b.test": 2, "http://a.test": 2, "http://c.test": 1}
+    assert steps.site_changes([]) == steps.SiteChanges({}, {}, {})
     # Run again from generation 0 (a worker lost, its tasks retried): the same flags, the same slices.
     saved = {p: slices.path(p, 1).read_bytes() for p in range(4)}
     steps.forget_slices(slices)
@@ -183,33 +185,57 @@ def test_the_steps_find_new_urls_by_site_and_in_links_and_save_every_slice(tmp_p
     assert {p: slices.path(p, 1).read_bytes() for p in range(4)} == saved
     # From generation 1: nothing is new.
     again = run_steps(source, slices, spool.closed(), 1)
-    assert [by_site(r) for r in again] == [{}, {}] and [steps.inlinks([r]) for r in again] == [{}, {}]
+    assert [by_site(r) for r in again] == [{}, {}]
+    assert [steps.site_changes([r]).inlinks for r in again] == [{}, {}]
 
 
-_FILE = st.lists(st.sampled_from(["a", "b", "c", "é", "a-b", "ab"]), max_size=4, unique=True).flatmap(
-    lambda names: st.tuples(st.just(names), st.lists(
-        st.tuples(st.integers(0, max(len(names) - 1, 0)), st.integers(0, 9)),
-        max_size=12 if names else 0)))
+_NAMES = st.lists(st.sampled_from(["a", "b", "c", "é", "a-b", "ab"]), max_size=4, unique=True)
+_FILE = _NAMES.flatmap(lambda names: st.tuples(
+    st.just(names),
+    # new URLs: (site, page)
+    st.lists(st.tuples(st.integers(0, max(len(names) - 1, 0)), st.integers(0, 9)),
+             max_size=12 if names else 0),
+    # in-links gained, hop counts and priorities: of some of the sites, each at most once
+    st.lists(st.tuples(st.integers(1, 3), st.integers(0, 9), st.sampled_from([-1.5, 0.0, 2.0])),
+             min_size=len(names), max_size=len(names)),
+    st.lists(st.booleans(), min_size=len(names), max_size=len(names)),
+    st.lists(st.booleans(), min_size=len(names), max_size=len(names))))
 
 
 @given(st.lists(_FILE, max_size=4))
-def test_inbox_lines_group_each_sites_urls_in_file_and_line_order_sites_in_key_order(files):
-    """What the arrow and numpy work gives equals grouping URL by URL in Python."""
-    results, expected = [], {}
-    for names, new in files:
+def test_site_changes_merge_files_as_python_would_site_by_site(files):
+    """What the arrow, numpy and compiled work gives equals merging URL by URL and site by site
+    in Python: each site's URLs in file and line order, sites in key order; in-links summed;
+    the lowest hop count and the highest priority."""
+    results, lines, inlinks, marks = [], {}, {}, {}
+    for names, new, numbers, gained, linked_to in files:
         origins = [f"http://{name}.test" for name in names]
         urls = [f"{origins[site]}/{page}" for site, page in new]
         for (site, _), url in zip(new, urls, strict=True):
-            expected[origins[site]] = expected.get(origins[site], b"") + f"0\t{url}\n".encode()
+            lines[origins[site]] = lines.get(origins[site], b"") + f"0\t{url}\n".encode()
+        for origin, (count, hops, priority), gains, marked in zip(origins, numbers, gained, linked_to,
+                                                                   strict=True):
+            if gains:
+                inlinks[origin] = inlinks.get(origin, 0) + count
+            if marked:
+                low, high = marks.get(origin, (hops, priority))
+                marks[origin] = (min(low, hops), max(high, priority))
+        rows = range(len(names))
         results.append(steps.FileResult(
             name="f", location="f", lines=len(new), bad=0, reports=[],
             new_urls=pa.array(urls, pa.string()),
             new_url_sites=np.array([site for site, _ in new], dtype=np.intp),
-            origins=pa.array(origins, pa.string()), linked_sites=pa.array([], pa.string()),
-            linked_counts=np.zeros(0, dtype=np.intp), sites=pa.array([], pa.string()),
-            site_hops=np.zeros(0, dtype=np.int64), site_priority=np.zeros(0), new_pairs=0,
-            new_keys=[]))
-    assert list(steps.inbox_lines(results).items()) == sorted(expected.items())
+            origins=pa.array(origins, pa.string()),
+            linked=np.array([i for i in rows if gained[i]], dtype=np.intp),
+            linked_counts=np.array([numbers[i][0] for i in rows if gained[i]], dtype=np.intp),
+            site_rows=np.array([i for i in rows if linked_to[i]], dtype=np.intp),
+            site_hops=np.array([numbers[i][1] for i in rows if linked_to[i]], dtype=np.int64),
+            site_priority=np.array([numbers[i][2] for i in rows if linked_to[i]]),
+            new_pairs=0, new_keys=[]))
+    changes = steps.site_changes(results)
+    assert list(changes.lines.items()) == sorted(lines.items())
+    assert changes.inlinks == inlinks
+    assert changes.marks == marks
 
 
 def test_one_slice_finds_what_the_one_bitmap_of_old_found(tmp_path):
