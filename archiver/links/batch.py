@@ -16,7 +16,8 @@ each slice's generation) is a store of its own: archiver.queues.linksstate.
 A checkpoint is one atomic step over a group of spool files: (1) the engine tests every slice with
 the group's keys and saves each as its next generation, (2) the new URLs are appended to the
 sites' inboxes and made durable, (3) one transaction records the spool files done, adds the
-in-link counts and moves every slice's generation forward, (4) the previous generation of each
+in-link counts and moves every slice's generation forward (it writes the sites' counts while (2)
+runs, and records the rest once (2) is done), (4) the previous generation of each
 slice is removed, the files move to ``outlinks/done/``, and, once PUSH_INTERVAL has passed since
 the last push, the counts are pushed to the site queues (as they are at the end of every pass over
 the pending files). A kill before (3), after any number of slices were saved, leaves the previous
@@ -63,7 +64,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -153,8 +154,11 @@ class LinkBatch:
             opened.callback(self.engine.close)
             self._site_queues: dict[int, SiteQueueStore] = {}
             self._opened_queues = opened.enter_context(contextlib.ExitStack())
-            # One commit at a time, beside the next checkpoint's steps; ended before anything
-            # it writes to is closed.
+            # One commit at a time, beside the next checkpoint's steps, its inbox rows written in
+            # a thread of their own; both ended before anything they write to is closed (the
+            # committer first: it hands the inbox rows over).
+            self._inbox_writer = ThreadPoolExecutor(1, thread_name_prefix="links-inbox")
+            opened.callback(self._inbox_writer.shutdown)
             self._committer = ThreadPoolExecutor(1, thread_name_prefix="links-commit")
             opened.callback(self._committer.shutdown)
             self._commit: Future[None] | None = None
@@ -321,15 +325,17 @@ class LinkBatch:
             t.new_urls += result.new_url_count
             t.new_pairs += result.new_pairs
             self.counts.keys = [k + n for k, n in zip(self.counts.keys, result.new_keys, strict=True)]
-        # In key order, as site_changes gives them: each database's indexes take rows a fifth
-        # faster than in any order.
-        for origin, lines in changes.lines.items():
-            self.crawl_queues.append_lines(origin, lines, sync=False)
-        self.crawl_queues.sync()
+        # The new URLs made durable in their sites' inboxes (another database) while the state
+        # writes its sites; the state records the files done only once they are.
+        inboxes = self._inbox_writer.submit(self._append_inboxes, changes.lines)
         generation = self.generation + 1
-        t.new_sites += self.state.commit(
-            generation, [(r.name, r.lines, r.new_url_count, r.bad) for r in results],
-            changes.inlinks, set(changes.lines), time.time(), generations, marks=changes.marks)
+        try:
+            t.new_sites += self.state.commit(
+                generation, [(r.name, r.lines, r.new_url_count, r.bad) for r in results],
+                changes.inlinks, set(changes.lines), time.time(), generations,
+                marks=changes.marks, first=inboxes.result)
+        finally:
+            wait([inboxes])  # (a state that failed early leaves no write under way)
         for p, old in enumerate(previous):
             if old != self.slices.empty_at:
                 self.slices.remove(p, old)
@@ -343,6 +349,14 @@ class LinkBatch:
         event(log, logging.INFO, "links-checkpoint", generation=generation,
               sites=len(changes.lines.keys() | changes.inlinks.keys()), seconds=round(took, 2),
               summary=t.line())
+
+    def _append_inboxes(self, lines: dict[str, memoryview]) -> None:
+        """Append each site's new URLs (``SiteChanges.lines``) to its inbox, durably."""
+        # In key order, as site_changes gives them: each database's indexes take rows a fifth
+        # faster than in any order.
+        for origin, site_lines in lines.items():
+            self.crawl_queues.append_lines(origin, site_lines, sync=False)
+        self.crawl_queues.sync()
 
     def _report_bad_lines(self, result: steps.FileResult) -> None:
         for number, reason in result.reports:

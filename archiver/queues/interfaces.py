@@ -233,13 +233,17 @@ class LinksState(Protocol):
 
     def commit(self, generation: int, files: Iterable[tuple[str, int, int, int]],
                inlinks: dict[str, int], woken: set[str], now: float, slices: list[int], *,
-               marks: dict[str, tuple[int, float]] | None = None) -> int:
+               marks: dict[str, tuple[int, float]] | None = None,
+               first: Callable[[], object] | None = None) -> int:
         """One checkpoint, all or nothing: the spool files done (name, lines, new URLs, bad lines),
         the new in-link counts, the sites with new URLs, ``generation``, and each slice's
         generation (their number becomes the slice count); then a bitmap from before slices is
         removed. ``marks``: (hop count, priority) of the sites the files link to: each site keeps
         its lowest hops and highest priority, and one whose hops fell or priority rose is to be
-        pushed again. Returns the number of sites new to the state."""
+        pushed again. ``first`` is waited for inside the transaction, the sites written, the
+        ledger not yet: nothing is committed before it returns, and what it raises undoes the
+        commit (the batch makes the sites' inboxes durable meanwhile). Returns the number of
+        sites new to the state."""
 
     def reshard(self, slices: list[int]) -> None:
         """Make ``len(slices)`` slices, at these generations, the slices in force, all or nothing."""

@@ -120,12 +120,13 @@ class EmbeddedLinksState:
 
     def commit(self, generation: int, files: Iterable[tuple[str, int, int, int]],
                inlinks: dict[str, int], woken: set[str], now: float, slices: list[int], *,
-               marks: dict[str, tuple[int, float]] | None = None) -> int:
+               marks: dict[str, tuple[int, float]] | None = None,
+               first: Callable[[], object] | None = None) -> int:
         """One checkpoint in one transaction: the spool files done (name, lines, new URLs, bad
         lines), the new in-link counts, the sites with new URLs to wake, ``generation``, each
-        slice's generation (``slices``, slice 0 first) and the sites' ``marks`` (see
-        ``LinksState.commit``). A bitmap from before slices is then removed. Returns the sites
-        new to the state."""
+        slice's generation (``slices``, slice 0 first) and the sites' ``marks``, once ``first``
+        returns (see ``LinksState.commit``). A bitmap from before slices is then removed.
+        Returns the sites new to the state."""
         legacy = not self.slice_generations()
         marks = marks or {}
         touched = sorted(inlinks.keys() | woken)  # in key order: the index takes them faster
@@ -145,6 +146,8 @@ class EmbeddedLinksState:
                 "UPDATE sites SET hops = min(hops, ?1), priority = max(priority, ?2),"
                 " dirty = max(dirty, 1) WHERE origin = ?3 AND (hops > ?1 OR priority < ?2)",
                 [(*marks[o], o) for o in others])
+            if first is not None:
+                first()
             self._db.executemany(
                 "INSERT INTO ledger (name, generation, lines, new_urls, bad, done) "
                 "VALUES (?, ?, ?, ?, ?, ?)",

@@ -124,7 +124,8 @@ class PgLinksState:
 
     def commit(self, generation: int, files: Iterable[tuple[str, int, int, int]],
                inlinks: dict[str, int], woken: set[str], now: float, slices: list[int], *,
-               marks: dict[str, tuple[int, float]] | None = None) -> int:
+               marks: dict[str, tuple[int, float]] | None = None,
+               first: Callable[[], object] | None = None) -> int:
         legacy = not self.slice_generations()
         marks = marks or {}
         touched = inlinks.keys() | woken  # (the insert below takes them in origin order)
@@ -161,6 +162,8 @@ class PgLinksState:
                 " priority = greatest(s.priority, c.priority), dirty = greatest(s.dirty, 1)"
                 " FROM links_changes c WHERE c.dirty = 0 AND s.origin = c.origin"
                 " AND (s.hops > c.hops OR s.priority < c.priority)")
+            if first is not None:
+                first()
             self._db.execute(
                 "INSERT INTO links_ledger (name, generation, lines, new_urls, bad, done)"
                 " SELECT n, %s, l, u, b, %s"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import sqlite3
 from functools import partial
 
 import pytest
@@ -11,6 +12,8 @@ import pytest
 from archiver.crawl.crawler import enqueue_seeds
 from archiver.links import batch
 from archiver.links.batch import LinkBatch, run_batch
+from archiver.queues.inboxes import INBOXES
+from archiver.queues.linksstate import EmbeddedLinksState
 from archiver.queues.sitequeue import SiteQueue, process_for, queue_path
 from archiver.queues.spool import parse_line
 from archiver.stores import open_stores
@@ -131,3 +134,22 @@ def test_a_run_stopped_between_checkpoints_pushes_before_it_returns(tmp_path):
         assert stopping.pending_files() and stopping.state.dirty_sites() == []
     sites, queues = snapshot(cfg.root, 2)
     assert sites and all(queues.values())
+
+
+def test_a_checkpoint_whose_inboxes_cannot_be_written_records_nothing(tmp_path):
+    """The state writes its sites while the inbox rows are written, and records the files done
+    only once they are: an inbox database that cannot be opened rolls the whole commit back."""
+    clean, failing = links_config(tmp_path / "clean"), links_config(tmp_path / "failing")
+    for cfg in (clean, failing):
+        synthetic_spool(partial(write_spool, cfg.root), files=2)
+    run_batch(clean, once=True)
+    inboxes = failing.root / "frontier" / INBOXES
+    inboxes.mkdir(parents=True)                   # a folder where the database would be
+    with pytest.raises(sqlite3.OperationalError, match="unable to open"):
+        run_batch(failing, once=True)
+    state = EmbeddedLinksState(failing.root / "links")
+    assert (state.generation, state.files_done(), list(state.sites())) == (0, set(), [])
+    state.close()
+    inboxes.rmdir()
+    run_batch(failing, once=True)
+    assert snapshot(failing.root, 2, marks=True) == snapshot(clean.root, 2, marks=True)
