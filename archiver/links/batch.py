@@ -314,10 +314,14 @@ class LinkBatch:
     def _commit_checkpoint(self, results: list[steps.FileResult], previous: list[int],
                            generations: list[int], push: bool) -> None:
         """Steps 2-4 of a checkpoint (see the module docstring), in the committer thread, with
-        what the results change in their sites (``steps.site_changes``); the dirty sites pushed
-        if ``push``."""
+        what the results change in their sites (``steps.site_changes``, and their new URLs in
+        the inbox writer's thread); the dirty sites pushed if ``push``."""
         started = time.monotonic()
-        changes = steps.site_changes(results)
+        numbers = steps.site_numbers(results)
+        # The new URLs made durable in their sites' inboxes (another database) while the state
+        # writes its sites; the state records the files done only once they are.
+        inboxes = self._inbox_writer.submit(self._append_inboxes, results, numbers)
+        changes = steps.site_changes(results, numbers)
         t = self.totals
         for result in results:
             self._report_bad_lines(result)
@@ -325,14 +329,11 @@ class LinkBatch:
             t.new_urls += result.new_url_count
             t.new_pairs += result.new_pairs
             self.counts.keys = [k + n for k, n in zip(self.counts.keys, result.new_keys, strict=True)]
-        # The new URLs made durable in their sites' inboxes (another database) while the state
-        # writes its sites; the state records the files done only once they are.
-        inboxes = self._inbox_writer.submit(self._append_inboxes, changes.lines)
         generation = self.generation + 1
         try:
             t.new_sites += self.state.commit(
                 generation, [(r.name, r.lines, r.new_url_count, r.bad) for r in results],
-                changes.inlinks, set(changes.lines), time.time(), generations,
+                changes.inlinks, changes.woken, time.time(), generations,
                 marks=changes.marks, first=inboxes.result)
         finally:
             wait([inboxes])  # (a state that failed early leaves no write under way)
@@ -347,14 +348,15 @@ class LinkBatch:
         t.checkpoints += 1
         t.checkpoint_seconds += took
         event(log, logging.INFO, "links-checkpoint", generation=generation,
-              sites=len(changes.lines.keys() | changes.inlinks.keys()), seconds=round(took, 2),
+              sites=len(changes.woken | changes.inlinks.keys()), seconds=round(took, 2),
               summary=t.line())
 
-    def _append_inboxes(self, lines: dict[str, memoryview]) -> None:
-        """Append each site's new URLs (``SiteChanges.lines``) to its inbox, durably."""
-        # In key order, as site_changes gives them: each database's indexes take rows a fifth
+    def _append_inboxes(self, results: list[steps.FileResult], numbers: steps.SiteNumbers
+                        ) -> None:
+        """Append each site's new URLs in ``results`` to its inbox, durably."""
+        # In key order, as inbox_lines gives them: each database's indexes take rows a fifth
         # faster than in any order.
-        for origin, site_lines in lines.items():
+        for origin, site_lines in steps.inbox_lines(results, numbers).items():
             self.crawl_queues.append_lines(origin, site_lines, sync=False)
         self.crawl_queues.sync()
 

@@ -119,63 +119,81 @@ class FileResult:
 
 
 @dataclass(frozen=True)
-class SiteChanges:
-    """What a checkpoint's files change in their sites (the driver commits it): per site, its new
-    URLs as inbox lines (``0<TAB>url\\n``, depth 0: the crawl queues' ``append_lines``), in file and
-    line order, views into one buffer, the sites in key order (the order the databases take
-    their rows fastest in); the in-links gained; and the (lowest hop count, highest priority)
-    of every site linked to."""
+class SiteNumbers:
+    """Every site of a checkpoint's files under one numbering: its rank in key order (the order
+    the databases take their rows fastest in)."""
 
-    lines: dict[str, memoryview]
-    inlinks: dict[str, int]
-    marks: dict[str, tuple[int, float]]
+    names: NDArray[np.object_]  # (strings) by rank
+    starts: NDArray[np.intp]  # where each file's origins begin in ``of_origin``
+    of_origin: NDArray[np.intp]  # the rank of each file's origins, file after file
+
+    def ranks(self, rows: list[NDArray[np.intp]]) -> NDArray[np.intp]:
+        """Each file's ``rows`` (indexes into its origins) as ranks, file after file."""
+        return np.concatenate([self.of_origin[start + r]
+                               for start, r in zip(self.starts, rows, strict=True)])
 
 
-def site_changes(results: list[FileResult]) -> SiteChanges:
-    """The files' ``SiteChanges``, merged in file order. The work stays in arrow, numpy and a
-    compiled loop, on every file's sites under one numbering: Python makes one string and one
-    view per site, no object per URL, and one buffer holds every line."""
+def site_numbers(results: list[FileResult]) -> SiteNumbers:
+    """The files' ``SiteNumbers``."""
     if not results:
-        return SiteChanges({}, {}, {})
-    # The sites' rank in key order is their number; each file's origins, as ranks.
+        nothing = np.zeros(0, dtype=np.intp)
+        return SiteNumbers(names=np.zeros(0, dtype=object), starts=nothing, of_origin=nothing)
     sites = pa.concat_arrays([r.origins for r in results]).dictionary_encode()
     key_order = _numpy(pc.sort_indices(sites.dictionary))
     rank = np.empty(len(key_order), dtype=np.intp)
     rank[key_order] = np.arange(len(key_order))
-    names = np.array(sites.dictionary.take(key_order).to_pylist(), dtype=object)
-    of_origin = rank[_numpy(sites.indices)]
-    starts = np.cumsum([0, *(len(r.origins) for r in results[:-1])])
+    return SiteNumbers(names=np.array(sites.dictionary.take(key_order).to_pylist(), dtype=object),
+                       starts=np.cumsum([0, *(len(r.origins) for r in results[:-1])]),
+                       of_origin=rank[_numpy(sites.indices)])
 
-    def ranks(rows: list[NDArray[np.intp]]) -> NDArray[np.intp]:
-        """Each file's ``rows`` (indexes into its origins) as ranks, file after file."""
-        return np.concatenate([of_origin[start + r] for start, r in zip(starts, rows, strict=True)])
 
+@dataclass(frozen=True)
+class SiteChanges:
+    """What a checkpoint's files change in their sites' rows (the driver commits it): the
+    in-links gained, the sites with new URLs, and the (lowest hop count, highest priority) of
+    every site linked to."""
+
+    inlinks: dict[str, int]
+    woken: set[str]
+    marks: dict[str, tuple[int, float]]
+
+
+def site_changes(results: list[FileResult], numbers: SiteNumbers) -> SiteChanges:
+    """The files' ``SiteChanges`` (``numbers``: their ``site_numbers``), merged in numpy: Python
+    makes one string per site, no object per URL."""
+    if not results:
+        return SiteChanges({}, set(), {})
+    names = numbers.names
     gained = np.zeros(len(names), dtype=np.int64)
-    np.add.at(gained, ranks([r.linked for r in results]),
+    np.add.at(gained, numbers.ranks([r.linked for r in results]),
               np.concatenate([r.linked_counts for r in results]))
     linked = np.flatnonzero(gained)
-    marked = ranks([r.site_rows for r in results])
+    marked = numbers.ranks([r.site_rows for r in results])
     hops = np.full(len(names), np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(hops, marked, np.concatenate([r.site_hops for r in results]))
     priority = np.full(len(names), -np.inf)
     np.maximum.at(priority, marked, np.concatenate([r.site_priority for r in results]))
     marked = np.flatnonzero(np.bincount(marked, minlength=len(names)))
+    woken = np.bincount(numbers.ranks([r.new_url_sites for r in results]), minlength=len(names))
     return SiteChanges(
-        lines=_lines(results, ranks([r.new_url_sites for r in results]), names),
         inlinks=dict(zip(names[linked].tolist(), gained[linked].tolist(), strict=True)),
+        woken=set(names[np.flatnonzero(woken)].tolist()),
         marks=dict(zip(names[marked].tolist(), zip(hops[marked].tolist(),
                                                     priority[marked].tolist(), strict=True),
                        strict=True)))
 
 
-def _lines(results: list[FileResult], site_of: NDArray[np.intp], names: NDArray[np.object_]
-           ) -> dict[str, memoryview]:
-    """``SiteChanges.lines`` of the files' new URLs (``site_of``: each one's site, by rank)."""
-    if not len(site_of):
+def inbox_lines(results: list[FileResult], numbers: SiteNumbers) -> dict[str, memoryview]:
+    """The files' new URLs as each site's inbox lines (``0<TAB>url\\n``, depth 0: the crawl
+    queues' ``append_lines``), in file and line order, the sites in key order (``numbers``:
+    the files' ``site_numbers``); views into one buffer, written by a compiled loop."""
+    if not sum(r.new_url_count for r in results):
         return {}
+    site_of = numbers.ranks([r.new_url_sites for r in results])
     from archiver.queues.bloomkernel import place_lines  # numba: only where the batch runs
 
     # A stable sort keeps file and line order within a site; of 16-bit keys it is a radix sort.
+    names = numbers.names
     order = np.argsort(site_of.astype(np.uint16) if len(names) <= 1 << 16 else site_of,
                        kind="stable")
     columns = [string_buffers(r.new_urls) for r in results]

@@ -91,10 +91,10 @@ def test_site_marks_merge_files():
             linked_counts=read.targets, new_pairs=0, new_keys=[], site_rows=read.site_rows,
             site_hops=read.site_hops, site_priority=read.site_priority)
 
-    merged = steps.site_changes([result(["a", "b"], [3, 1], [0.0, 2.0]),
-                                 result(["a", "c"], [2, 5], [-1.0, 0.25])]).marks
+    results = [result(["a", "b"], [3, 1], [0.0, 2.0]), result(["a", "c"], [2, 5], [-1.0, 0.25])]
+    merged = steps.site_changes(results, steps.site_numbers(results)).marks
     assert merged == {"http://a.test": (2, 0.0), "http://b.test": (1, 2.0), "http://c.test": (5, 0.25)}
-    assert steps.site_changes([]).marks == {}
+    assert steps.site_changes([], steps.site_numbers([])).marks == {}
 
 
 # -- the crawler's check ----------------------------------------------------------------------

@@ -101,15 +101,23 @@ def spool_file(tmp_path, name: str, lines: list[str]) -> SpoolDirectory:
     return SpoolDirectory(folder)
 
 
+def changes(results: list[steps.FileResult]) -> steps.SiteChanges:
+    return steps.site_changes(results, steps.site_numbers(results))
+
+
+def inbox_lines(results: list[steps.FileResult]) -> dict[str, memoryview]:
+    return steps.inbox_lines(results, steps.site_numbers(results))
+
+
 def summary(result: steps.FileResult) -> tuple:
     return (result.name, result.lines, result.bad, result.reports, by_site(result),
-            steps.site_changes([result]).inlinks, result.new_pairs, result.new_keys)
+            changes([result]).inlinks, result.new_pairs, result.new_keys)
 
 
 def by_site(*results: steps.FileResult) -> dict[str, list[str]]:
     """The new URLs of each site, from its inbox lines (depth 0)."""
     out = {}
-    for site, lines in steps.site_changes(list(results)).lines.items():
+    for site, lines in inbox_lines(list(results)).items():
         assert all(line.startswith("0\t") for line in bytes(lines).decode().splitlines())
         out[site] = [line.removeprefix("0\t") for line in bytes(lines).decode().splitlines()]
     return out
@@ -161,22 +169,23 @@ def test_the_steps_find_new_urls_by_site_and_in_links_and_save_every_slice(tmp_p
     assert "origin too long for a directory name" in first.reports[1][1]
     assert list(by_site(first).items()) == [("http://a.test", ["http://a.test/1", "http://a.test/self"]),
                                             ("http://b.test", ["http://b.test/1", "http://b.test/2"])]
-    assert steps.site_changes([first]).inlinks == {"http://b.test": 2, "http://a.test": 1}
+    assert changes([first]).inlinks == {"http://b.test": 2, "http://a.test": 1}
     assert first.new_pairs == 3
     assert list(by_site(second).items()) == [("http://c.test", ["http://c.test/"])]  # a.test/1 is known
-    assert steps.site_changes([second]).inlinks == {"http://a.test": 1, "http://c.test": 1}
+    assert changes([second]).inlinks == {"http://a.test": 1, "http://c.test": 1}
     assert sum(first.new_keys) == 4 + 3 and sum(second.new_keys) == 1 + 2
     assert sorted(p.name for p in (tmp_path / "links").iterdir()) == [
         f"slice-{p}of4-1.bloom" for p in range(4)]
     assert summary(pickle.loads(pickle.dumps(first))) == summary(first)
-    both = steps.site_changes([first, second])
-    assert both.lines == {
+    both = changes([first, second])
+    assert inbox_lines([first, second]) == {
         "http://b.test": b"0\thttp://b.test/1\n0\thttp://b.test/2\n",
         "http://a.test": b"0\thttp://a.test/1\n0\thttp://a.test/self\n",
         "http://c.test": b"0\thttp://c.test/\n"}
-    assert list(both.lines) == ["http://a.test", "http://b.test", "http://c.test"]
+    assert list(inbox_lines([first, second])) == ["http://a.test", "http://b.test", "http://c.test"]
     assert both.inlinks == {"http://b.test": 2, "http://a.test": 2, "http://c.test": 1}
-    assert steps.site_changes([]) == steps.SiteChanges({}, {}, {})
+    assert both.woken == {"http://a.test", "http://b.test", "http://c.test"}
+    assert changes([]) == steps.SiteChanges({}, set(), {}) and inbox_lines([]) == {}
     # Run again from generation 0 (a worker lost, its tasks retried): the same flags, the same slices.
     saved = {p: slices.path(p, 1).read_bytes() for p in range(4)}
     steps.forget_slices(slices)
@@ -186,7 +195,7 @@ def test_the_steps_find_new_urls_by_site_and_in_links_and_save_every_slice(tmp_p
     # From generation 1: nothing is new.
     again = run_steps(source, slices, spool.closed(), 1)
     assert [by_site(r) for r in again] == [{}, {}]
-    assert [steps.site_changes([r]).inlinks for r in again] == [{}, {}]
+    assert [changes([r]).inlinks for r in again] == [{}, {}]
 
 
 _NAMES = st.lists(st.sampled_from(["a", "b", "c", "é", "a-b", "ab"]), max_size=4, unique=True)
@@ -232,10 +241,11 @@ def test_site_changes_merge_files_as_python_would_site_by_site(files):
             site_hops=np.array([numbers[i][1] for i in rows if linked_to[i]], dtype=np.int64),
             site_priority=np.array([numbers[i][2] for i in rows if linked_to[i]]),
             new_pairs=0, new_keys=[]))
-    changes = steps.site_changes(results)
-    assert list(changes.lines.items()) == sorted(lines.items())
-    assert changes.inlinks == inlinks
-    assert changes.marks == marks
+    merged = changes(results)
+    assert list(inbox_lines(results).items()) == sorted(lines.items())
+    assert merged.woken == set(lines)
+    assert merged.inlinks == inlinks
+    assert merged.marks == marks
 
 
 def test_one_slice_finds_what_the_one_bitmap_of_old_found(tmp_path):
