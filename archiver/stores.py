@@ -65,10 +65,11 @@ class EmbeddedStores:
         return sorted(int(p.stem) for p in folder.glob("*.sqlite") if p.stem.isdigit()) \
             if folder.is_dir() else []
 
-    def crawl_queues(self) -> EmbeddedCrawlQueues:
+    def crawl_queues(self, *, bulk: bool = False) -> EmbeddedCrawlQueues:
+        """``bulk``: for the links batch, which calls ``settle`` after its syncs."""
         from archiver.queues.crawlqueue import EmbeddedCrawlQueues
         c = self.config.crawl
-        return EmbeddedCrawlQueues(self.root, bloom_bits=c.site_bitmap_bits,
+        return EmbeddedCrawlQueues(self.root, bulk=bulk, bloom_bits=c.site_bitmap_bits,
                                    max_fp=c.site_bitmap_max_fp, max_decisions=c.max_decisions)
 
     def spool_writer(self, process: int) -> SpoolWriterStore:
@@ -217,7 +218,8 @@ class SharedStores:
         from archiver.queues.pgsitequeue import PgSiteQueue
         return PgSiteQueue(self.url, process=process, leases=self.leases)
 
-    def crawl_queues(self) -> PgCrawlQueues:
+    def crawl_queues(self, *, bulk: bool = False) -> PgCrawlQueues:
+        """(``bulk`` changes nothing here: PostgreSQL checkpoints by itself.)"""
         c = self.config.crawl
         from archiver.queues.pgcrawlqueue import PgCrawlQueues
         return PgCrawlQueues(self.url, self.leases, bloom_bits=c.site_bitmap_bits,

@@ -142,7 +142,7 @@ class LinkBatch:
             opened.callback(self.stores.lock("links").release)
             self.state: LinksState = self.stores.links_state()  # (the cluster's lock, when shared)
             opened.callback(self.state.close)
-            self.crawl_queues = self.stores.crawl_queues()
+            self.crawl_queues = self.stores.crawl_queues(bulk=True)
             opened.callback(self.crawl_queues.close)
             self.spool = self.stores.spool_files()
             self.totals = Totals()
@@ -162,6 +162,7 @@ class LinkBatch:
             self._committer = ThreadPoolExecutor(1, thread_name_prefix="links-commit")
             opened.callback(self._committer.shutdown)
             self._commit: Future[None] | None = None
+            self._settling: Future[None] | None = None  # (the inboxes' settle after a commit)
             self._last_progress = time.monotonic()
             self._reading = (0, 0, 0)  # this checkpoint so far: files, lines, slices done
             self._last_push = time.monotonic()
@@ -317,6 +318,7 @@ class LinkBatch:
         what the results change in their sites (``steps.site_changes``, and their new URLs in
         the inbox writer's thread); the dirty sites pushed if ``push``."""
         started = time.monotonic()
+        self._settled()
         numbers = steps.site_numbers(results)
         # The new URLs made durable in their sites' inboxes (another database) while the state
         # writes its sites; the state records the files done only once they are.
@@ -337,6 +339,9 @@ class LinkBatch:
                 marks=changes.marks, first=inboxes.result)
         finally:
             wait([inboxes])  # (a state that failed early leaves no write under way)
+        # What the inboxes' commit left in their WAL goes into their file beside the next
+        # checkpoint's steps, or the push (else in the commit: its tens of megabytes twice).
+        self._settling = self._inbox_writer.submit(self.crawl_queues.settle)
         for p, old in enumerate(previous):
             if old != self.slices.empty_at:
                 self.slices.remove(p, old)
@@ -350,6 +355,12 @@ class LinkBatch:
         event(log, logging.INFO, "links-checkpoint", generation=generation,
               sites=len(changes.woken | changes.inlinks.keys()), seconds=round(took, 2),
               summary=t.line())
+
+    def _settled(self) -> None:
+        """Wait for the inboxes' last settle, if any; raise what it raised."""
+        settling, self._settling = self._settling, None
+        if settling is not None:
+            settling.result()
 
     def _append_inboxes(self, results: list[steps.FileResult], numbers: steps.SiteNumbers
                         ) -> None:
@@ -397,6 +408,7 @@ class LinkBatch:
                     pending = pending[self.checkpoint(pending):]
                 self.committed()
                 self._push_dirty()  # the pass's changes (a stop ends the pass too)
+                self._settled()
             if once:
                 break
             self.stop_requested.wait(self.config.links.poll_interval)

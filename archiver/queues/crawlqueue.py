@@ -281,9 +281,9 @@ def _slots_of(path: Path) -> tuple[int, int, int, int]:
         os.close(fd)
 
 
-def inbox_database(root: Path) -> InboxDatabase:
+def inbox_database(root: Path, *, checkpoints: bool = True) -> InboxDatabase:
     """The inbox database of the archive at ``root`` (not opened yet: its first use does)."""
-    return InboxDatabase(root / "frontier" / INBOXES)
+    return InboxDatabase(root / "frontier" / INBOXES, checkpoints=checkpoints)
 
 
 def read_inbox(directory: Path, inbox: SiteInbox | None = None) -> Iterator[tuple[str, int]]:
@@ -790,12 +790,13 @@ class EmbeddedCrawlQueues:
     their inboxes in ``<root>/frontier/inbox.sqlite``."""
 
     def __init__(self, root: Path, *, bloom_bits: int, max_fp: float,
-                 max_decisions: int = 0) -> None:
+                 max_decisions: int = 0, bulk: bool = False) -> None:
+        """``bulk``: for the links batch, which calls ``settle`` after its syncs."""
         self.root = root
         self.bloom_bits = bloom_bits
         self.max_fp = max_fp
         self.max_decisions = max_decisions
-        self.inboxes = inbox_database(root)
+        self.inboxes = inbox_database(root, checkpoints=not bulk)
 
     def open(self, origin: str) -> CrawlQueue:
         return CrawlQueue.open(queue_dir(self.root, origin), bloom_bits=self.bloom_bits,
@@ -831,6 +832,9 @@ class EmbeddedCrawlQueues:
 
     def sync(self) -> None:
         self.inboxes.commit()
+
+    def settle(self) -> None:
+        self.inboxes.checkpoint()
 
     def close(self) -> None:
         """Close the inbox database (each queue's files are opened and closed by its own calls)."""

@@ -7,7 +7,10 @@ blob. A links checkpoint appends to tens of thousands of sites at once: one row 
 transaction, costs no directory and no file per site (a site gets its directory when its crawl
 queue is first opened). ``stage`` gathers appends in memory and ``commit`` writes them in one
 transaction that fsyncs the WAL, so they are durable when it returns; a crash before loses only
-what was staged.
+what was staged. SQLite then copies a WAL grown past 1,000 pages into the database at once, in
+the commit; a writer opened with ``checkpoints=False`` (the links batch) leaves that to
+``checkpoint``, which it runs beside other work: a links checkpoint's tens of megabytes of lines
+would otherwise be written twice before its commit returns.
 
 A merge reads a site's rows (``take``: their lines and the highest row id), adds the lines to the
 log through the site's bitmap, fsyncs the log, and only then deletes the rows up to that id
@@ -49,8 +52,10 @@ CREATE INDEX IF NOT EXISTS inbox_origin ON inbox (origin);
 class InboxDatabase:
     """The inbox database at ``path``; one per process, usable from several threads."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, checkpoints: bool = True) -> None:
+        """``checkpoints`` False: commits leave the WAL to ``checkpoint`` (see the module docstring)."""
         self.path = path
+        self._checkpoints = checkpoints
         self._lock = threading.Lock()  # the writer connection, one thread at a time
         self._writer: sqlite3.Connection | None = None
         self._probe_lock = threading.Lock()
@@ -78,6 +83,13 @@ class InboxDatabase:
                 raise
         for directory in new_dirs:  # the new file's name (and its folder's) made durable
             fsync_directory(directory)
+
+    def checkpoint(self) -> None:
+        """Copy what the commits left in the WAL into the database, waiting for no reader (a
+        passive checkpoint: pages a reader still needs wait for the next one)."""
+        with self._lock:
+            if self._writer is not None:
+                self._writer.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def take(self, origin: str) -> tuple[int, bytes] | None:
         """The highest row id of ``origin`` and the lines of its rows up to it, oldest first; None
@@ -149,6 +161,8 @@ class InboxDatabase:
         db = sqlite.open_writer(self.path, sqlite.INBOX_TIMEOUT, cache_mib=sqlite.SITES_CACHE_MIB,
                                 page_size=PAGE_SIZE)
         try:
+            if not self._checkpoints:
+                db.execute("PRAGMA wal_autocheckpoint = 0")
             db.executescript(_SCHEMA)
         except BaseException:
             db.close()

@@ -156,6 +156,11 @@ class CrawlQueues(Protocol):
     def sync(self) -> None:
         """Make every append made with ``sync`` False durable."""
 
+    def settle(self) -> None:
+        """Fold what the syncs wrote into the queues' files, if the store leaves that to its
+        caller (the embedded inboxes, opened for the links batch by ``crawl_queues(bulk=True)``
+        of archiver.stores); it may run beside other work, not beside this store's appends."""
+
     def unfit(self, origin: str) -> str | None:
         """Why ``origin`` can have no crawl queue here (too long a name, say), or None."""
 

@@ -367,6 +367,9 @@ class PgCrawlQueues:
             for row in rows:
                 copy.write_row(row)
 
+    def settle(self) -> None:
+        """Nothing to do: PostgreSQL checkpoints by itself."""
+
     def unfit(self, origin: str) -> str | None:
         return None
 

@@ -15,11 +15,12 @@ def open_queue(directory: Path) -> CrawlQueue:
     return CrawlQueue.open(directory, bloom_bits=crawl.site_bitmap_bits, max_fp=crawl.site_bitmap_max_fp)
 
 
-def embedded_queues(root: Path) -> EmbeddedCrawlQueues:
+def embedded_queues(root: Path, *, bulk: bool = False) -> EmbeddedCrawlQueues:
     """Every site's crawl queue under the archive root ``root`` (the configured per-site bitmap),
-    with the inbox database; close it after use."""
+    with the inbox database (``bulk``: as the links batch opens it); close it after use."""
     crawl = CrawlConfig()
-    return EmbeddedCrawlQueues(root, bloom_bits=crawl.site_bitmap_bits, max_fp=crawl.site_bitmap_max_fp)
+    return EmbeddedCrawlQueues(root, bloom_bits=crawl.site_bitmap_bits, max_fp=crawl.site_bitmap_max_fp,
+                               bulk=bulk)
 
 
 def drain(crawl_queue: CrawlQueue) -> list[Entry]:

@@ -176,3 +176,24 @@ def test_a_new_inbox_file_has_16_kib_pages_and_an_older_one_keeps_its_own(tmp_pa
         with closing(sqlite3.connect(root / "frontier" / INBOXES)) as db:
             assert db.execute("PRAGMA page_size").fetchone() == (made_before or PAGE_SIZE,)
     assert PAGE_SIZE == 16384
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_a_bulk_writer_leaves_the_wal_to_settle(tmp_path: Path, bulk: bool):
+    """Past SQLite's automatic checkpoint (1,000 pages of WAL), a writer copies the WAL into the
+    file at its commit; the links batch's (``bulk``) leaves that to ``settle``, run beside other
+    work. The rows read back alike."""
+    path = tmp_path / "frontier" / INBOXES
+    lines = b"".join(b"0\thttp://a.test/%d/%s\n" % (n, b"x" * 990) for n in range(20))
+    sites = [f"http://s{n:05}.test" for n in range(1000)]  # 20 MB of lines: 1,250 pages
+    with closing(embedded_queues(tmp_path, bulk=bulk)) as queues:
+        for site in sites:
+            queues.append_lines(site, lines, sync=False)
+        queues.sync()
+        in_file = path.stat().st_size
+        queues.settle()
+        settled = path.stat().st_size
+        assert (in_file < 1 << 20) == bulk and settled > 16 << 20
+        with queues.open(sites[-1]) as crawl_queue:
+            assert [e.url for e in drain(crawl_queue)] == [
+                line.split("\t")[1] for line in lines.decode().splitlines()]
