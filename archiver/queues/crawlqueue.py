@@ -54,7 +54,7 @@ import os
 import struct
 import time
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -822,11 +822,10 @@ class EmbeddedCrawlQueues:
         one is malformed or no crawl queue can hold the origin); with ``sync`` False they wait in
         memory for ``sync``, which writes every site's in one transaction."""
         _queue_name(origin)  # the origin must be able to have a crawl queue
-        self.append_lines(origin, b"".join(_line(url, depth) for url, depth in entries), sync=sync)
+        self.append_lines({origin: b"".join(_line(url, depth) for url, depth in entries)}, sync=sync)
 
-    def append_lines(self, origin: str, lines: bytes | memoryview, *, sync: bool = True) -> None:
-        if lines:
-            self.inboxes.stage(origin, lines)
+    def append_lines(self, lines: Mapping[str, bytes | memoryview], *, sync: bool = True) -> None:
+        self.inboxes.stage(lines)
         if sync:
             self.inboxes.commit()
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,9 +63,9 @@ class InboxDatabase:
         self._probe: sqlite3.Connection | None = None
         self._staged: list[tuple[str, bytes | memoryview]] = []
 
-    def stage(self, origin: str, lines: bytes | memoryview) -> None:
-        """Keep ``lines`` (whole ``depth<TAB>url\\n`` lines) for ``origin`` until ``commit``."""
-        self._staged.append((origin, lines))
+    def stage(self, lines: Mapping[str, bytes | memoryview]) -> None:
+        """Keep each site's ``lines`` (whole ``depth<TAB>url\\n`` lines) until ``commit``."""
+        self._staged += [(origin, site_lines) for origin, site_lines in lines.items() if site_lines]
 
     def commit(self) -> None:
         """Write every staged append in one transaction, durable when this returns (the file is

@@ -7,7 +7,7 @@ crawler process that claimed it; the shared one (``queues.pgsitequeue``) gives t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import Any, Protocol, Self
 
@@ -148,10 +148,10 @@ class CrawlQueues(Protocol):
         """Queue (url, depth) pairs for ``origin`` from outside its visit (merged at its next turn);
         with ``sync`` False they may wait for ``sync`` (many sites' appends made durable at once)."""
 
-    def append_lines(self, origin: str, lines: bytes | memoryview, *, sync: bool = True) -> None:
-        """``append`` for many URLs already checked (the links batch's: normalised, their site
-        fit for a crawl queue): whole ``depth<TAB>url\\n`` lines, as the inboxes keep them (a
-        view, held until ``sync``, or bytes)."""
+    def append_lines(self, lines: Mapping[str, bytes | memoryview], *, sync: bool = True) -> None:
+        """``append`` for many sites' URLs already checked (the links batch's: normalised, their
+        site fit for a crawl queue): each site's whole ``depth<TAB>url\\n`` lines, as the
+        inboxes keep them (views, held until ``sync``, or bytes)."""
 
     def sync(self) -> None:
         """Make every append made with ``sync`` False durable."""

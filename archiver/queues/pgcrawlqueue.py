@@ -29,7 +29,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
@@ -347,13 +347,14 @@ class PgCrawlQueues:
         if sync:
             self.sync()
 
-    def append_lines(self, origin: str, lines: bytes | memoryview, *, sync: bool = True) -> None:
+    def append_lines(self, lines: Mapping[str, bytes | memoryview], *, sync: bool = True) -> None:
         rows = []
-        for line in bytes(lines).splitlines(keepends=True):  # as the embedded inboxes read them
-            entry = parse_entry(line) if line.endswith(b"\n") else None
-            if entry is None:
-                raise ValueError(f"not a depth<TAB>url line for {origin}: {line[:100]!r}")
-            rows.append((origin, *entry))
+        for origin, site_lines in lines.items():
+            for line in bytes(site_lines).splitlines(keepends=True):  # as the embedded inboxes
+                entry = parse_entry(line) if line.endswith(b"\n") else None  # read them
+                if entry is None:
+                    raise ValueError(f"not a depth<TAB>url line for {origin}: {line[:100]!r}")
+                rows.append((origin, *entry))
         self._unsent += rows
         if sync:
             self.sync()
