@@ -17,19 +17,15 @@ is always one checkpoint's ledger with that checkpoint's slices (see archiver.li
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archiver.queues.bloom import BloomBitmap
-from archiver.queues.sitequeue import (
-    LinkedSite,
-    SiteQueue,
-    merge_staged_links,
-    process_for,
-    stage_linked_sites,
-)
+from archiver.queues.sitequeue import LinkedSite, SiteQueue, owner_hash
 from archiver.store import sqlite
 
 if TYPE_CHECKING:
@@ -46,14 +42,16 @@ CREATE TABLE IF NOT EXISTS sites (
     origin TEXT PRIMARY KEY, inlinks INTEGER NOT NULL DEFAULT 0,
     dirty INTEGER NOT NULL DEFAULT 0,  -- 1: count to push, 2: also new URLs (wake the site)
     hops INTEGER NOT NULL DEFAULT 0,   -- the lowest hop count a link gave the site
-    priority REAL NOT NULL DEFAULT 0   -- the highest priority a link gave it
-);
+    priority REAL NOT NULL DEFAULT 0,  -- the highest priority a link gave it
+    site_hash INTEGER                  -- sitequeue.owner_hash(origin): over the process count,
+);                                     -- the owner's number
 CREATE INDEX IF NOT EXISTS sites_dirty ON sites (dirty) WHERE dirty > 0;
 CREATE TABLE IF NOT EXISTS slices (slice INTEGER PRIMARY KEY, generation INTEGER NOT NULL);
 """
 # Columns added since the first states (to an older one on open: its sites read as hops 0 and
-# priority 0, as a site queue from before them does).
-_ADDED = {"hops": "INTEGER NOT NULL DEFAULT 0", "priority": "REAL NOT NULL DEFAULT 0"}
+# priority 0, as a site queue from before them does, and get their site_hash at once).
+_ADDED = {"hops": "INTEGER NOT NULL DEFAULT 0", "priority": "REAL NOT NULL DEFAULT 0",
+          "site_hash": "INTEGER"}
 
 
 def bitmap_path(directory: Path, generation: int) -> Path:
@@ -69,11 +67,15 @@ class EmbeddedLinksState:
         self._db = sqlite.open_writer(directory / STATE, sqlite.LINKS_STATE_TIMEOUT,
                                       cache_mib=sqlite.SITES_CACHE_MIB)
         self._closed = False
+        self._db.create_function("owner_hash", 1, owner_hash, deterministic=True)
         self._db.executescript(_SCHEMA)
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(sites)")}
-        for name, definition in _ADDED.items():
-            if name not in columns:
-                self._db.execute(f"ALTER TABLE sites ADD COLUMN {name} {definition}")
+        if missing := [name for name in _ADDED if name not in columns]:
+            with sqlite.transaction(self._db):
+                for name in missing:
+                    self._db.execute(f"ALTER TABLE sites ADD COLUMN {name} {_ADDED[name]}")
+                if "site_hash" in missing:
+                    self._db.execute("UPDATE sites SET site_hash = owner_hash(origin)")
         row = self._db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
         self.generation: int = row[0] if row else 0
 
@@ -142,6 +144,8 @@ class EmbeddedLinksState:
                 " dirty = max(dirty, excluded.dirty), hops = min(hops, excluded.hops),"
                 " priority = max(priority, excluded.priority)")
             (added,) = self._db.execute("SELECT count(*) FROM sites WHERE rowid > ?", (last,)).fetchone()
+            self._db.execute("UPDATE sites SET site_hash = owner_hash(origin) WHERE rowid > ?",
+                             (last,))
             self._db.executemany(
                 "UPDATE sites SET hops = min(hops, ?1), priority = max(priority, ?2),"
                 " dirty = max(dirty, 1) WHERE origin = ?3 AND (hops > ?1 OR priority < ?2)",
@@ -193,34 +197,32 @@ class EmbeddedLinksState:
 
     def push(self, site_queue: Callable[[int], SiteQueueStore], processes: int) -> tuple[int, int]:
         """The dirty sites merged into each owner's site queue file, straight from this file:
-        each queue is attached to this connection in turn and merged into from its owner's share
-        of the dirty sites (``sitequeue.merge_staged_links``; no row comes into Python), durably;
-        then the sites are marked pushed. A kill between the two pushes them again at the next
-        start (the merge is idempotent)."""
-        db = self._db
-        db.create_function("process_for", 2, process_for, deterministic=True)
-        db.execute("DROP TABLE IF EXISTS temp.pushing")
-        db.execute("CREATE TEMP TABLE pushing AS SELECT process_for(origin, ?) AS owner, origin,"
-                   " inlinks, dirty = 2 AS woken, hops, priority FROM sites WHERE dirty > 0",
-                   (processes,))
-        owners = [owner for (owner,) in db.execute("SELECT DISTINCT owner FROM temp.pushing ORDER BY owner")]
-        (sites,) = db.execute("SELECT count(*) FROM temp.pushing").fetchone()
+        each owner's queue attaches it and merges its share of the dirty sites, found by their
+        ``site_hash`` (``SiteQueue.merge_attached``; no row comes into Python), durably, the
+        owners side by side in threads (SQLite works outside the GIL); then the sites are marked
+        pushed. A kill between the two pushes them again at the next start (the merge is
+        idempotent)."""
+        with sqlite.transaction(self._db):  # (each commit hashes its new sites: none, normally)
+            self._db.execute("UPDATE sites SET site_hash = owner_hash(origin)"
+                             " WHERE dirty > 0 AND site_hash IS NULL")
+        owned = [(owner, count) for owner, count in self._db.execute(
+            "SELECT site_hash % ?, count(*) FROM sites WHERE dirty > 0 GROUP BY 1 ORDER BY 1",
+            (processes,))]
+        queues = [site_queue(owner) for owner, _ in owned]  # opened here, in this thread
+        select = ("SELECT origin, inlinks, dirty = 2, hops, priority FROM links.sites"
+                  " WHERE dirty > 0 AND site_hash % ? = ?")
         now = time.time()
-        for owner in owners:
-            queue = site_queue(owner)  # opened by its store: the file exists, its schema made
+
+        def merge(owner: int, queue: SiteQueueStore) -> None:
             assert isinstance(queue, SiteQueue), "the embedded links state pushes to embedded queues"
-            db.execute("ATTACH DATABASE ? AS queue", (str(queue.path),))
-            try:
-                db.execute("PRAGMA queue.synchronous = FULL")  # durable at the commit, as main
-                db.execute(f"PRAGMA queue.cache_size = {-1024 * sqlite.SITES_CACHE_MIB}")
-                with sqlite.transaction(db):
-                    stage_linked_sites(db)
-                    db.execute("INSERT INTO temp.linked_sites SELECT origin, inlinks, woken, hops,"
-                               " priority FROM temp.pushing WHERE owner = ?", (owner,))
-                    merge_staged_links(db, now, schema="queue")
-            finally:
-                db.execute("DETACH DATABASE queue")
-        db.execute("DROP TABLE temp.pushing")
+            queue.merge_attached(self.directory / STATE, select, (processes, owner), now=now)
+
+        with ThreadPoolExecutor(min(len(owned), os.cpu_count() or 1) or 1,
+                                thread_name_prefix="links-push") as pool:
+            for done in [pool.submit(merge, owner, queue)
+                         for (owner, _), queue in zip(owned, queues, strict=True)]:
+                done.result()
+        sites = sum(count for _, count in owned)
         if sites:
             self.pushed()
-        return sites, len(owners)
+        return sites, len(owned)

@@ -136,7 +136,13 @@ def queue_path(root: Path, process: int) -> Path:
 
 def process_for(origin: str, processes: int) -> int:
     """The crawler process that owns ``origin``: a stable hash of the site key over ``processes``."""
-    return mmh3.hash(origin, 0, signed=False) % processes
+    return owner_hash(origin) % processes
+
+
+def owner_hash(origin: str) -> int:
+    """The hash of ``origin`` that ``process_for`` takes over the process count (what a store of
+    many sites may keep, to find each one's owner without Python)."""
+    return mmh3.hash(origin, 0, signed=False)
 
 
 def stage_linked_sites(db: sqlite3.Connection) -> None:
@@ -147,23 +153,23 @@ def stage_linked_sites(db: sqlite3.Connection) -> None:
     db.execute("DELETE FROM temp.linked_sites")
 
 
-def merge_staged_links(db: sqlite3.Connection, now: float, schema: str = "main") -> int:
-    """Merge the staged sites into the queue ``schema`` names (this connection's own, or one it
-    attached) as ``SiteQueue.merge_links`` does, in the caller's transaction: new sites are added
-    with their counts; a known site's row is rewritten only if its count, hops or priority
-    changed; a finished one with new URLs waits again. Returns the sites added."""
+def merge_staged_links(db: sqlite3.Connection, now: float) -> int:
+    """Merge the staged sites into the connection's own queue (``main``; a file it attached may
+    have a table of sites too) as ``SiteQueue.merge_links`` does, in the caller's transaction:
+    new sites are added with their counts; a known site's row is rewritten only if its count,
+    hops or priority changed; a finished one with new URLs waits again. Returns the sites added."""
     # (The WHERE keeps SQLite from reading ON CONFLICT as the SELECT's join constraint.)
     added = db.execute(
-        f"INSERT INTO {schema}.sites (origin, added, inlinks, hops, priority)"
+        "INSERT INTO main.sites (origin, added, inlinks, hops, priority)"
         " SELECT origin, ?, inlinks, hops, priority FROM temp.linked_sites WHERE true"
         " ORDER BY origin ON CONFLICT (origin) DO NOTHING", (now,)).rowcount
     db.execute(
-        f"UPDATE {schema}.sites SET inlinks = c.inlinks, hops = min(sites.hops, c.hops),"
+        "UPDATE main.sites SET inlinks = c.inlinks, hops = min(sites.hops, c.hops),"
         " priority = max(sites.priority, c.priority) FROM temp.linked_sites AS c"
         " WHERE sites.origin = c.origin AND (sites.inlinks != c.inlinks"
         " OR sites.hops > c.hops OR sites.priority < c.priority)")
     db.execute(
-        f"UPDATE {schema}.sites SET state = 'waiting', due = ? FROM temp.linked_sites AS c"
+        "UPDATE main.sites SET state = 'waiting', due = ? FROM temp.linked_sites AS c"
         " WHERE sites.origin = c.origin AND c.woken AND sites.state IN ('done', 'revisit')", (now,))
     return added
 
@@ -233,6 +239,20 @@ class SiteQueue:
             self._db.executemany("INSERT INTO temp.linked_sites VALUES (?, ?, ?, ?, ?)",
                                  map(linked_site, sites))
             return merge_staged_links(self._db, now)
+
+    def merge_attached(self, path: Path, select: str, parameters: tuple[object, ...], *,
+                       now: float) -> int:
+        """``merge_links`` of the rows ``select`` (with ``parameters``) reads from the SQLite file
+        at ``path``, attached to this queue's connection as ``links``: no row comes into Python.
+        Returns the sites added."""
+        self._db.execute("ATTACH DATABASE ? AS links", (str(path),))
+        try:
+            with sqlite.transaction(self._db, durable=True):
+                stage_linked_sites(self._db)
+                self._db.execute(f"INSERT INTO temp.linked_sites {select}", parameters)
+                return merge_staged_links(self._db, now)
+        finally:
+            self._db.execute("DETACH DATABASE links")
 
     def claim(self, *, include_deferred: bool, include_revisits: bool = False,
               now: float | None = None) -> str | None:

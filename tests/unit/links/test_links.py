@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import shutil
 import sqlite3
+from contextlib import closing
 from functools import partial
 
 import pytest
@@ -14,7 +15,7 @@ from archiver.links import batch
 from archiver.links.batch import LinkBatch, run_batch
 from archiver.queues.inboxes import INBOXES
 from archiver.queues.linksstate import EmbeddedLinksState
-from archiver.queues.sitequeue import SiteQueue, process_for, queue_path
+from archiver.queues.sitequeue import SiteQueue, owner_hash, process_for, queue_path
 from archiver.queues.spool import parse_line
 from archiver.stores import open_stores
 from tests.support.linkbatch import links_config, snapshot, synthetic_spool, write_spool
@@ -153,3 +154,25 @@ def test_a_checkpoint_whose_inboxes_cannot_be_written_records_nothing(tmp_path):
     inboxes.rmdir()
     run_batch(failing, once=True)
     assert snapshot(failing.root, 2, marks=True) == snapshot(clean.root, 2, marks=True)
+
+
+def test_a_links_state_from_before_site_hashes_gets_them_and_pushes_each_site_to_its_owner(tmp_path):
+    """The push finds each dirty site's owner by the hash the state keeps (``site_hash``): a
+    state made before it gets them on open, and its sites go where ``process_for`` says."""
+    cfg = links_config(tmp_path)
+    links = cfg.root / "links"
+    origins = [f"http://s{n}.test" for n in range(20)]
+    EmbeddedLinksState(links).close()
+    with closing(sqlite3.connect(links / "state.sqlite")) as db, db:
+        db.execute("ALTER TABLE sites DROP COLUMN site_hash")
+        db.executemany("INSERT INTO sites (origin, inlinks, dirty) VALUES (?, ?, 2)",
+                       [(origin, n) for n, origin in enumerate(origins, 1)])
+    EmbeddedLinksState(links).close()
+    with closing(sqlite3.connect(links / "state.sqlite")) as db:
+        assert dict(db.execute("SELECT origin, site_hash FROM sites")) == {
+            origin: owner_hash(origin) for origin in origins}
+    run_batch(cfg, once=True)                     # no spool file: the dirty sites are pushed
+    sites, _ = snapshot(cfg.root, 2)
+    assert {origin: (row[0], row[2]) for origin, row in sites.items()} == {
+        origin: (process_for(origin, 2), n) for n, origin in enumerate(origins, 1)}
+    assert {process_for(origin, 2) for origin in origins} == {0, 1}
