@@ -205,10 +205,12 @@ class EmbeddedLinksState:
         with sqlite.transaction(self._db):  # (each commit hashes its new sites: none, normally)
             self._db.execute("UPDATE sites SET site_hash = owner_hash(origin)"
                              " WHERE dirty > 0 AND site_hash IS NULL")
-        owned = [(owner, count) for owner, count in self._db.execute(
+        owned = dict(self._db.execute(
             "SELECT site_hash % ?, count(*) FROM sites WHERE dirty > 0 GROUP BY 1 ORDER BY 1",
-            (processes,))]
-        queues = [site_queue(owner) for owner, _ in owned]  # opened here, in this thread
+            (processes,)))
+        if not owned:
+            return 0, 0
+        queues = [site_queue(owner) for owner in owned]  # opened here, in this thread
         select = ("SELECT origin, inlinks, dirty = 2, hops, priority FROM links.sites"
                   " WHERE dirty > 0 AND site_hash % ? = ?")
         now = time.time()
@@ -217,12 +219,8 @@ class EmbeddedLinksState:
             assert isinstance(queue, SiteQueue), "the embedded links state pushes to embedded queues"
             queue.merge_attached(self.directory / STATE, select, (processes, owner), now=now)
 
-        with ThreadPoolExecutor(min(len(owned), os.cpu_count() or 1) or 1,
+        with ThreadPoolExecutor(min(len(owned), os.cpu_count() or 1),
                                 thread_name_prefix="links-push") as pool:
-            for done in [pool.submit(merge, owner, queue)
-                         for (owner, _), queue in zip(owned, queues, strict=True)]:
-                done.result()
-        sites = sum(count for _, count in owned)
-        if sites:
-            self.pushed()
-        return sites, len(owned)
+            list(pool.map(merge, owned, queues))  # (raises what a merge raised)
+        self.pushed()
+        return sum(owned.values()), len(owned)
