@@ -168,12 +168,12 @@ def site_changes(results: list[FileResult], numbers: SiteNumbers) -> SiteChanges
     np.add.at(gained, numbers.ranks([r.linked for r in results]),
               np.concatenate([r.linked_counts for r in results]))
     linked = np.flatnonzero(gained)
-    marked = numbers.ranks([r.site_rows for r in results])
+    each_file_marks = numbers.ranks([r.site_rows for r in results])
     hops = np.full(len(names), np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(hops, marked, np.concatenate([r.site_hops for r in results]))
+    np.minimum.at(hops, each_file_marks, np.concatenate([r.site_hops for r in results]))
     priority = np.full(len(names), -np.inf)
-    np.maximum.at(priority, marked, np.concatenate([r.site_priority for r in results]))
-    marked = np.flatnonzero(np.bincount(marked, minlength=len(names)))
+    np.maximum.at(priority, each_file_marks, np.concatenate([r.site_priority for r in results]))
+    marked = np.flatnonzero(np.bincount(each_file_marks, minlength=len(names)))
     woken = np.bincount(numbers.ranks([r.new_url_sites for r in results]), minlength=len(names))
     return SiteChanges(
         inlinks=dict(zip(names[linked].tolist(), gained[linked].tolist(), strict=True)),

@@ -350,8 +350,9 @@ class PgCrawlQueues:
     def append_lines(self, lines: Mapping[str, bytes | memoryview], *, sync: bool = True) -> None:
         rows = []
         for origin, site_lines in lines.items():
-            for line in bytes(site_lines).splitlines(keepends=True):  # as the embedded inboxes
-                entry = parse_entry(line) if line.endswith(b"\n") else None  # read them
+            # Line by line, as the embedded inboxes read them.
+            for line in bytes(site_lines).splitlines(keepends=True):
+                entry = parse_entry(line) if line.endswith(b"\n") else None
                 if entry is None:
                     raise ValueError(f"not a depth<TAB>url line for {origin}: {line[:100]!r}")
                 rows.append((origin, *entry))
