@@ -335,8 +335,7 @@ class LinkBatch:
         try:
             t.new_sites += self.state.commit(
                 generation, [(r.name, r.lines, r.new_url_count, r.bad) for r in results],
-                changes.inlinks, changes.woken, time.time(), generations,
-                marks=changes.marks, first=inboxes.result)
+                changes, time.time(), generations, first=inboxes.result)
         finally:
             wait([inboxes])  # (a state that failed early leaves no write under way)
         # What the inboxes' commit left in their WAL goes into their file beside the next
@@ -353,7 +352,7 @@ class LinkBatch:
         t.checkpoints += 1
         t.checkpoint_seconds += took
         event(log, logging.INFO, "links-checkpoint", generation=generation,
-              sites=len(changes.woken | changes.inlinks.keys()), seconds=round(took, 2),
+              sites=changes.touched(), seconds=round(took, 2),
               summary=t.line())
 
     def _settled(self) -> None:

@@ -41,6 +41,7 @@ from archiver.links.slices import SliceStore
 from archiver.queues.bloom import BloomBitmap
 from archiver.queues.crawlqueue import QueueNames
 from archiver.queues.interfaces import SpoolFiles
+from archiver.queues.sitechanges import SiteChanges
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -147,40 +148,31 @@ def site_numbers(results: list[FileResult]) -> SiteNumbers:
                        of_origin=rank[_numpy(sites.indices)])
 
 
-@dataclass(frozen=True)
-class SiteChanges:
-    """What a checkpoint's files change in their sites' rows (the driver commits it): the
-    in-links gained, the sites with new URLs, and the (lowest hop count, highest priority) of
-    every site linked to."""
-
-    inlinks: dict[str, int]
-    woken: set[str]
-    marks: dict[str, tuple[int, float]]
-
-
 def site_changes(results: list[FileResult], numbers: SiteNumbers) -> SiteChanges:
-    """The files' ``SiteChanges`` (``numbers``: their ``site_numbers``), merged in numpy: Python
-    makes one string per site, no object per URL."""
-    if not results:
-        return SiteChanges({}, set(), {})
+    """The files' ``SiteChanges`` (``numbers``: their ``site_numbers``), merged in numpy: every
+    site their good lines link to, in key order."""
     names = numbers.names
+    if not results:
+        return SiteChanges(origins=names, inlinks=np.zeros(0, dtype=np.int64),
+                           woken=np.zeros(0, dtype=bool), hops=np.zeros(0, dtype=np.int64),
+                           priority=np.zeros(0))
     gained = np.zeros(len(names), dtype=np.int64)
     np.add.at(gained, numbers.ranks([r.linked for r in results]),
               np.concatenate([r.linked_counts for r in results]))
-    linked = np.flatnonzero(gained)
     each_file_marks = numbers.ranks([r.site_rows for r in results])
     hops = np.full(len(names), np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(hops, each_file_marks, np.concatenate([r.site_hops for r in results]))
     priority = np.full(len(names), -np.inf)
     np.maximum.at(priority, each_file_marks, np.concatenate([r.site_priority for r in results]))
-    marked = np.flatnonzero(np.bincount(each_file_marks, minlength=len(names)))
-    woken = np.bincount(numbers.ranks([r.new_url_sites for r in results]), minlength=len(names))
-    return SiteChanges(
-        inlinks=dict(zip(names[linked].tolist(), gained[linked].tolist(), strict=True)),
-        woken=set(names[np.flatnonzero(woken)].tolist()),
-        marks=dict(zip(names[marked].tolist(), zip(hops[marked].tolist(),
-                                                    priority[marked].tolist(), strict=True),
-                       strict=True)))
+    woken = np.zeros(len(names), dtype=bool)
+    woken[numbers.ranks([r.new_url_sites for r in results])] = True
+    # A site that gained in-links or new URLs is one the files link to (else it reads as hops 0,
+    # priority 0); a file's origins may also hold sites whose lines all went bad: left out.
+    marked = np.bincount(each_file_marks, minlength=len(names)) > 0
+    hops[~marked], priority[~marked] = 0, 0.0
+    kept = np.flatnonzero(marked | woken | (gained > 0))
+    return SiteChanges(origins=names[kept], inlinks=gained[kept], woken=woken[kept],
+                       hops=hops[kept], priority=priority[kept])
 
 
 def inbox_lines(results: list[FileResult], numbers: SiteNumbers) -> dict[str, memoryview]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from archiver.queues.bloom import BloomBitmap
 from archiver.queues.crawlqueue import Entry, QueuePosition
@@ -17,6 +17,9 @@ from archiver.queues.decisions import Decision
 from archiver.queues.revisits import PageChanges, RevisitSchedule
 from archiver.queues.sitequeue import LinkedSite, SiteRow
 from archiver.store.durable import Retired, SyncJob
+
+if TYPE_CHECKING:  # (numpy: only the links batch loads it)
+    from archiver.queues.sitechanges import SiteChanges
 
 
 class SiteQueueStore(Protocol):
@@ -237,17 +240,17 @@ class LinksState(Protocol):
         """(generation, name) of every spool file done."""
 
     def commit(self, generation: int, files: Iterable[tuple[str, int, int, int]],
-               inlinks: dict[str, int], woken: set[str], now: float, slices: list[int], *,
-               marks: dict[str, tuple[int, float]] | None = None,
+               changes: SiteChanges, now: float, slices: list[int], *,
                first: Callable[[], object] | None = None) -> int:
         """One checkpoint, all or nothing: the spool files done (name, lines, new URLs, bad lines),
-        the new in-link counts, the sites with new URLs, ``generation``, and each slice's
-        generation (their number becomes the slice count); then a bitmap from before slices is
-        removed. ``marks``: (hop count, priority) of the sites the files link to: each site keeps
-        its lowest hops and highest priority, and one whose hops fell or priority rose is to be
-        pushed again. ``first`` is waited for inside the transaction, the sites written, the
-        ledger not yet: nothing is committed before it returns, and what it raises undoes the
-        commit (the batch makes the sites' inboxes durable meanwhile). Returns the number of
+        the ``changes`` in their sites' rows, ``generation``, and each slice's generation (their
+        number becomes the slice count); then a bitmap from before slices is removed. A site adds
+        the in-links it gained, keeps its lowest hops and highest priority, and is to be pushed
+        if it gained in-links or new URLs (a site with new URLs, to be woken too), or if its hops
+        fell or priority rose; a site only marked (``sitechanges.MARKED``) is written only if
+        the state knows it. ``first`` is waited for inside the transaction, the sites written,
+        the ledger not yet: nothing is committed before it returns, and what it raises undoes
+        the commit (the batch makes the sites' inboxes durable meanwhile). Returns the number of
         sites new to the state."""
 
     def reshard(self, slices: list[int]) -> None:

@@ -24,7 +24,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from archiver.queues.bloom import BloomBitmap
+from archiver.queues.sitechanges import MARKED, SiteChanges
 from archiver.queues.sitequeue import LinkedSite, SiteQueue, owner_hash
 from archiver.store import sqlite
 
@@ -121,25 +124,21 @@ class EmbeddedLinksState:
         return list(self._db.execute("SELECT generation, name FROM ledger"))
 
     def commit(self, generation: int, files: Iterable[tuple[str, int, int, int]],
-               inlinks: dict[str, int], woken: set[str], now: float, slices: list[int], *,
-               marks: dict[str, tuple[int, float]] | None = None,
+               changes: SiteChanges, now: float, slices: list[int], *,
                first: Callable[[], object] | None = None) -> int:
         """One checkpoint in one transaction: the spool files done (name, lines, new URLs, bad
-        lines), the new in-link counts, the sites with new URLs to wake, ``generation``, each
-        slice's generation (``slices``, slice 0 first) and the sites' ``marks``, once ``first``
-        returns (see ``LinksState.commit``). A bitmap from before slices is then removed.
-        Returns the sites new to the state."""
+        lines), the sites' ``changes``, ``generation`` and each slice's generation (``slices``,
+        slice 0 first), once ``first`` returns (see ``LinksState.commit``). A bitmap from before
+        slices is then removed. Returns the sites new to the state."""
         legacy = not self.slice_generations()
-        marks = marks or {}
-        touched = sorted(inlinks.keys() | woken)  # in key order: the index takes them faster
-        others = sorted(marks.keys() - set(touched))
+        dirty = changes.dirty()
+        touched, others = np.flatnonzero(dirty != MARKED), np.flatnonzero(dirty == MARKED)
         with sqlite.transaction(self._db, durable=True):
             # Sites are never deleted, so a site new to the table gets a rowid above all others.
             (last,) = self._db.execute("SELECT coalesce(max(rowid), 0) FROM sites").fetchone()
             sqlite.insert_rows(
                 self._db, "INSERT INTO sites (origin, inlinks, dirty, hops, priority)",
-                [(o, inlinks.get(o, 0), 2 if o in woken else 1, *marks.get(o, (0, 0.0)))
-                 for o in touched],
+                changes.rows(dirty, touched),
                 "ON CONFLICT (origin) DO UPDATE SET inlinks = inlinks + excluded.inlinks,"
                 " dirty = max(dirty, excluded.dirty), hops = min(hops, excluded.hops),"
                 " priority = max(priority, excluded.priority)")
@@ -149,7 +148,8 @@ class EmbeddedLinksState:
             self._db.executemany(
                 "UPDATE sites SET hops = min(hops, ?1), priority = max(priority, ?2),"
                 " dirty = max(dirty, 1) WHERE origin = ?3 AND (hops > ?1 OR priority < ?2)",
-                [(*marks[o], o) for o in others])
+                zip(changes.hops[others].tolist(), changes.priority[others].tolist(),
+                    changes.origins[others].tolist(), strict=True))
             if first is not None:
                 first()
             self._db.executemany(

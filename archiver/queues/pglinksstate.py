@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from archiver.queues.bloom import BloomBitmap
 from archiver.queues.pgsitequeue import merge_staged_links, stage_linked_sites
+from archiver.queues.sitechanges import SiteChanges
 from archiver.queues.sitequeue import LinkedSite
 from archiver.store.objectstore import NoSuchObject, ObjectStore, open_object
 from archiver.store.pgschema import connect_current
@@ -123,28 +124,22 @@ class PgLinksState:
             "SELECT generation, name FROM links_ledger")]
 
     def commit(self, generation: int, files: Iterable[tuple[str, int, int, int]],
-               inlinks: dict[str, int], woken: set[str], now: float, slices: list[int], *,
-               marks: dict[str, tuple[int, float]] | None = None,
+               changes: SiteChanges, now: float, slices: list[int], *,
                first: Callable[[], object] | None = None) -> int:
         legacy = not self.slice_generations()
-        marks = marks or {}
-        touched = inlinks.keys() | woken  # (the insert below takes them in origin order)
-        others = marks.keys() - touched
         done = list(files)
         names, lines, new_urls, bad = ([row[n] for row in done] for n in range(4))
         with self._db.transaction(), self._db.cursor() as cur:
             self._move(generation)
             # The sites' changes go through a staging table (COPY: a fifth of the time of array
-            # parameters), "dirty" 0 for the sites whose hops or priority alone may change.
+            # parameters); "dirty" MARKED (0) for the sites whose hops or priority alone may
+            # change.
             cur.execute("CREATE TEMPORARY TABLE IF NOT EXISTS links_changes (origin text COLLATE \"C\","
                         " inlinks bigint, dirty smallint, hops integer, priority float8)"
                         " ON COMMIT DELETE ROWS")
             with cur.copy("COPY links_changes FROM STDIN") as copy:
-                for o in touched:
-                    copy.write_row((o, inlinks.get(o, 0), 2 if o in woken else 1,
-                                    *marks.get(o, (0, 0.0))))
-                for o in others:
-                    copy.write_row((o, 0, 0, *marks[o]))
+                for site in changes.rows(changes.dirty()):
+                    copy.write_row(site)
             # Both parts see the table as it was before the statement (PostgreSQL's rule for
             # data-modifying WITH): the insert adds the new sites, the update the known ones.
             cur.execute(

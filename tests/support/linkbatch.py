@@ -8,13 +8,16 @@ import random
 import re
 import sqlite3
 from collections import defaultdict
+from collections.abc import Collection, Mapping
 from contextlib import closing
 from pathlib import Path
 
+import numpy as np
 import psycopg
 
 from archiver import config
 from archiver.links.batch import LinkBatch
+from archiver.queues.sitechanges import SiteChanges
 from archiver.queues.sitequeue import queue_path
 from archiver.queues.spool import OBJECT_PREFIX
 from archiver.store.objectstore import S3Store
@@ -23,6 +26,31 @@ from tests.support.crawlqueues import embedded_queues
 from tests.support.objectstore import S3Bucket
 
 LINKS = "\n[links]\nexpected_urls = 200000\nbits_per_url = 16\ncheckpoint_urls = {checkpoint}\n"
+
+
+def site_changes(inlinks: Mapping[str, int], woken: Collection[str] = (),
+                 marks: Mapping[str, tuple[int, float]] | None = None) -> SiteChanges:
+    """A checkpoint's site changes given as maps: in-links gained, the sites with new URLs, and
+    the (hops, priority) of the sites linked to; a site that gained in-links or new URLs without
+    marks reads as hops 0, priority 0 (as ``steps.site_changes`` gives it)."""
+    marks, woken = marks or {}, set(woken)
+    origins = sorted(inlinks.keys() | woken | marks.keys())
+    return SiteChanges(
+        origins=np.array(origins, dtype=object),
+        inlinks=np.array([inlinks.get(o, 0) for o in origins], dtype=np.int64),
+        woken=np.array([o in woken for o in origins], dtype=bool),
+        hops=np.array([marks.get(o, (0, 0.0))[0] for o in origins], dtype=np.int64),
+        priority=np.array([marks.get(o, (0, 0.0))[1] for o in origins], dtype=np.float64))
+
+
+def as_maps(changes: SiteChanges) -> tuple[dict[str, int], set[str], dict[str, tuple[int, float]]]:
+    """A checkpoint's site changes as maps: the in-links of the sites that gained any, the sites
+    with new URLs, and every site's (hops, priority)."""
+    origins = changes.origins.tolist()
+    return ({o: n for o, n in zip(origins, changes.inlinks.tolist(), strict=True) if n},
+            {o for o, w in zip(origins, changes.woken.tolist(), strict=True) if w},
+            dict(zip(origins, zip(changes.hops.tolist(), changes.priority.tolist(), strict=True),
+                     strict=True)))
 
 
 def links_config(directory: Path, *, processes: int = 2, checkpoint: int = 1000,

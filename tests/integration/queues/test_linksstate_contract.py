@@ -22,6 +22,7 @@ from archiver.queues.sitequeue import SiteQueue, process_for, queue_path
 from archiver.queues.spool import OBJECT_PREFIX, ObjectSpool, SpoolDirectory, spool_order
 from archiver.store.objectstore import S3Store
 from archiver.store.shipping import ship_closed
+from tests.support.linkbatch import site_changes
 
 NOW = 1_790_000_000.0
 FILE = ("0-20261122000000-00001.tsv", 10, 4, 1)
@@ -123,7 +124,7 @@ def bitmap(*keys: str) -> BloomBitmap:
 def checkpoint(state: LinksState, files: list[tuple[str, int, int, int]], inlinks: dict[str, int],
                woken: set[str], slices: list[int] | None = None) -> int:
     generation = state.generation + 1
-    return state.commit(generation, files, inlinks, woken, NOW,
+    return state.commit(generation, files, site_changes(inlinks, woken), NOW,
                         [generation] * 4 if slices is None else slices)
 
 
@@ -173,7 +174,8 @@ def test_a_commit_that_fails_changes_nothing(backend: Backend) -> None:
     checkpoint(state, [FILE], {"http://a.test": 1}, set())
     with pytest.raises((sqlite3.IntegrityError, psycopg.errors.UniqueViolation)):
         state.commit(2, [("1-20261122000100-00001.tsv", 1, 1, 0), FILE],   # FILE is done already
-                     {"http://a.test": 5, "http://e.test": 1}, {"http://e.test"}, NOW, [2, 2])
+                     site_changes({"http://a.test": 5, "http://e.test": 1}, {"http://e.test"}),
+                     NOW, [2, 2])
     state.close()
     again = backend.open()
     assert again.generation == 1 and again.files_done() == {FILE[0]}
@@ -277,20 +279,24 @@ def test_the_spool_lists_closed_files_oldest_first_reads_them_and_keeps_done_one
 def test_sites_keep_their_lowest_hops_and_highest_priority_and_go_out_again_when_they_change(
         backend: Backend) -> None:
     state = backend.open()
-    state.commit(1, [FILE], {"http://a.test": 1}, {"http://a.test"}, NOW, [1],
-                 marks={"http://a.test": (3, 0.5), "http://b.test": (1, 2.0)})
+    state.commit(1, [FILE], site_changes({"http://a.test": 1}, {"http://a.test"},
+                                           {"http://a.test": (3, 0.5), "http://b.test": (1, 2.0)}),
+                 NOW, [1])
     # b had no new link nor URL: only a site known already is updated by its marks.
     assert state.dirty_sites() == [("http://a.test", 1, True, 3, 0.5)]
     state.pushed()
-    state.commit(2, [("1-20261122000100-00001.tsv", 2, 0, 0)], {}, set(), NOW, [2],
-                 marks={"http://a.test": (4, 0.25)})           # farther, lower: nothing to push
+    # farther, lower: nothing to push
+    state.commit(2, [("1-20261122000100-00001.tsv", 2, 0, 0)],
+                 site_changes({}, set(), {"http://a.test": (4, 0.25)}), NOW, [2])
     assert state.dirty_sites() == []
-    state.commit(3, [("1-20261122000200-00001.tsv", 2, 0, 0)], {}, set(), NOW, [3],
-                 marks={"http://a.test": (2, 0.0)})            # nearer: pushed again
+    # nearer: pushed again
+    state.commit(3, [("1-20261122000200-00001.tsv", 2, 0, 0)],
+                 site_changes({}, set(), {"http://a.test": (2, 0.0)}), NOW, [3])
     assert state.dirty_sites() == [("http://a.test", 1, False, 2, 0.5)]
     state.pushed()
-    state.commit(4, [("1-20261122000300-00001.tsv", 2, 0, 0)], {"http://a.test": 1}, set(), NOW,
-                 [4], marks={"http://a.test": (9, 1.5)})       # a higher priority too
+    # a higher priority too
+    state.commit(4, [("1-20261122000300-00001.tsv", 2, 0, 0)],
+                 site_changes({"http://a.test": 1}, set(), {"http://a.test": (9, 1.5)}), NOW, [4])
     state.close()
     again = backend.open()
     assert again.dirty_sites() == [("http://a.test", 2, False, 2, 1.5)]
@@ -299,7 +305,8 @@ def test_sites_keep_their_lowest_hops_and_highest_priority_and_go_out_again_when
 def test_a_push_hands_each_dirty_site_to_its_owners_queue_once(backend: Backend) -> None:
     state = backend.open()
     a, b = "http://a.test", "http://b.test"
-    state.commit(1, [FILE], {a: 2, b: 1}, {a}, NOW, [1] * 4, marks={a: (3, 0.5), b: (1, 0.0)})
+    state.commit(1, [FILE], site_changes({a: 2, b: 1}, {a}, {a: (3, 0.5), b: (1, 0.0)}), NOW,
+                 [1] * 4)
     queues = {p: backend.site_queue(p) for p in range(backend.processes)}
     try:
         assert state.push(queues.__getitem__, backend.processes) == (
@@ -319,8 +326,8 @@ def test_a_push_hands_each_dirty_site_to_its_owners_queue_once(backend: Backend)
         assert claimed == a
         owner.finish(a)
         assert row(a).state == "done"
-        state.commit(2, [("1-20261122000100-00001.tsv", 1, 1, 0)], {a: 1}, {a}, NOW, [2] * 4,
-                     marks={a: (2, 0.25), b: (0, 0.75)})
+        state.commit(2, [("1-20261122000100-00001.tsv", 1, 1, 0)],
+                     site_changes({a: 1}, {a}, {a: (2, 0.25), b: (0, 0.75)}), NOW, [2] * 4)
         assert state.push(queues.__getitem__, backend.processes)[0] == 2
         assert (row(a).inlinks, row(a).hops, row(a).priority, row(a).state) == (3, 2, 0.5, "waiting")
         assert (row(b).inlinks, row(b).hops, row(b).priority) == (1, 0, 0.75)

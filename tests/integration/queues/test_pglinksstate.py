@@ -8,6 +8,7 @@ import pytest
 
 from archiver.queues.pglinksstate import LinksBatchBusy, PgLinksState
 from archiver.store.objectstore import S3Store
+from tests.support.linkbatch import site_changes
 
 FILE = ("0-20261122000000-00001.tsv", 3, 2, 0)
 
@@ -28,7 +29,7 @@ def test_a_batch_that_loses_its_connection_loses_the_lock_and_can_write_nothing(
     second = PgLinksState(pg_store_url, objects)
     try:
         with pytest.raises(psycopg.OperationalError):
-            first.commit(1, [FILE], {"http://a.test": 1}, {"http://a.test"}, 0.0, [1])
+            first.commit(1, [FILE], site_changes({"http://a.test": 1}, {"http://a.test"}), 0.0, [1])
         assert second.generation == 0 and second.files_done() == set()
     finally:
         first.close()
@@ -41,7 +42,7 @@ def test_a_state_moved_underneath_refuses_the_commit_and_the_reshard(pg_store_ur
         with psycopg.connect(pg_store_url, autocommit=True) as other:
             other.execute("UPDATE links_meta SET generation = 5")
         with pytest.raises(RuntimeError, match="no longer at generation 0"):
-            state.commit(1, [FILE], {"http://a.test": 1}, set(), 0.0, [1])
+            state.commit(1, [FILE], site_changes({"http://a.test": 1}), 0.0, [1])
         with pytest.raises(RuntimeError, match="no longer at generation 0"):
             state.reshard([1, 1])
         assert state.files_done() == set() and state.dirty_sites() == []

@@ -16,6 +16,7 @@ from archiver.links.columns import read_columns
 from archiver.queues.spool import SpoolLine, SpoolWriter, parse_line
 from archiver.web.scope import scope_of
 from tests.support.fuzzing import examples
+from tests.support.linkbatch import as_maps
 
 STAMP = "20261122000000"
 
@@ -92,9 +93,9 @@ def test_site_marks_merge_files():
             site_hops=read.site_hops, site_priority=read.site_priority)
 
     results = [result(["a", "b"], [3, 1], [0.0, 2.0]), result(["a", "c"], [2, 5], [-1.0, 0.25])]
-    merged = steps.site_changes(results, steps.site_numbers(results)).marks
+    _, _, merged = as_maps(steps.site_changes(results, steps.site_numbers(results)))
     assert merged == {"http://a.test": (2, 0.0), "http://b.test": (1, 2.0), "http://c.test": (5, 0.25)}
-    assert steps.site_changes([], steps.site_numbers([])).marks == {}
+    assert as_maps(steps.site_changes([], steps.site_numbers([]))) == ({}, set(), {})
 
 
 # -- the crawler's check ----------------------------------------------------------------------

@@ -20,6 +20,7 @@ from archiver.queues.bloom import BloomBitmap, false_positive_rate, hash_keys
 from archiver.queues.bloomkernel import hash_strings
 from archiver.queues.crawlqueue import EmbeddedCrawlQueues, QueueNames
 from archiver.queues.spool import SpoolDirectory
+from tests.support.linkbatch import as_maps
 
 STAMP = "20261122000000"
 
@@ -101,8 +102,10 @@ def spool_file(tmp_path, name: str, lines: list[str]) -> SpoolDirectory:
     return SpoolDirectory(folder)
 
 
-def changes(results: list[steps.FileResult]) -> steps.SiteChanges:
-    return steps.site_changes(results, steps.site_numbers(results))
+def changes(results: list[steps.FileResult]) -> tuple[dict[str, int], set[str],
+                                                      dict[str, tuple[int, float]]]:
+    """The files' site changes as maps: in-links gained, sites woken, marks."""
+    return as_maps(steps.site_changes(results, steps.site_numbers(results)))
 
 
 def inbox_lines(results: list[steps.FileResult]) -> dict[str, memoryview]:
@@ -111,7 +114,7 @@ def inbox_lines(results: list[steps.FileResult]) -> dict[str, memoryview]:
 
 def summary(result: steps.FileResult) -> tuple:
     return (result.name, result.lines, result.bad, result.reports, by_site(result),
-            changes([result]).inlinks, result.new_pairs, result.new_keys)
+            changes([result])[0], result.new_pairs, result.new_keys)
 
 
 def by_site(*results: steps.FileResult) -> dict[str, list[str]]:
@@ -169,23 +172,23 @@ def test_the_steps_find_new_urls_by_site_and_in_links_and_save_every_slice(tmp_p
     assert "origin too long for a directory name" in first.reports[1][1]
     assert list(by_site(first).items()) == [("http://a.test", ["http://a.test/1", "http://a.test/self"]),
                                             ("http://b.test", ["http://b.test/1", "http://b.test/2"])]
-    assert changes([first]).inlinks == {"http://b.test": 2, "http://a.test": 1}
+    assert changes([first])[0] == {"http://b.test": 2, "http://a.test": 1}
     assert first.new_pairs == 3
     assert list(by_site(second).items()) == [("http://c.test", ["http://c.test/"])]  # a.test/1 is known
-    assert changes([second]).inlinks == {"http://a.test": 1, "http://c.test": 1}
+    assert changes([second])[0] == {"http://a.test": 1, "http://c.test": 1}
     assert sum(first.new_keys) == 4 + 3 and sum(second.new_keys) == 1 + 2
     assert sorted(p.name for p in (tmp_path / "links").iterdir()) == [
         f"slice-{p}of4-1.bloom" for p in range(4)]
     assert summary(pickle.loads(pickle.dumps(first))) == summary(first)
-    both = changes([first, second])
+    both_inlinks, both_woken, _ = changes([first, second])
     assert inbox_lines([first, second]) == {
         "http://b.test": b"0\thttp://b.test/1\n0\thttp://b.test/2\n",
         "http://a.test": b"0\thttp://a.test/1\n0\thttp://a.test/self\n",
         "http://c.test": b"0\thttp://c.test/\n"}
     assert list(inbox_lines([first, second])) == ["http://a.test", "http://b.test", "http://c.test"]
-    assert both.inlinks == {"http://b.test": 2, "http://a.test": 2, "http://c.test": 1}
-    assert both.woken == {"http://a.test", "http://b.test", "http://c.test"}
-    assert changes([]) == steps.SiteChanges({}, set(), {}) and inbox_lines([]) == {}
+    assert both_inlinks == {"http://b.test": 2, "http://a.test": 2, "http://c.test": 1}
+    assert both_woken == {"http://a.test", "http://b.test", "http://c.test"}
+    assert changes([]) == ({}, set(), {}) and inbox_lines([]) == {}
     # Run again from generation 0 (a worker lost, its tasks retried): the same flags, the same slices.
     saved = {p: slices.path(p, 1).read_bytes() for p in range(4)}
     steps.forget_slices(slices)
@@ -195,7 +198,7 @@ def test_the_steps_find_new_urls_by_site_and_in_links_and_save_every_slice(tmp_p
     # From generation 1: nothing is new.
     again = run_steps(source, slices, spool.closed(), 1)
     assert [by_site(r) for r in again] == [{}, {}]
-    assert [changes([r]).inlinks for r in again] == [{}, {}]
+    assert [changes([r])[0] for r in again] == [{}, {}]
 
 
 _NAMES = st.lists(st.sampled_from(["a", "b", "c", "é", "a-b", "ab"]), max_size=4, unique=True)
@@ -241,11 +244,13 @@ def test_site_changes_merge_files_as_python_would_site_by_site(files):
             site_hops=np.array([numbers[i][1] for i in rows if linked_to[i]], dtype=np.int64),
             site_priority=np.array([numbers[i][2] for i in rows if linked_to[i]]),
             new_pairs=0, new_keys=[]))
-    merged = changes(results)
+    for origin in (inlinks.keys() | lines.keys()) - marks.keys():  # (not linked to: as hops 0,
+        marks[origin] = (0, 0.0)                                    # priority 0)
+    merged_inlinks, merged_woken, merged_marks = changes(results)
     assert list(inbox_lines(results).items()) == sorted(lines.items())
-    assert merged.woken == set(lines)
-    assert merged.inlinks == inlinks
-    assert merged.marks == marks
+    assert merged_woken == set(lines)
+    assert merged_inlinks == inlinks
+    assert merged_marks == marks
 
 
 def test_one_slice_finds_what_the_one_bitmap_of_old_found(tmp_path):
