@@ -157,21 +157,25 @@ def merge_staged_links(db: sqlite3.Connection, now: float) -> int:
     """Merge the staged sites into the connection's own queue (``main``; a file it attached may
     have a table of sites too) as ``SiteQueue.merge_links`` does, in the caller's transaction:
     new sites are added with their counts; a known site's row is rewritten only if its count,
-    hops or priority changed; a finished one with new URLs waits again. Returns the sites added."""
-    # (The WHERE keeps SQLite from reading ON CONFLICT as the SELECT's join constraint.)
-    added = db.execute(
-        "INSERT INTO main.sites (origin, added, inlinks, hops, priority)"
-        " SELECT origin, ?, inlinks, hops, priority FROM temp.linked_sites WHERE true"
-        " ORDER BY origin ON CONFLICT (origin) DO NOTHING", (now,)).rowcount
-    db.execute(
-        "UPDATE main.sites SET inlinks = c.inlinks, hops = min(sites.hops, c.hops),"
-        " priority = max(sites.priority, c.priority) FROM temp.linked_sites AS c"
-        " WHERE sites.origin = c.origin AND (sites.inlinks != c.inlinks"
-        " OR sites.hops > c.hops OR sites.priority < c.priority)")
+    hops or priority changed; a finished one with new URLs waits again. Returns the sites added.
+
+    One upsert finds each site once (an insert, then an update of the known ones, found each
+    site twice: a third of the merge); the wake goes first, so the sites it finds are known."""
+    # Sites are never deleted, so a site new to the table gets a rowid above all others.
+    (last,) = db.execute("SELECT coalesce(max(rowid), 0) FROM main.sites").fetchone()
     db.execute(
         "UPDATE main.sites SET state = 'waiting', due = ? FROM temp.linked_sites AS c"
         " WHERE sites.origin = c.origin AND c.woken AND sites.state IN ('done', 'revisit')", (now,))
-    return added
+    # (The WHERE true keeps SQLite from reading ON CONFLICT as the SELECT's join constraint.)
+    db.execute(
+        "INSERT INTO main.sites (origin, added, inlinks, hops, priority)"
+        " SELECT origin, ?, inlinks, hops, priority FROM temp.linked_sites WHERE true"
+        " ORDER BY origin ON CONFLICT (origin) DO UPDATE SET inlinks = excluded.inlinks,"
+        " hops = min(hops, excluded.hops), priority = max(priority, excluded.priority)"
+        " WHERE inlinks != excluded.inlinks OR hops > excluded.hops"
+        " OR priority < excluded.priority", (now,))
+    (added,) = db.execute("SELECT count(*) FROM main.sites WHERE rowid > ?", (last,)).fetchone()
+    return int(added)
 
 
 def backoff(attempts: int, *, delay: float, max_attempts: int, defer_delay: float, now: float
@@ -194,7 +198,7 @@ class SiteQueue:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._db = sqlite.open_writer(path, sqlite.SITE_QUEUE_TIMEOUT,
-                                      cache_mib=sqlite.SITES_CACHE_MIB)
+                                      cache_mib=sqlite.SITES_CACHE_MIB, attach_uris=True)
         self._db.executescript(_SCHEMA)
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(sites)")}
         for name, definition in _ADDED.items():  # a queue made before recrawls, or revisits
@@ -244,8 +248,10 @@ class SiteQueue:
                        now: float) -> int:
         """``merge_links`` of the rows ``select`` (with ``parameters``) reads from the SQLite file
         at ``path``, attached to this queue's connection as ``links``: no row comes into Python.
-        Returns the sites added."""
-        self._db.execute("ATTACH DATABASE ? AS links", (str(path),))
+        The file is attached read-only: the merge's transaction never locks it, so the queues of
+        several owners merge from one file side by side (attached for writing, each one's
+        ``BEGIN IMMEDIATE`` took its lock, and they took turns). Returns the sites added."""
+        self._db.execute("ATTACH DATABASE ? AS links", (sqlite.read_only(path),))
         try:
             with sqlite.transaction(self._db, durable=True):
                 stage_linked_sites(self._db)

@@ -57,15 +57,17 @@ ROWS_PER_STATEMENT = 64
 
 
 def open_writer(path: Path, timeout: float, *, wal: bool = True, cache_mib: int = 0,
-                page_size: int = 0) -> sqlite3.Connection:
+                page_size: int = 0, attach_uris: bool = False) -> sqlite3.Connection:
     """A read-write connection to ``path`` (created if absent), usable from any one thread at a
     time; ``wal=False`` leaves the journal mode as it is (a file being built). ``cache_mib``: a
     page cache of up to that size instead of SQLite's 2 MiB, for a file written all over at once
     (a links checkpoint's rows for every site: it took 40 % longer with the default at 100,000
     sites). ``page_size``: the page size of a file created here (SQLite's is 4 KiB; a file
-    that exists keeps its own). A file SQLite cannot use (not a database, say) raises its error
-    with the file's name in front."""
-    conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
+    that exists keeps its own). ``attach_uris``: ``ATTACH`` takes ``file:`` URIs (``read_only``
+    names), and ``path`` is made absolute so that it is never read as one. A file SQLite cannot
+    use (not a database, say) raises its error with the file's name in front."""
+    conn = sqlite3.connect(Path(path).resolve() if attach_uris else path, timeout=timeout,
+                           uri=attach_uris, isolation_level=None, check_same_thread=False)
     try:
         if page_size:
             conn.execute(f"PRAGMA page_size = {int(page_size)}")
@@ -92,11 +94,18 @@ def _naming(error: sqlite3.DatabaseError, path: Path) -> sqlite3.DatabaseError:
     return named
 
 
+def read_only(path: Path) -> str:
+    """``path`` as a URI SQLite opens read-only (for ``open_reader``, or ``ATTACH`` on a
+    connection that takes URIs): a transaction of its connection then never locks the file for
+    writing, not even ``BEGIN IMMEDIATE``."""
+    return f"{Path(path).resolve().as_uri()}?mode=ro"
+
+
 def open_reader(path: Path, timeout: float) -> sqlite3.Connection:
     """A read-only connection to the existing file ``path``; a file that is no database (or
     whose header is damaged) raises its error here, named as ``open_writer`` names it (a busy
     file is left to the caller's first statement)."""
-    uri = f"{Path(path).resolve().as_uri()}?mode=ro"
+    uri = read_only(path)
     conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None,
                            check_same_thread=False)
     try:
