@@ -57,6 +57,9 @@ _ADDED = {"hops": "INTEGER NOT NULL DEFAULT 0", "priority": "REAL NOT NULL DEFAU
           "site_hash": "INTEGER"}
 
 
+_PUSHED = "UPDATE sites SET dirty = 0 WHERE dirty > 0"
+
+
 def bitmap_path(directory: Path, generation: int) -> Path:
     return directory / f"bitmap-{generation}.bloom"
 
@@ -193,14 +196,16 @@ class EmbeddedLinksState:
 
     def pushed(self) -> None:
         with sqlite.transaction(self._db):
-            self._db.execute("UPDATE sites SET dirty = 0 WHERE dirty > 0")
+            self._db.execute(_PUSHED)
 
     def push(self, site_queue: Callable[[int], SiteQueueStore], processes: int) -> tuple[int, int]:
         """The dirty sites merged into each owner's site queue file, straight from this file:
-        each owner's queue attaches it and merges its share of the dirty sites, found by their
-        ``site_hash`` (``SiteQueue.merge_attached``; no row comes into Python), durably, the
-        owners side by side in threads (SQLite works outside the GIL); then the sites are marked
-        pushed. A kill between the two pushes them again at the next start (the merge is
+        each owner's queue attaches it read-only and merges its share of the dirty sites, found
+        by their ``site_hash`` (``SiteQueue.merge_attached``; no row comes into Python), durably,
+        the owners side by side in threads (SQLite works outside the GIL). Meanwhile this
+        connection marks the sites pushed in a transaction it commits only once every merge is
+        in (the merges read the file as last committed, marks and all); a merge that fails
+        undoes it. A kill before that commit pushes them again at the next start (the merge is
         idempotent)."""
         with sqlite.transaction(self._db):  # (each commit hashes its new sites: none, normally)
             self._db.execute("UPDATE sites SET site_hash = owner_hash(origin)"
@@ -220,7 +225,11 @@ class EmbeddedLinksState:
             queue.merge_attached(self.directory / STATE, select, (processes, owner), now=now)
 
         with ThreadPoolExecutor(min(len(owned), os.cpu_count() or 1),
-                                thread_name_prefix="links-push") as pool:
-            list(pool.map(merge, owned, queues))  # (raises what a merge raised)
-        self.pushed()
+                                thread_name_prefix="links-push") as pool, \
+                sqlite.transaction(self._db):
+            merges = [pool.submit(merge, owner, queue) for owner, queue in zip(owned, queues,
+                                                                                strict=True)]
+            self._db.execute(_PUSHED)
+            for merged in merges:
+                merged.result()  # (raises what a merge raised: the marks stay)
         return sum(owned.values()), len(owned)
