@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from archiver.queues.sitequeue import owner_hash
+
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
@@ -37,13 +39,18 @@ class SiteChanges:
         change, and only a site already known is written)."""
         return np.where(self.woken, WOKEN, np.where(self.inlinks > 0, COUNTED, MARKED))
 
-    def rows(self, dirty: NDArray[np.int64], at: NDArray[np.intp] | None = None
-             ) -> list[tuple[object, ...]]:
-        """(origin, in-links gained, ``dirty``, hops, priority) of the sites ``at`` (None: all)."""
+    def rows(self, dirty: NDArray[np.int64], at: NDArray[np.intp] | None = None, *,
+             hashed: bool = False) -> list[tuple[object, ...]]:
+        """(origin, in-links gained, ``dirty``, hops, priority) of the sites ``at`` (None: all);
+        ``hashed``: each with its ``sitequeue.owner_hash`` last."""
         if at is None:
             at = np.arange(len(self.origins))
-        return list(zip(self.origins[at].tolist(), self.inlinks[at].tolist(), dirty[at].tolist(),
-                        self.hops[at].tolist(), self.priority[at].tolist(), strict=True))
+        origins = self.origins[at].tolist()
+        columns = [origins, self.inlinks[at].tolist(), dirty[at].tolist(), self.hops[at].tolist(),
+                   self.priority[at].tolist()]
+        if hashed:
+            columns.append([owner_hash(origin) for origin in origins])
+        return list(zip(*columns, strict=True))
 
     def touched(self) -> int:
         """How many sites gained in-links or new URLs."""
