@@ -259,10 +259,6 @@ class LinksState(Protocol):
     def dirty_sites(self) -> list[LinkedSite]:
         """The sites not pushed to the site queue yet."""
 
-    def pushed(self) -> None:
-        """Every site ``dirty_sites`` returned is pushed (the batch alone commits, and not between
-        the two calls)."""
-
     def push(self, site_queue: Callable[[int], SiteQueueStore], processes: int) -> tuple[int, int]:
         """Hand the sites not pushed yet to their site queues (``site_queue(owner)``, the owner
         ``sitequeue.process_for(origin, processes)``) as ``merge_links`` takes them, then mark

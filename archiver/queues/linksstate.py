@@ -57,9 +57,6 @@ _ADDED = {"hops": "INTEGER NOT NULL DEFAULT 0", "priority": "REAL NOT NULL DEFAU
           "site_hash": "INTEGER"}
 
 
-_PUSHED = "UPDATE sites SET dirty = 0 WHERE dirty > 0"
-
-
 def bitmap_path(directory: Path, generation: int) -> Path:
     return directory / f"bitmap-{generation}.bloom"
 
@@ -139,8 +136,9 @@ class EmbeddedLinksState:
         with sqlite.transaction(self._db, durable=True):
             # Sites are never deleted, so a site new to the table gets a rowid above all others.
             (last,) = self._db.execute("SELECT coalesce(max(rowid), 0) FROM sites").fetchone()
-            # Each with its hash, which only a new site's row takes: hashing every site here took
-            # a fifth of the time of hashing the new ones in SQLite, which wrote their rows again.
+            # Each with its hash, which only a new site's row takes (the update leaves it): a
+            # Python call per site, where SQLite called back into Python for each new site and
+            # then wrote its row a second time.
             sqlite.insert_rows(
                 self._db, "INSERT INTO sites (origin, inlinks, dirty, hops, priority, site_hash)",
                 changes.rows(dirty, touched, hashed=True),
@@ -194,10 +192,6 @@ class EmbeddedLinksState:
         priority)."""
         return iter(self._db.execute("SELECT origin, inlinks, dirty, hops, priority FROM sites"))
 
-    def pushed(self) -> None:
-        with sqlite.transaction(self._db):
-            self._db.execute(_PUSHED)
-
     def push(self, site_queue: Callable[[int], SiteQueueStore], processes: int) -> tuple[int, int]:
         """The dirty sites merged into each owner's site queue file, straight from this file:
         each owner's queue attaches it read-only and merges its share of the dirty sites, found
@@ -228,9 +222,9 @@ class EmbeddedLinksState:
         with ThreadPoolExecutor(min(len(owned), os.cpu_count() or 1),
                                 thread_name_prefix="links-push") as pool, \
                 sqlite.transaction(self._db):
-            merges = [pool.submit(merge, owner, queue) for owner, queue in zip(owned, queues,
-                                                                                strict=True)]
-            self._db.execute(_PUSHED)
+            merges = [pool.submit(merge, owner, queue)
+                      for owner, queue in zip(owned, queues, strict=True)]
+            self._db.execute("UPDATE sites SET dirty = 0 WHERE dirty > 0")
             for merged in merges:
                 merged.result()  # (raises what a merge raised: the marks stay)
         return sum(owned.values()), len(owned)

@@ -196,9 +196,6 @@ class PgLinksState:
         return [LinkedSite(origin, inlinks, dirty == 2, hops, priority)
                 for origin, inlinks, dirty, hops, priority in rows]
 
-    def pushed(self) -> None:
-        self._db.execute("UPDATE links_sites SET dirty = 0 WHERE dirty > 0")
-
     def push(self, site_queue: Callable[[int], SiteQueueStore], processes: int) -> tuple[int, int]:
         """The one shared site queue is table ``sites`` of this database (``site_queue`` is not
         opened): the dirty sites are staged from ``links_sites``, merged there and marked pushed

@@ -128,6 +128,16 @@ def checkpoint(state: LinksState, files: list[tuple[str, int, int, int]], inlink
                         [generation] * 4 if slices is None else slices)
 
 
+def push(backend: Backend, state: LinksState) -> tuple[int, int]:
+    """The state's dirty sites pushed into the backend's site queues."""
+    queues = {p: backend.site_queue(p) for p in range(backend.processes)}
+    try:
+        return state.push(queues.__getitem__, backend.processes)
+    finally:
+        for queue in queues.values():
+            queue.close()
+
+
 def test_a_new_state_is_empty(backend: Backend) -> None:
     state = backend.open()
     assert state.generation == 0
@@ -160,7 +170,7 @@ def test_counts_add_up_and_a_woken_site_stays_woken_until_pushed(backend: Backen
     assert sorted(state.dirty_sites()) == [("http://a.test", 5, True, 0, 0.0),
                                            ("http://d.test", 1, False, 0, 0.0)]
     assert state.slice_generations() == [2, 2, 2, 2]
-    state.pushed()
+    push(backend, state)
     assert state.dirty_sites() == []
     checkpoint(state, [("0-20261122000200-00002.tsv", 1, 1, 0)], {"http://d.test": 1}, {"http://a.test"})
     assert sorted(state.dirty_sites()) == [("http://a.test", 5, True, 0, 0.0),
@@ -280,11 +290,11 @@ def test_sites_keep_their_lowest_hops_and_highest_priority_and_go_out_again_when
         backend: Backend) -> None:
     state = backend.open()
     state.commit(1, [FILE], site_changes({"http://a.test": 1}, {"http://a.test"},
-                                           {"http://a.test": (3, 0.5), "http://b.test": (1, 2.0)}),
+                                         {"http://a.test": (3, 0.5), "http://b.test": (1, 2.0)}),
                  NOW, [1])
     # b had no new link nor URL: only a site known already is updated by its marks.
     assert state.dirty_sites() == [("http://a.test", 1, True, 3, 0.5)]
-    state.pushed()
+    push(backend, state)
     # farther, lower: nothing to push
     state.commit(2, [("1-20261122000100-00001.tsv", 2, 0, 0)],
                  site_changes({}, set(), {"http://a.test": (4, 0.25)}), NOW, [2])
@@ -293,7 +303,7 @@ def test_sites_keep_their_lowest_hops_and_highest_priority_and_go_out_again_when
     state.commit(3, [("1-20261122000200-00001.tsv", 2, 0, 0)],
                  site_changes({}, set(), {"http://a.test": (2, 0.0)}), NOW, [3])
     assert state.dirty_sites() == [("http://a.test", 1, False, 2, 0.5)]
-    state.pushed()
+    push(backend, state)
     # a higher priority too
     state.commit(4, [("1-20261122000300-00001.tsv", 2, 0, 0)],
                  site_changes({"http://a.test": 1}, set(), {"http://a.test": (9, 1.5)}), NOW, [4])
