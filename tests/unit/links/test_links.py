@@ -18,7 +18,7 @@ from archiver.queues.linksstate import EmbeddedLinksState
 from archiver.queues.sitequeue import SiteQueue, owner_hash, process_for, queue_path
 from archiver.queues.spool import parse_line
 from archiver.stores import open_stores
-from tests.support.linkbatch import links_config, snapshot, synthetic_spool, write_spool
+from tests.support.linkbatch import links_config, site_changes, snapshot, synthetic_spool, write_spool
 
 # -- pure parts -------------------------------------------------------------------------------
 
@@ -176,3 +176,32 @@ def test_a_links_state_from_before_site_hashes_gets_them_and_pushes_each_site_to
     assert {origin: (row[0], row[2]) for origin, row in sites.items()} == {
         origin: (process_for(origin, 2), n) for n, origin in enumerate(origins, 1)}
     assert {process_for(origin, 2) for origin in origins} == {0, 1}
+
+
+def test_a_push_whose_merge_fails_keeps_every_site_marked_and_a_later_push_delivers_them(tmp_path):
+    """The push marks the sites pushed beside the owners' merges and commits the marks only once
+    every merge is in: one owner's queue failing leaves all the sites to push again, and the
+    next push (the merge is idempotent) gives each queue the same rows as one clean push."""
+    links = tmp_path / "links"
+    origins = [f"http://s{n}.test" for n in range(12)]
+    state = EmbeddedLinksState(links)
+    state.commit(1, [("0-20261122000000-00001.tsv", 12, 12, 0)],
+                 site_changes({origin: n for n, origin in enumerate(origins, 1)}, set(origins)),
+                 0.0, [1])
+    good, broken = SiteQueue(queue_path(tmp_path, 0)), SiteQueue(queue_path(tmp_path, 1))
+    broken.close()                                   # its merge raises
+    with pytest.raises(sqlite3.ProgrammingError):
+        state.push([good, broken].__getitem__, 2)
+    good.close()
+    assert sorted(site.origin for site in state.dirty_sites()) == sorted(origins)
+    queues = {owner: SiteQueue(queue_path(tmp_path, owner)) for owner in range(2)}
+    try:
+        assert state.push(queues.__getitem__, 2) == (12, 2)
+        assert state.dirty_sites() == []
+        assert {row.origin: (owner, row.inlinks) for owner, queue in queues.items()
+                for row in queue.rows()} == {
+            origin: (process_for(origin, 2), n) for n, origin in enumerate(origins, 1)}
+    finally:
+        for queue in queues.values():
+            queue.close()
+        state.close()
