@@ -73,7 +73,7 @@ def kill_and_wait(pid: int) -> None:
     while True:
         try:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):  # (reaped before, or while, it was read)
             return
         if state in ("Z", "X"):
             return
