@@ -53,5 +53,5 @@ class SiteChanges:
         return list(zip(*columns, strict=True))
 
     def touched(self) -> int:
-        """How many sites gained in-links or new URLs."""
-        return int(np.count_nonzero(self.woken | (self.inlinks > 0)))
+        """How many sites gained in-links or new URLs (are not only MARKED)."""
+        return int(np.count_nonzero(self.dirty() != MARKED))
