@@ -97,8 +97,8 @@ def snapshot(root: Path, processes: int, *, marks: bool = False) -> tuple[dict, 
     return sites, queues
 
 
-def batch_once(cfg: config.Config):
-    with LinkBatch(cfg) as batch:
+def batch_once(cfg: config.Config, *, progress_interval: float = 5.0):
+    with LinkBatch(cfg, progress_interval=progress_interval) as batch:
         return batch.run(once=True)
 
 

@@ -107,14 +107,22 @@ def spooled(directory: Path, *, scheduler: str | None = None) -> config.Config:
     return cfg
 
 
-def test_both_engines_queue_the_same_over_many_checkpoints(tmp_path):
+def test_both_engines_queue_the_same_over_many_checkpoints(tmp_path, caplog):
     local, remote = spooled(tmp_path / "local"), spooled(tmp_path / "dask", scheduler="")
     expected = batch_once(local)
-    got = batch_once(remote)
+    with caplog.at_level(logging.INFO, logger="archiver.links.batch"):
+        got = batch_once(remote, progress_interval=0)
     assert got.checkpoints == expected.checkpoints > 3
     assert (got.new_urls, got.new_sites, got.new_pairs) == \
         (expected.new_urls, expected.new_sites, expected.new_pairs)
     assert snapshot(remote.root, 2, marks=True) == snapshot(local.root, 2, marks=True)
+    # Progress as with the local engine: each checkpoint's files read, then its slices done.
+    progress = [r.fields["checkpoint"] for r in caplog.records
+                if r.getMessage() == "links-progress"]
+    assert progress.count("2 files, 3000 URLs read, 4/4 partitions done") == got.checkpoints
+    assert progress[0] == "1 files, 1500 URLs read, 0/4 partitions done"
+    assert all("URLs/s" in r.fields["summary"] for r in caplog.records
+               if r.getMessage() == "links-progress")
 
 
 def test_a_worker_killed_mid_run_leaves_the_same_queues_as_a_clean_run(tmp_path):
