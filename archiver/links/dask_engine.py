@@ -37,6 +37,11 @@ log = logging.getLogger("archiver.links.dask")
 # Spool files read ahead of the one the group waits for, per worker.
 _READ_AHEAD_PER_WORKER = 2
 _CONNECT_TIMEOUT = "30s"
+# Dask's nannies start their workers with MALLOC_TRIM_THRESHOLD_=65536, to give freed memory back
+# to the system at once; glibc then also stops raising its mmap threshold, so every array of over
+# 128 KiB a read makes is mapped afresh and faulted in page by page: spool files read 1.5x slower.
+# The LocalCluster's workers keep glibc's own thresholds.
+_TRIM = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"
 
 
 class ClusterUnavailable(RuntimeError):
@@ -52,6 +57,7 @@ class DaskEngine:
 
     def __init__(self, config: Config, work: Work) -> None:
         # Imported here: only a batch with links.engine = "dask" needs Dask.
+        import dask
         from distributed import Client, LocalCluster
 
         self.work = work
@@ -64,9 +70,10 @@ class DaskEngine:
                 event(log, logging.INFO, "dask-cluster", scheduler=links.scheduler,
                       workers=len(self._workers()), dashboard=self.client.dashboard_link)
             else:
-                self.cluster = LocalCluster(n_workers=links.workers, threads_per_worker=1,
-                                            processes=True, host="127.0.0.1",
-                                            dashboard_address="127.0.0.1:8787")
+                with dask.config.set({_TRIM: None}):
+                    self.cluster = LocalCluster(n_workers=links.workers, threads_per_worker=1,
+                                                processes=True, host="127.0.0.1",
+                                                dashboard_address="127.0.0.1:8787")
                 self.client = Client(self.cluster, set_as_default=False)
                 event(log, logging.INFO, "dask-local-cluster", workers=links.workers,
                       scheduler=self.cluster.scheduler_address,

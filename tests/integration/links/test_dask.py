@@ -17,6 +17,8 @@ import trio
 
 from archiver import config
 from archiver.crawl.crawler import Crawler, enqueue_seeds
+from archiver.links.batch import LinkBatch
+from archiver.links.dask_engine import DaskEngine
 from archiver.queues.sitequeue import process_for
 from archiver.web import urls
 from demoweb import WebSpec, start_demo
@@ -123,6 +125,16 @@ def test_both_engines_queue_the_same_over_many_checkpoints(tmp_path, caplog):
     assert progress[0] == "1 files, 1500 URLs read, 0/4 partitions done"
     assert all("URLs/s" in r.fields["summary"] for r in caplog.records
                if r.getMessage() == "links-progress")
+
+
+def test_the_local_clusters_workers_keep_glibcs_own_malloc_thresholds(tmp_path):
+    cfg = dask(links_config(tmp_path).path)
+    with LinkBatch(cfg) as batch:
+        assert isinstance(batch.engine, DaskEngine)
+        environments = batch.engine.client.run(
+            lambda: (os.environ.get("MALLOC_TRIM_THRESHOLD_"), os.environ.get("OMP_NUM_THREADS")))
+    # Dask's own default, 65536, would map every array of a read afresh; its threads rule stays.
+    assert list(environments.values()) == [(None, "1"), (None, "1")]
 
 
 def test_a_worker_killed_mid_run_leaves_the_same_queues_as_a_clean_run(tmp_path):
