@@ -27,7 +27,10 @@ slice and the same flags.
 
 from __future__ import annotations
 
+import logging
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -38,6 +41,7 @@ import pyarrow.compute as pc
 from archiver.links.columns import read_columns, string_buffers
 from archiver.links.partition import partitions_of
 from archiver.links.slices import SliceStore
+from archiver.logs import event
 from archiver.queues.bloom import BloomBitmap
 from archiver.queues.crawlqueue import QueueNames
 from archiver.queues.interfaces import SpoolFiles
@@ -46,10 +50,15 @@ from archiver.queues.sitechanges import SiteChanges
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
+log = logging.getLogger("archiver.links.steps")
+
 # The module numba imports to probe for BLAS (see load_kernels).
 BLAS_PROBE = "scipy.linalg.cython_blas"
 # An inbox line: the depth (0: a link from another site) and a tab, the URL, a newline.
 _HEAD, _TAIL = np.frombuffer(b"0\t", dtype=np.uint8), np.frombuffer(b"\n", dtype=np.uint8)
+# One load at a time (`links run` loads ahead while its engine may load too): the second finds the
+# loops loaded, and only the first says it compiled them.
+_loading = threading.Lock()
 # Slices this process saved last, by (store identity, slice): (generation, bitmap).
 _slices: dict[tuple[str, int], tuple[int, BloomBitmap]] = {}
 
@@ -249,12 +258,23 @@ def load_kernels() -> None:
     As numba's CPU target loads, it probes for BLAS (for ``np.dot`` and ``np.linalg`` in compiled
     code, which no loop here uses) by importing ``scipy.linalg``: 0.15-0.2 s, and OpenBLAS's
     threads. Unless something imported it already, a ``None`` in ``sys.modules`` makes that one
-    import fail at once (Python's rule for such an entry) while the loops load; it goes after."""
+    import fail at once (Python's rule for such an entry) while the loops load; it goes after.
+
+    Loops not in numba's cache yet are compiled (the first run after an install: several seconds)
+    and logged (``links-loops-compiled``): at every run, numba cannot write its cache."""
+    with _loading:
+        _load_kernels()
+
+
+def _load_kernels() -> None:
+    started = time.monotonic()
     skip_probe = BLAS_PROBE not in sys.modules
     if skip_probe:
         sys.modules[BLAS_PROBE] = None  # type: ignore[assignment]  # (typeshed omits None)
     try:
         from archiver.queues.bloomkernel import (
+            cache_path,
+            compilations,
             first_appearances,
             hash_pairs,
             hash_strings,
@@ -263,6 +283,7 @@ def load_kernels() -> None:
             test_and_set,
         )
 
+        compiled = compilations()
         text, offsets = np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64)
         rows = np.zeros(0, dtype=np.intp)
         hash_strings(text, offsets)
@@ -272,6 +293,9 @@ def load_kernels() -> None:
         place_lines(text, offsets, np.zeros(0, dtype=np.int64), _HEAD, _TAIL, text)
         nothing = np.zeros(0, dtype=np.uint64)
         test_and_set(np.zeros(1, dtype=np.uint8), 8, 1, nothing, nothing, np.zeros(0, dtype=bool))
+        if compilations() > compiled:
+            event(log, logging.INFO, "links-loops-compiled", loops=compilations() - compiled,
+                  seconds=round(time.monotonic() - started, 1), cache=cache_path())
     finally:
         if skip_probe and BLAS_PROBE in sys.modules and sys.modules[BLAS_PROBE] is None:
             del sys.modules[BLAS_PROBE]

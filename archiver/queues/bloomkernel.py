@@ -222,3 +222,19 @@ def place_lines(data: NDArray[np.uint8], offsets: NDArray[np.int64], at: NDArray
             to += 1
         for i in range(len(tail)):
             out[to + i] = tail[i]
+
+
+# The loops numba keeps in its cache (the others are inlined into them).
+_CACHED = (_murmur3_x64_128, _murmur3_pairs, _origin_lengths, _first_appearances, test_and_set,
+           place_lines)
+
+
+def compilations() -> int:
+    """How many loops this process compiled, not finding them in numba's cache."""
+    return sum(sum(loop.stats.cache_misses.values()) for loop in _CACHED)
+
+
+def cache_path() -> str:
+    """Where numba keeps the compiled loops (``NUMBA_CACHE_DIR``, else beside this file or in the
+    user's cache)."""
+    return str(_murmur3_x64_128.stats.cache_path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 from collections import Counter
@@ -40,6 +41,23 @@ def test_malformed_lines_are_counted_and_reported_with_file_and_line(tmp_path):
     assert "0-20261122000000-00001.tsv" in bad[0] and "line=2" in bad[0]
     assert "line=3" in bad[1] and "not an http(s) URL" in bad[1]
     assert "fp_at_design_load=" in done.stderr           # the bitmap's bound, reported at start
+
+
+def test_a_run_that_compiles_the_loops_says_so_and_where_it_keeps_them(tmp_path):
+    cfg = links_config(tmp_path)
+    cache = tmp_path / "numba-cache"  # empty: the first run compiles, the second finds them
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    said = []
+    for serial in (1, 2):
+        write_spool(cfg.root, f"0-20261122000000-0000{serial}.tsv",
+                    [f"http://a{serial}.test/\thttp://x.test\t20261122000000"])
+        done = subprocess.run([*ARCHIVER, "links", "run", "--once", "--config", str(cfg.path)],
+                              capture_output=True, text=True, timeout=120, check=False, env=env)
+        assert done.returncode == 0, done.stderr
+        assert "1 URLs read, 1 new URLs" in done.stdout
+        said.append([line for line in done.stderr.splitlines() if "links-loops-compiled" in line])
+    assert len(said[0]) == 1 and f"cache={cache}" in said[0][0] and "loops=6" in said[0][0]
+    assert said[1] == []
 
 
 def test_a_batch_killed_halfway_then_rerun_equals_one_clean_run(tmp_path):
