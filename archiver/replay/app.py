@@ -111,7 +111,14 @@ from archiver.store.bundles import NOT_MODIFIED_PROFILE
 from archiver.store.catalog import Capture
 from archiver.store.warcindex import Stored, WarcError
 from archiver.web import urls
-from archiver.web.http import UNSATISFIABLE, decode_body, media_type, parse_range
+from archiver.web.http import (
+    UNSATISFIABLE,
+    CodingError,
+    content_codings,
+    decode_body,
+    media_type,
+    parse_range,
+)
 from archiver.web.timestamps import parse_date, to_datetime
 
 log = logging.getLogger("archiver.replay")
@@ -149,7 +156,7 @@ _EXPOSED = "Memento-Datetime, Link, Content-Range, Accept-Ranges, Content-Length
 PREFIX_ROWS = 1000
 _HTML = frozenset(("text/html", "application/xhtml+xml"))
 _REWRITTEN = _HTML | _JAVASCRIPT | {"text/css"}  # rewritten unless the modifier is id_
-_CODINGS = frozenset(("gzip", "x-gzip", "deflate", "br", "identity"))
+_CODINGS = frozenset(("gzip", "x-gzip", "deflate", "br"))
 _NO_BODY = frozenset((204, 304))
 _LATEST = "99991231235959"
 
@@ -644,9 +651,8 @@ async def _replay(
     content_type = header(headers, "content-type")
     mime = media_type(content_type or capture.mime)[0]
     coding = header(headers, "content-encoding") or ""
-    codings = {c.strip().lower() for c in coding.split(",") if c.strip()}
     rewritten = False
-    if target.modifier != IDENTITY and mime in _REWRITTEN and codings <= _CODINGS:
+    if target.modifier != IDENTITY and mime in _REWRITTEN and _decodable(coding):
         decoded = decode_body(body, coding, _archive(request).config.crawl.max_decoded_size)
         charset = media_type(content_type)[1]
         if mime == "text/css":
@@ -674,6 +680,14 @@ async def _replay(
     response = Response(b"" if status in _NO_BODY else body, status_code=status)
     response.raw_headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in served]
     return response
+
+
+def _decodable(coding: str) -> bool:
+    """Whether replay can undo a Content-Encoding: known codings, no more than MAX_CODINGS."""
+    try:
+        return set(content_codings(coding)) <= _CODINGS
+    except CodingError:
+        return False
 
 
 def _byte_range(value: str | None, body: bytes) -> tuple[int, bytes, list[tuple[str, str]]]:

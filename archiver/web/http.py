@@ -15,6 +15,10 @@ import brotli
 _DECODE_STEP = 16 * 1024
 _GZIP_OR_ZLIB = 32 + zlib.MAX_WBITS  # zlib detects the gzip or zlib header itself
 _RAW_DEFLATE = -zlib.MAX_WBITS
+# Content codings undone at most: more is a protocol error. curl stops at 5 since 7.84 (its
+# CVE-2022-32206, where stacked codings made it decode without end); a response needs one.
+MAX_CODINGS = 5
+_LIST_ELEMENT = re.compile(r"[^,]+")
 
 
 def media_type(value: str | None) -> tuple[str, str | None]:
@@ -93,16 +97,39 @@ def head_fields(head: bytes) -> tuple[bytes, dict[bytes, bytes]]:
     return (status[1] if len(status) >= 2 else b""), found
 
 
+class CodingError(ValueError):
+    """A Content-Encoding naming more codings than :data:`MAX_CODINGS`: a protocol error."""
+
+
+def content_codings(value: str | None) -> list[str]:
+    """The codings a Content-Encoding value names, lower-case, in the order they were applied
+    (RFC 9110 section 8.4); ``identity`` and empty list elements left out. Raises CodingError
+    at the first coding past :data:`MAX_CODINGS`."""
+    codings: list[str] = []
+    for element in _LIST_ELEMENT.finditer(value or ""):
+        coding = element[0].strip().lower()
+        if coding and coding != "identity":
+            if len(codings) == MAX_CODINGS:
+                raise CodingError(f"Content-Encoding names more than {MAX_CODINGS} codings")
+            codings.append(coding)
+    return codings
+
+
 def decode_body(body: bytes, content_encoding: str | None, limit: int) -> bytes:
     """Undo `content_encoding` (gzip, x-gzip, deflate, br; a list is undone right to left).
 
     Returns at most `limit` bytes. Inflation stops at the limit (a compression bomb costs no
     more); an unknown coding stops decoding there; a broken stream gives what was decoded
-    before the damage, or its input unchanged if nothing was. Never raises.
+    before the damage, or its input unchanged if nothing was; more than :data:`MAX_CODINGS`
+    codings (a protocol error, see :func:`content_codings`) are not undone at all: the input is
+    returned unchanged. Never raises.
     """
     data = body
-    codings = [c.strip().lower() for c in (content_encoding or "").split(",")]
-    for coding in reversed([c for c in codings if c and c != "identity"]):
+    try:
+        codings = content_codings(content_encoding)
+    except CodingError:
+        return data[:limit]
+    for coding in reversed(codings):
         if coding in ("gzip", "x-gzip"):
             decoded = _inflate(data, _GZIP_OR_ZLIB, limit)
         elif coding == "deflate":
