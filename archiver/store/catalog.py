@@ -39,7 +39,7 @@ import uuid
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from itertools import islice
+from itertools import islice, takewhile
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -120,6 +120,21 @@ _SELECT = ("SELECT urlkey, ts, file, pos, url, status, mime, digest, redirect, l
 _BEFORE = f"{_SELECT} WHERE urlkey = ? AND ts <= ? ORDER BY ts DESC, file DESC, pos DESC LIMIT 1"
 _AFTER = f"{_SELECT} WHERE urlkey = ? AND ts > ? ORDER BY ts, file, pos LIMIT 1"
 _SPAN = f"{_SELECT} WHERE urlkey = ? AND ts >= ? AND ts <= ? ORDER BY ts, file, pos LIMIT ?"
+# A walk's pages (Catalog.walk): keyset on (ts, file, pos) within one key, either way.
+_FORWARD = f"{_SELECT} WHERE urlkey = ? AND (ts, file, pos) > (?, ?, ?) ORDER BY ts, file, pos LIMIT ?"
+_BACKWARD = (f"{_SELECT} WHERE urlkey = ? AND (ts, file, pos) < (?, ?, ?)"
+             " ORDER BY ts DESC, file DESC, pos DESC LIMIT ?")
+# Above every file id and offset: (at, ABOVE, ABOVE) follows every capture of the second at.
+ABOVE = 2**62
+# Span counts (Catalog.span_counts): where a chunk of TALLY_ROWS rows ends, and its counts.
+_CHUNK_END = ("SELECT ts, file, pos FROM captures WHERE urlkey = ? AND (ts, file, pos) > (?, ?, ?)"
+              " AND ts <= ? ORDER BY ts, file, pos LIMIT 1 OFFSET ?")
+_CHUNK_COUNTS = ("SELECT substr(ts, 1, ?), count(*) FROM captures WHERE urlkey = ?"
+                 " AND (ts, file, pos) > (?, ?, ?) AND (ts, file, pos) <= (?, ?, ?) GROUP BY 1 ORDER BY 1")
+_COUNT = "SELECT count(*) FROM (SELECT 1 FROM captures WHERE urlkey = ? LIMIT ?)"
+# Rows one chunk of span_counts counts: a few milliseconds of the database's time.
+TALLY_ROWS = 10_000
+_STAMP = re.compile(r"\d{14}", re.ASCII)
 _Row = tuple[str, str, int, int, str, int | None, str, str, str | None, int, int, str | None]
 # A label's field in CDXJ and /cdx: "label." and its name.
 LABEL_FIELD = "label."
@@ -260,19 +275,32 @@ def original_of(catalog: CatalogStore, revisit: Capture, warc_headers: list[tupl
     """The response a revisit record stands for: the capture of its WARC-Refers-To-Target-URI at
     its WARC-Refers-To-Date with the same payload digest (WARC 1.1 section 6.7.2); without those
     headers, or when that capture is not catalogued, the latest response of its own URL up to it
-    with that digest. ``rows`` sees every row read (replay's listing limits); None if the payload
-    is not in the catalog."""
+    with that digest. Read by walks back in time from those dates, to the first match, so no
+    more than the captures in between are read. ``rows`` sees every row read (replay's listing
+    limits); None if the payload is not in the catalog."""
     headers = {name.lower(): value for name, value in warc_headers}
     target, date = headers.get("warc-refers-to-target-uri"), headers.get("warc-refers-to-date")
+
+    def holder(found: Iterable[Capture]) -> Capture | None:
+        return next((c for c in found if c.rectype == "response" and c.digest == revisit.digest), None)
+
     if target and date:
         try:
             at = parse_date(date)
         except ValueError:
             at = ""
-        if at and (found := payload_holder(rows(catalog.captures(target, from_=at, to=at)),
-                                           revisit.digest)):
+        if at and (found := holder(takewhile(lambda c: c.timestamp == at,
+                                             rows(catalog.walk(target, at, forward=False))))):
             return found
-    return payload_holder(rows(catalog.captures(revisit.url, to=revisit.timestamp)), revisit.digest)
+    return holder(rows(catalog.walk(revisit.url, revisit.timestamp, forward=False)))
+
+
+def check_stamp(text: str) -> str:
+    """``text`` if it is 14 ASCII digits (compared as text with the catalog's timestamps, a date
+    or not); ValueError otherwise."""
+    if not _STAMP.fullmatch(text):
+        raise ValueError(f"not a 14-digit timestamp: {text[:40]!r}")
+    return text
 
 
 def surt_key(url: str) -> str:
@@ -457,6 +485,38 @@ class Catalog:
             return []
         span = (key, from_ or "0" * 14, to or "9" * 14, -1 if limit is None else limit)
         return [self._capture(shard, conn, row) for row in conn.execute(_SPAN, span).fetchall()]
+
+    def walk(self, url: str, at: str, *, forward: bool) -> Iterator[Capture]:
+        """Captures of ``url`` from the timestamp ``at`` on, nearest first: ``forward``, those at
+        or after it in time order; backward, those at or before it, latest first (captures of
+        one second in (file, offset) order, or its reverse). A seek of the (urlkey, ts, file,
+        pos) key, then pages by keyset, the first of one row and each next ten times larger up
+        to _PAGE rows, so that a walk that stops after a row or two reads no more. ``at`` is
+        any 14 digits (compared as text); a bad ``at`` or ``url`` raises at once."""
+        check_stamp(at)
+        key = surt_key(url)
+        return self._walk(shard_of(key, self.shards), key, at, forward)
+
+    def count_captures(self, url: str, *, at_most: int) -> int:
+        """How many captures ``url`` has, counted no further than ``at_most`` (at most that many
+        rows of its key read)."""
+        key = surt_key(url)
+        conn = self._conn(shard_of(key, self.shards), create=False)
+        return 0 if conn is None else int(conn.execute(_COUNT, (key, at_most)).fetchone()[0])
+
+    def span_counts(self, url: str, digits: int, *, from_: str = "0" * 14, to: str = "9" * 14
+                    ) -> Iterator[tuple[str, int]]:
+        """How many captures of ``url`` each span of time holds, a span being the captures whose
+        timestamps begin with the same ``digits`` digits (4: a year, 8: a day), within the
+        inclusive 14-digit bounds, in time order. Counted by the database TALLY_ROWS rows at a
+        time and given chunk by chunk, so a span's count may come in several pieces, one after
+        another: add them up. Memory: one chunk's spans. A bad argument raises at once."""
+        if not 1 <= digits <= 14:
+            raise ValueError(f"spans are named by 1 to 14 digits, not {digits}")
+        check_stamp(from_)
+        check_stamp(to)
+        key = surt_key(url)
+        return self._span_counts(shard_of(key, self.shards), key, digits, from_, to)
 
     def list(self, url: str, match: str, *, limit: int | None = None) -> Iterator[Capture]:
         """Captures sorted by (urlkey, timestamp) whose key matches ``url`` as ``match`` says:
@@ -675,6 +735,36 @@ class Catalog:
             if len(rows) < _PAGE:
                 return
             last = rows[-1][:4]
+
+    def _walk(self, shard: int, key: str, at: str, forward: bool) -> Iterator[Capture]:
+        sql = _FORWARD if forward else _BACKWARD
+        last: tuple[object, ...] = (at, -1, -1) if forward else (at, ABOVE, ABOVE)
+        size = 1
+        while True:
+            conn = self._conn(shard, create=False)
+            if conn is None:
+                return
+            rows = conn.execute(sql, (key, *last, size)).fetchall()
+            for row in rows:
+                yield self._capture(shard, conn, row)
+            if len(rows) < size:
+                return
+            last = rows[-1][1:4]
+            size = min(size * 10, _PAGE)
+
+    def _span_counts(self, shard: int, key: str, digits: int, from_: str, to: str
+                     ) -> Iterator[tuple[str, int]]:
+        last: tuple[object, ...] = (from_, -1, -1)
+        while True:
+            conn = self._conn(shard, create=False)
+            if conn is None:
+                return
+            end = conn.execute(_CHUNK_END, (key, *last, to, TALLY_ROWS - 1)).fetchone()
+            bound = (to, ABOVE, ABOVE) if end is None else tuple(end)
+            yield from conn.execute(_CHUNK_COUNTS, (digits, key, *last, *bound)).fetchall()
+            if end is None:
+                return
+            last = bound
 
     def _capture(self, shard: int, conn: sqlite3.Connection, row: _Row) -> Capture:
         urlkey, ts, file, pos, url, status, mime, digest, redirect, length, revisit, labels = row

@@ -31,6 +31,18 @@ class CatalogStore(Protocol):
     def captures(self, url: str, *, from_: str | None = None, to: str | None = None,
                  limit: int | None = None) -> list[Capture]: ...
 
+    def walk(self, url: str, at: str, *, forward: bool) -> Iterator[Capture]:
+        """Captures of ``url`` from the 14-digit ``at`` on, nearest first (forward: at or after
+        it, oldest first; else at or before it, latest first), read lazily by index seeks."""
+
+    def count_captures(self, url: str, *, at_most: int) -> int:
+        """How many captures ``url`` has, counted no further than ``at_most``."""
+
+    def span_counts(self, url: str, digits: int, *, from_: str = "0" * 14, to: str = "9" * 14
+                    ) -> Iterator[tuple[str, int]]:
+        """Captures of ``url`` per span of timestamps sharing their first ``digits`` digits,
+        within the bounds, in time order, a chunk of rows at a time (a span may come in pieces)."""
+
     def list(self, url: str, match: str, *, limit: int | None = None) -> Iterator[Capture]: ...
 
     def iter_all(self) -> Iterator[Capture]: ...

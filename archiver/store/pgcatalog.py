@@ -41,11 +41,14 @@ import mmh3
 import psycopg
 
 from archiver.store.catalog import (
+    ABOVE,
     SHARD_FUNCTION,
+    TALLY_ROWS,
     Capture,
     CatalogError,
     _key_range,
     _Range,
+    check_stamp,
     shard_of,
     surt_key,
 )
@@ -73,6 +76,17 @@ _SPAN = (
     f"SELECT {_COLUMNS} FROM catalog_captures WHERE shard = %s AND urlkey = %s AND ts >= %s AND ts <= %s"
     " ORDER BY ts, file, pos LIMIT %s"
 )
+_KEY = "FROM catalog_captures WHERE shard = %s AND urlkey = %s"
+# A walk's pages (PgCatalog.walk): keyset on (ts, file, pos) within one key, either way.
+_FORWARD = f"SELECT {_COLUMNS} {_KEY} AND (ts, file, pos) > (%s, %s, %s) ORDER BY ts, file, pos LIMIT %s"
+_BACKWARD = (f"SELECT {_COLUMNS} {_KEY} AND (ts, file, pos) < (%s, %s, %s)"
+             " ORDER BY ts DESC, file DESC, pos DESC LIMIT %s")
+# Span counts: where a chunk of TALLY_ROWS rows ends, and its counts.
+_CHUNK_END = (f"SELECT ts, file, pos {_KEY} AND (ts, file, pos) > (%s, %s, %s) AND ts <= %s"
+              " ORDER BY ts, file, pos LIMIT 1 OFFSET %s")
+_CHUNK_COUNTS = (f"SELECT substr(ts, 1, %s), count(*) {_KEY} AND (ts, file, pos) > (%s, %s, %s)"
+                 " AND (ts, file, pos) <= (%s, %s, %s) GROUP BY 1 ORDER BY 1")
+_COUNT = f"SELECT count(*) FROM (SELECT 1 {_KEY} LIMIT %s) c"
 _Row = tuple[Any, ...]
 
 
@@ -144,6 +158,30 @@ class PgCatalog:
         key = surt_key(url)
         span = (shard_of(key, self.shards), key, from_ or "0" * 14, to or "9" * 14, limit)
         return self._captures(self._db.execute(_SPAN, span).fetchall())
+
+    def walk(self, url: str, at: str, *, forward: bool) -> Iterator[Capture]:
+        """As ``Catalog.walk``: captures of ``url`` from ``at`` on, nearest first, a page at a
+        time by keyset (one row, then ten times more each page up to _PAGE)."""
+        check_stamp(at)
+        key = surt_key(url)
+        return self._walk(shard_of(key, self.shards), key, at, forward)
+
+    def count_captures(self, url: str, *, at_most: int) -> int:
+        """How many captures ``url`` has, counted no further than ``at_most``."""
+        key = surt_key(url)
+        found = self._db.execute(_COUNT, (shard_of(key, self.shards), key, at_most)).fetchone()
+        return int(found[0]) if found else 0
+
+    def span_counts(self, url: str, digits: int, *, from_: str = "0" * 14, to: str = "9" * 14
+                    ) -> Iterator[tuple[str, int]]:
+        """As ``Catalog.span_counts``: captures per span of ``digits`` digits, TALLY_ROWS rows
+        counted by the server at a time, a span's count in pieces."""
+        if not 1 <= digits <= 14:
+            raise ValueError(f"spans are named by 1 to 14 digits, not {digits}")
+        check_stamp(from_)
+        check_stamp(to)
+        key = surt_key(url)
+        return self._span_counts(shard_of(key, self.shards), key, digits, from_, to)
 
     def list(self, url: str, match: str, *, limit: int | None = None) -> Iterator[Capture]:
         """Captures sorted by (urlkey, timestamp) whose key matches ``url`` as ``match`` says
@@ -344,6 +382,30 @@ class PgCatalog:
             if len(rows) < _PAGE:
                 return
             last = rows[-1][:4]
+
+    def _walk(self, shard: int, key: str, at: str, forward: bool) -> Iterator[Capture]:
+        sql = _FORWARD if forward else _BACKWARD
+        last: Sequence[object] = (at, -1, -1) if forward else (at, ABOVE, ABOVE)
+        size = 1
+        while True:
+            rows = self._db.execute(sql, (shard, key, *last, size)).fetchall()
+            yield from self._captures(rows)
+            if len(rows) < size:
+                return
+            last = rows[-1][1:4]
+            size = min(size * 10, _PAGE)
+
+    def _span_counts(self, shard: int, key: str, digits: int, from_: str, to: str
+                     ) -> Iterator[tuple[str, int]]:
+        last: Sequence[object] = (from_, -1, -1)
+        while True:
+            end = self._db.execute(_CHUNK_END, (shard, key, *last, to, TALLY_ROWS - 1)).fetchone()
+            bound = (to, ABOVE, ABOVE) if end is None else tuple(end)
+            counts = self._db.execute(_CHUNK_COUNTS, (digits, shard, key, *last, *bound)).fetchall()
+            yield from ((span, int(count)) for span, count in counts)
+            if end is None:
+                return
+            last = bound
 
     def _captures(self, rows: Sequence[_Row]) -> builtins.list[Capture]:
         names = self._file_names

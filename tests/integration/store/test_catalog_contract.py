@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from archiver.store.catalog import Capture, Catalog, CatalogError, shard_of, surt_key
+from archiver.store.catalog import TALLY_ROWS, Capture, Catalog, CatalogError, shard_of, surt_key
 from archiver.store.interfaces import CatalogStore
 from archiver.store.pgcatalog import PgCatalog
 
@@ -207,6 +208,110 @@ def test_list_refuses_unknown_match_and_bad_url_at_once(catalog: CatalogStore) -
         catalog.list(PAGE, "fuzzy")
     with pytest.raises(ValueError, match="not a usable URL"):
         catalog.list("dns:example.org", "host")
+
+
+# --- walks, bounded counts and span counts: what replay reads of a URL with many captures ---
+
+
+def test_a_walk_starts_at_its_timestamp_either_way_nearest_first(catalog: CatalogStore) -> None:
+    def walked(at: str, *, forward: bool) -> list[tuple[str, int]]:
+        return [(x.timestamp, x.offset) for x in catalog.walk(PAGE, at, forward=forward)]
+
+    everything = [(x.timestamp, x.offset) for x in catalog.captures(PAGE)]
+    assert walked("00000000000000", forward=True) == everything
+    assert walked("99999999999999", forward=False) == everything[::-1]
+    assert walked("20200131000000", forward=True) == everything[2:]   # at or after: its own second
+    assert walked("20200131000000", forward=False) == everything[2::-1]  # at or before, latest first
+    assert walked("20200115000000", forward=True)[0] == ("20200131000000", 3)
+    assert walked("20200115000000", forward=False)[0] == ("20200101000010", 2)
+    assert walked("20200100999999", forward=False) == []  # any 14 digits, compared as text
+    assert walked("20210615120001", forward=True) == []
+    assert list(catalog.walk("http://example.org/never", "20200101000000", forward=True)) == []
+    assert list(catalog.walk("http://nowhere.example/", "20200101000000", forward=False)) == []
+
+
+def test_a_walk_orders_one_second_by_file_and_offset_and_refuses_bad_input_at_once(
+        open_catalog: OpenCatalog) -> None:
+    c = open_catalog()
+    c.add(cap(PAGE, "20200101000000", filename=f, offset=o) for f, o in
+          [("B.warc.gz", 7), ("A.warc.gz", 900), ("A.warc.gz", 5)])
+    forward = [(x.filename, x.offset) for x in c.walk(PAGE, "20200101000000", forward=True)]
+    backward = [(x.filename, x.offset) for x in c.walk(PAGE, "20200101000000", forward=False)]
+    assert backward == forward[::-1] and sorted(forward) == sorted(backward)
+    # By file id (an order of each store's own), then offset.
+    assert [f for f, _ in forward] in (["A.warc.gz"] * 2 + ["B.warc.gz"], ["B.warc.gz"] + ["A.warc.gz"] * 2)
+    assert [o for f, o in forward if f == "A.warc.gz"] == [5, 900]
+    for at in ("2020", "2020010100000x", "202001010000000"):
+        with pytest.raises(ValueError, match="14-digit"):
+            c.walk(PAGE, at, forward=True)
+    with pytest.raises(ValueError, match="not a usable URL"):
+        c.walk("dns:example.org", "20200101000000", forward=False)
+
+
+def test_long_walks_page_through_without_loss_and_stop_when_asked(open_catalog: OpenCatalog) -> None:
+    c = open_catalog(5)
+    captures = [cap(PAGE, f"2020{n // 2000 + 1:02d}{n % 2000 // 80 + 1:02d}0000{n % 80:02d}", offset=n)
+                for n in range(2500)]
+    c.add(captures)
+    c.add(cap(f"http://example.org/p{n}", "20200101000000") for n in range(50))  # neighbours
+    in_order = [(x.timestamp, x.offset) for x in sorted(captures, key=lambda x: (x.timestamp, x.offset))]
+    assert [(x.timestamp, x.offset) for x in c.walk(PAGE, "00000000000000", forward=True)] == in_order
+    assert [(x.timestamp, x.offset) for x in c.walk(PAGE, "99999999999999", forward=False)] == in_order[::-1]
+    middle = in_order[1234][0]
+    walk = c.walk(PAGE, middle, forward=True)
+    assert [next(walk).timestamp for _ in range(3)] == [t for t, _ in in_order if t >= middle][:3]
+
+
+def test_count_captures_counts_no_further_than_asked(catalog: CatalogStore) -> None:
+    assert catalog.count_captures(PAGE, at_most=100) == 5
+    assert catalog.count_captures(PAGE, at_most=3) == 3
+    assert catalog.count_captures("http://example.org/other", at_most=100) == 1
+    assert catalog.count_captures("http://example.org/never", at_most=100) == 0
+    assert catalog.count_captures("http://nowhere.example/", at_most=100) == 0
+
+
+def add_up(pieces: Iterator[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Span counts with each span's pieces added up, checking that pieces come together."""
+    out: list[tuple[str, int]] = []
+    for span, count in pieces:
+        assert count > 0
+        if out and out[-1][0] == span:
+            out[-1] = (span, out[-1][1] + count)
+        else:
+            assert not out or out[-1][0] < span, (out[-1], span)
+            out.append((span, count))
+    return out
+
+
+def test_span_counts_count_each_span_within_the_bounds(catalog: CatalogStore) -> None:
+    assert add_up(catalog.span_counts(PAGE, 4)) == [("2020", 4), ("2021", 1)]
+    assert add_up(catalog.span_counts(PAGE, 8)) == [("20200101", 2), ("20200131", 1), ("20200201", 1),
+                                                    ("20210615", 1)]
+    assert add_up(catalog.span_counts(PAGE, 8, from_="20200101000005", to="20200201000000")) == [
+        ("20200101", 1), ("20200131", 1), ("20200201", 1)]
+    assert add_up(catalog.span_counts(PAGE, 14, to="20200101000010")) == [
+        ("20200101000000", 1), ("20200101000010", 1)]
+    assert list(catalog.span_counts("http://example.org/never", 4)) == []
+    assert list(catalog.span_counts("http://nowhere.example/", 4)) == []
+    for digits in (0, 15):
+        with pytest.raises(ValueError, match="1 to 14 digits"):
+            catalog.span_counts(PAGE, digits)
+    with pytest.raises(ValueError, match="14-digit"):
+        catalog.span_counts(PAGE, 4, from_="2020")
+
+
+def test_span_counts_of_many_captures_come_a_chunk_at_a_time_and_add_up(open_catalog: OpenCatalog) -> None:
+    c = open_catalog(5)
+    total = 2 * TALLY_ROWS + 500
+    # A capture a minute from 2020-12-31 on: years 2020 and 2021, days across both.
+    c.add(cap(PAGE, f"{datetime(2020, 12, 31, tzinfo=UTC) + timedelta(minutes=n):%Y%m%d%H%M%S}", offset=n)
+          for n in range(total))
+    pieces = list(c.span_counts(PAGE, 4))
+    assert len(pieces) >= 3  # at least one piece per chunk
+    assert add_up(iter(pieces)) == [("2020", 1440), ("2021", total - 1440)]
+    days = add_up(c.span_counts(PAGE, 8, from_="20210101000000", to="20211231235959"))
+    assert days[0] == ("20210101", 1440) and sum(n for _, n in days) == total - 1440
+    assert [day for day, _ in days] == sorted(day for day, _ in days)
 
 
 def test_long_listings_page_through_without_loss(open_catalog: OpenCatalog) -> None:
