@@ -19,6 +19,7 @@ from archiver.dns.lookup import Resolver
 from archiver.logs import event
 from archiver.queues.interfaces import CrawlQueues, CrawlQueueStore, SpoolWriterStore
 from archiver.queues.leases import Leases
+from archiver.queues.revisits import look_back
 from archiver.store.bundles import BundleWriter
 from archiver.store.catalog import Capture, CatalogError
 from archiver.store.durable import SyncJob, is_disk_error
@@ -65,8 +66,12 @@ class CrawlContext:
         self.disk_ok.set()
 
     async def earlier_captures(self, url: str) -> list[Capture]:
-        """The captures of ``url`` in the catalog, read in a worker thread (see archiver.store.offloop)."""
-        return await self.lookup_calls.call(self.lookup.captures, url)
+        """The captures of ``url`` a revisit needs (queues.revisits.look_back: the last ones, a
+        bounded number), oldest first, read in a worker thread (see archiver.store.offloop)."""
+        def needed() -> list[Capture]:
+            return look_back(self.lookup.walk(url, "9" * 14, forward=False))  # latest first
+
+        return await self.lookup_calls.call(needed)
 
     async def conditions(self, capture: Capture) -> tuple[list[tuple[str, str]], int]:
         """The conditional request headers for the payload of ``capture`` (a response), from its

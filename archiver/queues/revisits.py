@@ -24,17 +24,29 @@ A URL that is gone (404 or 410 at its last captures) stays known and is asked le
 (``ask_again``): once the time since its last capture is twice the time it has been gone. So a
 weekly revisit asks it at the next visit, then two weeks later, then six, eighteen..., never
 giving up on a page that may come back.
+
+A revisit reads a URL's captures latest first and keeps only what these rules need
+(``look_back``): back to the response its last capture's payload stands for, and to the capture
+before its run of gone answers, at most ``LOOK_BACK`` of them. So the cost of a fetch does not
+grow with the visits a URL has had: a page unchanged for longer than that is asked
+unconditionally and stored whole once more (a new response for later revisits to stand for), and
+a longer run of gone answers counts from the first capture looked at.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import islice
+
+from archiver.store.catalog import Capture
 
 # How much a visit's comparisons weigh at the next one: a change of habit shows within a few.
 DECAY = 0.8
 GONE = frozenset({404, 410})
+# The captures of a URL a revisit looks back through, at most (see look_back).
+LOOK_BACK = 100
 
 
 @dataclass
@@ -133,3 +145,21 @@ def ask_again(captures: Sequence[tuple[float, int | None]], now: float) -> bool:
         first -= 1
     last = captures[-1][0]
     return now - last >= 2 * (last - captures[first][0])
+
+
+def look_back(latest_first: Iterable[Capture]) -> list[Capture]:
+    """The captures of a URL a revisit needs, oldest first, taken from its captures latest first:
+    back to the response holding the last capture's payload and to the capture before its run of
+    gone answers, at most LOOK_BACK captures (``payload_holder`` and ``ask_again`` then answer on
+    them as on the whole history, within that bound)."""
+    kept: list[Capture] = []
+    holder_found = gone_run_ended = False
+    for capture in islice(latest_first, LOOK_BACK):
+        kept.append(capture)
+        holder_found = holder_found or (capture.rectype == "response"
+                                        and capture.digest == kept[0].digest)
+        gone_run_ended = gone_run_ended or capture.status not in GONE
+        if holder_found and gone_run_ended:
+            break
+    kept.reverse()
+    return kept

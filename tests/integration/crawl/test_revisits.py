@@ -18,7 +18,7 @@ import trio
 
 from archiver.config import Config
 from archiver.crawl.crawler import Crawler, enqueue_seeds
-from archiver.queues.revisits import RevisitSchedule
+from archiver.queues.revisits import LOOK_BACK, RevisitSchedule
 from archiver.queues.sitequeue import SiteQueue, SiteRow, queue_path
 from archiver.store.catalog import Capture, Catalog
 from archiver.web.timestamps import to_datetime
@@ -129,6 +129,37 @@ async def test_the_daemon_revisits_a_changed_site_and_schedules_by_what_changed(
         assert (moved.rectype, moved.status, moved.digest) == ("revisit", 200, old.digest)
     await check_replay(config, sites, web0, web1, by_url, changed_at)
     check_robots(config, sites[0], web0, web1, changed_at)
+
+
+async def test_a_revisit_reads_a_bounded_history_of_a_long_revisited_url(tmp_path, nursery):
+    """A page revisited unchanged many times: a revisit reads LOOK_BACK of its captures, not all
+    of them; one whose payload lies further back is fetched whole once more, the others stay
+    revisits."""
+    web, _ = await start_demo(nursery, WebSpec(sites=1, pages_per_site=4, port=0, trap=False))
+    config = load(write_config(tmp_path, web, **REVISITS))
+    site = web.origins()[0]
+    home, other = site + "/", site + web.pages(urlsplit(site).hostname)[1]
+    enqueue_seeds(config, 0, [home])
+    with trio.fail_after(GUARD):
+        await Crawler(config, until_idle=True).run()
+    with Catalog(config.root / "catalog", config.catalog.shards) as catalog:
+        [response] = catalog.captures(home)
+        later = [dataclasses.replace(response, timestamp=f"2099{n:010d}", rectype="revisit",
+                                     mime="warc/revisit", offset=response.offset + 1 + n)
+                 for n in range(3 * LOOK_BACK)]
+        catalog.add(later)
+    crawler = Crawler(config, until_idle=True)
+    earlier = await crawler.ctx.earlier_captures(home)
+    assert earlier == later[-LOOK_BACK:]  # the last ones, oldest first; not all 301
+    [kept] = await crawler.ctx.earlier_captures(other)
+    enqueue_seeds(config, 0, [home], recrawl=True)
+    with trio.fail_after(GUARD):
+        await crawler.run()
+    with Catalog(config.root / "catalog", config.catalog.shards, readonly=True) as catalog:
+        home_now = [c for c in catalog.captures(home) if c.timestamp < "2099"][-1]
+        other_now = catalog.captures(other)[-1]
+    assert (home_now.rectype, home_now.status) == ("response", 200)  # its payload: out of sight
+    assert other_now.rectype == "revisit" and other_now.timestamp > kept.timestamp
 
 
 def check_robots(config: Config, site: str, web0: DemoWeb, web1: DemoWeb, changed_at: float) -> None:

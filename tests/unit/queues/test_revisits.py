@@ -10,7 +10,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from archiver.queues.revisits import DECAY, ChangeHistory, PageChanges, RevisitSchedule, ask_again, revisit_at
+from archiver.queues.revisits import (
+    DECAY,
+    GONE,
+    LOOK_BACK,
+    ChangeHistory,
+    PageChanges,
+    RevisitSchedule,
+    ask_again,
+    look_back,
+    revisit_at,
+)
+from archiver.store.catalog import Capture, payload_holder
 
 DAY = 86400.0
 SCHEDULE = RevisitSchedule(interval=7 * DAY, shortest=DAY, longest=90 * DAY)
@@ -135,3 +146,48 @@ def test_a_gone_url_is_asked_once_twice_its_gone_time_has_passed(times, wait):
     captures = [(t, 404) for t in times]
     gone_for = times[-1] - times[0]
     assert ask_again(captures, times[-1] + wait) == (wait >= 2 * gone_for)
+
+
+# --- what a revisit reads of a URL's captures ------------------------------------------------
+
+
+@st.composite
+def url_histories(draw: st.DrawFn) -> list[Capture]:
+    """A URL's captures, oldest first: responses and revisits, some gone, few payloads."""
+    kinds = st.tuples(st.sampled_from(["response", "revisit"]), st.sampled_from([200, 304, 404, 410, 500]),
+                      st.sampled_from("ABC"))
+    steps = draw(st.lists(kinds, min_size=1, max_size=3 * LOOK_BACK))
+    return [Capture(urlkey="org,example)/", timestamp=f"2026{n:010d}", url="http://example.org/",
+                    status=status, mime="text/html", digest="sha1:" + letter * 32, redirect=None,
+                    filename="A.warc.gz", offset=n, length=100, rectype=rectype)
+            for n, (rectype, status, letter) in enumerate(steps)]
+
+
+def _gone_run_start(history: list[Capture]) -> int:
+    first = len(history) - 1
+    while first > 0 and history[first - 1].status in GONE:
+        first -= 1
+    return first
+
+
+@given(url_histories())
+def test_a_revisit_reads_what_the_rules_need_and_no_more(history: list[Capture]) -> None:
+    kept = look_back(reversed(history))
+    assert 1 <= len(kept) <= LOOK_BACK and kept == history[len(history) - len(kept):]
+    digest = history[-1].digest
+    holder = payload_holder(history, digest)
+    holder_within = holder is not None and history.index(holder) >= len(history) - LOOK_BACK
+    gone_within = _gone_run_start(history) >= len(history) - LOOK_BACK + 1 or len(history) <= LOOK_BACK
+    if holder_within or (holder is None and len(history) <= LOOK_BACK):
+        assert payload_holder(kept, digest) == holder
+    else:  # further back than a revisit looks: fetched whole once more
+        assert payload_holder(kept, digest) is None and len(kept) == LOOK_BACK
+    if gone_within:
+        times = [(float(c.offset), c.status) for c in history]
+        assert all(ask_again(times[-len(kept):], now) == ask_again(times, now)
+                   for now in (len(history) + wait for wait in (0, 5, 50, 500)))
+    # Nothing before what the rules need is read.
+    if len(kept) > 1:
+        older = kept[1:]
+        assert not (any(c.rectype == "response" and c.digest == digest for c in older)
+                    and any(c.status not in GONE for c in older))
