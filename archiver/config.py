@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from archiver.web.netpolicy import parse_networks
 from archiver.web.scope import Scope, ScopeError, scope_of
@@ -185,8 +185,9 @@ class WarcConfig:
 class StoreConfig:
     # Where the shared state lives (site queues, crawl queues, catalog, DNS history, links
     # state): "sqlite" for files under archive.root, or a PostgreSQL URL such as
-    # "postgresql://archiver@db.example.org:5432/archive". The password is never written here:
-    # it comes from PGPASSWORD or ~/.pgpass, as for every libpq client.
+    # "postgresql://archiver@db.example.org:5432/archive". The password is never written here
+    # (refused in the user part and as a password or sslpassword parameter): it comes from
+    # PGPASSWORD, ~/.pgpass or PGPASSFILE, as for every libpq client.
     url: str = "sqlite"
 
 
@@ -398,9 +399,19 @@ def parse_s3_url(text: str) -> tuple[str, str]:
     return parts.netloc, parts.path.strip("/")
 
 
+# libpq's connection parameters that hold a secret: the password, and the client key's passphrase.
+_SECRET_PARAMETERS = ("password", "sslpassword")
+# A keyword/value setting of either inside another value (a conninfo string given as the dbname).
+_PASSWORD_SETTING = re.compile(r"(?:ssl)?password\s*=", re.IGNORECASE)
+_PASSWORD_ELSEWHERE = ("give it in PGPASSWORD, ~/.pgpass or the file PGPASSFILE names, as for psql "
+                       "(a config file is read by every service and copied into migrate.json)")
+
+
 def database_url(text: str) -> str | None:
     """None for ``"sqlite"`` (the embedded stores), else the PostgreSQL URL ``text``; ValueError
-    if it is neither, or if it holds a password (PGPASSWORD or ~/.pgpass hold that)."""
+    if it is neither, or if it holds a password anywhere: in its user part, as a ``password`` or
+    ``sslpassword`` parameter (in any case or percent-encoding), or as a ``password=`` setting
+    inside a parameter or the database name (PGPASSWORD, ~/.pgpass or PGPASSFILE hold it)."""
     if text == "sqlite":
         return None
     try:
@@ -411,7 +422,14 @@ def database_url(text: str) -> str | None:
     if parts.scheme not in ("postgresql", "postgres"):
         raise ValueError('"sqlite", or a URL postgresql://user@host:port/dbname')
     if parts.password is not None:
-        raise ValueError("no password here: put it in PGPASSWORD or ~/.pgpass, as for psql")
+        raise ValueError(f"no password here: {_PASSWORD_ELSEWHERE}")
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if name.strip().lower() in _SECRET_PARAMETERS:
+            raise ValueError(f"no {name.strip().lower()} parameter here: {_PASSWORD_ELSEWHERE}")
+        if _PASSWORD_SETTING.search(value):
+            raise ValueError(f"the {name} parameter holds a password setting: {_PASSWORD_ELSEWHERE}")
+    if _PASSWORD_SETTING.search(unquote(parts.path)):
+        raise ValueError(f"the database name holds a password setting: {_PASSWORD_ELSEWHERE}")
     if not parts.path.strip("/"):
         raise ValueError("name the database: postgresql://user@host:port/dbname")
     return text
