@@ -257,6 +257,14 @@ class ReplayConfig:
 
 
 @dataclass(frozen=True)
+class ImportConfig:
+    # Temporary disk one `archiver import` of a file may use (bytes): the file rewritten as one
+    # gzip member per record, and warcio's copy of a record whose digests it computes. A file
+    # needing more is refused; a whole-file gzip is never expanded on disk.
+    max_temp_bytes: int = 4 * 2**30
+
+
+@dataclass(frozen=True)
 class LogConfig:
     level: str = "info"
 
@@ -276,6 +284,7 @@ class Config:
     outlinks: OutlinksConfig = field(default_factory=OutlinksConfig)
     links: LinksConfig = field(default_factory=LinksConfig)
     replay: ReplayConfig = field(default_factory=ReplayConfig)
+    import_: ImportConfig = field(default_factory=ImportConfig)  # [import]: a Python keyword
     log: LogConfig = field(default_factory=LogConfig)
     # [[sheets]]: per-site overrides (archiver.web.sheets), in the file's order.
     sheets: tuple[Sheet, ...] = ()
@@ -295,8 +304,15 @@ RETIRED = {
                                    "crawl.backoff_recovery_fetches",
 }
 
-_SECTIONS = {f.name: f.type for f in dataclasses.fields(Config)
+def section_name(attribute: str) -> str:
+    """The TOML section a Config attribute holds: its name without the ``_`` a keyword takes."""
+    return attribute.removesuffix("_")
+
+
+_SECTIONS = {section_name(f.name): f.type for f in dataclasses.fields(Config)
              if f.name not in ("path", "notices", "sheets")}
+# The Config attribute of each section whose name is a Python keyword.
+_ATTRIBUTES = {section_name(f.name): f.name for f in dataclasses.fields(Config)}
 # What a [[sheets]] table may hold: its own keys, and the [crawl] keys it overrides for its sites.
 SHEET_KEYS = ("match", "window", "time_zone", "daily_pages")
 SHEET_CRAWL_KEYS = ("min_rest", "max_rest", "rest_factor", "max_pages", "max_bytes", "max_depth",
@@ -318,6 +334,7 @@ _POSITIVE = {
     ("dns", "timeout"), ("dns", "refresh_interval"),
     ("dns", "concurrency"), ("warc", "max_size"),
     ("outlinks", "max_lines"), ("outlinks", "max_age"), ("catalog", "shards"),
+    ("import", "max_temp_bytes"),
     ("links", "expected_urls"), ("links", "bits_per_url"), ("links", "checkpoint_urls"),
     ("links", "poll_interval"), ("links", "partitions"), ("links", "workers"),
     ("replay", "scan_slice_rows"), ("replay", "scan_max_rows"), ("replay", "scan_deadline"),
@@ -482,7 +499,8 @@ def from_dict(data: dict[str, Any], path: Path | None = None) -> Config:
     if warc.store and not warc.store.startswith("s3:") and not Path(warc.store).is_absolute():
         sections["warc"] = dataclasses.replace(warc, store=str(base / warc.store))
     sheets = _sheets(where, data.get("sheets", []), sections.get("crawl", CrawlConfig()))
-    return Config(path=path, notices=tuple(notices), sheets=sheets, **sections)
+    return Config(path=path, notices=tuple(notices), sheets=sheets,
+                  **{_ATTRIBUTES[name]: section for name, section in sections.items()})
 
 
 def site_crawl(crawl: CrawlConfig, sheet: Sheet | None) -> CrawlConfig:

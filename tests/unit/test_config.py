@@ -23,7 +23,7 @@ def test_shipped_config_lists_every_default():
     cfg = config.load(SHIPPED)
     defaults = config.Config()
     for section in ("crawl", "scope", "plugins", "warc", "store", "s3", "catalog", "outlinks",
-                    "links", "replay", "log"):
+                    "links", "replay", "import_", "log"):
         assert getattr(cfg, section) == getattr(defaults, section), section
     assert cfg.root == SHIPPED.parent / "archive"
     assert cfg.dns.hosts_file == Path("/etc/hosts")
@@ -38,7 +38,7 @@ def test_shipped_config_shows_every_key_under_its_policy():
             continue
         keys = {f.name for f in dataclasses.fields(getattr(config.Config(), section.name))}
         keys.discard("tables")  # [plugins.<name>] tables: none by default
-        assert set(written[section.name]) == keys, section.name
+        assert set(written[config.section_name(section.name)]) == keys, section.name
     text = SHIPPED.read_text()
     headings = [line for line in text.splitlines() if line.startswith("# ==== ")]
     for policy in ("SELECTION POLICY", "REVISIT POLICY", "POLITENESS POLICY",
