@@ -436,7 +436,7 @@ def _write_durably(path: Path, data: bytes) -> None:
 
 def cmd_import(args: argparse.Namespace) -> int:
     """``archiver import FILE...``: WARC files of other tools into the WARC store and catalog."""
-    from archiver.store.imports import ImportRefused, import_file
+    from archiver.store.imports import ImportRefused, import_file, shown
     from archiver.store.objectstore import FolderStore
 
     cfg = _config(args)
@@ -451,7 +451,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         for name in args.files:
             try:
                 done = import_file(Path(name), warcs=warcs, catalog=catalog,
-                                   in_place=args.in_place, progress=say)
+                                   in_place=args.in_place, progress=say,
+                                   max_temp_bytes=cfg.import_.max_temp_bytes)
             except ImportRefused as e:
                 refused += 1
                 print(f"archiver: {e} (nothing imported from it)", file=sys.stderr)
@@ -460,7 +461,7 @@ def cmd_import(args: argparse.Namespace) -> int:
                 f"stored as {warcs.location(done.name)}" if done.stored else
                 "indexed in place" if args.in_place else f"already in the store as {done.name}")
             skipped = ", ".join(f"{n} {kind}" for kind, n in done.skipped.items())
-            print(f"{done.source}: {_count(done.records, 'record')}, {done.added} catalog entries "
+            print(f"{shown(done.source)}: {_count(done.records, 'record')}, {done.added} catalog entries "
                   f"added, {done.duplicates} already in the catalog; {how}"
                   + (f"; not catalogued: {skipped}" if skipped else ""))
     return 2 if refused else 0

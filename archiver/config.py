@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from archiver.web.netpolicy import parse_networks
 from archiver.web.scope import Scope, ScopeError, scope_of
@@ -185,8 +185,9 @@ class WarcConfig:
 class StoreConfig:
     # Where the shared state lives (site queues, crawl queues, catalog, DNS history, links
     # state): "sqlite" for files under archive.root, or a PostgreSQL URL such as
-    # "postgresql://archiver@db.example.org:5432/archive". The password is never written here:
-    # it comes from PGPASSWORD or ~/.pgpass, as for every libpq client.
+    # "postgresql://archiver@db.example.org:5432/archive". The password is never written here
+    # (refused in the user part and as a password or sslpassword parameter): it comes from
+    # PGPASSWORD, ~/.pgpass or PGPASSFILE, as for every libpq client.
     url: str = "sqlite"
 
 
@@ -256,6 +257,14 @@ class ReplayConfig:
 
 
 @dataclass(frozen=True)
+class ImportConfig:
+    # Temporary disk one `archiver import` of a file may use (bytes): the file rewritten as one
+    # gzip member per record, and warcio's copy of a record whose digests it computes. A file
+    # needing more is refused; a whole-file gzip is never expanded on disk.
+    max_temp_bytes: int = 4 * 2**30
+
+
+@dataclass(frozen=True)
 class LogConfig:
     level: str = "info"
 
@@ -275,6 +284,7 @@ class Config:
     outlinks: OutlinksConfig = field(default_factory=OutlinksConfig)
     links: LinksConfig = field(default_factory=LinksConfig)
     replay: ReplayConfig = field(default_factory=ReplayConfig)
+    import_: ImportConfig = field(default_factory=ImportConfig)  # [import]: a Python keyword
     log: LogConfig = field(default_factory=LogConfig)
     # [[sheets]]: per-site overrides (archiver.web.sheets), in the file's order.
     sheets: tuple[Sheet, ...] = ()
@@ -294,8 +304,15 @@ RETIRED = {
                                    "crawl.backoff_recovery_fetches",
 }
 
-_SECTIONS = {f.name: f.type for f in dataclasses.fields(Config)
+def section_name(attribute: str) -> str:
+    """The TOML section a Config attribute holds: its name without the ``_`` a keyword takes."""
+    return attribute.removesuffix("_")
+
+
+_SECTIONS = {section_name(f.name): f.type for f in dataclasses.fields(Config)
              if f.name not in ("path", "notices", "sheets")}
+# The Config attribute of each section whose name is a Python keyword.
+_ATTRIBUTES = {section_name(f.name): f.name for f in dataclasses.fields(Config)}
 # What a [[sheets]] table may hold: its own keys, and the [crawl] keys it overrides for its sites.
 SHEET_KEYS = ("match", "window", "time_zone", "daily_pages")
 SHEET_CRAWL_KEYS = ("min_rest", "max_rest", "rest_factor", "max_pages", "max_bytes", "max_depth",
@@ -317,6 +334,7 @@ _POSITIVE = {
     ("dns", "timeout"), ("dns", "refresh_interval"),
     ("dns", "concurrency"), ("warc", "max_size"),
     ("outlinks", "max_lines"), ("outlinks", "max_age"), ("catalog", "shards"),
+    ("import", "max_temp_bytes"),
     ("links", "expected_urls"), ("links", "bits_per_url"), ("links", "checkpoint_urls"),
     ("links", "poll_interval"), ("links", "partitions"), ("links", "workers"),
     ("replay", "scan_slice_rows"), ("replay", "scan_max_rows"), ("replay", "scan_deadline"),
@@ -398,9 +416,19 @@ def parse_s3_url(text: str) -> tuple[str, str]:
     return parts.netloc, parts.path.strip("/")
 
 
+# libpq's connection parameters that hold a secret: the password, and the client key's passphrase.
+_SECRET_PARAMETERS = ("password", "sslpassword")
+# A keyword/value setting of either inside another value (a conninfo string given as the dbname).
+_PASSWORD_SETTING = re.compile(r"(?:ssl)?password\s*=", re.IGNORECASE)
+_PASSWORD_ELSEWHERE = ("give it in PGPASSWORD, ~/.pgpass or the file PGPASSFILE names, as for psql "
+                       "(a config file is read by every service and copied into migrate.json)")
+
+
 def database_url(text: str) -> str | None:
     """None for ``"sqlite"`` (the embedded stores), else the PostgreSQL URL ``text``; ValueError
-    if it is neither, or if it holds a password (PGPASSWORD or ~/.pgpass hold that)."""
+    if it is neither, or if it holds a password anywhere: in its user part, as a ``password`` or
+    ``sslpassword`` parameter (in any case or percent-encoding), or as a ``password=`` setting
+    inside a parameter or the database name (PGPASSWORD, ~/.pgpass or PGPASSFILE hold it)."""
     if text == "sqlite":
         return None
     try:
@@ -411,7 +439,14 @@ def database_url(text: str) -> str | None:
     if parts.scheme not in ("postgresql", "postgres"):
         raise ValueError('"sqlite", or a URL postgresql://user@host:port/dbname')
     if parts.password is not None:
-        raise ValueError("no password here: put it in PGPASSWORD or ~/.pgpass, as for psql")
+        raise ValueError(f"no password here: {_PASSWORD_ELSEWHERE}")
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if name.strip().lower() in _SECRET_PARAMETERS:
+            raise ValueError(f"no {name.strip().lower()} parameter here: {_PASSWORD_ELSEWHERE}")
+        if _PASSWORD_SETTING.search(value):
+            raise ValueError(f"the {name} parameter holds a password setting: {_PASSWORD_ELSEWHERE}")
+    if _PASSWORD_SETTING.search(unquote(parts.path)):
+        raise ValueError(f"the database name holds a password setting: {_PASSWORD_ELSEWHERE}")
     if not parts.path.strip("/"):
         raise ValueError("name the database: postgresql://user@host:port/dbname")
     return text
@@ -464,7 +499,8 @@ def from_dict(data: dict[str, Any], path: Path | None = None) -> Config:
     if warc.store and not warc.store.startswith("s3:") and not Path(warc.store).is_absolute():
         sections["warc"] = dataclasses.replace(warc, store=str(base / warc.store))
     sheets = _sheets(where, data.get("sheets", []), sections.get("crawl", CrawlConfig()))
-    return Config(path=path, notices=tuple(notices), sheets=sheets, **sections)
+    return Config(path=path, notices=tuple(notices), sheets=sheets,
+                  **{_ATTRIBUTES[name]: section for name, section in sections.items()})
 
 
 def site_crawl(crawl: CrawlConfig, sheet: Sheet | None) -> CrawlConfig:

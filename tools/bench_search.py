@@ -9,6 +9,12 @@ against the index, as ``archiver search`` does once the index is open. Prints JS
 indexed, indexing pages/s (wall and CPU), query latency (median and p95, milliseconds), sizes.
 
     python -m tools.bench_search [--sites 40] [--pages 100] [--rounds 5] [--store sqlite | postgres]
+                                 [--repeats N]
+
+``--repeats N`` adds 30 pages each repeating "harbour" N times (a page's body holds about 12,500)
+to the index before the queries, as a hostile site could, and reports the latency of the query
+"harbour" alone as well (``harbour_ms_median``): before snippets were cut by ``cut_snippet``,
+FTS5's ``snippet()`` made it cost the square of N.
 
 ``--store postgres`` builds the index in a throwaway local PostgreSQL server (fsync on,
 ``tools.pgserver``) instead of ``search/fulltext.sqlite``, and queries it once ``VACUUM (ANALYZE)``
@@ -33,12 +39,13 @@ import trio
 from archiver import config
 from archiver.crawl.crawler import Crawler, enqueue_seeds
 from archiver.store.catalog_maintenance import WarcFiles
-from archiver.store.fulltext import FtsIndex
+from archiver.store.fulltext import FtsIndex, IndexedCapture
 from archiver.store.fulltextindex import build_index
 from archiver.store.interfaces import FullTextStore
 from archiver.store.pgfulltext import PgFullText
 from archiver.store.pgschema import init_schema
 from archiver.stores import EmbeddedStores
+from archiver.web.pagetext import MAX_BODY, PageText
 from archiver.web.textquery import parse_query
 from demoweb import WebSpec, start_demo
 from tools.benchconfig import demo_config
@@ -77,6 +84,15 @@ def latencies(index: FullTextStore, rounds: int, at: str) -> list[float]:
     return taken
 
 
+def add_repeating_pages(index: FullTextStore, repeats: int) -> None:
+    """30 pages each repeating "harbour" ``repeats`` times (cut at the body's bound)."""
+    body = ("harbour " * repeats)[:MAX_BODY]
+    pages = {(f"http://repeats-{n}.example/", f"repeats-{n}"): PageText(f"repeats {n}", "", body)
+             for n in range(30)}
+    index.add(pages, [IndexedCapture("repeats.warc.gz", n, "20260101000000", key)
+                      for n, key in enumerate(pages)])
+
+
 def bench(args: argparse.Namespace) -> dict[str, object]:
     work = Path(tempfile.mkdtemp(prefix="bench-search-"))
     (work / "hosts").write_text("")
@@ -101,7 +117,14 @@ def bench(args: argparse.Namespace) -> dict[str, object]:
         if args.store == "postgres":  # settled, as autovacuum leaves a table after a bulk load
             with psycopg.connect(url, autocommit=True) as db:
                 db.execute("VACUUM (ANALYZE) fulltext_documents, fulltext_captures")
+        if args.repeats:
+            add_repeating_pages(index, args.repeats)
         taken = latencies(index, args.rounds, at="20990101000000")
+        harbour = []
+        for _ in range(args.rounds):
+            start = time.perf_counter()
+            index.search(parse_query("harbour"))
+            harbour.append(time.perf_counter() - start)
     quantiles = statistics.quantiles(taken, n=20)
     size = sum(p.stat().st_size for p in (work / "archive" / "search").glob("*")) \
         if args.store == "sqlite" else None
@@ -113,6 +136,7 @@ def bench(args: argparse.Namespace) -> dict[str, object]:
         "pages_per_cpu_second": round(totals.extracted / cpu, 1),
         "queries": len(taken), "query_ms_median": round(statistics.median(taken) * 1000, 2),
         "query_ms_p95": round(quantiles[18] * 1000, 2),
+        "harbour_ms_median": round(statistics.median(harbour) * 1000, 2), "repeats": args.repeats,
         "index_bytes": size, "cpus": os.cpu_count(),
     }
 
@@ -124,6 +148,7 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--repeats", type=int, default=0)
     print(json.dumps(bench(parser.parse_args()), indent=1))
 
 

@@ -2,8 +2,9 @@
 their hooks with each failure isolated.
 
 ``load_plugins`` finds each name of ``plugins.enable`` among the installed entry points of group
-``archiver.plugins`` and calls its factory with the plugin's table; a missing name or a failing
-factory is a ``PluginError`` (the crawler does not start). ``PluginHost`` holds the loaded plugins
+``archiver.plugins`` and calls its factory with the plugin's table; a missing name, a name two
+installed distributions register (one would silently replace the other) or a failing factory is
+a ``PluginError`` (the crawler does not start). ``PluginHost`` holds the loaded plugins
 for a process (with ``load_focus``: the built-in focus plugin, when ``crawl.focus`` names a
 relevance model); ``PluginHost.for_site`` gives one visit its ``SitePlugins``, which call the hooks:
 a hook that raises, or answers something the API does not allow (labels that are not short
@@ -62,17 +63,22 @@ class LoadedPlugin:
 
 
 def load_plugins(config: PluginsConfig) -> tuple[LoadedPlugin, ...]:
-    """The plugins ``config.enable`` names, in its order, each made by its entry point's factory."""
-    found: dict[str, EntryPoint] = {}
+    """The plugins ``config.enable`` names, in its order, each made by its entry point's factory;
+    PluginError naming both distributions when two register an enabled name."""
+    found: dict[str, list[EntryPoint]] = {}
     for point in entry_points(group=ENTRY_POINT_GROUP):
-        found.setdefault(point.name, point)
+        found.setdefault(point.name, []).append(point)
     loaded = []
     for name in config.enable:
         if name not in found:
             known = ", ".join(sorted(found)) or "none"
             raise PluginError(f"plugins.enable: no installed plugin {name!r} (entry points of group "
                               f"{ENTRY_POINT_GROUP!r}: {known})")
-        point = found[name]
+        if len(found[name]) > 1:
+            both = " and ".join(f"{_distribution(p)} ({p.value})" for p in found[name])
+            raise PluginError(f"plugins.enable: plugin {name!r} is registered by {both}: "
+                              "uninstall all but the one you mean")
+        (point,) = found[name]
         try:
             factory = point.load()
             plugin = factory(dict(config.tables.get(name, {})))
@@ -85,6 +91,12 @@ def load_plugins(config: PluginsConfig) -> tuple[LoadedPlugin, ...]:
                               f"{', '.join(HOOKS)}")
         loaded.append(LoadedPlugin(name, hooks))
     return tuple(loaded)
+
+
+def _distribution(point: EntryPoint) -> str:
+    """The installed distribution (name and version) that registers ``point``."""
+    dist = point.dist
+    return f"{dist.name} {dist.version}" if dist is not None else "a distribution of unknown name"
 
 
 def load_focus(model: Path | None) -> tuple[LoadedPlugin, ...]:

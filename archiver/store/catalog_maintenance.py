@@ -163,7 +163,12 @@ class Verification:
 
 def _fingerprint(capture: Capture) -> int:
     """What an entry must agree on with its record (in a process's memory only)."""
-    return hash((capture.url, capture.rectype, capture.length))
+    return hash((capture.url, _kind(capture.rectype), capture.length))
+
+
+def _kind(rectype: str) -> str:
+    """A record type as the catalog keeps it: revisit or not (a resource record is a response)."""
+    return "revisit" if rectype == "revisit" else "response"
 
 
 def verify(warcs: WarcReader, catalog: CatalogStore, names: Iterable[str]) -> Verification:
@@ -216,7 +221,7 @@ def _check_entry(warcs: WarcReader, entry: Capture, records: dict[tuple[str, int
         stored = warcs.read(entry.filename, entry.offset, entry.length)
     except WarcError as e:
         return str(e)
-    if stored.url != entry.url or stored.rectype != entry.rectype:
+    if stored.url != entry.url or _kind(stored.rectype) != _kind(entry.rectype):
         return f"{where} holds a {stored.rectype} record of {stored.url}"
     if entry.filename in whole:
         return f"{where}: the record there is not {entry.length} bytes long"

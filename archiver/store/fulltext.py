@@ -14,13 +14,17 @@
 
 A search ranks documents by BM25 (title weighing 10, headings 5, body 1), keeps one result per
 URL (its best document; the timestamps of all its matching captures) and cuts a snippet from the
-best document's body; it ranks every matching document, so a deadline may stop it. The file is
+best document's body with ``web.textquery.cut_snippet``, as the PostgreSQL index does: FTS5's own
+``snippet()`` costs the square of how often the words appear in the body (one page repeating a
+word 12,500 times: 1.2 s), and a deadline cannot interrupt it. It ranks every matching document,
+so a deadline may stop it; the deadline is looked at again after each snippet. The file is
 written in WAL mode by ``archiver search index``; the replay and ``archiver search`` read it
 read-only meanwhile. An FtsIndex is used from one thread at a time.
 """
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping
@@ -29,7 +33,7 @@ from pathlib import Path
 
 from archiver.store import sqlite
 from archiver.web.pagetext import PageText
-from archiver.web.textquery import MARK_END, MARK_START, QueryError, SearchQuery
+from archiver.web.textquery import QueryError, SearchQuery, cut_snippet
 
 # A page's text as the index keys it: (URL, payload digest).
 DocumentKey = tuple[str, str]
@@ -74,10 +78,7 @@ WITH matched AS MATERIALIZED (
 SELECT url, min(score) AS best, doc, group_concat(doc) FROM dated
 GROUP BY url ORDER BY best, url LIMIT :limit OFFSET :offset
 """
-_SNIPPET = (
-    "SELECT title, snippet(pages, 2, :start, :end, '…', :words) FROM pages"
-    " WHERE pages MATCH :query AND rowid = :doc"
-)
+_TEXT = "SELECT title, body FROM pages WHERE rowid = ?"
 
 
 class FullTextMissing(FileNotFoundError):
@@ -86,6 +87,10 @@ class FullTextMissing(FileNotFoundError):
 
 class SearchTimeout(Exception):
     """A search ran past its deadline (a query whose words are on very many pages)."""
+
+
+class _PastDeadline(Exception):
+    """The clock passed a search's deadline between two statements."""
 
 
 @dataclass(frozen=True)
@@ -170,12 +175,15 @@ class FtsIndex:
                deadline: float | None = None) -> list[SearchHit]:
         """The URLs whose pages match ``query`` in a capture at or before ``at`` (14 digits; None:
         any), best first, ``limit`` of them from ``offset``; SearchTimeout past ``deadline``
-        seconds (SQLite's progress handler interrupts the statement)."""
+        seconds (SQLite's progress handler interrupts a statement; between statements, each result
+        looks at the clock)."""
+        end = math.inf if deadline is None else time.monotonic() + deadline
         if deadline is not None:
-            end = time.monotonic() + deadline
             self._db.set_progress_handler(lambda: time.monotonic() > end, _PROGRESS_STEPS)
         try:
-            return self._search(query, at or LATEST, limit, offset)
+            return self._search(query, at or LATEST, limit, offset, end)
+        except _PastDeadline:
+            raise SearchTimeout(f"the search ran past its deadline of {deadline:g} s") from None
         except sqlite3.OperationalError as e:
             if str(e) == "interrupted":
                 raise SearchTimeout(f"the search ran past its deadline of {deadline:g} s") from None
@@ -185,7 +193,8 @@ class FtsIndex:
         finally:
             self._db.set_progress_handler(None, 0)
 
-    def _search(self, query: SearchQuery, at: str, limit: int, offset: int) -> list[SearchHit]:
+    def _search(self, query: SearchQuery, at: str, limit: int, offset: int,
+                end: float) -> list[SearchHit]:
         match = query.fts5()
         ranked = self._db.execute(_RANKED, {"query": match, "at": at, "limit": limit,
                                             "offset": offset}).fetchall()
@@ -195,10 +204,11 @@ class FtsIndex:
             stamps = self._db.execute(
                 f"SELECT DISTINCT ts FROM captures WHERE doc IN ({', '.join('?' * len(ids))})"
                 " AND ts <= ? ORDER BY ts", (*ids, at)).fetchall()
-            title, snippet = self._db.execute(_SNIPPET, {"start": MARK_START, "end": MARK_END,
-                                                         "words": SNIPPET_WORDS, "query": match,
-                                                         "doc": best}).fetchone()
-            hits.append(SearchHit(url, title, snippet, [ts for (ts,) in stamps]))
+            title, body = self._db.execute(_TEXT, (best,)).fetchone()
+            hits.append(SearchHit(url, title, cut_snippet(body, query, SNIPPET_WORDS),
+                                  [ts for (ts,) in stamps]))
+            if time.monotonic() > end:
+                raise _PastDeadline
         return hits
 
     def counts(self) -> tuple[int, int]:

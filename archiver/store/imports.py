@@ -1,9 +1,12 @@
 """Taking in WARC files other tools wrote (``archiver import``): checked whole, stored, catalogued.
 
-A file is read whole before anything changes. Every record must parse (warcio) and hold the bytes
-its Content-Length promises, and a gzipped file's last member must be complete: a truncated file,
-or one that is no WARC (or ARC) at all, gets a :class:`ImportRefused` naming the file and the
-problem, and neither the WARC store nor the catalog changes.
+A file is read whole before anything changes. Its name must be one the WARC store can hold (not
+starting with ``.``, no control character). Every record's heads must pass
+``store.warcheads.check_heads`` (bounded lines, a plain Content-Length that the block holds, a
+date, a three-digit HTTP status...) before warcio parses it, then parse (warcio); a gzipped
+file's last member must be complete: a truncated or malformed file, or one that is no WARC (or
+ARC) at all, gets a :class:`ImportRefused`, one line naming the file, the record and its offset,
+and the problem, and neither the WARC store nor the catalog changes.
 
 How a file is stored:
 
@@ -13,6 +16,9 @@ How a file is stored:
   ``.warc``, a whole-file gzip, an ARC file) is rewritten record by record as a ``.warc.gz`` of
   one gzip member per record, which replay needs to read a record by its offset; an ARC file's
   records become WARC records as warcio converts them. The stored name ends in ``.warc.gz``.
+  A whole-file gzip is read through a decompressing stream, never expanded on disk; the
+  temporary files (the rewritten file, and warcio's copy of a record it must digest) may hold
+  at most ``import.max_temp_bytes`` together, past which the file is refused.
 - ``in-place``: indexed where it lies, which must be the archive's WARC folder (a file elsewhere
   could not be read back by name), and it must already be gzipped record by record.
 
@@ -26,7 +32,6 @@ holds the same bytes (then only the missing entries are added).
 from __future__ import annotations
 
 import gzip
-import shutil
 import tempfile
 import zlib
 from collections.abc import Callable
@@ -41,10 +46,15 @@ from warcio.warcwriter import WARCWriter
 from archiver.store.bundles import complete_prefix
 from archiver.store.catalog import Capture
 from archiver.store.interfaces import CatalogStore
-from archiver.store.objectstore import FolderStore, ObjectStore, ObjectStoreError, put
+from archiver.store.objectstore import FolderStore, ObjectStore, ObjectStoreError, check_key, put
+from archiver.store.warcheads import HeadError, check_heads
 from archiver.store.warcindex import WarcError, index_stream
 
 _CHUNK = 1 << 20
+# import.max_temp_bytes by default: temporary disk for one file's rewriting.
+MAX_TEMP_BYTES = 4 * 2**30
+# The part of a record warcio copies to a temporary file in memory (SpooledTemporaryFile).
+_SPOOL_IN_MEMORY = 512 * 1024
 # What warcio's parser raises on some damaged records, besides its own ArchiveLoadFailed.
 _DAMAGED = (TypeError, AttributeError, KeyError, IndexError)
 
@@ -86,28 +96,52 @@ def gzipped_by_record(source: Path) -> bool:
         return records > 0 and end == f.seek(0, 2)
 
 
-def check_file(source: Path, where: Path | None = None) -> tuple[int, dict[str, int]]:
+def shown(source: Path) -> str:
+    """A path for a message: control characters (a newline in a file name) escaped, so that the
+    message stays one line and a terminal acts on none of them."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(source))
+
+
+def check_name(source: Path, where: str) -> None:
+    """ImportRefused if the WARC store could not hold a file of this name (nor the catalog name
+    it): a name starting with ``.`` or holding a control character."""
+    try:
+        check_key(source.name)
+    except ValueError:
+        raise ImportRefused(f"{where}: the WARC store cannot hold a file named so (a name starting "
+                            "with '.' or holding a control character): rename it") from None
+
+
+def check_records(source: Path, where: str) -> None:
+    """ImportRefused for the first record ``warcheads.check_heads`` refuses, naming it and its
+    offset (in the decompressed data of a gzip file)."""
+    gzipped = _is_gzip(source)
+    try:
+        with _open(source, whole_gzip=gzipped) as f:
+            check_heads(f)
+    except HeadError as e:
+        at = f"byte {e.offset}" + (" of the decompressed data" if gzipped else "")
+        raise ImportRefused(f"{where}: record {e.number} (at {at}): {e}") from None
+    except (OSError, EOFError, zlib.error) as e:
+        raise ImportRefused(f"{where}: damaged gzip data: {e}") from None
+
+
+def check_file(source: Path, where: str | None = None, *,
+               whole_gzip: bool = False) -> tuple[int, dict[str, int]]:
     """Read every record of a WARC or ARC file (any compression); (records, records by kind).
 
-    ImportRefused if it is not one, or is truncated: a record shorter than its Content-Length, a
-    gzip stream that ends mid-member or is followed by other bytes. A file gzipped whole must
-    be handed over decompressed (``decompressed``): warcio reads only one member per record.
+    ImportRefused if it is not one, or is truncated: a record shorter than its Content-Length (a
+    gzip stream that ends mid-member or is followed by other bytes: ``check_gzip_stream``, which
+    the caller runs first). A file gzipped whole is read
+    through a decompressing stream (``whole_gzip``): warcio reads only one member per record.
     ``where`` names the file in messages (default: ``source``).
     """
-    where = where or source
-    if _is_gzip(source):
-        _check_gzip_stream(source)
-    start = _start(source)
-    if not start:
-        raise ImportRefused(f"{where}: the file is empty")
-    if not start.startswith((b"WARC/", b"filedesc://")):
-        raise ImportRefused(f"{where}: not a WARC or ARC file (it begins {start[:20]!r}, not "
-                            "with WARC/ or an ARC file header)")
-    arc = start.startswith(b"filedesc://")  # lengths as warcio converts ARC records differ
+    where = where or shown(source)
+    arc = _is_arc(source, where)  # lengths as warcio converts ARC records differ
     kinds: dict[str, int] = {}
     count = 0
     try:
-        with source.open("rb") as f:
+        with _open(source, whole_gzip=whole_gzip) as f:
             for record in ArchiveIterator(f, arc2warc=True, check_digests=False, no_record_parse=True):
                 declared = record.rec_headers.get_header("Content-Length") or ""
                 got = _drain(record.raw_stream)
@@ -125,9 +159,25 @@ def check_file(source: Path, where: Path | None = None) -> tuple[int, dict[str, 
     except _DAMAGED as e:
         raise ImportRefused(f"{where}: a damaged record warcio cannot parse "
                             f"({type(e).__name__}: {e})") from None
-    except zlib.error as e:
+    except (zlib.error, OSError) as e:
         raise ImportRefused(f"{where}: damaged gzip data: {e}") from None
     return count, kinds
+
+
+def _is_arc(source: Path, where: str) -> bool:
+    """True for an ARC file, False for a WARC file; ImportRefused for anything else."""
+    start = _start(source)
+    if not start:
+        raise ImportRefused(f"{where}: the file is empty")
+    if not start.startswith((b"WARC/", b"filedesc://")):
+        raise ImportRefused(f"{where}: not a WARC or ARC file (it begins {start[:20]!r}, not "
+                            "with WARC/ or an ARC file header)")
+    return start.startswith(b"filedesc://")
+
+
+def _open(source: Path, *, whole_gzip: bool) -> BinaryIO:
+    """The file's bytes, decompressed as one stream if ``whole_gzip``."""
+    return gzip.open(source, "rb") if whole_gzip else source.open("rb")  # type: ignore[return-value]
 
 
 def _drain(stream: BinaryIO) -> int:
@@ -151,8 +201,8 @@ def _is_gzip(source: Path) -> bool:
         return f.read(2) == b"\x1f\x8b"
 
 
-def _check_gzip_stream(source: Path) -> None:
-    """Every gzip member of the file ends, and nothing but members follows."""
+def check_gzip_stream(source: Path, where: str) -> None:
+    """ImportRefused unless every gzip member of the file ends and nothing but members follows."""
     with source.open("rb") as f:
         data = b""
         while True:
@@ -170,96 +220,162 @@ def _check_gzip_stream(source: Path) -> None:
                         break
                     data = f.read(_CHUNK)
                     if not data:
-                        raise ImportRefused(f"{source}: truncated: its last gzip member ends early")
+                        raise ImportRefused(f"{where}: truncated: its last gzip member ends early")
             except zlib.error as e:
-                raise ImportRefused(f"{source}: damaged gzip data: {e}") from None
+                raise ImportRefused(f"{where}: damaged gzip data: {e}") from None
             data = inflater.unused_data
 
 
-def decompressed(source: Path, target: Path) -> None:
-    """Write the bytes of a gzip file (every member) to ``target``."""
-    with gzip.open(source, "rb") as f, target.open("wb") as out:
-        shutil.copyfileobj(f, out, _CHUNK)
+class TempFull(Exception):
+    """The temporary files of one import would pass ``import.max_temp_bytes``."""
 
 
-def rewrite(source: Path, target: Path) -> None:
+class _TempBudget:
+    """The bytes an import writes to temporary files, against its cap."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def take(self, size: int) -> None:
+        self.used += size
+        if self.used > self.limit:
+            raise TempFull(f"its rewriting needs more than import.max_temp_bytes ({self.limit} "
+                           "bytes) of temporary disk")
+
+
+class _CappedOutput:
+    """A file written through a :class:`_TempBudget`."""
+
+    def __init__(self, out: BinaryIO, budget: _TempBudget) -> None:
+        self.out, self.budget = out, budget
+
+    def write(self, data: bytes) -> int:
+        self.budget.take(len(data))
+        return self.out.write(data)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+class _CappedSpool(tempfile.SpooledTemporaryFile):
+    """warcio's copy of a record it digests, counted against the budget while it is held."""
+
+    def __init__(self, budget: _TempBudget) -> None:
+        super().__init__(max_size=_SPOOL_IN_MEMORY)
+        self.budget = budget
+        self.held = 0
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        self.budget.take(len(data))
+        self.held += len(data)
+        return super().write(data)
+
+    def close(self) -> None:
+        self.budget.used -= self.held
+        self.held = 0
+        super().close()
+
+
+class _CappedWriter(WARCWriter):
+    """warcio's writer, its temporary copies of records counted (``_create_temp_file`` is
+    warcio's own hook for them)."""
+
+    def __init__(self, out: _CappedOutput, budget: _TempBudget) -> None:
+        super().__init__(out, gzip=True)
+        self.budget = budget
+
+    def _create_temp_file(self) -> _CappedSpool:
+        return _CappedSpool(self.budget)
+
+
+def rewrite(source: Path, target: Path, *, whole_gzip: bool = False,
+            max_temp_bytes: int = MAX_TEMP_BYTES) -> None:
     """Write ``source``'s records to ``target`` as one gzip member per record (ARC records as
     warcio converts them to WARC), as ``warcio recompress`` does: headers parsed and written
-    back, payloads as they were, lengths and missing digests computed."""
-    with source.open("rb") as f, target.open("wb") as out:
-        writer = WARCWriter(out, gzip=True)
+    back, payloads as they were, lengths and missing digests computed. TempFull once ``target``
+    and warcio's temporary copies would hold more than ``max_temp_bytes``."""
+    budget = _TempBudget(max_temp_bytes)
+    with _open(source, whole_gzip=whole_gzip) as f, target.open("wb") as out:
+        writer = _CappedWriter(_CappedOutput(out, budget), budget)
         for record in ArchiveIterator(f, arc2warc=True, check_digests=False, verify_http=False):
             writer.write_record(record)
 
 
 def import_file(source: Path, *, warcs: ObjectStore, catalog: CatalogStore, in_place: bool,
-                progress: Callable[[str], None] = lambda _: None) -> Imported:
+                progress: Callable[[str], None] = lambda _: None,
+                max_temp_bytes: int = MAX_TEMP_BYTES) -> Imported:
     """Import one file into ``warcs`` (the archive's WARC store) and ``catalog``."""
+    where = shown(source)
     if not source.is_file():
-        raise ImportRefused(f"{source}: no such file")
+        raise ImportRefused(f"{where}: no such file")
+    check_name(source, where)
+    whole_gzip = _is_gzip(source)
+    if whole_gzip:
+        check_gzip_stream(source, where)
+    _is_arc(source, where)
+    check_records(source, where)
     by_record = gzipped_by_record(source)
     whole = by_record and source.name.endswith(".warc.gz")
     if in_place:
-        records, kinds = check_file(source)
-        return _in_place(source, warcs, catalog, records, kinds, whole)
+        records, kinds = check_file(source, where)
+        return _in_place(source, where, warcs, catalog, records, kinds, whole)
     with tempfile.TemporaryDirectory(prefix="archiver-import-") as tmp:
-        readable = source
-        if _is_gzip(source) and not by_record:  # gzipped whole (or an ARC's members)
-            _check_gzip_stream(source)
-            readable = Path(tmp) / "decompressed"
-            decompressed(source, readable)
-        records, kinds = check_file(readable, source)
+        whole_gzip = whole_gzip and not by_record  # gzipped whole (or an ARC's members)
+        records, kinds = check_file(source, where, whole_gzip=whole_gzip)
         name = stored_name(source, rewritten=not whole)
         local = source
         if not whole:
-            progress(f"{source}: rewriting as one gzip member per record")
+            progress(f"{where}: rewriting as one gzip member per record")
             local = Path(tmp) / name
             try:
-                rewrite(readable, local)
+                rewrite(source, local, whole_gzip=whole_gzip, max_temp_bytes=max_temp_bytes)
+            except TempFull as e:
+                raise ImportRefused(f"{where}: {e}; raise it to import this file") from None
             except (ArchiveLoadFailed, ValueError, UnicodeDecodeError, *_DAMAGED) as e:
-                raise ImportRefused(f"{source}: a record warcio cannot rewrite "
+                raise ImportRefused(f"{where}: a record warcio cannot rewrite "
                                     f"({type(e).__name__}: {e})") from None
-        entries = _entries(local, name, source)
+        entries = _entries(local, name, where)
         done = Imported(source, name, records, len(entries), rewritten=not whole,
                         skipped=_skipped(kinds, entries))
         held = warcs.stored(name)
         if held is None:
-            progress(f"{source}: storing as {warcs.location(name)}")
+            progress(f"{where}: storing as {warcs.location(name)}")
             try:
                 put(warcs, local, name)
             except (OSError, ObjectStoreError) as e:
                 warcs.delete(name)
-                raise ImportRefused(f"{source}: could not store it as {warcs.location(name)}: "
+                raise ImportRefused(f"{where}: could not store it as {warcs.location(name)}: "
                                     f"{e}") from None
             done.stored = True
         elif held != warcs.fingerprint(local):
-            raise ImportRefused(f"{source}: the WARC store holds another file named {name} "
+            raise ImportRefused(f"{where}: the WARC store holds another file named {name} "
                                 f"({warcs.location(name)}); rename this one to import it")
         _catalogue(done, entries, catalog)
     return done
 
 
-def _in_place(source: Path, warcs: ObjectStore, catalog: CatalogStore, records: int,
+def _in_place(source: Path, where: str, warcs: ObjectStore, catalog: CatalogStore, records: int,
               kinds: dict[str, int], whole: bool) -> Imported:
     if not isinstance(warcs, FolderStore) or source.resolve().parent != warcs.directory.resolve():
-        where = warcs.directory if isinstance(warcs, FolderStore) else warcs.location("")
-        raise ImportRefused(f"{source}: --in-place indexes files inside the WARC store ({where}); "
+        inside = warcs.directory if isinstance(warcs, FolderStore) else warcs.location("")
+        raise ImportRefused(f"{where}: --in-place indexes files inside the WARC store ({inside}); "
                             "use --copy for a file elsewhere")
     if not whole:
-        raise ImportRefused(f"{source}: --in-place needs a .warc.gz gzipped record by record "
+        raise ImportRefused(f"{where}: --in-place needs a .warc.gz gzipped record by record "
                             "(replay reads records by offset); --copy rewrites it so")
-    entries = _entries(source, source.name, source)
+    entries = _entries(source, source.name, where)
     done = Imported(source, source.name, records, len(entries), skipped=_skipped(kinds, entries))
     _catalogue(done, entries, catalog)
     return done
 
 
-def _entries(path: Path, name: str, source: Path) -> list[Capture]:
-    """The catalog entries of the file at ``path``, to be stored as ``name`` (``source`` in
+def _entries(path: Path, name: str, where: str) -> list[Capture]:
+    """The catalog entries of the file at ``path``, to be stored as ``name`` (``where`` in
     messages)."""
     try:
         with path.open("rb") as f:
-            return list(index_stream(f, name, str(source)))
+            return list(index_stream(f, name, where))
     except WarcError as e:
         raise ImportRefused(str(e)) from None
 

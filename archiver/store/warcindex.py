@@ -84,6 +84,12 @@ def labels_of(record: ArcWarcRecord, body: bytes) -> tuple[str, dict[str, str]] 
     return refers_to, labels
 
 
+def status_of(code: str | None) -> int | None:
+    """An HTTP status as the catalog keeps it: three ASCII digits, else None (unknown), never a
+    number a catalog column cannot hold."""
+    return int(code) if code and len(code) == 3 and code.isascii() and code.isdigit() else None
+
+
 def capture_of(record: ArcWarcRecord, filename: str, offset: int, length: int) -> Capture:
     """The catalog entry of a response, revisit or resource record read by warcio (its body read
     or not)."""
@@ -91,8 +97,8 @@ def capture_of(record: ArcWarcRecord, filename: str, offset: int, length: int) -
     url = headers.get_header("WARC-Target-URI")
     http = record.http_headers
     status = 200 if record.rec_type == "resource" else None
-    if http is not None and http.get_statuscode() and http.get_statuscode().isdigit():
-        status = int(http.get_statuscode())
+    if http is not None:
+        status = status_of(http.get_statuscode())
     content_type = http.get_header("Content-Type") if http is not None else None
     if record.rec_type == "resource":
         content_type = headers.get_header("Content-Type")
@@ -123,6 +129,7 @@ def index_warc(path: Path, filename: str | None = None) -> Iterator[Capture]:
 
 def index_stream(f: BinaryIO, name: str, where: str, *, gzipped: bool = True) -> Iterator[Capture]:
     """:func:`index_warc` over a seekable stream holding bundle ``name`` (``where`` for messages)."""
+    it: ArchiveIterator | None = None
     try:
         if gzipped:
             # warcio reads a torn last member without complaint: check the framing first.
@@ -153,10 +160,15 @@ def index_stream(f: BinaryIO, name: str, where: str, *, gzipped: bool = True) ->
         if held is not None:
             yield held[1]
     except (ArchiveLoadFailed, EOFError, OSError, ValueError, UnicodeDecodeError) as e:
-        raise WarcError(f"{where}: not a complete WARC file: {e}") from None
+        raise WarcError(f"{where}: not a complete WARC file{_at(it)}: {e}") from None
     except (TypeError, AttributeError, KeyError, IndexError) as e:  # warcio on a damaged record
-        raise WarcError(f"{where}: a damaged record warcio cannot parse "
+        raise WarcError(f"{where}: a damaged record warcio cannot parse{_at(it)} "
                         f"({type(e).__name__}: {e})") from None
+
+
+def _at(it: ArchiveIterator | None) -> str:
+    """Where the record being read begins, for a message (nothing before the first)."""
+    return f" (the record at byte {it.offset})" if it is not None else ""
 
 
 def _web_url(record: ArcWarcRecord) -> bool:

@@ -8,7 +8,7 @@ punctuation or words like any other, and the user's text never reaches an engine
 each phrase is rebuilt from its words (``SearchQuery.fts5``, ``SearchQuery.tsquery``), so no
 query can fail to parse there. Case and accents do not count (``fold``).
 
-Snippets come back from the engines with their matches between ``MARK_START`` and
+Snippets (``cut_snippet``, for both engines) hold their matches between ``MARK_START`` and
 ``MARK_END`` (control characters, which page text never holds): ``snippet_parts`` splits them.
 """
 
@@ -97,8 +97,12 @@ def cut_snippet(text: str, query: SearchQuery, words: int) -> str:
     """About ``words`` words of ``text`` from a little before the first match of any of the
     query's phrases, every match in them between ``MARK_START`` and ``MARK_END``, and "…" where
     text was left out; the first words if nothing matches. Reads ``text`` up to the snippet's
-    end (the whole of it when nothing matches: a page found by its title)."""
-    phrases = [folded for phrase in query.phrases if (folded := folded_words(" ".join(phrase)))]
+    end (the whole of it when nothing matches: a page found by its title), looking at the
+    phrases that end with each word only: linear in the text read, however often a word repeats."""
+    ending: dict[str, list[list[str]]] = {}  # the phrases by their last word
+    for words_of_phrase in query.phrases:
+        if folded := folded_words(" ".join(words_of_phrase)):
+            ending.setdefault(folded[-1], []).append(folded)
     found: list[str] = []  # the folded words read so far, each with the span of its token
     spans: list[tuple[int, int]] = []
     matches: list[tuple[int, int]] = []  # word index ranges
@@ -108,7 +112,7 @@ def cut_snippet(text: str, query: SearchQuery, words: int) -> str:
         for word in (piece.lower(),) if piece.isascii() else folded_words(piece):
             found.append(word)
             spans.append(token.span())
-            for phrase in phrases:
+            for phrase in ending.get(word, []):
                 if found[-len(phrase):] == phrase:
                     if not matches:
                         stop = len(found) - len(phrase) + words

@@ -97,3 +97,19 @@ def install(directory: Path) -> Path:
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {DISTRIBUTION}\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text(ENTRY_POINTS.lstrip())
     return directory
+
+
+IMPOSTOR = "archiver_impostor_plugins"
+
+
+def install_impostor(directory: Path, names: tuple[str, ...]) -> Path:
+    """Another distribution, registering entry points ``names`` of group ``archiver.plugins``
+    (names other plugins have), written into ``directory`` as :func:`install` does."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{IMPOSTOR}.py").write_text("def impostor(table):\n    return object()\n")
+    info = directory / f"{IMPOSTOR}-6.6.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {IMPOSTOR}\nVersion: 6.6\n")
+    points = "".join(f"{name} = {IMPOSTOR}:impostor\n" for name in names)
+    (info / "entry_points.txt").write_text(f"[archiver.plugins]\n{points}")
+    return directory

@@ -23,7 +23,7 @@ def test_shipped_config_lists_every_default():
     cfg = config.load(SHIPPED)
     defaults = config.Config()
     for section in ("crawl", "scope", "plugins", "warc", "store", "s3", "catalog", "outlinks",
-                    "links", "replay", "log"):
+                    "links", "replay", "import_", "log"):
         assert getattr(cfg, section) == getattr(defaults, section), section
     assert cfg.root == SHIPPED.parent / "archive"
     assert cfg.dns.hosts_file == Path("/etc/hosts")
@@ -38,7 +38,7 @@ def test_shipped_config_shows_every_key_under_its_policy():
             continue
         keys = {f.name for f in dataclasses.fields(getattr(config.Config(), section.name))}
         keys.discard("tables")  # [plugins.<name>] tables: none by default
-        assert set(written[section.name]) == keys, section.name
+        assert set(written[config.section_name(section.name)]) == keys, section.name
     text = SHIPPED.read_text()
     headings = [line for line in text.splitlines() if line.startswith("# ==== ")]
     for policy in ("SELECTION POLICY", "REVISIT POLICY", "POLITENESS POLICY",
@@ -165,6 +165,20 @@ scan_max_rows = 10
 @pytest.mark.parametrize("text, needle", [
     ('[store]\nurl = "mysql://db/archive"\n', 'store.url: "sqlite", or a URL postgresql://'),
     ('[store]\nurl = "postgresql://archiver:secret@db/archive"\n', "store.url: no password here"),
+    ('[store]\nurl = "postgresql://archiver@db/archive?password=secret"\n',
+     "store.url: no password parameter"),
+    ('[store]\nurl = "postgresql://archiver@db/archive?sslmode=require&sslpassword=secret"\n',
+     "store.url: no sslpassword parameter"),
+    ('[store]\nurl = "postgresql://archiver@db/archive?Pass%77ord=secret"\n',
+     "store.url: no password parameter"),
+    ('[store]\nurl = "postgresql://archiver@db/archive?options=x&PASSWORD="\n',
+     "store.url: no password parameter"),
+    ('[store]\nurl = "postgresql://archiver@db/archive?dbname=host%3Dh%20password%3Dsecret"\n',
+     "store.url: the dbname parameter holds a password setting"),
+    ('[store]\nurl = "postgresql://archiver@db/host=h%20password=secret"\n',
+     "store.url: the database name holds a password setting"),
+    ('[store]\nurl = "host=db dbname=archive password=secret"\n',
+     'store.url: "sqlite", or a URL postgresql://'),
     ('[store]\nurl = "postgresql://archiver@db:99999/archive"\n', "store.url: not a URL"),
     ('[store]\nurl = "postgresql://archiver@db/"\n', "store.url: name the database"),
     ('[warc]\nstore = "s3://A_Bucket/x"\n', "warc.store: 'A_Bucket' is not an S3 bucket name"),
@@ -174,8 +188,11 @@ scan_max_rows = 10
     ("[warc]\nmax_age = -1\n", "warc.max_age: must be greater than 0"),
 ])  # fmt: skip
 def test_store_keys_are_checked(tmp_path, text, needle):
-    with pytest.raises(config.ConfigError, match=re.escape(needle)):
+    with pytest.raises(config.ConfigError, match=re.escape(needle)) as refused:
         config.load(write(tmp_path, text))
+    assert "secret" not in str(refused.value)
+    if "password" in needle:
+        assert "PGPASSWORD, ~/.pgpass or the file PGPASSFILE names" in str(refused.value)
 
 
 def test_store_keys_load(tmp_path):

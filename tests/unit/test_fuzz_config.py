@@ -16,8 +16,8 @@ from archiver import config
 from archiver.config import Config, ConfigError
 from tests.support.fuzzing import corpus, examples
 
-_SECTIONS = {f.name: f.default_factory().__class__ for f in dataclasses.fields(Config)
-             if f.name not in ("path", "notices", "sheets")}
+_SECTIONS = {config.section_name(f.name): f.default_factory().__class__
+             for f in dataclasses.fields(Config) if f.name not in ("path", "notices", "sheets")}
 
 
 def _toml_string(text: str) -> str:
@@ -69,8 +69,10 @@ def _documents(draw: st.DrawFn) -> str:
 def _check_config(loaded: Config) -> None:
     """What a service may rely on: every number finite and within TOML's 64-bit integer range,
     every path free of NUL (which no system call takes)."""
-    for section in _SECTIONS:
-        values = dataclasses.asdict(getattr(loaded, section))
+    for field in dataclasses.fields(Config):
+        if field.name in ("path", "notices", "sheets"):
+            continue
+        values = dataclasses.asdict(getattr(loaded, field.name))
         for value in values.values():
             if isinstance(value, float):
                 assert math.isfinite(value)

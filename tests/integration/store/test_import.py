@@ -7,7 +7,10 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
+import os
+import resource
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,7 @@ from archiver.store.imports import ImportRefused, import_file
 from archiver.store.objectstore import FolderStore, ObjectStore
 from archiver.stores import EmbeddedStores, SharedStores
 from demoweb import WebSpec, run_demo_process
+from tests.support.fuzzing import assert_cost_bounded
 from tests.support.rawhttp import get
 from tests.support.replayarchive import serving
 from tests.support.repo import ARCHIVER, archiver_here
@@ -234,3 +238,161 @@ async def test_replay_serves_imported_responses_revisits_and_resources(tmp_path)
             assert (status, got) == (200, body), (stamp, url)
             assert headers["content-type"].startswith(mime)
             assert headers["memento-datetime"]
+
+
+def record(*, url: str = "http://example.org/page", status: bytes = b"200 OK",
+           date: bytes = b"2020-05-01T10:00:00Z", extra: bytes = b"", body: bytes = PAGE,
+           length: int | None = None) -> bytes:
+    """One WARC response record written by hand, so that any of its parts can be wrong."""
+    http = b"HTTP/1.1 " + status + b"\r\nContent-Type: text/html\r\n\r\n" + body
+    return (b"WARC/1.0\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:" + url.encode()[-8:]
+            + b">\r\nWARC-Date: " + date + b"\r\nWARC-Target-URI: " + url.encode() + b"\r\n"
+            + extra + b"Content-Type: application/http; msgtype=response\r\nContent-Length: "
+            + str(len(http) if length is None else length).encode() + b"\r\n\r\n" + http
+            + b"\r\n\r\n")
+
+
+GOOD = record(url="http://example.org/good")
+HOSTILE = {
+    "status of 25 digits": (record(status=b"1234567890123456789012345 OK"), "HTTP status"),
+    "negative status": (record(status=b"-200 OK"), "HTTP status '-200' is not three digits"),
+    "status not a number": (record(status=b"OK"), "HTTP status 'OK' is not three digits"),
+    "control character in the URI": (record(url="http://example.org/\x1b[2J"), "control character"),
+    "date out of range": (record(date=b"99999-01-01T00:00:00Z"), "is not a date"),
+    "date not a date": (record(date=b"yesterday"), "is not a date"),
+    "Content-Length too short": (record(length=30), "follows its block of 30 bytes"),
+    "Content-Length too long": (record(length=10_000), "cut short"),
+    "Content-Length not a number": (record(length=-5), "not a number of at most 18 digits"),
+    "Content-Length of 5,000 digits": (record().replace(b"Content-Length: ", b"Content-Length: "
+                                                        + b"9" * 5000), "not a number"),
+    "huge WARC head": (record(extra=b"X-Filler: abcdefgh\r\n" * 5000), "WARC head is longer"),
+    "long WARC header line": (record(extra=b"X-Long: " + b"a" * 10**6 + b"\r\n"), "WARC head is longer"),
+    "long HTTP header line": (record(body=b"", status=b"200 OK\r\nX-Long: " + b"a" * 300_000),
+                              "HTTP head is longer than 262144 bytes"),
+}
+
+
+@pytest.mark.parametrize("form", ["plain", "by-record", "whole-gzip"])
+@pytest.mark.parametrize("hostile", HOSTILE)
+def test_a_malformed_record_refuses_the_file_naming_the_record_and_its_offset(tmp_path, hostile, form):
+    data, why = HOSTILE[hostile]
+    source = tmp_path / ("theirs.warc" if form == "plain" else "theirs.warc.gz")
+    if form == "plain":
+        source.write_bytes(GOOD + data)
+    elif form == "by-record":
+        source.write_bytes(gzip.compress(GOOD) + gzip.compress(data))
+    else:
+        source.write_bytes(gzip.compress(GOOD + data))
+    with catalog_at(tmp_path) as catalog:
+        with pytest.raises(ImportRefused) as refused:
+            import_file(source, warcs=FolderStore(tmp_path / "warcs"), catalog=catalog, in_place=False)
+        assert catalog.count() == 0
+    message = str(refused.value)
+    assert message.startswith(f"{source}: record 2 (at byte {len(GOOD)}") and why in message
+    assert "\n" not in message
+    assert not (tmp_path / "warcs").exists() or not list((tmp_path / "warcs").iterdir())
+
+
+def test_a_long_header_line_is_refused_before_warcio_reads_it():
+    """A gzip member holding an 8 MB header line (8 KB on disk): warcio took time quadratic in
+    the line (337 s for 130 MB); now it costs about what a record with an 8 MB body does."""
+    line = b"X-Long: " + b"a" * (8 << 20) + b"\r\n"
+    hostile = gzip.compress(record(extra=line))
+    benign = gzip.compress(record(body=line))
+
+    def run(data: bytes) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            source = Path(tmp) / "theirs.warc.gz"
+            source.write_bytes(data)
+            with catalog_at(Path(tmp)) as catalog:
+                try:
+                    import_file(source, warcs=FolderStore(Path(tmp) / "warcs"), catalog=catalog,
+                                in_place=False)
+                except ImportRefused as e:
+                    assert "its WARC head is longer than 65536 bytes" in str(e)
+
+    assert_cost_bounded(run, hostile, benign, factor=3, label="long header line")
+
+
+def test_bad_file_names_and_records_are_one_line_each_and_the_others_are_imported(tmp_path):
+    archive = tmp_path / "archiver.toml"
+    archive.write_text('[archive]\nroot = "archive"\n')
+    good = tmp_path / "good.warc.gz"
+    with good.open("wb") as out:
+        warcio_records(out, gzip_records=True)  # a response, a revisit, a resource
+    files = [tmp_path / ".hidden.warc.gz", tmp_path / "line\nbreak.warc.gz",
+             tmp_path / "escape\x1b[2J.warc.gz", tmp_path / "status.warc.gz", good]
+    for path in files[:3]:
+        path.write_bytes(gzip.compress(GOOD))
+    files[3].write_bytes(gzip.compress(record(status=b"1234567890123456789012345 OK")))
+    done = subprocess.run([*ARCHIVER, "import", *map(str, files), "--config", str(archive)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2
+    refusals = [line for line in done.stderr.splitlines() if line.startswith("archiver: ")]
+    assert len(refusals) == 4 and "Traceback" not in done.stderr and "\x1b" not in done.stderr
+    assert all(line.endswith("(nothing imported from it)") for line in refusals)
+    assert sum("cannot hold a file named so" in line for line in refusals) == 3
+    assert "line\\nbreak.warc.gz" in done.stderr and "escape\\x1b[2J.warc.gz" in done.stderr
+    assert f"{files[3]}: record 1 (at byte 0 of the decompressed data): HTTP status" in done.stderr
+    assert "good.warc.gz: 4 records, 3 catalog entries added" in done.stdout  # and a dns: record
+    # reindex and verify take every kind import takes: a resource record is no bad entry.
+    for verb in ("reindex", "verify"):
+        checked = subprocess.run([*ARCHIVER, "catalog", verb, "--config", str(archive)],
+                                 capture_output=True, text=True, timeout=120, check=False)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "OK: 3 entries" in checked.stdout
+
+
+def test_reindex_takes_a_status_the_catalog_cannot_hold_as_unknown(tmp_path):
+    """A file an earlier import stored with a 25-digit status: reindex failed on it forever."""
+    warcs = tmp_path / "archive" / "warcs"
+    warcs.mkdir(parents=True)
+    (warcs / "old.warc.gz").write_bytes(gzip.compress(record(status=b"1234567890123456789012345 OK"))
+                                        + gzip.compress(GOOD))
+    (tmp_path / "archiver.toml").write_text('[archive]\nroot = "archive"\n')
+    done = archiver_here("catalog", "reindex", "--config", str(tmp_path / "archiver.toml"))
+    assert done.returncode == 0, done.stderr
+    stores = EmbeddedStores(load(tmp_path / "archiver.toml"))
+    with contextlib.closing(stores.catalog(readonly=True)) as catalog:
+        assert [c.status for c in catalog.captures("http://example.org/page")] == [None]
+        assert [c.status for c in catalog.captures("http://example.org/good")] == [200]
+
+
+def test_temporary_disk_is_capped_and_a_whole_gzip_is_never_expanded_on_disk(tmp_path):
+    """A 130 KB whole-file gzip holding 128 MiB: it was expanded into $TMPDIR whole. Imported
+    under a file size limit of 8 MiB it now goes through (the rewritten file is small); a
+    record whose digests warcio must compute is copied to a temporary file, which counts
+    against import.max_temp_bytes."""
+    zeros = b"\0" * (128 << 20)
+    source = tmp_path / "whole.warc.gz"
+    with gzip.open(source, "wb", compresslevel=1) as out:
+        writer = WARCWriter(out, gzip=False)
+        head = StatusAndHeaders("200 OK", [("Content-Type", "application/octet-stream")],
+                                protocol="HTTP/1.1")
+        writer.write_record(writer.create_warc_record(
+            "http://example.org/zeros", "response", payload=io.BytesIO(zeros), http_headers=head,
+            warc_headers_dict={"WARC-Date": "2020-05-01T10:00:00Z"}))
+    config_path = tmp_path / "archiver.toml"
+    config_path.write_text('[archive]\nroot = "archive"\n')
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (8 << 20, 8 << 20))
+
+    done = subprocess.run([*ARCHIVER, "import", str(source), "--config", str(config_path)],
+                          capture_output=True, text=True, timeout=300, check=False,
+                          env={**os.environ, "TMPDIR": str(scratch)}, preexec_fn=limited)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert "1 catalog entries added" in done.stdout and not list(scratch.iterdir())
+
+    bare = tmp_path / "bare.warc"  # rewritten; no digests: warcio copies the record for them
+    bare.write_bytes(record(body=b"x" * (2 << 20)))
+    config_path.write_text('[archive]\nroot = "archive"\n[import]\nmax_temp_bytes = 1048576\n')
+    refused = subprocess.run([*ARCHIVER, "import", str(bare), "--config", str(config_path)],
+                             capture_output=True, text=True, timeout=300, check=False,
+                             env={**os.environ, "TMPDIR": str(scratch)})
+    assert refused.returncode == 2
+    assert (f"archiver: {bare}: its rewriting needs more than import.max_temp_bytes (1048576 "
+            "bytes) of temporary disk; raise it to import this file") in refused.stderr
+    assert not list(scratch.iterdir())

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import io
+import os
 import re
 import shutil
 import signal
@@ -47,7 +48,9 @@ from archiver.store.warcindex import read_record
 from archiver.stores import EmbeddedStores, SharedStores, open_stores
 from demoweb import WebSpec, run_demo_process
 from tests.support.crawls import write_config
+from tests.support.postgres import PASSWORD, PASSWORD_ROLE, PostgresServer
 from tests.support.repo import ARCHIVER, archiver_here_text
+from tests.support.secrets import assert_no_secret
 
 # Small bundles: a demo crawl leaves a dozen of them, so a migrate spends a while on them. Small
 # spool files, so one can be closed after the links batch ran; a small bitmap for the batch.
@@ -58,8 +61,9 @@ INBOX_ONLY_ORIGIN = "http://linked-to.example"  # inbox rows, no crawl-queue fol
 BUDGET = (20_416, 3)  # the first site's daily budget count: (day, pages)
 
 
-def archiver(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*ARCHIVER, *args], capture_output=True, text=True, timeout=300, check=False)
+def archiver(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*ARCHIVER, *args], capture_output=True, text=True, timeout=300,
+                          check=False, env=env)
 
 
 def migrate_here(old: Path, new: Path) -> subprocess.CompletedProcess[str]:
@@ -386,18 +390,22 @@ def expected_payloads(old: config.Config) -> dict[tuple[str, str], list[tuple[in
     return expected
 
 
-def replay_listeners(proc: subprocess.Popen[str]) -> tuple[str, int]:
+def replay_listeners(proc: subprocess.Popen[str], logged: list[str] | None = None) -> tuple[str, int]:
     """The content listener's (host, port) of a starting `archiver replay` (Hypercorn reports the
-    replay's own pages first, then archived content); the rest of its log is drained meanwhile."""
+    replay's own pages first, then archived content); the rest of its log is drained meanwhile,
+    every line appended to ``logged`` if given."""
     assert proc.stderr is not None
+    stderr = proc.stderr
+    lines = [] if logged is None else logged
     running = []
-    for line in proc.stderr:
+    for line in stderr:
+        lines.append(line)
         if found := re.search(r"Running on http://(127\.0\.0\.1):(\d+)", line):
             running.append((found.group(1), int(found.group(2))))
             if len(running) == 2:
                 break
     assert len(running) == 2, f"archiver replay exited with {proc.wait()}"
-    threading.Thread(target=proc.stderr.read, daemon=True).start()
+    threading.Thread(target=lambda: lines.extend(stderr), daemon=True).start()
     return running[1]
 
 
@@ -429,6 +437,41 @@ def test_replay_from_the_new_stores_serves_every_capture_with_its_bytes(
             proc.terminate()
             proc.wait(timeout=30)
     assert proc.returncode == 0
+
+
+def test_a_password_given_in_pgpassword_is_in_no_output_log_line_or_state_file(
+        old: config.Config, postgres_server: PostgresServer, pg_store_url: str, s3_bucket: Any,
+        tmp_path: Path) -> None:
+    """A migrate to a role with a password (given the allowed way, in PGPASSWORD), then a links
+    batch, a verify, a status and a replay on the new stores, logging at debug: the password is
+    in no output, no log line, not in migrate.json nor any other file of the state folders."""
+    url = postgres_server.url(pg_store_url.rsplit("/", 1)[1], user=PASSWORD_ROLE)
+    new = new_config(tmp_path, url, s3_bucket)
+    new.write_text(new.read_text() + '[replay]\nlisten = "127.0.0.1:0"\ncontent_listen = "127.0.0.1:0"\n'
+                   '[log]\nlevel = "debug"\n')
+    env = {**os.environ, "PGPASSWORD": PASSWORD}
+    runs = [archiver("store", "migrate", "--from", str(old.path), "--to", str(new), env=env)]
+    assert runs[0].returncode == 0, runs[0].stderr
+    for verb in (["links", "run", "--once"], ["catalog", "verify"], ["status"]):
+        runs.append(archiver(*verb, "--config", str(new), env=env))
+        assert runs[-1].returncode in (0, 1), runs[-1].stderr
+    with subprocess.Popen([*ARCHIVER, "replay", "--config", str(new)], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True, env=env) as proc:
+        logged: list[str] = []
+        try:
+            host, port = replay_listeners(proc, logged)
+            web = http.client.HTTPConnection(host, port, timeout=30)
+            web.request("GET", "/web/2/http://nowhere.example/")
+            assert web.getresponse().status == 404
+            web.close()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    state = [p for root in (old.root, tmp_path / "new") for p in (root / "state").rglob("*")
+             if p.is_file()]
+    assert old.root / "state" / "migrate.json" in state
+    texts = [text for run in runs for text in (run.stdout, run.stderr)] + logged
+    assert assert_no_secret(PASSWORD, texts=texts, files=state) > 50
 
 
 def test_a_migrate_killed_part_way_finishes_when_run_again(old: config.Config, pg_store_url: str,

@@ -34,6 +34,22 @@ def installed(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(test_plugins.install(tmp_path / "site-packages")))
 
 
+def test_an_enabled_name_two_distributions_register_is_an_error_naming_both(
+        installed, tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(test_plugins.install_impostor(
+        tmp_path / "elsewhere", ("labeller", "language"))))
+    for name, first in (("labeller", "archiver_test_plugins 1.0 (archiver_test_plugins:labeller)"),
+                        ("language", "archiver ")):
+        with pytest.raises(PluginError) as raised:
+            load_plugins(PluginsConfig(enable=(name,), tables={name: {"refuse": "/x/"}}))
+        message = str(raised.value)
+        assert f"plugin {name!r} is registered by " in message and first in message
+        assert "archiver_impostor_plugins 6.6 (archiver_impostor_plugins:impostor)" in message
+    # A name only one distribution registers loads as before.
+    (broken,) = load_plugins(PluginsConfig(enable=("broken",), tables={"broken": {"site": SITE_A}}))
+    assert broken.name == "broken"
+
+
 def host(*plugins: LoadedPlugin) -> PluginHost:
     return PluginHost(plugins, Counter())
 
