@@ -325,6 +325,18 @@ def test_a_reader_sees_what_a_writer_adds_even_in_new_shards(tmp_path: Path) -> 
     writer.close()
 
 
+def test_a_shard_held_open_keeps_its_write_ahead_log_small(tmp_path: Path) -> None:
+    """A daemon holds its shards open for good: the WAL beside one is cut back at each
+    checkpoint, never left at its largest (SQLite's 4 MiB by default)."""
+    with Catalog(tmp_path / "c", 1) as writer:
+        for batch in range(600):  # about 5 MiB of WAL frames: a page or more per commit
+            writer.add([cap(PAGE, f"2020{batch:06d}{n:04d}", offset=n) for n in range(40)])
+            if batch % 50 == 49:
+                wal = writer._path(0).with_name(writer._path(0).name + "-wal")
+                assert wal.stat().st_size <= 1.25 * 2**20, batch
+        assert len(writer.captures(PAGE)) == 600 * 40
+
+
 # -- CDXJ
 
 
