@@ -78,14 +78,12 @@ _ADD_DIGEST = (
     "INSERT INTO digests (digest, url, ts, file) VALUES (?, ?, ?, ?) ON CONFLICT (digest) DO UPDATE"
     " SET url = excluded.url, ts = excluded.ts, file = excluded.file WHERE excluded.ts < digests.ts"
 )
-# Writers wait this long for another process's write transaction on the same shard (SQLite's
-# busy timeout); each transaction is one batch for one shard, milliseconds long.
 # Page cache per shard connection. Each open shard's fills up to it over a long run, so a
 # process holds (open shards) x this: at 1 MiB a revisiting daemon's two catalogs grew it by
-# 64 MiB in 10 minutes. A batch for one host, or a walk of one URL, touches the few pages of one
-# path through the B-tree (64 pages hold a shard's interior pages past a million captures); the
-# rest comes from the OS page cache at a syscall per page.
-_CACHE_KIB = 256
+# 64 MiB in 10 minutes. A batch for one host, or a walk of one URL, touches one path through
+# each B-tree, a dozen pages; the rest comes from the OS page cache at a syscall per page (a
+# batch of 64 hosts' captures and their walks took the same CPU at 64 KiB as at 1 MiB).
+_CACHE_KIB = 64
 # A shard's write-ahead log is checkpointed at this many pages and cut back to their size after
 # (SQLite's 1000 pages, never cut back, left a 4 MiB WAL beside every shard a daemon holds open:
 # 400 MiB beside 50 MiB of catalog after 260,000 captures of a revisiting daemon).
