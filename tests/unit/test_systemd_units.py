@@ -10,6 +10,8 @@ import shlex
 import pytest
 
 from archiver import cli, config
+from archiver.config import Config
+from archiver.crawl.openfiles import CONNECTIONS_PER_SITE, budget
 from archiver.web.netpolicy import NON_PUBLIC
 from tests.support.systemdunits import INSTALLED, SERVICES, UNIT_FILES, directives, one
 
@@ -77,6 +79,20 @@ def test_replay_reads_a_read_only_archive_and_reaches_no_network():
     assert "Service.StateDirectory" not in found and "Service.ReadWritePaths" not in found
     assert found["Service.IPAddressDeny"] == ["any"]
     assert found["Service.IPAddressAllow"] == ["localhost"]
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_every_service_sets_its_open_files_limit(service):
+    assert int(one(service, "Service.LimitNOFILE")) >= 1024
+
+
+def test_the_crawler_limit_holds_its_whole_budget():
+    """The default crawl gets its full pools of shard connections under the unit's limit."""
+    defaults = Config()
+    sites, shards = defaults.crawl.sites_per_process, defaults.catalog.shards
+    limit = int(one("archiver-crawl@.service", "Service.LimitNOFILE"))
+    assert budget(limit, sites, shards).catalog_connections == min(
+        shards, CONNECTIONS_PER_SITE * sites)
 
 
 def test_crawler_stop_timeout_exceeds_the_drain():
