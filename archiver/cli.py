@@ -100,6 +100,7 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     import trio
 
     from archiver.crawl.crawler import Crawler, SeedError, enqueue_seeds, read_seeds
+    from archiver.crawl.openfiles import FileLimitError
     from archiver.crawl.pluginhost import PluginError
 
     cfg = _config(args)
@@ -116,7 +117,7 @@ def cmd_crawl(args: argparse.Namespace) -> int:
             return _fail(str(e))
     try:
         crawler = Crawler(cfg, process=args.process, until_idle=args.until_idle)
-    except (ProcessBusy, PluginError) as e:
+    except (ProcessBusy, PluginError, FileLimitError) as e:
         return _fail(str(e))
     except _storage_errors() as e:
         return _store_failure("crawl", e)

@@ -85,11 +85,13 @@ class EmbeddedStores:
 
     # -- stores
 
-    def catalog(self, *, readonly: bool = False, digests: bool = False) -> CatalogStore:
-        """The card catalog (``digests``: responses added go to its digest index too)."""
+    def catalog(self, *, readonly: bool = False, digests: bool = False,
+                max_open: int | None = None) -> CatalogStore:
+        """The card catalog (``digests``: responses added go to its digest index too;
+        ``max_open``: shard connections kept open, by default from the soft RLIMIT_NOFILE)."""
         from archiver.store.catalog import Catalog
         return Catalog(self.root / "catalog", self.config.catalog.shards, readonly=readonly,
-                       digests=digests)
+                       digests=digests, max_open=max_open)
 
     def dns_history(self, *, readonly: bool = False) -> DnsHistoryStore:
         """The DNS history (created by a writer; FileNotFoundError for a reader when absent)."""
@@ -243,7 +245,9 @@ class SharedStores:
 
     # -- stores
 
-    def catalog(self, *, readonly: bool = False, digests: bool = False) -> CatalogStore:
+    def catalog(self, *, readonly: bool = False, digests: bool = False,
+                max_open: int | None = None) -> CatalogStore:
+        """``max_open`` is for the files of an embedded catalog: a PostgreSQL one opens none."""
         from archiver.store.pgcatalog import PgCatalog
         return PgCatalog(self.url, self.config.catalog.shards, readonly=readonly, digests=digests)
 

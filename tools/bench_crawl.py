@@ -5,9 +5,12 @@ process on 127.0.0.1, and crawls it with ``archiver crawl --until-idle`` and ``m
 real child process, WARCs written. CPU and peak RSS are the crawler child's own (getrusage), so the
 server's work is not counted. Targets on the project's 2-core machine: >= 500 pages/s, <= 2 ms of
 CPU per page, and peak memory bounded by active sites, not by URLs crawled (compare two sizes).
-``decisions`` counts the lines the crawl wrote to the sites' decision logs.
+``decisions`` counts the lines the crawl wrote to the sites' decision logs. ``open_files_peak`` is
+the most descriptors the crawler held at once (``/proc/<pid>/fd``, sampled every 50 ms) and
+``open_files_by_kind`` what they were then (catalog shards, crawl queues, sockets...); ``--nofile N``
+runs the crawler with ``RLIMIT_NOFILE`` N, soft and hard.
 
-    python -m tools.bench_crawl [--sites 200] [--pages 100] [--slots 64]
+    python -m tools.bench_crawl [--sites 200] [--pages 100] [--slots 64] [--nofile N]
         [--store sqlite | postgresql://... | postgres] [--warc-store FOLDER | s3]
 
 ``--store`` runs the same crawl on the shared stores (README "Running on several machines"): a
@@ -23,11 +26,15 @@ import argparse
 import contextlib
 import json
 import os
+import re
+import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psycopg
@@ -70,8 +77,51 @@ def prepare(config: Path, url: str) -> None:
             raise SystemExit("the benchmark needs an empty database (it has sites already)")
 
 
-def run(sites: int, pages: int, slots: int, work: Path, store: str = "sqlite", warc_store: str = ""
-        ) -> dict[str, float | str]:
+# What a descriptor's target is, by the first pattern it matches (``/proc/<pid>/fd`` links).
+FILE_KINDS = (
+    ("catalog", re.compile(r"/catalog/\d+\.sqlite")),
+    ("digests", re.compile(r"/catalog/digests\.sqlite")),
+    ("crawl-queue", re.compile(r"/frontier/")),
+    ("site-queue", re.compile(r"/sites/")),
+    ("dns-history", re.compile(r"/dns\.sqlite")),
+    ("warc", re.compile(r"/warcs/|/shipped/")),
+    ("spool", re.compile(r"/outlinks/")),
+    ("socket", re.compile(r"^socket:")),
+    ("pipe", re.compile(r"^pipe:")),
+)
+
+
+def file_kind(target: str) -> str:
+    return next((kind for kind, pattern in FILE_KINDS if pattern.search(target)), "other")
+
+
+def open_files(pid: int) -> Counter[str]:
+    """The process's open descriptors by kind (empty once it has exited)."""
+    kinds: Counter[str] = Counter()
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                kinds[file_kind(os.readlink(f"/proc/{pid}/fd/{fd}"))] += 1
+    return kinds
+
+
+def watch_files(pid: int, stop: threading.Event, peak: list[Counter[str]]) -> None:
+    """Keep in ``peak[0]`` the descriptors by kind at the moment the process held the most."""
+    while not stop.wait(0.05):
+        now = open_files(pid)
+        if now.total() > peak[0].total():
+            peak[0] = now
+
+
+def limit_files(nofile: int | None) -> Callable[[], None] | None:
+    """The child's preexec_fn setting its RLIMIT_NOFILE, soft and hard (None: left as it is)."""
+    if nofile is None:
+        return None
+    return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
+
+def run(sites: int, pages: int, slots: int, work: Path, store: str = "sqlite", warc_store: str = "",
+        nofile: int | None = None) -> dict[str, object]:
     spec = WebSpec(sites=sites, pages_per_site=pages, port=0, trap=False)
     config = work / "archiver.toml"
     with contextlib.ExitStack() as stack:
@@ -86,8 +136,13 @@ def run(sites: int, pages: int, slots: int, work: Path, store: str = "sqlite", w
         started = time.monotonic()
         proc = subprocess.Popen([sys.executable, "-m", "archiver", "crawl", "--config", str(config),
                                  "--seeds", str(work / "seeds.txt"), "--until-idle"],
-                                stdout=subprocess.DEVNULL)
+                                stdout=subprocess.DEVNULL, preexec_fn=limit_files(nofile))
+        stop, peak = threading.Event(), [Counter[str]()]
+        watcher = threading.Thread(target=watch_files, args=(proc.pid, stop, peak))
+        watcher.start()
         _, status, usage = os.wait4(proc.pid, 0)
+        stop.set()
+        watcher.join()
         wall = time.monotonic() - started
         proc.returncode = os.waitstatus_to_exitcode(status)
         if proc.returncode != 0:
@@ -108,6 +163,8 @@ def run(sites: int, pages: int, slots: int, work: Path, store: str = "sqlite", w
         "warc_mib_per_s": round(warc_bytes / 2**20 / wall, 2),
         "http_mib_per_s": round(state["bytes"] / 2**20 / wall, 2),
         "decisions": decisions,
+        "open_files_peak": peak[0].total(),
+        "open_files_by_kind": dict(peak[0].most_common()),
     }
 
 
@@ -129,14 +186,17 @@ def main() -> int:
     parser.add_argument("--store", default="sqlite",
                         help='"sqlite" (default), a postgresql:// URL, or "postgres" (a local server)')
     parser.add_argument("--warc-store", default="", help='with --store: a folder, or "s3" (moto)')
+    parser.add_argument("--nofile", type=int, help="the crawler's RLIMIT_NOFILE, soft and hard")
     args = parser.parse_args()
     if args.keep:
         work = Path(args.keep)
         work.mkdir(parents=True, exist_ok=True)
-        result = run(args.sites, args.pages, args.slots, work, args.store, args.warc_store)
+        result = run(args.sites, args.pages, args.slots, work, args.store, args.warc_store,
+                         args.nofile)
     else:
         with tempfile.TemporaryDirectory(prefix="archiver-bench-") as tmp:
-            result = run(args.sites, args.pages, args.slots, Path(tmp), args.store, args.warc_store)
+            result = run(args.sites, args.pages, args.slots, Path(tmp), args.store, args.warc_store,
+                         args.nofile)
     print(json.dumps(result, indent=1))
     return 0
 

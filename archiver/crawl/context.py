@@ -14,6 +14,7 @@ import trio
 
 from archiver.config import Config
 from archiver.crawl.addressslots import AddressSlots
+from archiver.crawl.bodies import BodyWork
 from archiver.crawl.stats import Stats
 from archiver.dns.lookup import Resolver
 from archiver.logs import event
@@ -57,6 +58,7 @@ class CrawlContext:
     # The archived records: a revisit reads the validators of the capture it asks about.
     warcs: WarcReader | None = None
     lookup_calls: OffLoop = field(default_factory=OffLoop)
+    bodies: BodyWork = field(default_factory=BodyWork)  # large bodies' work (archiver.crawl.bodies)
     sync_lock: trio.Lock = field(default_factory=trio.Lock)  # one SyncJob at a time
     # The wall clock the sheets' windows and budgets and the site queue's due times are read on
     # (seconds since the epoch); tests pass another.

@@ -21,6 +21,7 @@ import trio
 from archiver.config import Config
 from archiver.crawl.addressslots import AddressSlots
 from archiver.crawl.context import CrawlContext
+from archiver.crawl.openfiles import budget, raise_limit
 from archiver.crawl.pluginhost import PluginHost, describe, load_focus, load_plugins
 from archiver.crawl.policy import Outcome
 from archiver.crawl.recovery import CommitPoint, commit_path, recover
@@ -164,13 +165,20 @@ class Crawler:
         self.exit_status = 0  # EX_TEMPFAIL after stopping on a full disk
         self._unsettled: list[tuple[str, Outcome]] = []  # outcomes the full disk refused
         self.stats = Stats(process=process)
-        # First: a plugin that cannot start stops the crawler before it takes anything.
+        # First: a plugin that cannot start, or a limit of open files too low for the configured
+        # sites (archiver.crawl.openfiles), stops the crawler before it takes anything.
         self.plugins = PluginHost(load_plugins(config.plugins) + load_focus(config.crawl.focus),
                                   self.stats.errors)
+        was, limit, hard = raise_limit()
+        self.files = budget(limit, config.crawl.sites_per_process, config.catalog.shards)
+        event(log, logging.INFO, "open-files", limit=limit, hard=hard, was=was,
+              sites=config.crawl.sites_per_process,
+              catalog_connections=self.files.catalog_connections)
         self.stores = stores = open_stores(config)
         self._lock = stores.lock("crawl", process)
         self.queue = stores.site_queue(process, recover=True)
-        self.catalog = stores.catalog(digests=config.crawl.dedupe == "digest")
+        self.catalog = stores.catalog(digests=config.crawl.dedupe == "digest",
+                                      max_open=self.files.catalog_connections)
         self.cluster: ClusterMember | None = None
         if isinstance(stores, EmbeddedStores):
             recover(config, stores, process, self.catalog)
@@ -182,7 +190,7 @@ class Crawler:
         self.bundle = stores.bundle_writer(process)
         self.commit_point = CommitPoint(commit_path(stores.state_directory(), process),
                                         self.bundle.position())
-        self.lookup = stores.catalog(readonly=True)
+        self.lookup = stores.catalog(readonly=True, max_open=self.files.catalog_connections)
         self.dns_history = stores.dns_history()
         self.spool = stores.spool_writer(process)
         self.status_files = stores.status()

@@ -14,7 +14,10 @@ the visit. Other sites, and other plugins of this site, go on as before.
 
 Hooks run on the event loop: a slow hook delays every visit of the process by its own time (the
 status's ``loop_stall_max_ms`` shows it). on_capture sees a document of at most
-``MAX_DOCUMENT_BYTES`` decoded bytes, so the page text it may ask for stays bounded too.
+``MAX_DOCUMENT_BYTES`` decoded bytes, so the page text it may ask for stays bounded too; the visit
+makes the document of a large body, and its text, in a worker thread before the hook runs
+(``read_document``; archiver.crawl.bodies). A body with more content codings than
+``web.http.MAX_CODINGS`` gives an empty document, marked truncated.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ from archiver.plugins import (
     LinkContext,
     VisitContext,
 )
-from archiver.web.http import decode_body
+from archiver.web.http import CodingError, content_codings, decode_body
+from archiver.web.pagelinks import decoded_within
 
 log = logging.getLogger("archiver.crawl.plugins")
 
@@ -215,9 +219,37 @@ def _checked_labels(answer: object) -> Mapping[str, str]:
 def document_of(url: str, status: int, headers: Mapping[str, str], body: bytes,
                 truncated: bool) -> Document:
     """The Document on_capture sees: the body with its content coding undone, bounded."""
-    decoded = decode_body(body, headers.get("content-encoding"), MAX_DOCUMENT_BYTES + 1)
+    encoding = headers.get("content-encoding")
+    try:
+        content_codings(encoding)
+    except CodingError:
+        return Document(url=url, status=status, headers=headers, body=b"", truncated=True)
+    decoded = decode_body(body, encoding, MAX_DOCUMENT_BYTES + 1)
     return Document(url=url, status=status, headers=headers, body=decoded[:MAX_DOCUMENT_BYTES],
                     truncated=truncated or len(decoded) > MAX_DOCUMENT_BYTES)
+
+
+def small_document(url: str, status: int, headers: Mapping[str, str], body: bytes,
+                   truncated: bool, bound: int) -> Document | None:
+    """:func:`document_of` when the body decodes to at most ``bound`` bytes (``bound`` at most
+    ``MAX_DOCUMENT_BYTES``); None when it is larger."""
+    encoding = headers.get("content-encoding")
+    try:
+        content_codings(encoding)
+    except CodingError:
+        return document_of(url, status, headers, body, truncated)
+    decoded = decoded_within(body, encoding, bound)
+    if decoded is None:
+        return None
+    return Document(url=url, status=status, headers=headers, body=decoded, truncated=truncated)
+
+
+def read_document(url: str, status: int, headers: Mapping[str, str], body: bytes,
+                  truncated: bool) -> Document:
+    """:func:`document_of` with its text read already (for a worker thread)."""
+    document = document_of(url, status, headers, body, truncated)
+    document.text  # noqa: B018 (a cached property, computed here)
+    return document
 
 
 def no_plugins(errors: Counter[str] | None = None) -> PluginHost:

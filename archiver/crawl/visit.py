@@ -11,6 +11,13 @@ performs them. An unexpected error while handling one URL costs that URL only: i
 its traceback, counted as ``errors=internal``, and the visit goes on (``crawl.max_internal_errors``
 in a row end it).
 
+A large body's work (hashing, WARC compression, decoding, link extraction, robots.txt parsing, the
+page text plugins read) is done in a worker thread, and its links are routed in slices
+(archiver.crawl.bodies), so that one response never holds the event loop for long. A response
+naming more content codings than ``web.http.MAX_CODINGS`` is a protocol error: it is archived as
+received, logged (``too-many-codings``) and counted as ``errors=codings``, and neither its links nor
+its text are read.
+
 Plugins (archiver.crawl.pluginhost) are asked here: ``should_visit`` when a link is routed and
 again before a queued URL is fetched, ``on_capture`` for each response written (its labels go
 into a metadata record right after it and into its catalog entry; a revisit is not labelled
@@ -20,6 +27,7 @@ each external link spooled.
 
 from __future__ import annotations
 
+import functools
 import logging
 import sqlite3
 import time
@@ -28,12 +36,13 @@ from datetime import UTC, datetime
 import trio
 
 from archiver.config import site_crawl
+from archiver.crawl import bodies
 from archiver.crawl.context import CrawlContext
 from archiver.crawl.http import FetchResult, HttpClient
-from archiver.crawl.pluginhost import PluginHost, document_of, no_plugins
+from archiver.crawl.pluginhost import PluginHost, no_plugins, read_document, small_document
 from archiver.crawl.policy import MAX_HOPS_RULE, Outcome, RobotsFetch, VisitPolicy, url_shape
 from archiver.logs import event
-from archiver.plugins import CaptureInfo, LinkContext, VisitContext
+from archiver.plugins import CaptureInfo, Document, LinkContext, VisitContext
 from archiver.queues.crawlqueue import Entry
 from archiver.queues.revisits import PageChanges, ask_again
 from archiver.store.bundles import payload_digest
@@ -41,7 +50,7 @@ from archiver.store.catalog import Capture, CatalogError, payload_holder
 from archiver.store.durable import is_disk_error
 from archiver.store.warcindex import capture_fields
 from archiver.web import pagelinks, robots, urls
-from archiver.web.http import parse_retry_after
+from archiver.web.http import MAX_CODINGS, CodingError, content_codings, parse_retry_after
 from archiver.web.sheets import sheet_for
 from archiver.web.timestamps import from_datetime, to_datetime
 
@@ -263,7 +272,7 @@ class SiteVisit:
             self.crawl_queue.decide(entry.url, "fetch-error", result.error or "error")
         verdict = policy.verdict(result.status, result.error)
         if verdict.links:
-            self._route_links(entry, result)
+            await self._route_links(entry, result)
         if verdict.entry == "requeue":
             self.crawl_queue.requeue(entry.url, entry.depth)
         if verdict.entry != "keep":
@@ -314,9 +323,12 @@ class SiteVisit:
         while True:
             earlier = await self._earlier(walk.url) if self.recrawl else []
             result = await self._fetch(walk.url, earlier, conditional=False)  # rules need a body
-            answer = walk.answer(result.status, location=result.header("location"),
-                                 content_encoding=result.header("content-encoding"),
-                                 body=result.body, truncated=result.truncated)
+            # Parsing costs up to about 1 ms per KiB, and a file is read up to 500 KiB: always
+            # in a worker thread (once per origin and visit).
+            answer = await self.ctx.bodies.run(
+                walk.answer, result.status, location=result.header("location"),
+                content_encoding=result.header("content-encoding"), body=result.body,
+                truncated=result.truncated)
             if answer.follow is None:
                 break
         if answer.rules is None:
@@ -397,8 +409,18 @@ class SiteVisit:
             stats.errors[kind] += 1
             event(log, logging.INFO, "fetch-failed", site=self.origin, url=url, error=result.error)
             return result
+        try:
+            content_codings(result.header("content-encoding"))
+        except CodingError:  # archived as received; its links and text are not read
+            stats.errors["codings"] += 1
+            event(log, logging.INFO, "too-many-codings", site=self.origin, url=url,
+                  limit=MAX_CODINGS)
         date = datetime.fromtimestamp(result.started, UTC)
-        digest = payload_digest(result.body) if base is not None or dedupe == "digest" else ""
+        large = len(result.body) > bodies.LARGE
+        digest = ""
+        if base is not None or dedupe == "digest":
+            digest = (await ctx.bodies.run(payload_digest, result.body) if large
+                      else payload_digest(result.body))
         # 304 to our conditions: the payload of ``base`` is current (a server-not-modified revisit).
         not_modified = result.status == 304 and base is not None and bool(conditions)
         original = await self._original(base, digest, result, not_modified, dedupe)
@@ -409,11 +431,15 @@ class SiteVisit:
                               != (result.status, digest), since=result.started - seen)
         if original is None:
             rectype = "response"
-            written = ctx.bundle.write_exchange(
-                url=url, ip=result.ip, date=date, request=result.request,
+            document = await self._document(url, result) if self.plugins.wants("on_capture") \
+                else None
+            pack = functools.partial(
+                ctx.bundle.pack_exchange, url=url, ip=result.ip, date=date, request=result.request,
                 response_head=result.head, response_body=result.body, truncated=result.truncated)
-            if self.plugins.wants("on_capture"):
-                self._label(url, date, result, written.record_id, written.response.filename,
+            # Written in one step with its labels record, which must follow it in the bundle.
+            written = ctx.bundle.write_packed(await ctx.bodies.run(pack) if large else pack())
+            if document is not None:
+                self._label(url, date, document, written.record_id, written.response.filename,
                             written.response.offset)
         else:
             self.labels = original.label_map
@@ -447,18 +473,27 @@ class SiteVisit:
               bytes=size, ms=round(result.elapsed * 1000))
         return result
 
-    def _label(self, url: str, date: datetime, result: FetchResult, record_id: str, filename: str,
-               offset: int) -> None:
-        """Ask the plugins' on_capture for the labels of the response just written; write them in
-        a metadata record right after it (a kill before that loses the labels, not the capture)."""
+    async def _document(self, url: str, result: FetchResult) -> Document:
+        """The document on_capture sees (archiver.crawl.pluginhost): a large body's, and its text,
+        made in a worker thread."""
         assert result.status is not None
         headers: dict[str, str] = {}
         for name, value in result.headers:  # as parsed by the fetch, first value of each name
             headers.setdefault(name.lower(), value)
-        capture = CaptureInfo(url, from_datetime(date), result.status, record_id, filename, offset,
-                              self.origin)
-        self.labels = self.plugins.labels(capture, document_of(
-            url, result.status, headers, result.body, bool(result.truncated)))
+        truncated = bool(result.truncated)
+        document = small_document(url, result.status, headers, result.body, truncated, bodies.LARGE)
+        if document is None:
+            document = await self.ctx.bodies.run(read_document, url, result.status, headers,
+                                                 result.body, truncated)
+        return document
+
+    def _label(self, url: str, date: datetime, document: Document, record_id: str, filename: str,
+               offset: int) -> None:
+        """Ask the plugins' on_capture for the labels of the response just written; write them in
+        a metadata record right after it (a kill before that loses the labels, not the capture)."""
+        capture = CaptureInfo(url, from_datetime(date), document.status, record_id, filename,
+                              offset, self.origin)
+        self.labels = self.plugins.labels(capture, document)
         if self.labels:
             self.ctx.bundle.write_labels(url=url, date=date, refers_to=record_id, labels=self.labels)
 
@@ -484,20 +519,28 @@ class SiteVisit:
         except (CatalogError, ValueError, sqlite3.Error):
             return []
 
-    def _route_links(self, entry: Entry, result: FetchResult) -> None:
-        """Route the links of a response: same-site ones into the crawl queue, others to the spool."""
+    async def _route_links(self, entry: Entry, result: FetchResult) -> None:
+        """Route the links of a response: same-site ones into the crawl queue, others to the spool.
+        A large body's are found in a worker thread; they are routed ``ROUTE_SLICE`` at a time."""
         ctx, stats, policy = self.ctx, self.ctx.stats, self.policy
         headers = {name: value for name in ("content-type", "content-encoding", "location")
                    if (value := result.header(name)) is not None}
-        found = pagelinks.links_in_response(entry.url, result.status or 0, headers, result.body,
-                                            max_decoded_size=ctx.config.crawl.max_decoded_size)
+        status = result.status or 0
+        small = pagelinks.links_if_small(entry.url, status, headers, result.body, bound=bodies.LARGE)
+        if small is None:
+            found, targets = await ctx.bodies.run(_links_and_targets, entry.url, status, headers,
+                                                  result.body, ctx.config.crawl.max_decoded_size)
+        else:
+            found, targets = small, [urls.normalize(ref, small.base) for ref in small.refs]
         if not found.read:
             return
         depth = entry.depth if found.redirect else entry.depth + 1
         shape = url_shape(entry.url)
         new_local = []
-        for ref in found.refs:
-            url = urls.normalize(ref, found.base)
+        for number, (ref, url) in enumerate(zip(found.refs, targets, strict=True)):
+            if number and not number % bodies.ROUTE_SLICE:
+                # Routing always finishes (its links are in the queue before the URL is done).
+                await trio.lowlevel.cancel_shielded_checkpoint()
             if url is None:  # mailto:, javascript:, a bad host or port...: counted, not followed
                 stats.skipped["url-" + urls.rejection(ref, found.base)] += 1
                 continue
@@ -531,6 +574,14 @@ class SiteVisit:
                 elif not self.crawl_queue.known(url):  # queued by another link: not skipped
                     self.crawl_queue.decide(url, where, entry.url)
         policy.page_read(shape, new_local)
+
+
+def _links_and_targets(url: str, status: int, headers: dict[str, str], body: bytes,
+                       max_decoded_size: int) -> tuple[pagelinks.FoundLinks, list[str | None]]:
+    """A response's references and each one normalised (None: not followed), for a worker thread."""
+    found = pagelinks.links_in_response(url, status, headers, body,
+                                        max_decoded_size=max_decoded_size)
+    return found, [urls.normalize(ref, found.base) for ref in found.refs]
 
 
 def scope_detail(rule: str | None, source: str | None) -> str:

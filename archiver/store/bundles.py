@@ -15,7 +15,9 @@ handed to it pre-serialised (``_RawHead``) and stored byte for byte. Digests are
 by warcio, in the pass that writes the record: WARC-Block-Digest over head + body and
 WARC-Payload-Digest over the body exactly as stored, which is what ``warcio check`` recomputes.
 Callers that store a de-chunked body rename Transfer-Encoding in the head (see
-``archiver.crawl.http``).
+``archiver.crawl.http``). Building and compressing an exchange (``pack_exchange``) touches none of
+the writer's state, so a worker thread may do it for a large response while the event loop writes
+other records; ``write_packed`` then appends it.
 
 gzip level 6 (zlib's default): measured against levels 1, 3 and 9 in the README, "Benchmarks".
 
@@ -36,6 +38,7 @@ import io
 import json
 import os
 import re
+import threading
 import time
 import zlib
 from collections.abc import Callable, Mapping
@@ -93,6 +96,16 @@ class Written:
 
     request: RecordLocation
     response: RecordLocation
+    record_id: str
+    payload_digest: str
+
+
+@dataclass(frozen=True)
+class Packed:
+    """An exchange's two records, serialised and compressed (``pack_exchange``), not yet written."""
+
+    response: bytes
+    request: bytes
     record_id: str
     payload_digest: str
 
@@ -169,6 +182,8 @@ class BundleWriter:
         self._clock = clock
         self._opened = 0.0  # clock() when the current bundle was opened
         self.gzip_level = gzip_level
+        # The thread that writes (the event loop's): it reuses one buffer; others get their own.
+        self._owner = threading.get_ident()
         self._buffer = io.BytesIO()
         self._writer = _RecordWriter(self._buffer, gzip=False, warc_version="1.1")
         self._info = {
@@ -217,43 +232,55 @@ class BundleWriter:
         truncated: str | None = None,
     ) -> Written:
         """Append a ``response`` record and its ``request`` record (WARC-Concurrent-To it)."""
+        return self.write_packed(self.pack_exchange(
+            url=url, ip=ip, date=date, request=request, response_head=response_head,
+            response_body=response_body, truncated=truncated))
+
+    def pack_exchange(
+        self,
+        *,
+        url: str,
+        ip: str | None,
+        date: datetime,
+        request: bytes,
+        response_head: bytes,
+        response_body: bytes,
+        truncated: str | None = None,
+    ) -> Packed:
+        """``write_exchange``'s two records, built, hashed and compressed but not written. Safe in
+        a worker thread: it changes nothing in the writer."""
         common = _exchange_fields(url, ip, date)
         response_id = StatusAndHeadersParser.make_warc_id()
         extra = [("WARC-Truncated", _check_token("truncated", truncated))] if truncated else []
         response = self._record(
             "response", response_id, common + extra, _RESPONSE, response_body, response_head
         )
-        return self._write_pair(response, response_id, common, request, None)
+        packed_response = self._compress(response)
+        return Packed(packed_response, self._compress(self._request(common, response_id, request)),
+                      response_id, response.rec_headers.get_header("WARC-Payload-Digest"))
 
-    def _write_pair(
-        self,
-        response: ArcWarcRecord,
-        response_id: str,
-        common: list[tuple[str, str]],
-        request: bytes,
-        payload_digest: str | None,
-    ) -> Written:
-        """Append a response or revisit record, then the request record concurrent to it."""
+    def write_packed(self, packed: Packed) -> Written:
+        """Append an exchange ``pack_exchange`` made: the response record, then the request."""
+        self._ready()
+        response_at = self._append(packed.response)
+        request_at = self._append(packed.request)
+        self._hand_over()
+        return Written(request=request_at, response=response_at, record_id=packed.record_id,
+                       payload_digest=packed.payload_digest)
+
+    def _request(self, common: list[tuple[str, str]], response_id: str, request: bytes
+                 ) -> ArcWarcRecord:
+        """The request record of an exchange, concurrent to the record ``response_id``."""
         head, separator, body = request.partition(b"\r\n\r\n")
         if not separator:
             head, body = request, b""
-        request_record = self._record(
+        return self._record(
             "request",
             StatusAndHeadersParser.make_warc_id(),
             [*common, ("WARC-Concurrent-To", response_id)],
             _REQUEST,
             body,
             head + separator,
-        )
-        self._ready()
-        response_at = self._append(self._compress(response))
-        request_at = self._append(self._compress(request_record))
-        self._hand_over()
-        return Written(
-            request=request_at,
-            response=response_at,
-            record_id=response_id,
-            payload_digest=payload_digest or response.rec_headers.get_header("WARC-Payload-Digest"),
         )
 
     def write_revisit(
@@ -286,7 +313,9 @@ class BundleWriter:
             ("WARC-Payload-Digest", _check_field("digest", payload_digest)),
         ]
         revisit = self._record("revisit", revisit_id, common + refers, _RESPONSE, b"", response_head)
-        return self._write_pair(revisit, revisit_id, common, request, payload_digest)
+        return self.write_packed(Packed(self._compress(revisit),
+                                        self._compress(self._request(common, revisit_id, request)),
+                                        revisit_id, payload_digest))
 
     def write_metadata(
         self, *, url: str, date: datetime, fields: Mapping[str, str]
@@ -467,10 +496,15 @@ class BundleWriter:
 
     def _compress(self, record: ArcWarcRecord) -> bytes:
         """Serialise ``record`` with warcio (digests included) into one gzip member."""
-        self._buffer.seek(0)
-        self._buffer.truncate()
-        self._writer.write_record(record)
-        with self._buffer.getbuffer() as view:
+        if threading.get_ident() == self._owner:
+            buffer, writer = self._buffer, self._writer
+            buffer.seek(0)
+            buffer.truncate()
+        else:  # a worker thread packing a large exchange
+            buffer = io.BytesIO()
+            writer = _RecordWriter(buffer, gzip=False, warc_version="1.1")
+        writer.write_record(record)
+        with buffer.getbuffer() as view:
             return zlib.compress(view, self.gzip_level, wbits=_GZIP)
 
     def _append(self, member: bytes) -> RecordLocation:

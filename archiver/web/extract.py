@@ -11,11 +11,13 @@ from __future__ import annotations
 import codecs
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from selectolax.lexbor import LexborCSSSelector, LexborHTMLParser, LexborNode
+
+T = TypeVar("T")
 
 
 class Link(NamedTuple):
@@ -511,12 +513,34 @@ def extract_html(body: bytes, charset: str | None = None) -> HtmlLinks:
     CSS found in `<style>` blocks (imports included) is reported as "style/url" and in style
     attributes as "style-attr/url".
     """
-    return _links_of([prefix + part for prefix, part in linear_parts(html_as_utf8(body, charset))])
+    base, links = _links_of(_parts(body, charset), Link)
+    return HtmlLinks(base, links)
 
 
-def _links_of(parts: list[bytes]) -> HtmlLinks:
-    """The links of a document parsed part by part (UTF-8 bytes), in document order."""
-    links: list[Link] = []
+def html_urls(body: bytes, charset: str | None = None) -> tuple[str | None, list[str]]:
+    """The raw URLs of :func:`extract_html`'s links, and the base. Strings only: the garbage
+    collector tracks no object per link, so a page of a million links does not set off full
+    collections (each a pause of every thread, proportional to the whole heap)."""
+    return _links_of(_parts(body, charset), _url_of)
+
+
+def css_urls(text: str) -> list[str]:
+    """The raw URLs of :func:`extract_css`'s links, as strings only (see :func:`html_urls`)."""
+    return [url for url, _ in _css_urls(text)]
+
+
+def _url_of(url: str, kind: str) -> str:
+    return url
+
+
+def _parts(body: bytes, charset: str | None) -> list[bytes]:
+    return [prefix + part for prefix, part in linear_parts(html_as_utf8(body, charset))]
+
+
+def _links_of(parts: list[bytes], make: Callable[[str, str], T]) -> tuple[str | None, list[T]]:
+    """The base and the links of a document parsed part by part (UTF-8 bytes), in document
+    order, each made by ``make(url, kind)``."""
+    links: list[T] = []
     base: str | None = None
     base_seen = False
     for part in parts:
@@ -529,14 +553,14 @@ def _links_of(parts: list[bytes]) -> HtmlLinks:
             for attr, kind in _ATTR_KINDS.get(tag, ()):
                 url = _clean(attrs.get(attr))
                 if url:
-                    links.append(Link(url, kind))
+                    links.append(make(url, kind))
             if tag in _SPECIAL_TAGS:
-                links.extend(_special_links(node, tag, attrs))
+                links.extend(make(*link) for link in _special_links(node, tag, attrs))
             elif tag == "base" and not base_seen:
                 # Only the first <base href> counts (HTML Standard, "frozen base URL").
                 base_seen = True
                 base = _clean(attrs.get("href"))
             style = attrs.get("style")
             if style:
-                links.extend(Link(url, "style-attr/url") for url, _ in _css_urls(style))
-    return HtmlLinks(base, links)
+                links.extend(make(url, "style-attr/url") for url, _ in _css_urls(style))
+    return base, links

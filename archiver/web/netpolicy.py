@@ -5,12 +5,15 @@ services, a cloud metadata endpoint, the office LAN) and then hand what came bac
 the replay. The HTTP client asks ``refusal`` about the very address it is about to connect to, so
 what counts is where the connection goes, whatever name, notation, redirect or DNS answer led there.
 
-Refused, unless inside one of ``crawl.allowed_networks``: unspecified, loopback, link-local,
-private (RFC 1918, RFC 4193 unique-local, deprecated site-local), shared CGNAT space (RFC 6598),
-multicast, and every other address IANA does not mark globally reachable (reserved, documentation,
-benchmarking, 6to4 relay anycast, ...). IPv6 forms that carry an IPv4 address are judged by that
-address too: IPv4-mapped (``::ffff:a.b.c.d``), 6to4 (``2002::/16``), NAT64 (``64:ff9b::/96`` and
-the local-use ``64:ff9b:1::/48``) and Teredo's client address.
+Refused, unless inside one of ``crawl.allowed_networks``: the ranges of ``NON_PUBLIC``, each with
+its reason: unspecified, loopback, link-local, private (RFC 1918, RFC 4193 unique-local,
+deprecated site-local), shared CGNAT space (RFC 6598), multicast, and the other ranges IANA's
+special-purpose registries do not mark globally reachable (reserved: documentation, benchmarking,
+6to4 relay anycast, 240.0.0.0/4, discard-only, IETF protocol assignments, SRv6 SIDs); anything
+else Python's ``ipaddress`` does not call global is refused as reserved too. IPv6 forms that carry
+an IPv4 address are judged by that address too: IPv4-mapped (``::ffff:a.b.c.d``), 6to4
+(``2002::/16``), NAT64 (``64:ff9b::/96`` and the local-use ``64:ff9b:1::/48``) and Teredo's client
+address. The systemd units deny every range of ``NON_PUBLIC`` in the kernel too (``IPAddressDeny=``).
 """
 
 from __future__ import annotations
@@ -21,11 +24,40 @@ from collections.abc import Iterable, Sequence
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
-_CGNAT = ipaddress.IPv4Network("100.64.0.0/10")
 _NAT64 = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))
-_UNIQUE_LOCAL = ipaddress.IPv6Network("fc00::/7")
-_SITE_LOCAL = ipaddress.IPv6Network("fec0::/10")
-_RFC1918 = tuple(map(ipaddress.IPv4Network, ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")))
+
+# Every range refused as it is, with the reason given, first match wins (so an address inside a
+# range keeps the reason of the narrower one listed before it).
+NON_PUBLIC: tuple[tuple[Network, str], ...] = tuple(
+    (ipaddress.ip_network(network), reason) for network, reason in (
+        ("0.0.0.0/32", "unspecified"),
+        ("0.0.0.0/8", "reserved"),  # "this network"
+        ("10.0.0.0/8", "private"),
+        ("100.64.0.0/10", "cgnat"),
+        ("127.0.0.0/8", "loopback"),
+        ("169.254.0.0/16", "link-local"),
+        ("172.16.0.0/12", "private"),
+        ("192.0.0.0/24", "reserved"),  # IETF protocol assignments
+        ("192.0.2.0/24", "reserved"),  # documentation (TEST-NET-1)
+        ("192.88.99.0/24", "reserved"),  # 6to4 relay anycast (deprecated)
+        ("192.168.0.0/16", "private"),
+        ("198.18.0.0/15", "reserved"),  # benchmarking
+        ("198.51.100.0/24", "reserved"),  # documentation (TEST-NET-2)
+        ("203.0.113.0/24", "reserved"),  # documentation (TEST-NET-3)
+        ("224.0.0.0/4", "multicast"),
+        ("240.0.0.0/4", "reserved"),  # future use, and the limited broadcast address
+        ("::/128", "unspecified"),
+        ("::1/128", "loopback"),
+        ("100::/64", "reserved"),  # discard-only
+        ("2001::/23", "reserved"),  # IETF protocol assignments (Teredo, ORCHID...)
+        ("2001:db8::/32", "reserved"),  # documentation
+        ("3fff::/20", "reserved"),  # documentation
+        ("5f00::/16", "reserved"),  # SRv6 SIDs
+        ("fc00::/7", "private"),  # unique-local
+        ("fe80::/10", "link-local"),
+        ("fec0::/10", "private"),  # site-local (deprecated)
+        ("ff00::/8", "multicast"),
+    ))
 
 
 def parse_networks(values: Iterable[str]) -> tuple[Network, ...]:
@@ -57,24 +89,10 @@ def embedded_ipv4(address: Address) -> ipaddress.IPv4Address | None:
 
 def _kind(address: Address) -> str | None:
     """Why ``address`` is not a public one, or None."""
-    if address.is_unspecified:
-        return "unspecified"
-    if address.is_loopback:
-        return "loopback"
-    if address.is_link_local:
-        return "link-local"
-    if isinstance(address, ipaddress.IPv4Address):
-        if any(address in net for net in _RFC1918):
-            return "private"
-        if address in _CGNAT:
-            return "cgnat"
-    elif address in _UNIQUE_LOCAL or address in _SITE_LOCAL:
-        return "private"
-    if address.is_multicast:
-        return "multicast"
-    if not address.is_global:
-        return "reserved"
-    return None
+    for network, reason in NON_PUBLIC:
+        if network.version == address.version and address in network:
+            return reason
+    return None if address.is_global else "reserved"
 
 
 def refusal(ip: str, allowed: Sequence[Network] = ()) -> str | None:

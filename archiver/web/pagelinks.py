@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archiver.web import extract, urls
-from archiver.web.http import decode_body, media_type
+from archiver.web.http import CodingError, content_codings, decode_body, media_type
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 CSS_TYPES = frozenset({"text/css"})
@@ -39,8 +39,44 @@ def links_in_response(
     """The references of the response to ``url`` (a normalised URL).
 
     ``headers`` maps lower-case names to the first value (``content-type``, ``content-encoding``,
-    ``location``). Only 3xx with a Location and 2xx HTML or CSS bodies have references.
+    ``location``). Only 3xx with a Location and 2xx HTML or CSS bodies have references; a body
+    with more content codings than ``web.http.MAX_CODINGS`` (a protocol error) is not read.
     """
+    found = _read(url, status, headers, body, max_decoded_size, small=False)
+    assert found is not None
+    return found
+
+
+def links_if_small(url: str, status: int, headers: dict[str, str], body: bytes, *, bound: int
+                   ) -> FoundLinks | None:
+    """:func:`links_in_response`, when the body decodes to at most ``bound`` bytes (found by
+    decoding at most that much: see :func:`decoded_within`); None when it is larger."""
+    return _read(url, status, headers, body, bound, small=True)
+
+
+def decoded_within(body: bytes, content_encoding: str | None, bound: int) -> bytes | None:
+    """The body with its content coding undone (as ``decode_body`` does) when that gives at most
+    ``bound`` bytes, at the cost of decoding at most ``bound + 1``; None when it gives more, or
+    when the body is longer than ``bound`` or has several codings (each must be undone whole
+    before the next). A body with too many codings is returned as it is, undecoded."""
+    if len(body) > bound:
+        return None
+    try:
+        codings = content_codings(content_encoding)
+    except CodingError:
+        return body
+    if not codings:
+        return body
+    if len(codings) > 1:
+        return None
+    decoded = decode_body(body, content_encoding, bound + 1)
+    return decoded if len(decoded) <= bound else None
+
+
+def _read(url: str, status: int, headers: dict[str, str], body: bytes, limit: int, *,
+          small: bool) -> FoundLinks | None:
+    """The references of a response, its body decoded up to ``limit`` bytes; with ``small``,
+    None if it decodes to more than ``limit``."""
     if 300 <= status < 400:
         location = headers.get("location")
         return FoundLinks(url, [location] if location else [], redirect=True, read=True)
@@ -49,12 +85,18 @@ def links_in_response(
     mime, charset = media_type(headers.get("content-type"))
     if mime not in HTML_TYPES and mime not in CSS_TYPES:
         return FoundLinks(url, [])
-    decoded = decode_body(body, headers.get("content-encoding"), max_decoded_size)
+    encoding = headers.get("content-encoding")
+    try:
+        content_codings(encoding)
+    except CodingError:
+        return FoundLinks(url, [])
+    decoded = decoded_within(body, encoding, limit) if small else decode_body(body, encoding, limit)
+    if decoded is None:
+        return None
     if mime in CSS_TYPES:
-        text = extract.decode_text(decoded, charset)
-        return FoundLinks(url, [link.url for link in extract.extract_css(text)], read=True)
-    found = extract.extract_html(decoded, charset)
+        return FoundLinks(url, extract.css_urls(extract.decode_text(decoded, charset)), read=True)
+    raw_base, refs = extract.html_urls(decoded, charset)
     base = url
-    if found.base:
-        base = urls.normalize(found.base, url) or url
-    return FoundLinks(base, [link.url for link in found.links], read=True)
+    if raw_base:
+        base = urls.normalize(raw_base, url) or url
+    return FoundLinks(base, refs, read=True)

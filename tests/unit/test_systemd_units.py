@@ -3,12 +3,16 @@ their timeouts and the target that pulls them in."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import shlex
 
 import pytest
 
 from archiver import cli, config
+from archiver.config import Config
+from archiver.crawl.openfiles import CONNECTIONS_PER_SITE, budget
+from archiver.web.netpolicy import NON_PUBLIC
 from tests.support.systemdunits import INSTALLED, SERVICES, UNIT_FILES, directives, one
 
 CONFIG = "/etc/archiver/archiver.toml"
@@ -28,9 +32,9 @@ SHARED = {
     "User": "archiver",
     "ConfigurationDirectory": "archiver",
 }
-# The private ranges the crawler and DNS units deny at the socket level (IPAddressDeny=).
-PRIVATE_RANGES = {"127.0.0.0/8", "::1/128", "169.254.0.0/16", "fe80::/10", "10.0.0.0/8",
-                  "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7"}
+# The only address the crawler and DNS units let through among those they deny: systemd-resolved's
+# stub resolver.
+RESOLVER_STUB = ipaddress.ip_network("127.0.0.53/32")
 
 
 @pytest.mark.parametrize("service", SERVICES)
@@ -56,9 +60,16 @@ def test_every_service_is_hardened_alike(service):
 
 
 @pytest.mark.parametrize("service", ["archiver-crawl@.service", "archiver-dns.service"])
-def test_fetching_units_deny_private_ranges_but_the_resolver(service):
-    assert set(one(service, "Service.IPAddressDeny").split()) >= PRIVATE_RANGES
-    assert one(service, "Service.IPAddressAllow") == "127.0.0.53/32"
+@pytest.mark.parametrize(("network", "reason"), NON_PUBLIC, ids=lambda value: str(value))
+def test_fetching_units_deny_every_range_the_crawler_refuses(service, network, reason):
+    """The kernel's layer (IPAddressDeny=) covers every non-public range archiver.web.netpolicy
+    refuses, as the application derives them, and lets through only the resolver stub."""
+    denied = [ipaddress.ip_network(value)
+              for line in directives(service)["Service.IPAddressDeny"] for value in line.split()]
+    assert any(network.version == net.version and network.subnet_of(net) for net in denied), (
+        f"{service} does not deny {network} ({reason})")
+    assert [ipaddress.ip_network(v) for v in one(service, "Service.IPAddressAllow").split()] == [
+        RESOLVER_STUB]
     assert one(service, "Service.StateDirectory") == "archiver"
 
 
@@ -68,6 +79,20 @@ def test_replay_reads_a_read_only_archive_and_reaches_no_network():
     assert "Service.StateDirectory" not in found and "Service.ReadWritePaths" not in found
     assert found["Service.IPAddressDeny"] == ["any"]
     assert found["Service.IPAddressAllow"] == ["localhost"]
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_every_service_sets_its_open_files_limit(service):
+    assert int(one(service, "Service.LimitNOFILE")) >= 1024
+
+
+def test_the_crawler_limit_holds_its_whole_budget():
+    """The default crawl gets its full pools of shard connections under the unit's limit."""
+    defaults = Config()
+    sites, shards = defaults.crawl.sites_per_process, defaults.catalog.shards
+    limit = int(one("archiver-crawl@.service", "Service.LimitNOFILE"))
+    assert budget(limit, sites, shards).catalog_connections == min(
+        shards, CONNECTIONS_PER_SITE * sites)
 
 
 def test_crawler_stop_timeout_exceeds_the_drain():

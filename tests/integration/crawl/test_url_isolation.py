@@ -13,7 +13,7 @@ from tests.support.onesite import OneSite, crawl_site
 
 
 async def test_a_url_whose_handling_raises_costs_only_that_url(tmp_path, monkeypatch, caplog):
-    real_links, real_write = pagelinks.links_in_response, BundleWriter.write_exchange
+    real_links, real_write = pagelinks.links_if_small, BundleWriter.pack_exchange
 
     def links(url, *args, **kwargs):
         if url.endswith("/p3.html"):
@@ -25,8 +25,8 @@ async def test_a_url_whose_handling_raises_costs_only_that_url(tmp_path, monkeyp
             raise ValueError("odd response")
         return real_write(self, url=url, **kwargs)
 
-    monkeypatch.setattr(site.pagelinks, "links_in_response", links)
-    monkeypatch.setattr(BundleWriter, "write_exchange", write)
+    monkeypatch.setattr(site.pagelinks, "links_if_small", links)
+    monkeypatch.setattr(BundleWriter, "pack_exchange", write)
     one = OneSite(pages=8)
     with caplog.at_level(logging.ERROR, logger="archiver"):
         root = await crawl_site(tmp_path, one)
@@ -47,7 +47,7 @@ async def test_a_run_of_internal_errors_ends_the_visit(tmp_path, monkeypatch):
     def links(url, *args, **kwargs):
         raise RuntimeError("every page breaks")
 
-    monkeypatch.setattr(site.pagelinks, "links_in_response", links)
+    monkeypatch.setattr(site.pagelinks, "links_if_small", links)
     one = OneSite(pages=8)
     root = await crawl_site(tmp_path, one, max_internal_errors=1, site_retries=1)
     pages = [h.target for h in one.hits if h.target != "/robots.txt"]

@@ -20,6 +20,8 @@ from archiver.crawl.pluginhost import (
     describe,
     document_of,
     load_plugins,
+    read_document,
+    small_document,
 )
 from archiver.plugins import CaptureInfo, Document, LinkContext, VisitContext
 from tests.support import plugins as test_plugins
@@ -170,6 +172,27 @@ def test_a_document_holds_the_decoded_body_and_its_text():
     assert Document("http://a.example/x.png", 200, {"content-type": "image/png"}, b"\x89PNG").text == ""
     big = document_of("http://a.example/", 200, {}, b"a" * (3 * 2**20), truncated=False)
     assert big.truncated and len(big.body) == 2 * 2**20
+
+
+def test_a_small_document_is_made_as_any_other_a_large_one_in_a_thread():
+    html = b"<title>T</title>" + b"<p>words and words</p>" * 500
+    headers = {"content-type": "text/html", "content-encoding": "gzip"}
+    made = document_of(SITE_A + "/", 200, headers, gzip.compress(html), truncated=False)
+    assert small_document(SITE_A + "/", 200, headers, gzip.compress(html), False, len(html)) == made
+    assert small_document(SITE_A + "/", 200, headers, gzip.compress(html), False, len(html) - 1) \
+        is None
+    read = read_document(SITE_A + "/", 200, headers, gzip.compress(html), False)
+    assert read == made and "text" in vars(read)  # its text read already
+
+
+def test_a_body_with_too_many_codings_gives_an_empty_document():
+    headers = {"content-type": "text/html", "content-encoding": ", ".join(["gzip"] * 6)}
+    body = b"<p>hello</p>"
+    for _ in range(6):
+        body = gzip.compress(body)
+    for document in (document_of(SITE_A + "/", 200, headers, body, False),
+                     small_document(SITE_A + "/", 200, headers, body, False, 2**16)):
+        assert document is not None and document.body == b"" and document.truncated
 
 
 def test_the_plugins_section(tmp_path):

@@ -21,9 +21,11 @@ from archiver.web.extract import (
     HtmlLinks,
     Link,
     _links_of,
+    css_urls,
     decode_text,
     extract_css,
     extract_html,
+    html_urls,
     linear_parts,
 )
 from tests.support.fuzzing import (
@@ -128,7 +130,21 @@ def test_a_long_page_is_parsed_in_bounded_parts(unit: str, copies: int) -> None:
 def test_parts_find_the_links_of_a_whole_parse(paragraphs: int, seed: int) -> None:
     """On ordinary pages (scripts and comments included) parts change nothing."""
     body = page(paragraphs, seed)
-    assert extract_html(body) == _links_of([body])
+    assert extract_html(body) == HtmlLinks(*_links_of([body], Link))
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(encoded(html_documents()) | st.binary(max_size=2000), CHARSETS)
+def test_html_urls_are_the_links_urls(body: bytes, charset: str | None) -> None:
+    """The strings-only form (for very long pages) finds what extract_html does."""
+    found = extract_html(body, charset)
+    assert html_urls(body, charset) == (found.base, [link.url for link in found.links])
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(css_texts())
+def test_css_urls_are_the_links_urls(text: str) -> None:
+    assert css_urls(text) == [link.url for link in extract_css(text)]
 
 
 @settings(max_examples=examples(200), deadline=None)
@@ -259,7 +275,7 @@ def test_html_corpus(path: Path) -> None:
 def test_html_links_corpus(path: Path) -> None:
     """Pages whose links a guard once changed: extraction must find what one whole parse does."""
     body = path.read_bytes()
-    assert extract_html(body) == _links_of([body])
+    assert extract_html(body) == HtmlLinks(*_links_of([body], Link))
 
 
 @pytest.mark.parametrize("path", corpus("css"), ids=lambda p: p.name)

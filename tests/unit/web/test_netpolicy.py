@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archiver.web.netpolicy import embedded_ipv4, parse_networks, refusal
+from archiver.web.netpolicy import NON_PUBLIC, embedded_ipv4, parse_networks, refusal
 from tests.support.fuzzing import examples
 
 
@@ -72,3 +72,33 @@ def test_an_ipv4_address_and_its_ipv6_wrappings_get_one_verdict(number):
 @given(st.text(max_size=45))
 def test_refusal_never_raises(text):
     assert refusal(text) is None or isinstance(refusal(text), str)
+
+
+def _around(network: ipaddress.IPv4Network | ipaddress.IPv6Network) -> st.SearchStrategy:
+    """Addresses inside ``network`` and just outside its ends."""
+    first, last = int(network.network_address), int(network.broadcast_address)
+    top = 2**network.max_prefixlen - 1
+    numbers = st.integers(first, last) | st.sampled_from(
+        [n for n in (first - 1, first, last, last + 1) if 0 <= n <= top])
+    return numbers.map(lambda n: ipaddress.ip_address(n) if network.version == 4
+                       else ipaddress.IPv6Address(n))
+
+
+ADDRESSES = (st.integers(0, 2**32 - 1).map(ipaddress.IPv4Address)
+             | st.integers(0, 2**128 - 1).map(ipaddress.IPv6Address)
+             | st.sampled_from([network for network, _ in NON_PUBLIC]).flatmap(_around))
+
+
+@settings(max_examples=examples(1000), deadline=None)
+@given(ADDRESSES)
+def test_the_non_public_table_is_what_refusal_refuses(address):
+    """NON_PUBLIC lists every range refused as it is (the systemd units deny each one): an
+    address is refused for itself exactly when it lies in one, with that entry's reason. Forms
+    carrying an IPv4 address are refused for that address too."""
+    reason = refusal(str(address))
+    inside = [why for network, why in NON_PUBLIC
+              if network.version == address.version and address in network]
+    if embedded_ipv4(address) is None:
+        assert reason == (inside[0] if inside else None)
+    elif inside:
+        assert reason is not None
