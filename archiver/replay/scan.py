@@ -18,13 +18,14 @@ whole or an error, never silently cut short, which is why its callers send nothi
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 import trio
 
 from archiver.store.interfaces import CatalogStore
 
 T = TypeVar("T")
+K = TypeVar("K")
 R = TypeVar("R")
 
 
@@ -57,10 +58,33 @@ class Scan:
         for row in source:
             self.examined += 1
             if self.examined > cap:
-                raise ScanLimit(f"this listing examines more than {cap} catalog rows: {_NARROW}", 400)
+                self._past_cap()
             if self.examined % every == 0:
                 trio.from_thread.run(self._turn)
             yield row
+
+    def counted(self, pieces: Iterable[tuple[K, int]]) -> Iterator[tuple[K, int]]:
+        """``pieces`` of counts the database made (``CatalogStore.span_counts``), each counting
+        its number of rows as examined (:meth:`examine`)."""
+        for piece in pieces:
+            self.examine(piece[1])
+            yield piece
+
+    def examine(self, count: int) -> None:
+        """Count ``count`` rows the database examined for a count it made, as :meth:`rows` counts
+        each row it passes on: ScanLimit past ``max_rows``, a step back into the event loop each
+        time the total passes a multiple of ``slice_rows``."""
+        every = self._scanner.slice_rows
+        before = self.examined
+        self.examined += count
+        if self.examined > self._scanner.max_rows:
+            self._past_cap()
+        if self.examined // every > before // every:
+            trio.from_thread.run(self._turn)
+
+    def _past_cap(self) -> NoReturn:
+        cap = self._scanner.max_rows
+        raise ScanLimit(f"this listing examines more than {cap} catalog rows: {_NARROW}", 400)
 
     async def _take(self) -> None:
         await self._scanner.lock.acquire()
