@@ -12,7 +12,9 @@ CDX query of 1,000 lines.
 
 ``--heavy K`` then starts K CDX listings at once that examine every capture and keep none, and
 replays a memento (``id_``, no rewriting) again and again while they run: how long an ordinary
-replay waits behind heavy listings, and what the listings were answered.
+replay waits behind heavy listings, and what the listings were answered (status 0: no answer
+within 600 s). ``--deadline`` sets ``replay.scan_deadline`` (600 s by default, so that the cost of
+the old code's listings is measured rather than cut; 30 s is the service's default).
 
 It measures whichever ``archiver`` the child imports: ``--pythonpath DIR`` runs the replay from
 another checkout (``git worktree add /tmp/before <commit>``) for a before-and-after comparison.
@@ -46,8 +48,7 @@ root = "archive"
 [replay]
 listen = "127.0.0.1:{app}"
 content_listen = "127.0.0.1:{content}"
-# Time for the old code to list every capture on a loaded machine: the cost is measured.
-scan_deadline = 600.0
+scan_deadline = {deadline}
 [log]
 level = "warning"
 """
@@ -62,10 +63,10 @@ def free_port() -> int:
 class Replay:
     """``archiver replay`` in a child process, and its memory as /proc shows it."""
 
-    def __init__(self, root: Path, pythonpath: str | None) -> None:
+    def __init__(self, root: Path, pythonpath: str | None, deadline: float = 600.0) -> None:
         self.app, self.content = free_port(), free_port()
         config = root / "archiver.toml"
-        config.write_text(CONFIG.format(app=self.app, content=self.content))
+        config.write_text(CONFIG.format(app=self.app, content=self.content, deadline=deadline))
         env = dict(os.environ)
         if pythonpath:
             env["PYTHONPATH"] = pythonpath
@@ -164,27 +165,38 @@ def heavy(replay: Replay, listings: int, count: int) -> dict[str, object]:
     """Memento replays, one after another, while ``listings`` heavy CDX listings run."""
     path = f"/cdx?url={URL}&filter=~url:nothing&limit=1"
     answers: list[tuple[int, bytes]] = []
-    threads = [threading.Thread(target=lambda: answers.append(replay.get(replay.app, path)))
-               for _ in range(listings)]
+
+    def listing() -> None:
+        try:
+            answers.append(replay.get(replay.app, path))
+        except OSError as error:
+            answers.append((0, repr(error).encode()))
+
+    threads = [threading.Thread(target=listing) for _ in range(listings)]
     for thread in threads:
         thread.start()
     time.sleep(1.0)  # let every listing reach the catalog
     waits = []
+    replayed: list[int] = []
     memento = f"/web/{stamp(count // 2 // 10 * 10)}id_/{URL}"
-    while any(t.is_alive() for t in threads):
+    while any(t.is_alive() for t in threads):  # each replay asked while listings run
         start = time.perf_counter()
         status, _ = replay.get(replay.content, memento)
-        if any(t.is_alive() for t in threads):
-            waits.append(time.perf_counter() - start)
-        assert status == 200, status
+        waits.append(time.perf_counter() - start)
+        replayed.append(status)
     for thread in threads:
         thread.join()
-    statuses: dict[str, int] = {}
-    for status, _ in answers:
-        statuses[str(status)] = statuses.get(str(status), 0) + 1
-    return {"listings": listings, "listing_statuses": statuses, "replays_during": len(waits),
+    return {"listings": listings, "listing_statuses": tally([status for status, _ in answers]),
+            "replays_during": len(waits), "replay_statuses": tally(replayed),
             "replay_seconds_median": round(statistics.median(waits), 3) if waits else None,
             "replay_seconds_max": round(max(waits), 3) if waits else None}
+
+
+def tally(statuses: list[int]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for status in statuses:
+        found[str(status)] = found.get(str(status), 0) + 1
+    return found
 
 
 def main() -> int:
@@ -192,6 +204,9 @@ def main() -> int:
     parser.add_argument("--captures", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--heavy", type=int, default=0, help="heavy CDX listings at once (0: none)")
+    parser.add_argument("--deadline", type=float, default=600.0,
+                        help="replay.scan_deadline (default 600 s: time for the old code to list "
+                             "every capture on a loaded machine; the service's default is 30)")
     parser.add_argument("--archive", help="keep the generated archive here (reused if there)")
     parser.add_argument("--pythonpath", help="the archiver checkout the replay runs from")
     args = parser.parse_args()
@@ -203,7 +218,7 @@ def main() -> int:
             root.mkdir(parents=True, exist_ok=True)
             write_many_captures(root / "archive", args.captures)
             made = time.perf_counter() - start
-        replay = Replay(root, args.pythonpath)
+        replay = Replay(root, args.pythonpath, args.deadline)
         try:
             results: dict[str, object] = {"captures": args.captures, "catalog_seconds": round(made, 1),
                                           "rss_start_mib": round(replay.rss() / 2**20, 1)}

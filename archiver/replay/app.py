@@ -335,8 +335,8 @@ def _look_up(url: str, at: str, near: bool | None, count: bool, scan: Scan
 
 async def _served(request: Request, url: str, at: str, *, near: bool | None, count: bool = False
                   ) -> tuple[Capture, Around | None] | None:
-    """:func:`_look_up` as a listing (archiver.replay.scan): a few index seeks."""
-    return await _archive(request).scanner.collect(partial(_look_up, url, at, near, count))
+    """:func:`_look_up` as a lookup (archiver.replay.scan): a few index seeks."""
+    return await _archive(request).scanner.look_up(partial(_look_up, url, at, near, count))
 
 
 def _memento_links(request: Request, url: str, near: Around, current: str | None) -> str:
@@ -616,7 +616,7 @@ def _served_capture(scan: Scan, url: str, at: str) -> Capture | None:
 async def _coherence(request: Request, url: str, capture: Capture,
                      embeds: list[Embed]) -> coherence.Coherence:
     """The dates of what the page captured as ``capture`` loads: its first EMBED_LIMIT distinct
-    embeds looked up in one listing (archiver.replay.scan; ScanLimit past its limits)."""
+    embeds looked up in one lookup (archiver.replay.scan; ScanLimit past its limits)."""
     unique = coherence.distinct(embeds)
     checked = unique[: coherence.EMBED_LIMIT]
 
@@ -625,7 +625,7 @@ async def _coherence(request: Request, url: str, capture: Capture,
         return [coherence.follow(embed, capture.timestamp, lookup) for embed in checked]
 
     archive = _archive(request)
-    found = await archive.scanner.collect(served) if checked else []
+    found = await archive.scanner.look_up(served) if checked else []
     max_skew = archive.config.replay.max_skew
     return coherence.assess(url, capture.timestamp, found, found=len(unique), max_skew=max_skew)
 
@@ -739,7 +739,12 @@ async def _bad_request(request: Request, exc: Exception) -> Response:
 async def _too_much(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ScanLimit)
     event(log, logging.WARNING, "replay-scan-limit", url=str(request.url.path), error=str(exc))
-    return PlainTextResponse(f"{exc.status} {exc}\n", status_code=exc.status)
+    return PlainTextResponse(f"{exc.status} {exc}\n", status_code=exc.status, headers=_retry(exc))
+
+
+def _retry(exc: ScanLimit) -> dict[str, str] | None:
+    """A Retry-After header when waiting helps (a listing refused for want of room)."""
+    return None if exc.retry_after is None else {"Retry-After": str(exc.retry_after)}
 
 
 async def _unreadable(request: Request, exc: Exception) -> Response:

@@ -37,7 +37,8 @@ async def cdx(request: Request) -> Response:
     except ValueError as exc:
         return PlainTextResponse(f"{exc}\n", status_code=400)
     except ScanLimit as exc:
-        return PlainTextResponse(f"{exc}\n", status_code=exc.status)
+        retry = None if exc.retry_after is None else {"Retry-After": str(exc.retry_after)}
+        return PlainTextResponse(f"{exc}\n", status_code=exc.status, headers=retry)
     return StreamingResponse(_batches(lines), media_type=query.content_type)
 
 

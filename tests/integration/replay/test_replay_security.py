@@ -245,3 +245,36 @@ async def test_other_requests_are_answered_while_a_long_listing_runs(big):
     await client.aclose()
     assert found[0].decode().split() == [f"{FOLDER}{n:06d}" for n in range(MANY) if n % 10_000 == 9999]
     assert len(answered_during) >= 5, answered_during
+
+
+HEAVY = 50  # more than trio's 40 default worker threads
+
+
+async def test_heavy_listings_past_their_bound_are_refused_and_replay_keeps_its_pace(big):
+    """50 heavy CDX listings at once (each examines every capture of BUSY and keeps none) while
+    the TimeGate is asked again and again: replay.scan_listings (8) of them run and the rest are
+    refused at once with 503 and Retry-After, and every TimeGate is answered within 2 s. Before,
+    each listing held one of trio's 40 worker threads while it waited for the catalog: past 40 the
+    catalog stopped for everyone until the listings' deadline (30 s)."""
+    heavy = f"/cdx?url={BUSY}&filter=~url:nothing"
+    answers: list[tuple[int, dict[str, str], bytes]] = []
+    waits: list[float] = []
+    async with serving(big) as replay:
+
+        async def listing() -> None:
+            answers.append(await get(replay.app, heavy))
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(HEAVY):
+                nursery.start_soon(listing)
+            while len(answers) < HEAVY:
+                start = trio.current_time()
+                status, headers, _ = await get(replay.app, f"/web/{BUSY}")
+                if len(answers) < HEAVY:
+                    waits.append(trio.current_time() - start)
+                assert status == 302 and headers["location"].endswith(f"/web/{STAMPS[-1]}/{BUSY}")
+    refused = [a for a in answers if a[0] == 503]
+    assert len(refused) == HEAVY - 8, [a[0] for a in answers]
+    assert all(h["retry-after"] == "5" and b"listings are running" in body for _, h, body in refused)
+    assert [a[0] for a in answers if a[0] != 503] == [200] * 8
+    assert len(waits) >= 3 and max(waits) < 2.0, waits

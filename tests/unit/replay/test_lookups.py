@@ -51,7 +51,7 @@ def catalog_of(captures: list[Capture]) -> Iterator[Catalog]:
 
 def listing(catalog: Catalog, read: Callable[[Scan], R], max_rows: int = 10**6) -> R:
     """``read`` run as replay runs it: a listing of the catalog, in a worker thread."""
-    scanner = Scanner(catalog, slice_rows=7, max_rows=max_rows, deadline=60)
+    scanner = Scanner(catalog, slice_rows=7, max_rows=max_rows, deadline=60, listings=1)
     return trio.run(scanner.collect, read)
 
 
