@@ -412,7 +412,7 @@ def _url_rows(url: str, scan: Scan) -> tuple[list[pages.UrlRow], bool]:
     for _, group in groupby(scan.rows(scan.catalog.list(url, "prefix")), key=lambda c: c.urlkey):
         if len(rows) == PREFIX_ROWS:
             return rows, True
-        rows.append(pages.url_row(list(group)))
+        rows.append(pages.url_row(group))
     return rows, False
 
 

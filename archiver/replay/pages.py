@@ -9,7 +9,7 @@ archiver.replay.app): links to captures go there.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from itertools import groupby
@@ -297,9 +297,16 @@ class UrlRow:
     last: str
 
 
-def url_row(captures: list[Capture]) -> UrlRow:
-    """The row of one URL key from its captures in time order."""
-    return UrlRow(captures[0].url, len(captures), captures[0].timestamp, captures[-1].timestamp)
+def url_row(captures: Iterable[Capture]) -> UrlRow:
+    """The row of one URL key from its captures in time order (at least one), read once: its
+    memory is the row's, however many captures the URL has."""
+    found = iter(captures)
+    first = last = next(found)
+    count = 1
+    for capture in found:
+        count += 1
+        last = capture
+    return UrlRow(first.url, count, first.timestamp, last.timestamp)
 
 
 def url_list(*, prefix: str, content: str, url: str, rows: list[UrlRow], truncated: bool) -> str:

@@ -2,9 +2,10 @@
 own over a generated catalog (tests/support/manycaptures.py), and each request's growth of its
 peak RSS (VmHWM, reset through /proc/<pid>/clear_refs before the request) stays within a bound
 that does not depend on the captures: a memento and a revisit, the TimeGate, both TimeMaps and
-the calendar read by index seeks and one page. Loading every capture, as replay did, grew it
-by 86 MiB (the TimeGate) to 240 MiB (the JSON TimeMap, the calendar) per request at this size;
-reading a page, a JSON TimeMap of 10,000 mementos grows it by about 8 MiB and the rest by less."""
+the calendar read by index seeks and one page; the URL list counts a URL's captures one by one.
+Loading every capture, as replay did, grew it by 86 MiB (the TimeGate) to 240 MiB (the JSON
+TimeMap, the calendar) per request at this size; reading a page, a JSON TimeMap of 10,000
+mementos grows it by about 8 MiB and the rest by less."""
 
 from __future__ import annotations
 
@@ -88,6 +89,7 @@ def test_replay_memory_does_not_grow_with_a_urls_captures(replay: Replay) -> Non
         "timemap link": (replay.app, f"/timemap/link/{URL}"),
         "timemap json": (replay.app, f"/timemap/json/{URL}"),
         "calendar": (replay.app, f"/web/*/{URL}"),
+        "url list": (replay.app, f"/web/*/{URL}*"),
     }
     for origin, path in requests.values():  # once first: templates, caches, imports
         replay.growth(origin, path)
