@@ -42,14 +42,17 @@ the embeds are looked up in one listing, at most ``coherence.EMBED_LIMIT`` of th
 
 App routes: ``/web/*/<url>``, ``/web/<digits>*/<url>``, ``/web/*/<prefix>*``: capture calendar
 (archiver.replay.calendar: a bar per year, the days of the year the digits name or else of the
-latest, the captures the digits start), URL list; ``/web/<url>``: Memento TimeGate;
-``/timemap/link/<url>``, ``/timemap/json/<url>``: TimeMaps; ``/web/<timestamp>/<url>`` redirects
-to the content origin; ``/``, ``/search``; plus the routes of cdx, dnspages, statuspages,
-calendarpages (``/calendar/<host>``).
+latest, a page of the captures the digits start; ``/web/<digits>*<timestamp>/<url>`` the page
+from that timestamp on), URL list; ``/web/<url>``: Memento TimeGate; ``/timemap/link/<url>``,
+``/timemap/json/<url>``: TimeMaps, paged (``/timemap/<form>/<timestamp>/<url>``: the page from a
+date on); ``/web/<timestamp>/<url>`` redirects to the content origin; ``/``, ``/search``; plus the
+routes of cdx, dnspages, statuspages, calendarpages (``/calendar/<host>``).
 
 The archived URL is read from the raw request path plus the query string, so its escapes reach
-the catalog as sent. Catalog reads go through archiver.replay.scan (listings off the event loop,
-within a row cap and a deadline); a WARC record read stays on the loop (well under a millisecond).
+the catalog as sent. Catalog reads go through archiver.replay.scan (off the event loop, within a
+row cap and a deadline; a capture's replay by lookups, ahead of listings) and read what they show
+by index seeks (archiver.replay.lookups), whatever the URL's captures; a WARC record read stays
+on the loop (well under a millisecond).
 ValueError from bad input becomes a 400 with its message; an unknown URL or capture a 404 page
 linking to the capture list.
 """
