@@ -249,6 +249,13 @@ class ReplayConfig:
     scan_slice_rows: int = 1000
     scan_max_rows: int = 2_000_000
     scan_deadline: float = 30.0
+    # At most scan_listings listings run at once (each in a worker thread of its own); one more
+    # is answered 503 with Retry-After at once. A capture's replay reads by lookups, which go
+    # first and never count here (archiver.replay.scan).
+    scan_listings: int = 8
+    # A TimeMap answers at most timemap_page mementos, with links to the pages before and after
+    # it (RFC 7089 TimeMap paging), so its memory is the page's whatever a URL's captures.
+    timemap_page: int = 10_000
     # Temporal coherence (archiver.replay.coherence): a replayed page's banner flags each embed
     # (image, stylesheet, script, frame, media) served from a capture more than max_skew seconds
     # from the page's. One day, as crawl.revisit_min: embeds captured in the page's own visit are
@@ -338,6 +345,7 @@ _POSITIVE = {
     ("links", "expected_urls"), ("links", "bits_per_url"), ("links", "checkpoint_urls"),
     ("links", "poll_interval"), ("links", "partitions"), ("links", "workers"),
     ("replay", "scan_slice_rows"), ("replay", "scan_max_rows"), ("replay", "scan_deadline"),
+    ("replay", "timemap_page"), ("replay", "scan_listings"),
 }
 
 

@@ -42,24 +42,27 @@ the embeds are looked up in one listing, at most ``coherence.EMBED_LIMIT`` of th
 
 App routes: ``/web/*/<url>``, ``/web/<digits>*/<url>``, ``/web/*/<prefix>*``: capture calendar
 (archiver.replay.calendar: a bar per year, the days of the year the digits name or else of the
-latest, the captures the digits start), URL list; ``/web/<url>``: Memento TimeGate;
-``/timemap/link/<url>``, ``/timemap/json/<url>``: TimeMaps; ``/web/<timestamp>/<url>`` redirects
-to the content origin; ``/``, ``/search``; plus the routes of cdx, dnspages, statuspages,
-calendarpages (``/calendar/<host>``).
+latest, a page of the captures the digits start; ``/web/<digits>*<timestamp>/<url>`` the page
+from that timestamp on), URL list; ``/web/<url>``: Memento TimeGate; ``/timemap/link/<url>``,
+``/timemap/json/<url>``: TimeMaps, paged (``/timemap/<form>/<timestamp>/<url>``: the page from a
+date on); ``/web/<timestamp>/<url>`` redirects to the content origin; ``/``, ``/search``; plus the
+routes of cdx, dnspages, statuspages, calendarpages (``/calendar/<host>``).
 
 The archived URL is read from the raw request path plus the query string, so its escapes reach
-the catalog as sent. Catalog reads go through archiver.replay.scan (listings off the event loop,
-within a row cap and a deadline); a WARC record read stays on the loop (well under a millisecond).
+the catalog as sent. Catalog reads go through archiver.replay.scan (off the event loop, within a
+row cap and a deadline; a capture's replay by lookups, ahead of listings) and read what they show
+by index seeks (archiver.replay.lookups), whatever the URL's captures; a WARC record read stays
+on the loop (well under a millisecond).
 ValueError from bad input becomes a 400 with its message; an unknown URL or capture a 404 page
 linking to the capture list.
 """
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import hashlib
 import logging
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from functools import partial
@@ -81,6 +84,7 @@ from archiver.replay import (
     cdx,
     coherence,
     dnspages,
+    lookups,
     memento,
     pages,
     robotspages,
@@ -88,7 +92,8 @@ from archiver.replay import (
     statuspages,
 )
 from archiver.replay.archive import ReplayArchive
-from archiver.replay.calendar import CaptureTally, tally_captures
+from archiver.replay.calendar import LISTED
+from archiver.replay.lookups import Around
 from archiver.replay.rewrite import (
     BANNERED,
     IDENTITY,
@@ -97,6 +102,7 @@ from archiver.replay.rewrite import (
     WebTarget,
     archive_url,
     header,
+    pad_timestamp,
     parse_head,
     parse_web_path,
     prepare_html,
@@ -119,7 +125,7 @@ from archiver.web.http import (
     media_type,
     parse_range,
 )
-from archiver.web.timestamps import parse_date, to_datetime
+from archiver.web.timestamps import parse_date
 
 log = logging.getLogger("archiver.replay")
 
@@ -159,6 +165,9 @@ _REWRITTEN = _HTML | _JAVASCRIPT | {"text/css"}  # rewritten unless the modifier
 _CODINGS = frozenset(("gzip", "x-gzip", "deflate", "br"))
 _NO_BODY = frozenset((204, 304))
 _LATEST = "99991231235959"
+_EARLIEST = "0" * 14
+# A TimeMap page's path: /timemap/<form>/<timestamp>/<url>, the mementos from that date on.
+_TIMEMAP_PAGE = re.compile(r"(\d{1,14})/(.*)", re.S)
 
 
 @dataclass(frozen=True)
@@ -314,55 +323,41 @@ def _redirect(location: str, headers: dict[str, str] | None = None) -> RedirectR
     return RedirectResponse(location, status_code=302, headers=headers)
 
 
-def _self_redirect(capture: Capture, url: str) -> bool:
-    """A redirect to ``url`` itself, as ``http://x/`` -> ``https://x/`` or ``/dir`` -> ``/dir/``
-    under one SURT key: replaying it for ``url`` would loop (pywb skips these too)."""
-    return capture.redirect is not None and capture.redirect == url
+def _look_up(url: str, at: str, near: bool | None, count: bool, scan: Scan
+             ) -> tuple[Capture, Around | None] | None:
+    """The capture served for ``url`` at ``at`` (lookups.served) and its neighbours
+    (lookups.around; with ``count``, their count for the banner): with ``near`` None only when
+    the capture is of that very second (a memento served, not redirected), else if ``near``."""
+    capture = lookups.served(scan, url, at)
+    if capture is None:
+        return None
+    if near is None:
+        near = capture.timestamp == at
+    return capture, lookups.around(scan, url, capture, count=count) if near else None
 
 
-def closest(captures: list[Capture], at: str, url: str) -> int | None:
-    """Index of the capture nearest to ``at`` (ties to the earlier, as Catalog.closest), skipping
-    redirects of ``url`` to itself; captures in time order."""
-    stamps = [c.timestamp for c in captures]
-    right = bisect.bisect_right(stamps, at)
-    left = right - 1
-    while left >= 0 and _self_redirect(captures[left], url):
-        left -= 1
-    while right < len(captures) and _self_redirect(captures[right], url):
-        right += 1
-    if left < 0:
-        return right if right < len(captures) else None
-    if right >= len(captures):
-        return left
-    target = to_datetime(at)
-    before = target - to_datetime(stamps[left])
-    return left if before <= to_datetime(stamps[right]) - target else right
+async def _served(request: Request, url: str, at: str, *, near: bool | None, count: bool = False
+                  ) -> tuple[Capture, Around | None] | None:
+    """:func:`_look_up` as a lookup (archiver.replay.scan): a few index seeks."""
+    return await _archive(request).scanner.look_up(partial(_look_up, url, at, near, count))
 
 
-def _url_captures(url: str, scan: Scan) -> list[Capture]:
-    return list(scan.rows(scan.catalog.list(url, "exact")))
+def _memento_links(request: Request, url: str, near: Around, current: str | None) -> str:
+    """The Link header of a memento (``current``, its timestamp) or a TimeGate (None)."""
+    base, content = _prefix(request), _content(request)
 
+    def uri_m(timestamp: str | None) -> memento.Memento | None:
+        return None if timestamp is None else (archive_url(content, timestamp, "", url), timestamp)
 
-async def _captures(request: Request, url: str) -> list[Capture]:
-    """Every capture of ``url`` in time order, read as a listing (archiver.replay.scan)."""
-    return await _archive(request).scanner.collect(partial(_url_captures, url))
-
-
-def _mementos(request: Request, captures: list[Capture], url: str) -> list[tuple[str, str]]:
-    """(URI-M, timestamp) per distinct capture second, in time order."""
-    content = _content(request)
-    seconds = sorted({c.timestamp for c in captures})
-    return [(archive_url(content, ts, "", url), ts) for ts in seconds]
-
-
-def _memento_links(request: Request, url: str, mementos: list[tuple[str, str]], current: int | None) -> str:
-    base = _prefix(request)
     return memento.link_header(
         original=url,
         timegate=f"{base}/web/{url}",
         timemap=f"{base}/timemap/link/{url}",
-        mementos=mementos,
-        current=current,
+        first=uri_m(near.first),
+        last=uri_m(near.last),
+        prev=uri_m(near.prev),
+        current=uri_m(current),
+        next=uri_m(near.next),
     )
 
 
@@ -401,18 +396,18 @@ async def web(request: Request) -> Response:
     return await _capture_list(request, target)
 
 
-def _url_tally(url: str, within: str, scan: Scan) -> CaptureTally:
-    return tally_captures(scan.rows(scan.catalog.list(url, "exact")), within)
-
-
 async def _capture_list(request: Request, target: WebTarget) -> Response:
     """The capture calendar of a URL (pages.capture_list); ``/web/<digits>*/<url>`` shows the
-    year its digits name and lists the captures they start."""
-    tally = await _archive(request).scanner.collect(partial(_url_tally, target.url, target.within))
+    year its digits name and lists the captures they start, ``/web/<digits>*<timestamp>/<url>``
+    the page of that list from the timestamp on (lookups.calendar: a page of LISTED)."""
+    calendar = partial(lookups.calendar, url=target.url, within=target.within, start=target.timestamp,
+                       size=LISTED)
+    tally = await _archive(request).scanner.collect(calendar)
     page = pages.capture_list(
         prefix=_prefix(request), content=_content(request), url=target.url, within=target.within, tally=tally,
+        start=target.timestamp,
     )  # fmt: skip
-    return _html(page, 200 if tally.listed(target.within) else 404)
+    return _html(page, 200 if tally.listed else 404)
 
 
 def _url_rows(url: str, scan: Scan) -> tuple[list[pages.UrlRow], bool]:
@@ -420,7 +415,7 @@ def _url_rows(url: str, scan: Scan) -> tuple[list[pages.UrlRow], bool]:
     for _, group in groupby(scan.rows(scan.catalog.list(url, "prefix")), key=lambda c: c.urlkey):
         if len(rows) == PREFIX_ROWS:
             return rows, True
-        rows.append(pages.url_row(list(group)))
+        rows.append(pages.url_row(group))
     return rows, False
 
 
@@ -439,45 +434,87 @@ async def _timegate(request: Request, url: str) -> Response:
     latest one without it."""
     wanted = request.headers.get("accept-datetime")
     at = memento.parse_http_date(wanted) if wanted is not None else _LATEST
-    captures = await _captures(request, url)
-    index = closest(captures, at, url)
-    if index is None:
+    found = await _served(request, url, at, near=True)
+    if found is None:
         response = await _missing(request, url, f"{url} is not in the archive.", why=True)
         response.headers["Vary"] = "accept-datetime"
         return response
-    mementos = _mementos(request, captures, url)
-    links = _memento_links(request, url, mementos, None)
-    location = archive_url(_content(request), captures[index].timestamp, "", url)
+    capture, near = found
+    assert near is not None
+    links = _memento_links(request, url, near, None)
+    location = archive_url(_content(request), capture.timestamp, "", url)
     return _redirect(location, {"Vary": "accept-datetime", "Link": links})
 
 
-async def _timemap_captures(request: Request, route: str) -> tuple[str, list[tuple[str, str]]]:
-    url = requested_url(_rest(request, route))
-    return url, _mementos(request, await _captures(request, url), url)
+async def _timemap_page(request: Request, form: str) -> tuple[str, str | None, lookups.TimeMapPage]:
+    """The URL and start a TimeMap path names (``/timemap/<form>/[<timestamp>/]<url>``) and that
+    page of its mementos: ``replay.timemap_page`` of them (lookups.timemap_page)."""
+    rest = _rest(request, f"/timemap/{form}/")
+    if paged := _TIMEMAP_PAGE.fullmatch(rest):
+        url, start = requested_url(paged[2]), pad_timestamp(paged[1])
+    else:
+        url, start = requested_url(rest), None
+    size = _archive(request).config.replay.timemap_page
+    listing = partial(lookups.timemap_page, url=url, start=start or _EARLIEST, size=size)
+    return url, start, await _archive(request).scanner.collect(listing)
+
+
+def _timemap_parts(request: Request, url: str, start: str | None, page: lookups.TimeMapPage, form: str
+                   ) -> tuple[list[memento.Memento], memento.PageLink | None, memento.PageLink | None]:
+    """A TimeMap page's mementos and its links to the pages before and after it (``form``'s)."""
+    content = _content(request)
+    mementos = [(archive_url(content, ts, "", url), ts) for ts in page.seconds]
+    previous = following = None
+    if page.previous is not None:
+        previous = memento.PageLink(_timemap_uri(request, form, url, page.previous[0]), *page.previous)
+    if page.following is not None:
+        following = memento.PageLink(_timemap_uri(request, form, url, page.following), page.following)
+    return mementos, previous, following
+
+
+def _timemap_uri(request: Request, form: str, url: str, start: str | None) -> str:
+    """Where the TimeMap page of ``url`` from ``start`` is (its first page without ``start``)."""
+    page = f"{start}/" if start else ""
+    return f"{_prefix(request)}/timemap/{form}/{page}{url}"
+
+
+def _no_timemap(url: str, start: str | None) -> Response:
+    since = f" at or after {start}" if start else ""
+    return PlainTextResponse(f"{url} has no capture{since} in the archive\n", status_code=404)
 
 
 async def timemap_link(request: Request) -> Response:
-    url, mementos = await _timemap_captures(request, "/timemap/link/")
-    if not mementos:
-        return PlainTextResponse(f"{url} is not in the archive\n", status_code=404)
-    base = _prefix(request)
+    url, start, page = await _timemap_page(request, "link")
+    if not page.seconds:
+        return _no_timemap(url, start)
+    mementos, previous, following = _timemap_parts(request, url, start, page, "link")
     body = memento.link_timemap(
-        original=url, timegate=f"{base}/web/{url}", timemap=f"{base}/timemap/link/{url}", mementos=mementos
+        original=url,
+        timegate=f"{_prefix(request)}/web/{url}",
+        timemap=_timemap_uri(request, "link", url, start),
+        mementos=mementos,
+        first=previous is None,
+        last=following is None,
+        pages=tuple(p for p in (previous, following) if p is not None),
     )
     return Response(body, media_type=memento.LINK_FORMAT)
 
 
 async def timemap_json(request: Request) -> Response:
-    url, mementos = await _timemap_captures(request, "/timemap/json/")
-    if not mementos:
-        return PlainTextResponse(f"{url} is not in the archive\n", status_code=404)
-    base = _prefix(request)
+    url, start, page = await _timemap_page(request, "json")
+    if not page.seconds:
+        return _no_timemap(url, start)
+    mementos, previous, following = _timemap_parts(request, url, start, page, "json")
     body = memento.json_timemap(
         original=url,
-        timegate=f"{base}/web/{url}",
-        timemap=f"{base}/timemap/link/{url}",
-        timemap_json=f"{base}/timemap/json/{url}",
+        timegate=f"{_prefix(request)}/web/{url}",
+        timemap=_timemap_uri(request, "link", url, start),
+        timemap_json=_timemap_uri(request, "json", url, start),
         mementos=mementos,
+        first=previous is None,
+        last=following is None,
+        previous=previous,
+        following=following,
     )
     return Response(body, media_type="application/json")
 
@@ -501,24 +538,25 @@ async def content_web(request: Request) -> Response:
         if asked != "json":
             raise ValueError(f"coherence={asked[:40]!r}: the one form is ?coherence=json")
         target = parse_web_path(page)
-        return await _coherence_json(request, target, await _captures(request, target.url))
-    return await _memento(request, target, await _captures(request, target.url))
-
-
-async def _memento(request: Request, target: WebTarget, captures: list[Capture]) -> Response:
+        assert target.timestamp is not None
+        found = await _served(request, target.url, target.timestamp, near=False)
+        return await _coherence_json(request, target, None if found is None else found[0])
     assert target.timestamp is not None
-    index = closest(captures, target.timestamp, target.url)
-    if index is None:
+    found = await _served(request, target.url, target.timestamp, near=None, count=target.modifier in BANNERED)
+    return await _memento(request, target, found)
+
+
+async def _memento(request: Request, target: WebTarget, found: tuple[Capture, Around | None] | None
+                   ) -> Response:
+    if found is None:
         return await _missing(request, target.url, f"{target.url} is not in the archive.", why=True)
-    capture = captures[index]
-    if not target.exact or capture.timestamp != target.timestamp:
+    capture, near = found
+    if not target.exact or near is None:
         return _redirect(archive_url("", capture.timestamp, target.modifier, target.url))
     records = await _records(request, capture)
     if records is None:
         return await _missing(request, target.url, _no_original(target.url, capture))
     head, payload = records
-    mementos = _mementos(request, captures, target.url)
-    current = [ts for _, ts in mementos].index(capture.timestamp)
     banner: Banner | None = None
     if target.modifier in BANNERED:
 
@@ -528,16 +566,17 @@ async def _memento(request: Request, target: WebTarget, captures: list[Capture])
                 content="",
                 url=target.url,
                 timestamp=capture.timestamp,
-                prev=mementos[current - 1][1] if current > 0 else None,
-                next=mementos[current + 1][1] if current + 1 < len(mementos) else None,
-                count=len(mementos),
+                prev=near.prev,
+                next=near.next,
+                count=near.count,
+                more=near.more,
                 coherence=await _banner_coherence(request, target.url, capture, embeds),
             )
 
         banner = with_banner
     response = await _replay(request, target, capture, head, payload, banner)
     response.headers["Memento-Datetime"] = memento.http_date(capture.timestamp)
-    response.headers["Link"] = _memento_links(request, target.url, mementos, current)
+    response.headers["Link"] = _memento_links(request, target.url, near, capture.timestamp)
     return response
 
 
@@ -569,24 +608,18 @@ Banner = Callable[[list[Embed]], Awaitable[str]]
 
 
 def _served_capture(scan: Scan, url: str, at: str) -> Capture | None:
-    """The capture replay serves for ``url`` asked for at ``at``, as :func:`closest` picks it: the
-    catalog's closest (two index seeks), or when that is a redirect to ``url`` itself, the pick
-    among all its captures."""
+    """The capture replay serves for ``url`` asked for at ``at`` (lookups.served: a seek each
+    way, walking past redirects to ``url`` itself)."""
     try:
-        found = next(scan.rows([scan.catalog.closest(url, at)]))
+        return lookups.served(scan, url, at)
     except ValueError:  # a URL the catalog cannot key: replay has no capture of it either
         return None
-    if found is None or not _self_redirect(found, url):
-        return found
-    captures = list(scan.rows(scan.catalog.list(url, "exact")))
-    index = closest(captures, at, url)
-    return None if index is None else captures[index]
 
 
 async def _coherence(request: Request, url: str, capture: Capture,
                      embeds: list[Embed]) -> coherence.Coherence:
     """The dates of what the page captured as ``capture`` loads: its first EMBED_LIMIT distinct
-    embeds looked up in one listing (archiver.replay.scan; ScanLimit past its limits)."""
+    embeds looked up in one lookup (archiver.replay.scan; ScanLimit past its limits)."""
     unique = coherence.distinct(embeds)
     checked = unique[: coherence.EMBED_LIMIT]
 
@@ -595,7 +628,7 @@ async def _coherence(request: Request, url: str, capture: Capture,
         return [coherence.follow(embed, capture.timestamp, lookup) for embed in checked]
 
     archive = _archive(request)
-    found = await archive.scanner.collect(served) if checked else []
+    found = await archive.scanner.look_up(served) if checked else []
     max_skew = archive.config.replay.max_skew
     return coherence.assess(url, capture.timestamp, found, found=len(unique), max_skew=max_skew)
 
@@ -610,13 +643,10 @@ async def _banner_coherence(request: Request, url: str, capture: Capture,
         return None
 
 
-async def _coherence_json(request: Request, target: WebTarget, captures: list[Capture]) -> Response:
+async def _coherence_json(request: Request, target: WebTarget, capture: Capture | None) -> Response:
     """``?coherence=json`` on a memento URL: the page's timestamp and, per embed, the one served."""
-    assert target.timestamp is not None
-    index = closest(captures, target.timestamp, target.url)
-    if index is None:
+    if capture is None:
         return PlainTextResponse(f"{target.url} is not in the archive\n", status_code=404)
-    capture = captures[index]
     records = await _records(request, capture)
     if records is None:
         return PlainTextResponse(_no_original(target.url, capture) + "\n", status_code=404)
@@ -712,7 +742,12 @@ async def _bad_request(request: Request, exc: Exception) -> Response:
 async def _too_much(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ScanLimit)
     event(log, logging.WARNING, "replay-scan-limit", url=str(request.url.path), error=str(exc))
-    return PlainTextResponse(f"{exc.status} {exc}\n", status_code=exc.status)
+    return PlainTextResponse(f"{exc.status} {exc}\n", status_code=exc.status, headers=_retry(exc))
+
+
+def _retry(exc: ScanLimit) -> dict[str, str] | None:
+    """A Retry-After header when waiting helps (a listing refused for want of room)."""
+    return None if exc.retry_after is None else {"Retry-After": str(exc.retry_after)}
 
 
 async def _unreadable(request: Request, exc: Exception) -> Response:

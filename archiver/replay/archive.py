@@ -46,6 +46,7 @@ class ReplayArchive:
             slice_rows=limits.scan_slice_rows,
             max_rows=limits.scan_max_rows,
             deadline=limits.scan_deadline,
+            listings=limits.scan_listings,
         )
         self._dns: DnsHistoryStore | None = None
 
@@ -57,13 +58,13 @@ class ReplayArchive:
     async def original(self, revisit: Capture, stored: Stored) -> tuple[Capture, Stored] | None:
         """The response a revisit record stands for, with its record; None if it is not archived.
 
-        See :func:`archiver.store.catalog.original_of`; the catalog is read as a listing.
+        See :func:`archiver.store.catalog.original_of`; the catalog is read as a lookup.
         """
         def referred(scan: Scan) -> Capture | None:
             return original_of(scan.catalog, revisit, stored.warc_headers, scan.rows)
 
         try:
-            found = await self.scanner.collect(referred)
+            found = await self.scanner.look_up(referred)
         except ValueError:
             return None
         return None if found is None else (found, await self.record(found))

@@ -1,7 +1,9 @@
 """Captures grouped by year, month and day for the capture calendars (pure logic, no I/O).
 
-A URL's calendar counts its captures per day (:func:`tally_captures`); a host's counts its pages,
-the distinct URL keys captured that day (:func:`tally_pages`). Both show a bar per year
+A URL's calendar counts its captures per year and per day of the year it shows, and lists a page of
+them (:func:`tally_captures`, over a :class:`CaptureSource`: the catalog's counts and walks, so its
+memory is that of the page); a host's counts its pages, the distinct URL keys captured that day
+(:func:`tally_pages`). Both show a bar per year
 (:func:`year_bars`: every year from the first to the last with captures, empty ones included,
 unless that span is wider than ``MAX_YEAR_SPAN``) and, for one year, twelve month grids
 (:func:`year_calendar`) of weeks starting on Monday (ISO 8601), each day with its count and a
@@ -11,11 +13,14 @@ shade (:func:`level`). Days are UTC days, as archive timestamps are.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from itertools import islice, takewhile
+from typing import Protocol
 
 from archiver.store.catalog import Capture
+from archiver.web.timestamps import stamp_after
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
           "October", "November", "December")  # fmt: skip
@@ -125,45 +130,115 @@ def latest_year(counts: Mapping[date, int]) -> int | None:
     return max((day.year for day, count in counts.items() if count), default=None)
 
 
+# Captures a URL's calendar lists on one page (the Wayback Machine's day lists run to thousands).
+LISTED = 1000
+
+
+class CaptureSource(Protocol):
+    """Where a URL's calendar reads its captures from: counts and a walk, each of a bounded cost
+    (archiver.replay.lookups reads them from the catalog; :class:`CapturesInMemory` from a list)."""
+
+    def years(self) -> Counter[int]:
+        """Captures per year."""
+
+    def days(self, year: int) -> Counter[date]:
+        """Captures per day of ``year``."""
+
+    def count(self, prefix: str) -> int:
+        """Captures whose timestamps begin with ``prefix`` (4 to 14 digits)."""
+
+    def ends(self) -> tuple[str, str] | None:
+        """The first and last timestamps; None without captures."""
+
+    def walk(self, start: str) -> Iterator[Capture]:
+        """The captures from the 14-digit ``start`` on, in time order."""
+
+
 @dataclass
 class CaptureTally:
-    """One URL's captures as its calendar shows them: per day and in all, the first and last
-    timestamps, the year shown and that year's captures in time order."""
+    """One URL's captures as its calendar shows them: per year, per day of the year shown, and in
+    all; the first and last timestamps; the year shown; and one page of the captures listed (those
+    whose timestamps begin with the digits asked, or those of the year shown): at most ``LISTED``
+    of them in time order, how many match in all (``matching``), and where the next page starts
+    (``following``; None on the last page)."""
 
+    per_year: Counter[int] = field(default_factory=Counter)
     per_day: Counter[date] = field(default_factory=Counter)
     total: int = 0
     first: str | None = None
     last: str | None = None
     year: int | None = None
-    of_year: list[Capture] = field(default_factory=list)
-
-    def listed(self, within: str) -> list[Capture]:
-        """The shown year's captures whose timestamp starts with ``within``."""
-        return [c for c in self.of_year if c.timestamp.startswith(within)]
+    listed: list[Capture] = field(default_factory=list)
+    matching: int = 0
+    following: str | None = None
 
 
-def tally_captures(captures: Iterable[Capture], within: str = "") -> CaptureTally:
-    """Count ``captures`` per day, keeping those of one year: the year ``within`` names (its
-    first four digits), or with fewer digits the latest year of a capture whose timestamp starts
-    with them (None if none does). Memory: the day counts and one year's captures."""
-    tally = CaptureTally()
-    fixed = int(within[:4]) if len(within) >= 4 else None
-    tally.year = fixed
-    for capture in captures:
-        day = day_of(capture.timestamp)
-        tally.per_day[day] += 1
-        tally.total += 1
-        if tally.first is None or capture.timestamp < tally.first:
-            tally.first = capture.timestamp
-        if tally.last is None or capture.timestamp > tally.last:
-            tally.last = capture.timestamp
-        if fixed is None and f"{day.year:04d}".startswith(within) and day.year > (tally.year or 0):
-            tally.year = day.year
-            tally.of_year = []
-        if day.year == tally.year:
-            tally.of_year.append(capture)
-    tally.of_year.sort(key=lambda c: c.timestamp)
+def tally_captures(source: CaptureSource, within: str = "", start: str | None = None,
+                   size: int = LISTED) -> CaptureTally:
+    """The calendar of one URL's captures: the year ``within`` names (its first four digits), or
+    with fewer digits the latest year of a capture whose timestamp starts with them (None if none
+    does); the captures listed are those ``within`` starts (those of that year when it has fewer
+    than four digits), from the 14-digit ``start`` on, at most ``size``. Memory: the counts per
+    year and per day of one year, and one page of captures."""
+    tally = CaptureTally(per_year=source.years())
+    tally.total = sum(tally.per_year.values())
+    ends = source.ends() if tally.total else None
+    tally.first, tally.last = ends or (None, None)
+    if len(within) >= 4:
+        tally.year = int(within[:4])
+    else:
+        tally.year = max((y for y, n in tally.per_year.items() if n and f"{y:04d}".startswith(within)),
+                         default=None)
+    if tally.year is None or not tally.per_year[tally.year]:
+        return tally
+    tally.per_day = source.days(tally.year)
+    prefix = within if len(within) >= 4 else f"{tally.year:04d}"
+    if len(prefix) <= 8:
+        tally.matching = sum(n for day, n in tally.per_day.items() if f"{day:%Y%m%d}".startswith(prefix))
+    else:
+        tally.matching = source.count(prefix)
+    first, last = prefix.ljust(14, "0"), prefix.ljust(14, "9")
+    begin = max(first, start) if start else first
+    if tally.matching and begin <= last:
+        tally.listed, tally.following = page_of(
+            takewhile(lambda c: c.timestamp <= last, source.walk(begin)), size)
     return tally
+
+
+def page_of(captures: Iterable[Capture], size: int) -> tuple[list[Capture], str | None]:
+    """The first ``size`` of ``captures`` (in time order) and the timestamp where the rest start,
+    None if none are left. A page ends with a whole second, so the next starts at a second's
+    first capture; only a second holding more than ``size`` captures is cut, its others skipped."""
+    found = list(islice(captures, size + 1))
+    if len(found) <= size:
+        return found, None
+    following = found[size].timestamp
+    page = [c for c in found[:size] if c.timestamp != following]
+    if page:
+        return page, following
+    return found[:size], stamp_after(following)
+
+
+class CapturesInMemory:
+    """A :class:`CaptureSource` over a list of captures (for small pages and tests)."""
+
+    def __init__(self, captures: Iterable[Capture]) -> None:
+        self.captures = sorted(captures, key=lambda c: c.timestamp)
+
+    def years(self) -> Counter[int]:
+        return Counter(int(c.timestamp[:4]) for c in self.captures)
+
+    def days(self, year: int) -> Counter[date]:
+        return Counter(day_of(c.timestamp) for c in self.captures if c.timestamp[:4] == f"{year:04d}")
+
+    def count(self, prefix: str) -> int:
+        return sum(c.timestamp.startswith(prefix) for c in self.captures)
+
+    def ends(self) -> tuple[str, str] | None:
+        return (self.captures[0].timestamp, self.captures[-1].timestamp) if self.captures else None
+
+    def walk(self, start: str) -> Iterator[Capture]:
+        return (c for c in self.captures if c.timestamp >= start)
 
 
 @dataclass

@@ -4,18 +4,24 @@ The listing runs as a :mod:`~archiver.replay.scan` listing: off the event loop, 
 with other requests every few hundred rows examined, within the service's row cap and deadline.
 The answer is sent once complete (at most ``limit`` lines, as closest and reverse already held):
 a query stopped by a limit is a 400 or 503 with the reason, never a listing silently cut short.
+Its memory is that of its lines, whatever the rows examined; they are sent a batch at a time,
+never joined into one more copy of the answer.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from functools import partial
 
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from archiver.replay.cdxquery import CdxQuery, parse_query, render, select
 from archiver.replay.scan import Scan, ScanLimit
+
+# Lines encoded and sent at a time.
+_BATCH = 1000
 
 
 def _lines(query: CdxQuery, scan: Scan) -> list[str]:
@@ -31,8 +37,17 @@ async def cdx(request: Request) -> Response:
     except ValueError as exc:
         return PlainTextResponse(f"{exc}\n", status_code=400)
     except ScanLimit as exc:
-        return PlainTextResponse(f"{exc}\n", status_code=exc.status)
-    return Response("".join(lines), media_type=query.content_type)
+        retry = None if exc.retry_after is None else {"Retry-After": str(exc.retry_after)}
+        return PlainTextResponse(f"{exc}\n", status_code=exc.status, headers=retry)
+    return StreamingResponse(_batches(lines), media_type=query.content_type)
+
+
+async def _batches(lines: list[str]) -> AsyncIterator[bytes]:
+    """The answer's lines, _BATCH at a time, each batch let go once sent."""
+    for start in range(0, len(lines), _BATCH):
+        batch = lines[start:start + _BATCH]
+        lines[start:start + _BATCH] = [""] * len(batch)
+        yield "".join(batch).encode()
 
 
 routes = [Route("/cdx", cdx)]

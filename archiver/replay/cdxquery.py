@@ -223,7 +223,8 @@ def select(query: CdxQuery, captures: Iterable[Capture]) -> Iterator[tuple[dict[
     """(record, CDXJ line) of the captures the query keeps, in the order it asks for.
 
     ``captures`` are the listing of ``query.url`` as ``query.match`` says, in (urlkey, timestamp)
-    order. Lazy except for closest and reverse, which hold at most ``limit`` lines.
+    order. Lazy except for closest, reverse and the last N, which hold at most ``limit`` CDXJ
+    lines (the record is read back from its line once kept: a line is a fifth of the two).
     """
     rows: Iterator[tuple[dict[str, str], str]] = (
         (record(c), c.to_cdxj()) for c in captures if _within(query, c.timestamp)
@@ -237,12 +238,19 @@ def select(query: CdxQuery, captures: Iterable[Capture]) -> Iterator[tuple[dict[
     for key in keys:  # one after another, each seeing what the ones before kept (as the IA server)
         rows = _collapsed(rows, key)
     if query.closest is not None:
-        return _closest_first(rows, query.closest, query.limit, in_time_order=query.match == "exact")
+        kept = _closest_first(rows, query.closest, query.limit, in_time_order=query.match == "exact")
+        return map(_unpacked, kept)
     if query.reverse:
-        return reversed(deque(rows, maxlen=query.limit))
+        return map(_unpacked, reversed(deque((line for _, line in rows), maxlen=query.limit)))
     if query.limit < 0:
-        return iter(deque(rows, maxlen=-query.limit))
+        return map(_unpacked, deque((line for _, line in rows), maxlen=-query.limit))
     return islice(rows, query.limit)
+
+
+def _unpacked(line: str) -> tuple[dict[str, str], str]:
+    """(record, line) of a CDXJ line that ``select`` made: the record read back from it."""
+    urlkey, timestamp, fields = line.split(" ", 2)
+    return {"urlkey": urlkey, "timestamp": timestamp, **json.loads(fields)}, line
 
 
 def render(query: CdxQuery, row: tuple[dict[str, str], str]) -> str:
@@ -407,21 +415,22 @@ def _collapsed(rows: Iterable[tuple[dict[str, str], str]], key: Key) -> Iterator
 
 def _closest_first(
     rows: Iterable[tuple[dict[str, str], str]], closest: str, limit: int, *, in_time_order: bool
-) -> Iterator[tuple[dict[str, str], str]]:
-    """The ``limit`` rows nearest ``closest``, nearest first, ties in input order (earlier first).
+) -> Iterator[str]:
+    """The lines of the ``limit`` rows nearest ``closest``, nearest first, ties in input order
+    (earlier first).
 
     ``in_time_order``: the rows are one URL's, by time, so once a row after ``closest`` is
     farther than the farthest kept, every later one is too and reading stops (as pywb does).
     """
     target = to_datetime(closest).timestamp()
-    kept: list[tuple[float, int, tuple[dict[str, str], str]]] = []  # a max-heap on (distance, order)
-    for order, row in enumerate(rows):
-        stamp = row[0]["timestamp"]
+    kept: list[tuple[float, int, str]] = []  # a max-heap on (distance, order)
+    for order, (values, line) in enumerate(rows):
+        stamp = values["timestamp"]
         distance = abs(to_datetime(stamp).timestamp() - target)
         if len(kept) < limit:
-            heapq.heappush(kept, (-distance, -order, row))
+            heapq.heappush(kept, (-distance, -order, line))
         elif distance < -kept[0][0]:
-            heapq.heapreplace(kept, (-distance, -order, row))
+            heapq.heapreplace(kept, (-distance, -order, line))
         elif in_time_order and stamp > closest:
             break
-    return iter([row for _, _, row in sorted(kept, key=lambda item: (-item[0], -item[1]))])
+    return iter([line for _, _, line in sorted(kept, key=lambda item: (-item[0], -item[1]))])

@@ -8,7 +8,8 @@ archiver.replay.app): links to captures go there.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from itertools import groupby
@@ -20,6 +21,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from archiver.replay.calendar import (
     LEVELS,
     WEEKDAYS,
+    CapturesInMemory,
     CaptureTally,
     PageTally,
     day_of,
@@ -85,12 +87,13 @@ def _coherence_view(coherence: Coherence, prefix: str, url: str) -> dict[str, An
 
 
 def banner(
-    *, prefix: str, content: str, url: str, timestamp: str, prev: str | None, next: str | None, count: int,
-    coherence: Coherence | None = None,
+    *, prefix: str, content: str, url: str, timestamp: str, prev: str | None, next: str | None,
+    count: int | None, more: bool = False, coherence: Coherence | None = None,
 ) -> str:
-    """The strip shown atop a replayed page: capture date, previous and next captures, the list,
-    and with ``coherence`` the spread of the dates the page is assembled from and the embeds
-    captured more than ``replay.max_skew`` away (or not archived), collapsed past three.
+    """The strip shown atop a replayed page: capture date, previous and next captures, the list
+    (with the count of captures, ``more`` if that is where counting stopped), and with
+    ``coherence`` the spread of the dates the page is assembled from and the embeds captured more
+    than ``replay.max_skew`` away (or not archived), collapsed past three.
 
     Inline styles only (reset with ``all: initial``, or ``all: revert`` where the browser's own
     focus ring and disclosure marker should stay), so page stylesheets hardly reach it and it
@@ -109,6 +112,7 @@ def banner(
         next_when=_when(next) if next else None,
         list_href=list_url(prefix, url),
         count=count,
+        more=more,
         robots_href=f"{prefix}/robots/{urlsplit(url).netloc}?at={timestamp}",
     )
 
@@ -186,35 +190,35 @@ def _times_title(count: int, stamps: list[str]) -> str:
 
 
 def capture_list(*, prefix: str, content: str, url: str, captures: list[Capture] | None = None,
-                 within: str = "", tally: CaptureTally | None = None) -> str:
+                 within: str = "", tally: CaptureTally | None = None, start: str | None = None) -> str:
     """The capture calendar of ``url``: a bar per year, the twelve months of the year shown
-    with each day's captures (archiver.replay.calendar), and that year's captures (those whose
-    timestamp starts with ``within``) by day with their times. From ``tally``, or else
-    from ``captures`` (in time order)."""
+    with each day's captures (archiver.replay.calendar), and a page of that year's captures (those
+    whose timestamp starts with ``within``, from ``start`` on) by day with their times, with a
+    link to the next page. From ``tally``, or else from ``captures``."""
     if tally is None:
-        tally = tally_captures(captures or [], within)
-    listed = tally.listed(within)
-    listed_days = {c.timestamp[:8] for c in listed}
+        tally = tally_captures(CapturesInMemory(captures or []), within, start)
+    listed = tally.listed
     by_day: dict[str, list[str]] = {}
-    for c in tally.of_year:
+    for c in listed:
         by_day.setdefault(c.timestamp[:8], []).append(c.timestamp)
 
     def day_link(day: date) -> tuple[str, str]:
         digits = f"{day:%Y%m%d}"
         anchor = f"#{_day_id(day)}"
-        href = anchor if digits in listed_days else f"{prefix}/web/{digits}*/{url}{anchor}"
+        # A day whose captures are all on this page links to them here, any other to its own list.
+        whole = digits in by_day and len(by_day[digits]) == tally.per_day[day]
+        href = anchor if whole else f"{prefix}/web/{digits}*/{url}{anchor}"
         return href, _times_title(tally.per_day[day], by_day.get(digits, []))
 
     chosen = day_of(within) if len(within) >= 8 else None
     parts = _calendar_parts(tally.per_day, tally.year, bar_href=lambda y: f"{prefix}/web/{y}*/{url}",
-                            day_link=day_link, unit="capture", chosen=chosen)
-    captures = listed
+                            day_link=day_link, unit="capture", years_counted=tally.per_year,
+                            chosen=chosen)
     host = urlsplit(url).netloc
     years = []
-    for year, in_year in groupby(captures, key=lambda c: c.timestamp[:4]):
+    for year, in_year in groupby(listed, key=lambda c: c.timestamp[:4]):
         days = []
-        of_year = list(in_year)
-        for day, in_day in groupby(of_year, key=lambda c: c.timestamp[:8]):
+        for day, in_day in groupby(in_year, key=lambda c: c.timestamp[:8]):
             items = [
                 {
                     "href": archive_url(content, c.timestamp, "", url),
@@ -227,7 +231,12 @@ def capture_list(*, prefix: str, content: str, url: str, captures: list[Capture]
                 for c in in_day
             ]
             days.append({"day": f"{day[:4]}-{day[4:6]}-{day[6:8]}", "id": f"d{day}", "captures": items})
-        years.append({"year": year, "count": len(of_year), "days": days})
+        years.append({"year": year, "count": tally.matching, "days": days})
+    following = tally.following
+    next_when = None
+    # After a second cut short, the next page starts at a bound past its captures, not a date.
+    with contextlib.suppress(ValueError):
+        next_when = _when(following) if following else None
     return _ENV.get_template("captures.html").render(
         prefix=prefix,
         query_url=url,
@@ -235,13 +244,17 @@ def capture_list(*, prefix: str, content: str, url: str, captures: list[Capture]
         within=within,
         all_link=list_url(prefix, url),
         total=tally.total,
-        count=len(captures),
+        count=tally.matching,
+        listed=len(listed),
         first=_when(tally.first) if tally.first else "",
         last=_when(tally.last) if tally.last else "",
         years=years,
         host=host,
         host_href=f"{prefix}/calendar/{host}",
         calendar=parts,
+        next_href=f"{prefix}/web/{within}*{following}/{url}" if following else None,
+        next_when=next_when,
+        start_href=f"{prefix}/web/{within}*/{url}" if start else None,
     )
 
 
@@ -284,9 +297,16 @@ class UrlRow:
     last: str
 
 
-def url_row(captures: list[Capture]) -> UrlRow:
-    """The row of one URL key from its captures in time order."""
-    return UrlRow(captures[0].url, len(captures), captures[0].timestamp, captures[-1].timestamp)
+def url_row(captures: Iterable[Capture]) -> UrlRow:
+    """The row of one URL key from its captures in time order (at least one), read once: its
+    memory is the row's, however many captures the URL has."""
+    found = iter(captures)
+    first = last = next(found)
+    count = 1
+    for capture in found:
+        count += 1
+        last = capture
+    return UrlRow(first.url, count, first.timestamp, last.timestamp)
 
 
 def url_list(*, prefix: str, content: str, url: str, rows: list[UrlRow], truncated: bool) -> str:

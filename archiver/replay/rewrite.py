@@ -51,7 +51,7 @@ BANNERED = frozenset((PAGE, "mp_"))
 # ("2026" is 2026-01-01 00:00:00); a digit that starts the month or day picks the first month or
 # day it can begin ("20261" is October, "2026113" the 30th).
 _PAD = "10000101000000"
-_WEB_PATH = re.compile(r"(?:(\*)|(\d+)(\*|[a-z]{2}_)?)/(.*)", re.S)
+_WEB_PATH = re.compile(r"(?:(\*\d*)|(\d+)(\*\d*|[a-z]{2}_)?)/(.*)", re.S)
 _HTTP = re.compile(r"(https?):/*", re.I)
 # A scheme other than http(s); "host:8080/..." is a host and port, not a scheme.
 _OTHER_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:(?!\d+(?:[/?#]|\Z))")
@@ -66,7 +66,8 @@ class WebTarget:
     ``kind`` is "memento" (``<ts><mod>/<url>``), "list" (``*/<url>``, or ``<digits>*/<url>`` for
     the captures whose timestamp starts with ``within``), "prefix" (``*/<url>*``) or "timegate"
     (``<url>`` alone). ``timestamp`` is the requested instant padded to 14 digits, ``exact``
-    whether all 14 were given.
+    whether all 14 were given; for a list, where its page starts (``[<digits>]*<14 digits>/<url>``)
+    or None for its first page.
     """
 
     kind: str
@@ -121,13 +122,16 @@ def parse_web_path(rest: str) -> WebTarget:
     if match is None:
         return WebTarget("timegate", requested_url(rest))
     star, digits, mod, tail = match.groups()
-    if star:
-        if tail.endswith("*"):
-            return WebTarget("prefix", requested_url(tail[:-1]))
-        return WebTarget("list", requested_url(tail))
+    if star == "*" and tail.endswith("*"):
+        return WebTarget("prefix", requested_url(tail[:-1]))
+    if star or (mod and mod[0] == "*"):
+        page = (star or mod)[1:]
+        if digits:
+            pad_timestamp(digits)  # digits that name no date are refused, as for a memento
+        if page and len(page) != 14:
+            raise ValueError(f"a page of captures starts at a 14-digit timestamp, not {page!r}")
+        return WebTarget("list", requested_url(tail), page or None, within=digits or "")
     timestamp = pad_timestamp(digits)
-    if mod == "*":
-        return WebTarget("list", requested_url(tail), within=digits)
     mod = mod or PAGE
     if mod not in MODIFIERS:
         raise ValueError(f"unknown modifier {mod!r}: use one of {', '.join(sorted(MODIFIERS - {''}))}")

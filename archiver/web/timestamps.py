@@ -112,3 +112,22 @@ def to_iso(ts14: str) -> str:
     """A 14-digit timestamp -> RFC 3339 UTC text, e.g. ``2026-11-22T03:15:00Z``."""
     to_datetime(ts14)
     return f"{ts14[0:4]}-{ts14[4:6]}-{ts14[6:8]}T{ts14[8:10]}:{ts14[10:12]}:{ts14[12:14]}Z"
+
+
+def stamp_after(ts14: str) -> str | None:
+    """The least 14 digits above ``ts14``, compared as text (``20261122031559`` ->
+    ``20261122031560``, a bound rather than a date): from there on lie the captures of later
+    seconds only. None after ``99999999999999``; ValueError if ``ts14`` is not 14 digits."""
+    if not _TS14.fullmatch(ts14):
+        raise ValueError(f"not a 14-digit timestamp: {ts14!r}")
+    after = int(ts14) + 1
+    return f"{after:014d}" if after < 10**14 else None
+
+
+def stamp_before(ts14: str) -> str | None:
+    """The greatest 14 digits below ``ts14``, compared as text: up to there lie the captures of
+    earlier seconds only. None before ``00000000000000``; ValueError as :func:`stamp_after`."""
+    if not _TS14.fullmatch(ts14):
+        raise ValueError(f"not a 14-digit timestamp: {ts14!r}")
+    before = int(ts14) - 1
+    return f"{before:014d}" if before >= 0 else None

@@ -44,6 +44,7 @@ RECORDS = [
     Record(f"{SITE}/q?a=1", PAGE_TS, b'<img src="/old.png">'),
     Record(f"{SITE}/redirect", PAGE_TS, b'<img src="/old.png">', "text/html", "302 Found", "/page.html"),
     Record(f"{SITE}/many.html", PAGE_TS, "".join(f'<img src="/i{n}.png">' for n in range(MANY)).encode()),
+    *(Record(f"{SITE}/i{n}.png", PAGE_TS, b"png", "image/png") for n in range(5)),  # its first embeds
     Record(f"{SITE}/plain.txt", PAGE_TS, b"text", "text/plain"),
 ]
 

@@ -4,6 +4,7 @@ deadlines, other requests answered while a long listing runs)."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import trio
 from archiver.config import Config, CrawlConfig, load
 from archiver.crawl.http import HttpClient
 from archiver.replay.app import APP_CSP, CSP
+from archiver.replay.memento import http_date
 from archiver.store.catalog import Capture, Catalog, surt_key
 from tests.support.crawls import LOOPBACK
 from tests.support.rawhttp import get
@@ -29,6 +31,7 @@ PAGES = {PAGE: b"<!DOCTYPE html><title>site</title><p>A page.</p>", "http://othe
 MANY = 40_000
 BUSY = "http://busy.test/"
 FOLDER = "http://busy.test/dir/"
+STAMPS = [time.strftime("%Y%m%d%H%M%S", time.gmtime(1_700_000_000 + n)) for n in range(MANY)]
 
 
 def minimal_config(directory: Path) -> Config:
@@ -51,11 +54,9 @@ def _capture(url: str, timestamp: str) -> Capture:
 def big(tmp_path_factory) -> Config:
     """A catalog of 2 x MANY entries (no WARC files: listings never open them)."""
     config = minimal_config(tmp_path_factory.mktemp("big"))
-    start = 1_700_000_000
-    stamps = [time.strftime("%Y%m%d%H%M%S", time.gmtime(start + n)) for n in range(MANY)]
     with Catalog(config.root / "catalog", config.catalog.shards) as catalog:
-        catalog.add(_capture(BUSY, stamp) for stamp in stamps)
-        catalog.add(_capture(f"{FOLDER}{n:06d}", stamps[0]) for n in range(MANY))
+        catalog.add(_capture(BUSY, stamp) for stamp in STAMPS)
+        catalog.add(_capture(f"{FOLDER}{n:06d}", STAMPS[0]) for n in range(MANY))
     return config
 
 
@@ -176,17 +177,33 @@ async def test_what_re2_cannot_run_is_a_400(small, pattern, message):
 @pytest.mark.parametrize(
     "path",
     [f"/cdx?url={FOLDER}*", f"/cdx?url={BUSY}&filter=~url:nothing", f"/web/*/{BUSY}", f"/web/*/{BUSY}*",
-     f"/timemap/link/{BUSY}", f"/timemap/json/{BUSY}", f"/web/{BUSY}"],
+     f"/timemap/link/{BUSY}", f"/timemap/json/{BUSY}"],
 )  # fmt: skip
 async def test_listings_stop_at_the_row_cap_with_a_400(big, path):
-    async with serving(big, scan_max_rows=MANY // 4) as replay:
+    async with serving(big, scan_max_rows=MANY // 4, timemap_page=MANY) as replay:
         status, _, body = await get(replay.app, path)
     assert status == 400, (path, body[:200])
     assert f"examines more than {MANY // 4} catalog rows".encode() in body
 
 
+async def test_a_memento_timegate_and_timemap_page_read_no_more_than_they_answer(big):
+    """Under a row cap far below the URL's captures, a memento, the TimeGate and a TimeMap page
+    are answered: they read by index seeks and one page, not every capture."""
+    middle = time.strftime("%Y%m%d%H%M%S", time.gmtime(1_700_000_000 + MANY // 2))
+    async with serving(big, scan_max_rows=MANY // 40, timemap_page=MANY // 100) as replay:
+        gate, headers, _ = await get(replay.app, f"/web/{BUSY}")
+        assert gate == 302 and headers["location"] == f"{replay.content}/web/{STAMPS[-1]}/{BUSY}"
+        assert f'rel="first memento"; datetime="{http_date(STAMPS[0])}"' in headers["link"]
+        status, headers, _ = await get(replay.content, f"/web/{middle}id_/{BUSY}")
+        assert status == 404  # the catalog's rows point at no WARC: found, then its record missing
+        status, _, body = await get(replay.app, f"/timemap/link/{BUSY}")
+        assert status == 200 and body.count(b'; datetime="') == MANY // 100
+        status, _, body = await get(replay.app, f"/timemap/json/{BUSY}")
+        assert status == 200 and len(json.loads(body)["mementos"]["list"]) == MANY // 100
+
+
 async def test_listings_stop_at_their_deadline_with_a_503(big):
-    async with serving(big, scan_deadline=0.05, scan_slice_rows=100) as replay:
+    async with serving(big, scan_deadline=0.05, scan_slice_rows=100, timemap_page=MANY) as replay:
         for path in (f"/cdx?url={BUSY}&filter=~url:nothing", f"/timemap/link/{BUSY}", f"/web/*/{BUSY}*"):
             status, _, body = await get(replay.app, path)
             assert status == 503, (path, body[:200])
@@ -228,3 +245,36 @@ async def test_other_requests_are_answered_while_a_long_listing_runs(big):
     await client.aclose()
     assert found[0].decode().split() == [f"{FOLDER}{n:06d}" for n in range(MANY) if n % 10_000 == 9999]
     assert len(answered_during) >= 5, answered_during
+
+
+HEAVY = 50  # more than trio's 40 default worker threads
+
+
+async def test_heavy_listings_past_their_bound_are_refused_and_replay_keeps_its_pace(big):
+    """50 heavy CDX listings at once (each examines every capture of BUSY and keeps none) while
+    the TimeGate is asked again and again: replay.scan_listings (8) of them run and the rest are
+    refused at once with 503 and Retry-After, and every TimeGate is answered within 2 s. Before,
+    each listing held one of trio's 40 worker threads while it waited for the catalog: past 40 the
+    catalog stopped for everyone until the listings' deadline (30 s)."""
+    heavy = f"/cdx?url={BUSY}&filter=~url:nothing"
+    answers: list[tuple[int, dict[str, str], bytes]] = []
+    waits: list[float] = []
+    async with serving(big) as replay:
+
+        async def listing() -> None:
+            answers.append(await get(replay.app, heavy))
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(HEAVY):
+                nursery.start_soon(listing)
+            while len(answers) < HEAVY:
+                start = trio.current_time()
+                status, headers, _ = await get(replay.app, f"/web/{BUSY}")
+                if len(answers) < HEAVY:
+                    waits.append(trio.current_time() - start)
+                assert status == 302 and headers["location"].endswith(f"/web/{STAMPS[-1]}/{BUSY}")
+    refused = [a for a in answers if a[0] == 503]
+    assert len(refused) == HEAVY - 8, [a[0] for a in answers]
+    assert all(h["retry-after"] == "5" and b"listings are running" in body for _, h, body in refused)
+    assert [a[0] for a in answers if a[0] != 503] == [200] * 8
+    assert len(waits) >= 3 and max(waits) < 2.0, waits

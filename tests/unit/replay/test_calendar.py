@@ -16,9 +16,12 @@ from archiver.replay.calendar import (
     BAR_HEIGHT,
     LEVELS,
     MAX_YEAR_SPAN,
+    CapturesInMemory,
+    CaptureTally,
     day_of,
     level,
     month_grid,
+    page_of,
     tally_captures,
     tally_pages,
     year_bars,
@@ -42,37 +45,48 @@ def cells(year: int, counts: dict[date, int]) -> list[tuple[int, int, int, objec
             for column, cell in enumerate(week)]  # fmt: skip
 
 
+def tally_of(timestamps: list[str], within: str = "", start: str | None = None, size: int = 1000
+             ) -> CaptureTally:
+    return tally_captures(CapturesInMemory(capture(ts) for ts in timestamps), within, start, size)
+
+
 @given(stamps)
 def test_counts_add_up_to_the_captures(timestamps):
-    tally = tally_captures(capture(ts) for ts in sorted(timestamps))
-    assert tally.total == len(timestamps) == sum(tally.per_day.values())
-    assert sum(bar.count for bar in year_bars(tally.per_day)) == len(timestamps)
+    tally = tally_of(timestamps)
+    assert tally.total == len(timestamps) == sum(tally.per_year.values())
+    assert sum(bar.count for bar in year_bars(tally.per_day, years_counted=tally.per_year)) == len(timestamps)
+    source = CapturesInMemory(capture(ts) for ts in timestamps)
     for year in {int(ts[:4]) for ts in timestamps}:
         in_year = sum(ts.startswith(f"{year}") for ts in timestamps)
-        months = year_calendar(year, tally.per_day)
+        days = source.days(year)
+        assert sum(days.values()) == tally.per_year[year] == in_year
+        months = year_calendar(year, days)
         assert sum(m.count for m in months) == in_year
-        shown = sum(cell.count for _, _, _, cell in cells(year, tally.per_day) if cell is not None)
+        shown = sum(cell.count for _, _, _, cell in cells(year, days) if cell is not None)
         assert shown == in_year
+    if tally.year is not None:  # the days counted are the shown year's only
+        assert {day.year for day in tally.per_day} == {tally.year}
 
 
 @given(stamps)
-def test_the_year_shown_is_the_latest_and_keeps_its_captures(timestamps):
-    tally = tally_captures(capture(ts) for ts in sorted(timestamps))
+def test_the_year_shown_is_the_latest_and_lists_its_captures(timestamps):
+    tally = tally_of(timestamps)
     if not timestamps:
-        assert tally.year is None and tally.of_year == [] and tally.first is None
+        assert tally.year is None and tally.listed == [] and tally.first is None
         return
     latest = max(timestamps)
     assert tally.year == int(latest[:4])
-    assert [c.timestamp for c in tally.of_year] == sorted(ts for ts in timestamps if ts[:4] == latest[:4])
+    assert [c.timestamp for c in tally.listed] == sorted(ts for ts in timestamps if ts[:4] == latest[:4])
+    assert tally.matching == len(tally.listed) and tally.following is None
     assert (tally.first, tally.last) == (min(timestamps), latest)
 
 
 @given(stamps, st.integers(1990, 2040))
 def test_a_year_asked_for_is_shown_even_without_captures(timestamps, year):
     within = f"{year}"
-    tally = tally_captures((capture(ts) for ts in timestamps), within)
+    tally = tally_of(timestamps, within)
     assert tally.year == year
-    listed = sorted(c.timestamp for c in tally.listed(within))
+    listed = [c.timestamp for c in tally.listed]
     assert listed == sorted(t for t in timestamps if t.startswith(within))
 
 
@@ -104,7 +118,7 @@ def test_a_capture_on_29_february_is_counted_in_a_leap_year(year, leap):
         with pytest.raises(ValueError):
             day_of(f"{year}0229000000")
         return
-    tally = tally_captures([capture(f"{year}0229120000")])
+    tally = tally_of([f"{year}0229120000"])
     grid = month_grid(year, 2, tally.per_day)
     assert [c.count for week in grid.weeks for c in week if c is not None and c.day.day == 29] == [1]
     assert grid.count == 1
@@ -112,8 +126,8 @@ def test_a_capture_on_29_february_is_counted_in_a_leap_year(year, leap):
 
 @given(stamps)
 def test_year_bars_run_from_the_first_year_to_the_last(timestamps):
-    tally = tally_captures(capture(ts) for ts in timestamps)
-    bars = year_bars(tally.per_day)
+    tally = tally_of(timestamps)
+    bars = year_bars(tally.per_day, years_counted=tally.per_year)
     years = Counter(int(ts[:4]) for ts in timestamps)
     if not years:
         assert bars == []
@@ -162,6 +176,27 @@ def test_a_host_keeps_one_days_captures_up_to_a_cap():
     assert tally.pages[date(2026, 3, 10)] == 30 and tally.pages[date(2026, 3, 11)] == 1
 
 
+@given(st.lists(st.integers(0, 5), max_size=40), st.integers(1, 6))
+def test_pages_of_captures_list_each_once_cutting_only_a_second_longer_than_a_page(seconds, size):
+    made = (Capture("a)/", f"2026010100000{s}", "http://a/", 200, "text/html", "d", None, "f", n, 1)
+            for n, s in enumerate(seconds))
+    captures = sorted(made, key=lambda c: (c.timestamp, c.offset))
+    listed: list[Capture] = []
+    start = "0" * 14
+    while True:
+        page, following = page_of((c for c in captures if c.timestamp >= start), size)
+        assert len(page) <= size and (page or following is None)  # only past a second cut short
+        listed += page
+        if following is None:
+            break
+        assert following > page[-1].timestamp
+        start = following
+    # Each capture once, but of a second with more captures than a page, a page of them.
+    kept = [c for c in captures
+            if sum(d.timestamp == c.timestamp and d.offset < c.offset for d in captures) < size]
+    assert listed == kept
+
+
 @pytest.mark.parametrize("text", ["2026", "2026130100000", "20260230000000", "abcdefgh"])
 def test_day_of_refuses_what_names_no_day(text):
     with pytest.raises(ValueError):
@@ -170,10 +205,10 @@ def test_day_of_refuses_what_names_no_day(text):
 
 @given(stamps, st.sampled_from(["1", "19", "20", "203", "2"]))
 def test_fewer_digits_than_a_year_show_the_latest_year_they_start(timestamps, within):
-    tally = tally_captures((capture(ts) for ts in timestamps), within)
+    tally = tally_of(timestamps, within)
     matching = [ts for ts in timestamps if ts.startswith(within)]
     assert tally.year == (int(max(matching)[:4]) if matching else None)
-    assert {c.timestamp for c in tally.listed(within)} <= set(matching)
+    assert {c.timestamp for c in tally.listed} <= set(matching)
 
 
 def test_the_calendar_pages_escape_archived_values():

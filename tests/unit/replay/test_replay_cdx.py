@@ -210,3 +210,19 @@ def test_render_outputs_and_fields():
     )
     assert render(q(f"url={URL}&output=text&fl=timestamp,status,length"), row) == f"{STAMPS[0]} - 100\n"
     assert render(q(f"url={URL}&output=text"), row).split() == list(record(c).values())
+
+
+def test_the_orders_that_hold_lines_give_back_the_records_they_read():
+    """Closest, reverse and the last N hold CDXJ lines and read each record back from its line:
+    the same records, whatever the fields (labels, a redirect, no status, non-ASCII)."""
+    caps = [
+        capture(STAMPS[0], labels='{"lang":"fr","note":"été \\"x\\""}'),
+        capture(STAMPS[1], url="http://example.org/page", status=None, mime="-", redirect="http://e.org/ü"),
+        capture(STAMPS[2], rectype="revisit", mime="warc/revisit", offset=2**40),
+        capture(STAMPS[4], url="https://www.example.org/page"),
+    ]
+    forward = list(select(q(f"url={URL}"), caps))
+    assert list(select(q(f"url={URL}&sort=reverse"), caps)) == forward[::-1]
+    assert list(select(q(f"url={URL}&limit=-2"), caps)) == forward[-2:]
+    assert list(select(q(f"url={URL}&closest={STAMPS[4]}&limit=2"), caps)) == [forward[3], forward[2]]
+    assert [row[0] for row in forward] == [record(c) for c in caps]

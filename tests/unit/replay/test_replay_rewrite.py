@@ -98,6 +98,8 @@ def test_requested_url_refuses_what_is_not_http(text: str) -> None:
         ("2026id_/a.org/", WebTarget("memento", "http://a.org/", "20260101000000", False, "id_")),
         ("*/http://a.org/", WebTarget("list", "http://a.org/")),
         ("2026*/http://a.org/", WebTarget("list", "http://a.org/", within="2026")),
+        (f"2026*{TS}/http://a.org/", WebTarget("list", "http://a.org/", TS, within="2026")),  # a later page
+        (f"*{TS}/http://a.org/", WebTarget("list", "http://a.org/", TS)),
         ("*/http://a.org/docs/*", WebTarget("prefix", "http://a.org/docs/")),
         ("http://a.org/p", WebTarget("timegate", "http://a.org/p")),
         ("a.org:8080/p", WebTarget("timegate", "http://a.org:8080/p")),
@@ -117,6 +119,8 @@ def test_parse_web_path(rest: str, target: WebTarget) -> None:
         ("*/", "no URL"),
         ("2026/mailto:a@b.org", "not an http"),
         ("202613*/http://a.org/", "bad timestamp"),
+        ("2026*2026/http://a.org/", "a page of captures starts at a 14-digit timestamp"),
+        (f"202613*{TS}/http://a.org/", "bad timestamp"),
     ],
 )
 def test_parse_web_path_errors(rest: str, message: str) -> None:

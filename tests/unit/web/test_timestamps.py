@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from archiver.web.timestamps import from_datetime, parse_date, to_datetime, to_iso
+from archiver.web.timestamps import from_datetime, parse_date, stamp_after, stamp_before, to_datetime, to_iso
 
 
 @pytest.mark.parametrize(
@@ -88,3 +88,22 @@ def test_datetime_conversions() -> None:
             to_datetime(bad)
         with pytest.raises(ValueError):
             to_iso(bad)
+
+
+@pytest.mark.parametrize(
+    ("stamp", "after", "before"),
+    [("20261122031559", "20261122031560", "20261122031558"),  # bounds, compared as text
+     ("20261122000000", "20261122000001", "20261121999999"),
+     ("00000000000000", "00000000000001", None), ("99999999999999", None, "99999999999998")],
+)
+def test_the_stamps_next_to_one_leave_no_stamp_between(stamp, after, before):
+    assert (stamp_after(stamp), stamp_before(stamp)) == (after, before)
+    for bound in (after, before):
+        assert bound is None or len(bound) == 14
+
+
+@pytest.mark.parametrize("text", ["2026", "2026112203155x", "202611220315590"])
+def test_the_stamps_next_to_one_need_14_digits(text):
+    for step in (stamp_after, stamp_before):
+        with pytest.raises(ValueError, match="14-digit"):
+            step(text)

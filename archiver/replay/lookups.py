@@ -1,0 +1,188 @@
+"""What replay reads of one URL's captures, by index seeks, in memory bounded by what it answers.
+
+A URL may have a million captures: a memento, a TimeGate, a TimeMap page and a calendar each
+read what they show and no more, whatever the count. Each function here runs as a listing
+(archiver.replay.scan: a worker thread, the catalog through ``scan.catalog``, every row read
+through ``scan.rows`` or ``scan.counted``) and reads the catalog by its walks, bounded counts and
+span counts (``CatalogStore.walk``, ``count_captures``, ``span_counts``):
+
+- :func:`served`: the capture replay serves for a URL at a date: the closest one, skipping
+  redirects to the URL itself (``http://x/`` -> ``https://x/`` or ``/dir`` -> ``/dir/`` under one
+  SURT key, which replayed for that URL would loop, as pywb skips them): a walk each way from the
+  date, to the first capture that is not one (a row or two, as such redirects alternate with
+  their targets).
+- :func:`around`: what a memento's Link header and banner name: the seconds before and after its
+  own (one seek each), the first and last captures (one seek each, or none at either end), and
+  for the banner a count that stops at ``COUNTED`` ("10000+").
+- :func:`timemap_page`: ``size`` distinct capture seconds from a date on, and where the pages
+  before and after it start: at most twice the page's rows.
+- :func:`calendar`: a URL's calendar (archiver.replay.calendar) from counts per year and per day
+  of one year (counted by the database, a chunk at a time) and a page of captures.
+
+Rows of one second beyond the first (the same capture read from two WARCs, say) are walked
+through, so a URL with very many captures in one second costs rows, never memory, and stops at
+the listing's row cap.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date
+
+from archiver.replay.calendar import CaptureTally, day_of, tally_captures
+from archiver.replay.scan import Scan
+from archiver.store.catalog import Capture
+from archiver.web.timestamps import stamp_after, stamp_before, to_datetime
+
+# A banner's count of captures stops here: past it, the banner says "10000+".
+COUNTED = 10_000
+_EARLIEST = "0" * 14
+_LATEST = "9" * 14
+
+
+def self_redirect(capture: Capture, url: str) -> bool:
+    """A redirect to ``url`` itself, as ``http://x/`` -> ``https://x/`` or ``/dir`` -> ``/dir/``
+    under one SURT key: replaying it for ``url`` would loop (pywb skips these too)."""
+    return capture.redirect is not None and capture.redirect == url
+
+
+def _walk(scan: Scan, url: str, at: str, *, forward: bool) -> Iterator[Capture]:
+    return scan.rows(scan.catalog.walk(url, at, forward=forward))
+
+
+def _one(scan: Scan, url: str, at: str | None, *, forward: bool) -> Capture | None:
+    """The first capture of a walk from ``at`` (None: nothing that side)."""
+    return None if at is None else next(_walk(scan, url, at, forward=forward), None)
+
+
+def served(scan: Scan, url: str, at: str) -> Capture | None:
+    """The capture of ``url`` nearest to the 14-digit ``at`` that is not a redirect to ``url``
+    itself; of two as near, the earlier, and of one second's captures the last (in file and
+    offset order), as ``CatalogStore.closest`` picks. None if there is none. ValueError if ``at``
+    is no date or ``url`` has no host."""
+    target = to_datetime(at)
+    before = next((c for c in _walk(scan, url, at, forward=False) if not self_redirect(c, url)), None)
+    if before is not None and before.timestamp == at:
+        return before
+    after = next((c for c in _walk(scan, url, at, forward=True) if not self_redirect(c, url)), None)
+    if before is None or after is None:
+        return before or after
+    earlier_gap = target - to_datetime(before.timestamp)
+    return before if earlier_gap <= to_datetime(after.timestamp) - target else after
+
+
+@dataclass(frozen=True)
+class Around:
+    """What a memento's Link header and banner name besides the capture itself: the seconds
+    before and after its own (None at either end), those of the first and last captures, and how
+    many captures there are, counted up to COUNTED (None when not asked for; ``more`` when there
+    are more)."""
+
+    prev: str | None
+    next: str | None
+    first: str
+    last: str
+    count: int | None = None
+    more: bool = False
+
+
+def around(scan: Scan, url: str, capture: Capture, *, count: bool) -> Around:
+    """The neighbours of ``capture`` among the captures of ``url``, by at most four seeks; with
+    ``count``, their number up to COUNTED (a read of at most COUNTED + 1 rows)."""
+    second = capture.timestamp
+    prev = _one(scan, url, stamp_before(second), forward=False)
+    after = _one(scan, url, stamp_after(second), forward=True)
+    first = _one(scan, url, _EARLIEST, forward=True) if prev is not None else capture
+    last = _one(scan, url, _LATEST, forward=False) if after is not None else capture
+    counted = None
+    if count:
+        counted = scan.catalog.count_captures(url, at_most=COUNTED + 1)
+        scan.examine(counted)
+    return Around(
+        prev=None if prev is None else prev.timestamp,
+        next=None if after is None else after.timestamp,
+        first=(first or capture).timestamp,
+        last=(last or capture).timestamp,
+        count=None if counted is None else min(counted, COUNTED),
+        more=counted is not None and counted > COUNTED,
+    )
+
+
+@dataclass(frozen=True)
+class TimeMapPage:
+    """A page of a URL's TimeMap: its distinct capture seconds in time order; where the page
+    before starts and ends (None when this is the first); where the page after starts (None
+    when this is the last)."""
+
+    seconds: list[str]
+    previous: tuple[str, str] | None
+    following: str | None
+
+
+def timemap_page(scan: Scan, url: str, start: str, size: int) -> TimeMapPage:
+    """The ``size`` distinct capture seconds of ``url`` from the 14-digit ``start`` on, and the
+    pages around them: a forward walk of ``size`` seconds and one more, and a backward walk of
+    ``size`` seconds for where the page before starts (pages from the first capture on line up)."""
+    seconds: list[str] = []
+    following = None
+    for capture in _walk(scan, url, start, forward=True):
+        if seconds and capture.timestamp == seconds[-1]:
+            continue
+        if len(seconds) == size:
+            following = capture.timestamp
+            break
+        seconds.append(capture.timestamp)
+    previous = None
+    before = stamp_before(seconds[0]) if seconds else None
+    if before is not None:
+        earlier: list[str] = []
+        for capture in _walk(scan, url, before, forward=False):
+            if not earlier or capture.timestamp != earlier[-1]:
+                earlier.append(capture.timestamp)
+                if len(earlier) == size:
+                    break
+        if earlier:
+            previous = (earlier[-1], earlier[0])
+    return TimeMapPage(seconds, previous, following)
+
+
+class _CatalogCaptures:
+    """The captures of one URL as its calendar reads them (calendar.CaptureSource)."""
+
+    def __init__(self, scan: Scan, url: str) -> None:
+        self.scan = scan
+        self.url = url
+
+    def _spans(self, digits: int, first: str, last: str) -> Counter[str]:
+        found: Counter[str] = Counter()
+        pieces = self.scan.catalog.span_counts(self.url, digits, from_=first, to=last)
+        for span, count in self.scan.counted(pieces):
+            found[span] += count
+        return found
+
+    def years(self) -> Counter[int]:
+        return Counter({int(year): n for year, n in self._spans(4, _EARLIEST, _LATEST).items()})
+
+    def days(self, year: int) -> Counter[date]:
+        spans = self._spans(8, f"{year:04d}".ljust(14, "0"), f"{year:04d}".ljust(14, "9"))
+        return Counter({day_of(day): n for day, n in spans.items()})
+
+    def count(self, prefix: str) -> int:
+        return sum(self._spans(len(prefix), prefix.ljust(14, "0"), prefix.ljust(14, "9")).values())
+
+    def ends(self) -> tuple[str, str] | None:
+        first = _one(self.scan, self.url, _EARLIEST, forward=True)
+        last = _one(self.scan, self.url, _LATEST, forward=False)
+        return None if first is None or last is None else (first.timestamp, last.timestamp)
+
+    def walk(self, start: str) -> Iterator[Capture]:
+        return _walk(self.scan, self.url, start, forward=True)
+
+
+def calendar(scan: Scan, url: str, within: str, start: str | None, size: int) -> CaptureTally:
+    """The calendar of ``url`` (calendar.tally_captures) from the catalog: counts per year and per
+    day of the year shown, and a page of at most ``size`` captures from ``start`` on."""
+    return tally_captures(_CatalogCaptures(scan, url), within, start, size)
+
