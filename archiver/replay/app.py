@@ -17,14 +17,15 @@ loads the client script first (``/_archiver/client.js``, archiver.replay.rewrite
 it sends what the page's scripts build (fetch, XMLHttpRequest, new elements, history, window.open)
 into the archive at the page's date and keeps document.cookie in memory; scripts' location writes
 and postMessage calls are rewritten on the server (archiver.replay.scripts). Archived content
-answers CORS requests (see _ReadableByArchivedPages), so a page's fetch() of its own JSON reads
-the archived answer. The client script runs inside hostile pages, which can undo it: it keeps
-honest pages in the archive, while the CSP below keeps every page's subresources off the live
-web. What stays open: a page can change its own banner (part of its document) and, with
-``history.replaceState``, the path its tab shows (Chromium allows it in opaque origins), so it can
-pass itself off as another capture; pywb's framed mode, the banner in a top frame on the replay's
-own origin, would close that; and a navigation the client script does not see (an aliased
-location object) can leave the archive, as no CSP directive governs a document's own navigation.
+answers replayed pages' CORS requests, without credentials (see _ReadableByArchivedPages), so a
+page's fetch() of its own JSON reads the archived answer. The client script runs inside hostile
+pages, which can undo it: it keeps honest pages in the archive, while the CSP below keeps every
+page's subresources off the live web. What stays open: a page can change its own banner (part of
+its document) and, with ``history.replaceState``, the path its tab shows (Chromium allows it in
+opaque origins), so it can pass itself off as another capture; pywb's framed mode, the banner in a
+top frame on the replay's own origin, would close that; and a navigation the client script does
+not see (an aliased location object) can leave the archive, as no CSP directive governs a
+document's own navigation.
 
 Every response carries ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: no-referrer`` and a
 CSP with ``frame-ancestors`` (``'none'`` for the replay's pages, ``'self'`` for content, whose
@@ -152,6 +153,12 @@ _JAVASCRIPT = frozenset(
 )
 # Response headers a replayed page's script may read (besides the CORS-safelisted ones).
 _EXPOSED = "Memento-Datetime, Link, Content-Range, Accept-Ranges, Content-Length"
+# Request headers a replayed page's script may send to archived content across origins: the
+# CORS-safelisted ones (whatever their values) and X-Requested-With; the archive reads none but
+# Range, and none carries credentials.
+SAFE_REQUEST_HEADERS = frozenset(
+    ("accept", "accept-language", "content-language", "content-type", "range", "x-requested-with")
+)
 # URLs shown by a prefix listing (the Wayback Machine's URL listing pages hold a few hundred).
 PREFIX_ROWS = 1000
 _HTML = frozenset(("text/html", "application/xhtml+xml"))
@@ -202,7 +209,8 @@ def create_apps(config: Config) -> ReplayApps:
     )
     content = Starlette(
         routes=[Route("/web/{rest:path}", content_web), Route("/_archiver/client.js", client_script)],
-        middleware=[Middleware(_SecurityHeaders, policy=CSP), Middleware(_ReadableByArchivedPages)],
+        middleware=[Middleware(_SecurityHeaders, policy=CSP),
+                    Middleware(_ReadableByArchivedPages, origin=replay.content_origin)],
         exception_handlers=handlers,
     )
     for one in (app, content):
@@ -233,15 +241,21 @@ class _SecurityHeaders:
 
 
 class _ReadableByArchivedPages:
-    """CORS for archived content: a replayed page runs in an opaque origin (its requests say
-    ``Origin: null``), so its fetch() and XMLHttpRequest calls, which the client script sends
-    into the archive, could not read the answers without it. The origin asking is allowed, with
-    credentials (the content origin sets no cookies: archived Set-Cookie headers are renamed);
-    preflights are answered for GET and HEAD, the methods replayed. The replay's own pages, on
-    the other origin, send no CORS headers at all."""
+    """CORS for archived content, no more than replay needs. A replayed page runs in an opaque
+    origin, so its fetch() and XMLHttpRequest calls (which the client script sends into the
+    archive) say ``Origin: null`` and could not read the answers without CORS: that origin, and
+    the content origin itself, may read, without credentials. Credentials are never allowed: any
+    page can make a sandboxed frame whose requests also say ``Origin: null``, and a page of any
+    origin sends the visitor's credentials if it asks, which matter when an authenticating proxy
+    or an intranet guards the archive (the content origin sets no cookies of its own: archived
+    Set-Cookie headers are renamed, and the client script sends a page's requests without
+    credentials). Preflights are answered for GET and HEAD with at most the headers in
+    :data:`SAFE_REQUEST_HEADERS`; every other origin gets no CORS header, so a browser lets it
+    read nothing. The replay's own pages, on the other origin, send no CORS headers at all."""
 
-    def __init__(self, app: Callable[..., Awaitable[None]]) -> None:
+    def __init__(self, app: Callable[..., Awaitable[None]], origin: str) -> None:
         self.app = app
+        self.allowed = {b"null", origin.encode("latin-1")}
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -249,24 +263,32 @@ class _ReadableByArchivedPages:
             return
         asked = {name.lower(): value for name, value in scope["headers"]}
         origin = asked.get(b"origin")
-        allowed = [(b"access-control-allow-origin", origin or b"*"), (b"vary", b"Origin"),
-                   (b"access-control-expose-headers", _EXPOSED.encode())]
-        if origin is not None:
-            allowed.append((b"access-control-allow-credentials", b"true"))
+        answer: list[tuple[bytes, bytes]] = [(b"vary", b"Origin")]
+        if origin in self.allowed:
+            answer += [(b"access-control-allow-origin", origin),
+                       (b"access-control-expose-headers", _EXPOSED.encode())]
         if scope["method"] == "OPTIONS" and b"access-control-request-method" in asked:
-            allowed += [(b"access-control-allow-methods", b"GET, HEAD"), (b"access-control-max-age", b"600")]
-            if b"access-control-request-headers" in asked:
-                allowed.append((b"access-control-allow-headers", asked[b"access-control-request-headers"]))
-            await send({"type": "http.response.start", "status": 204, "headers": allowed})
+            if origin in self.allowed:
+                answer += [(b"access-control-allow-methods", b"GET, HEAD"),
+                           (b"access-control-allow-headers", _safe_headers(asked)),
+                           (b"access-control-max-age", b"600")]
+            await send({"type": "http.response.start", "status": 204, "headers": answer})
             await send({"type": "http.response.body", "body": b""})
             return
 
         async def send_allowed(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", ()), *allowed]
+                message["headers"] = [*message.get("headers", ()), *answer]
             await send(message)
 
         await self.app(scope, receive, send_allowed)
+
+
+def _safe_headers(asked: dict[bytes, bytes]) -> bytes:
+    """Of the request headers a preflight asks for, those in SAFE_REQUEST_HEADERS."""
+    names = asked.get(b"access-control-request-headers", b"").decode("latin-1").split(",")
+    return ", ".join(name for name in (n.strip().lower() for n in names)
+                     if name in SAFE_REQUEST_HEADERS).encode("latin-1")
 
 
 # --- helpers ---------------------------------------------------------------------------------
