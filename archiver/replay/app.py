@@ -36,10 +36,14 @@ origins) are built from the configured base URL and content origin, never from a
 Content routes: ``/web/<timestamp><modifier>/<url>``: the capture closest to the timestamp (1 to
 14 digits, padded as pywb does); when it is not exactly that timestamp, a 302 to the exact one, as
 the Wayback Machine does. Archived status, headers (see :func:`rewrite.replay_headers`) and body
-are served; HTML and CSS are rewritten into the archive; ``id_`` serves the archived bytes. An
-HTML page's banner shows the dates of the captures its embeds are served from, which a final
-``coherence=json`` query field returns as JSON instead of the page (archiver.replay.coherence;
-the embeds are looked up in one listing, at most ``coherence.EMBED_LIMIT`` of them).
+are served; HTML and CSS are rewritten into the archive; ``id_`` serves the archived bytes. A
+document of more than 16 KiB is rewritten in a worker process (archiver.replay.workers: a 503
+when they and their queue are full); one larger than ``replay.max_rewrite_size`` once its content
+codings are undone, or whose codings replay does not undo, is served as archived with an
+``X-Archiver-Not-Rewritten`` header saying why. An HTML page's banner shows the dates of the
+captures its embeds are served from, which a final ``coherence=json`` query field returns as JSON
+instead of the page (archiver.replay.coherence; the embeds are looked up in one listing, at most
+``coherence.EMBED_LIMIT`` of them).
 
 App routes: ``/web/*/<url>``, ``/web/<digits>*/<url>``, ``/web/*/<prefix>*``: capture calendar
 (archiver.replay.calendar: a bar per year, the days of the year the digits name or else of the
@@ -92,22 +96,26 @@ from archiver.replay.archive import ReplayArchive
 from archiver.replay.calendar import CaptureTally, tally_captures
 from archiver.replay.rewrite import (
     BANNERED,
+    CSS,
+    HTML,
     IDENTITY,
     PAGE,
-    Embed,
+    SCRIPT_FILE,
+    NotRewritten,
+    PageEmbeds,
+    Rewritten,
     WebTarget,
     archive_url,
     header,
     parse_head,
     parse_web_path,
-    prepare_html,
     refresher,
     replay_headers,
     requested_url,
-    rewrite_css,
+    rewrite_document,
 )
 from archiver.replay.scan import Scan, ScanLimit
-from archiver.replay.scripts import rewrite_js_body
+from archiver.replay.workers import Busy, WorkerLost
 from archiver.store.bundles import NOT_MODIFIED_PROFILE
 from archiver.store.catalog import Capture
 from archiver.store.warcindex import Stored, WarcError
@@ -162,7 +170,13 @@ SAFE_REQUEST_HEADERS = frozenset(
 # URLs shown by a prefix listing (the Wayback Machine's URL listing pages hold a few hundred).
 PREFIX_ROWS = 1000
 _HTML = frozenset(("text/html", "application/xhtml+xml"))
-_REWRITTEN = _HTML | _JAVASCRIPT | {"text/css"}  # rewritten unless the modifier is id_
+# What is rewritten unless the modifier is id_, by media type.
+_REWRITTEN = {**dict.fromkeys(_HTML, HTML), **dict.fromkeys(_JAVASCRIPT, SCRIPT_FILE), "text/css": CSS}
+# Documents up to this size (content codings undone) are rewritten on the event loop: a few
+# milliseconds at most. Larger ones go to the rewriting workers (ReplayArchive.rewriting).
+_INLINE = 16 * 1024
+# The header that says why a document that replay rewrites was served as archived.
+NOT_REWRITTEN = "X-Archiver-Not-Rewritten"
 _CODINGS = frozenset(("gzip", "x-gzip", "deflate", "br"))
 _NO_BODY = frozenset((204, 304))
 _LATEST = "99991231235959"
@@ -189,7 +203,8 @@ def create_apps(config: Config) -> ReplayApps:
         content_origin=public_url(replay.content_origin, origin_only=True),
     )
     archive = ReplayArchive(dataclasses.replace(config, replay=replay))
-    handlers = {ValueError: _bad_request, WarcError: _unreadable, ScanLimit: _too_much, 404: _not_found}
+    handlers = {ValueError: _bad_request, WarcError: _unreadable, ScanLimit: _too_much, Busy: _busy,
+                404: _not_found}
     app = Starlette(
         routes=[
             Route("/", home),
@@ -544,7 +559,7 @@ async def _memento(request: Request, target: WebTarget, captures: list[Capture])
     banner: Banner | None = None
     if target.modifier in BANNERED:
 
-        async def with_banner(embeds: list[Embed]) -> str:
+        async def with_banner(embeds: PageEmbeds) -> str:
             return pages.banner(
                 prefix=_prefix(request),
                 content="",
@@ -587,7 +602,7 @@ def _no_original(url: str, capture: Capture) -> str:
 # --- temporal coherence ----------------------------------------------------------------------
 
 # What a replayed HTML page's banner is made with: the page's embeds in, the banner out.
-Banner = Callable[[list[Embed]], Awaitable[str]]
+Banner = Callable[[PageEmbeds], Awaitable[str]]
 
 
 def _served_capture(scan: Scan, url: str, at: str) -> Capture | None:
@@ -606,11 +621,10 @@ def _served_capture(scan: Scan, url: str, at: str) -> Capture | None:
 
 
 async def _coherence(request: Request, url: str, capture: Capture,
-                     embeds: list[Embed]) -> coherence.Coherence:
+                     embeds: PageEmbeds) -> coherence.Coherence:
     """The dates of what the page captured as ``capture`` loads: its first EMBED_LIMIT distinct
     embeds looked up in one listing (archiver.replay.scan; ScanLimit past its limits)."""
-    unique = coherence.distinct(embeds)
-    checked = unique[: coherence.EMBED_LIMIT]
+    checked = embeds.first[: coherence.EMBED_LIMIT]
 
     def served(scan: Scan) -> list[coherence.Served]:
         lookup = partial(_served_capture, scan)
@@ -619,11 +633,11 @@ async def _coherence(request: Request, url: str, capture: Capture,
     archive = _archive(request)
     found = await archive.scanner.collect(served) if checked else []
     max_skew = archive.config.replay.max_skew
-    return coherence.assess(url, capture.timestamp, found, found=len(unique), max_skew=max_skew)
+    return coherence.assess(url, capture.timestamp, found, found=embeds.count, max_skew=max_skew)
 
 
 async def _banner_coherence(request: Request, url: str, capture: Capture,
-                            embeds: list[Embed]) -> coherence.Coherence | None:
+                            embeds: PageEmbeds) -> coherence.Coherence | None:
     """:func:`_coherence` for the banner, which goes without it when the listing fails."""
     try:
         return await _coherence(request, url, capture, embeds)
@@ -642,15 +656,15 @@ async def _coherence_json(request: Request, target: WebTarget, captures: list[Ca
     records = await _records(request, capture)
     if records is None:
         return PlainTextResponse(_no_original(target.url, capture) + "\n", status_code=404)
-    embeds: list[Embed] = []
+    embeds = [PageEmbeds([], 0)]
 
-    async def keep(found: list[Embed]) -> str:
-        embeds.extend(found)
+    async def keep(found: PageEmbeds) -> str:
+        embeds.append(found)
         return ""
 
     # What the page loads is what replay's own rewriting finds in it, a redirect loading nothing.
     await _replay(request, dataclasses.replace(target, modifier=PAGE), capture, *records, keep)
-    report = await _coherence(request, target.url, capture, embeds)
+    report = await _coherence(request, target.url, capture, embeds[-1])
     return JSONResponse(report.to_json(), headers={"Memento-Datetime": memento.http_date(capture.timestamp)})
 
 
@@ -674,20 +688,23 @@ async def _replay(
     mime = media_type(content_type or capture.mime)[0]
     coding = header(headers, "content-encoding") or ""
     rewritten = False
-    if target.modifier != IDENTITY and mime in _REWRITTEN and _decodable(coding):
-        decoded = decode_body(body, coding, _archive(request).config.crawl.max_decoded_size)
-        charset = media_type(content_type)[1]
-        if mime == "text/css":
-            body, rewritten = rewrite_css(decoded, url=url, timestamp=capture.timestamp, prefix="",
-                                          charset=charset), True
-        elif mime in _HTML:
-            page = prepare_html(decoded, url=url, timestamp=capture.timestamp, prefix="", charset=charset,
-                                client=CLIENT_SRC)
-            redirect = status is not None and 300 <= status < 400
-            body = page.to_bytes(await banner(page.embeds) if banner is not None and not redirect else None)
-            rewritten = True
-        elif (script := rewrite_js_body(decoded, charset)) is not None:
-            body, rewritten = script, True  # a script with nothing to rewrite is served as archived
+    note = None
+    kind = _REWRITTEN.get(mime) if target.modifier != IDENTITY else None
+    if kind is not None:
+        try:
+            done = await _rewrite(request, body, kind=kind, coding=coding, url=url,
+                                  timestamp=capture.timestamp, charset=media_type(content_type)[1])
+        except NotRewritten as e:
+            note = str(e)
+            event(log, logging.WARNING, "replay-not-rewritten", url=url, timestamp=capture.timestamp,
+                  reason=note)
+        else:
+            if done is not None:  # None: a script with nothing to rewrite, served as archived
+                body, rewritten = done.before, True
+                if done.after is not None:
+                    redirect = status is not None and 300 <= status < 400
+                    text = await banner(done.embeds) if banner is not None and not redirect else ""
+                    body = b"".join((done.before, text.encode("utf-8"), done.after))
     location = None
     if capture.redirect is not None:
         location = archive_url("", capture.timestamp, target.modifier, capture.redirect)
@@ -699,17 +716,34 @@ async def _replay(
     if status == 200 and not rewritten:  # audio and video are seeked by range (RFC 9110 section 14)
         status, body, ranged = _byte_range(request.headers.get("range"), body)
         served += ranged
+    if note is not None:
+        served.append((NOT_REWRITTEN, note))
     response = Response(b"" if status in _NO_BODY else body, status_code=status)
     response.raw_headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in served]
     return response
 
 
-def _decodable(coding: str) -> bool:
-    """Whether replay can undo a Content-Encoding: known codings, no more than MAX_CODINGS."""
+async def _rewrite(request: Request, body: bytes, *, kind: str, coding: str, url: str, timestamp: str,
+                   charset: str | None) -> Rewritten | None:
+    """:func:`rewrite_document` of an archived payload: on the event loop up to _INLINE bytes,
+    else in a rewriting worker (Busy when they and their queue are full). NotRewritten for a
+    Content-Encoding replay does not undo (an unknown coding, more than MAX_CODINGS)."""
     try:
-        return set(content_codings(coding)) <= _CODINGS
-    except CodingError:
-        return False
+        codings = content_codings(coding)
+    except CodingError as e:
+        raise NotRewritten(str(e)) from None
+    if not set(codings) <= _CODINGS:
+        raise NotRewritten("its Content-Encoding names a coding replay does not undo")
+    archive = _archive(request)
+    job = partial(rewrite_document, body, kind=kind, coding=coding, url=url, timestamp=timestamp,
+                  charset=charset, limit=archive.config.replay.max_rewrite_size, client=CLIENT_SRC,
+                  embeds_kept=coherence.EMBED_LIMIT)
+    if len(decode_body(body, coding, _INLINE + 1)) <= _INLINE:
+        return job()
+    try:
+        return await archive.rewriting.run(job)
+    except WorkerLost as e:
+        raise NotRewritten(f"its rewriting failed ({e})") from None
 
 
 def _byte_range(value: str | None, body: bytes) -> tuple[int, bytes, list[tuple[str, str]]]:
@@ -729,6 +763,13 @@ def _byte_range(value: str | None, body: bytes) -> tuple[int, bytes, list[tuple[
 
 async def _bad_request(request: Request, exc: Exception) -> Response:
     return PlainTextResponse(f"400 Bad Request: {exc}\n", status_code=400)
+
+
+async def _busy(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, Busy)
+    event(log, logging.WARNING, "replay-busy", url=str(request.url.path), work=exc.what)
+    return PlainTextResponse(f"503 Service Unavailable: {exc}\n", status_code=503,
+                             headers={"Retry-After": str(exc.retry_after)})
 
 
 async def _too_much(request: Request, exc: Exception) -> Response:

@@ -22,6 +22,7 @@ from archiver.config import Config
 from archiver.logs import event
 from archiver.replay.scan import Scan, Scanner
 from archiver.replay.why import Answer, explain, gather
+from archiver.replay.workers import Workers
 from archiver.store.catalog import Capture, original_of
 from archiver.store.interfaces import DnsHistoryStore
 from archiver.store.warcindex import Stored
@@ -48,6 +49,11 @@ class ReplayArchive:
             deadline=limits.scan_deadline,
         )
         self._dns: DnsHistoryStore | None = None
+        # CPU-heavy work, bounded (archiver.replay.workers): rewriting in worker processes,
+        # full-text searches in worker threads (SQLite leaves the GIL while it searches).
+        self.rewriting = Workers("rewrites", workers=limits.rewrite_workers, waiting=limits.max_waiting,
+                                 processes=True)
+        self.searching = Workers("searches", workers=limits.search_workers, waiting=limits.max_waiting)
 
     async def record(self, capture: Capture) -> Stored:
         """The WARC record a catalog entry points at (raises WarcError if it is not there)."""
@@ -97,6 +103,7 @@ class ReplayArchive:
         return await trio.to_thread.run_sync(self.status.read_all)
 
     def close(self) -> None:
+        self.rewriting.close()
         self.catalog.close()
         self.status.close()
         if self._dns is not None:
