@@ -54,7 +54,8 @@ calendarpages (``/calendar/<host>``).
 
 The archived URL is read from the raw request path plus the query string, so its escapes reach
 the catalog as sent. Catalog reads go through archiver.replay.scan (listings off the event loop,
-within a row cap and a deadline); a WARC record read stays on the loop (well under a millisecond).
+within a row cap and a deadline); WARC records are opened in a worker thread and
+their payloads streamed a piece at a time (archiver.replay.archive).
 ValueError from bad input becomes a 400 with its message; an unknown URL or capture a 404 page
 linking to the capture list.
 """
@@ -65,18 +66,26 @@ import bisect
 import dataclasses
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from functools import partial
 from importlib import resources
 from itertools import groupby
 from typing import Any
 
+import trio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 
 from archiver.config import Config, public_url
@@ -118,10 +127,11 @@ from archiver.replay.scan import Scan, ScanLimit
 from archiver.replay.workers import Busy, WorkerLost
 from archiver.store.bundles import NOT_MODIFIED_PROFILE
 from archiver.store.catalog import Capture
-from archiver.store.warcindex import Stored, WarcError
+from archiver.store.warcindex import PIECE, OpenRecord, WarcError
 from archiver.web import urls
 from archiver.web.http import (
     UNSATISFIABLE,
+    ByteRange,
     CodingError,
     content_codings,
     decode_body,
@@ -578,20 +588,28 @@ async def _memento(request: Request, target: WebTarget, captures: list[Capture])
     return response
 
 
-async def _records(request: Request, capture: Capture) -> tuple[Stored, bytes] | None:
-    """The record whose HTTP head replay serves for ``capture`` and the payload it serves (a
-    revisit's comes from the capture it refers to); None if that capture is not archived."""
+async def _records(request: Request, capture: Capture) -> tuple[OpenRecord, OpenRecord] | None:
+    """The record whose HTTP head replay serves for ``capture`` and the record whose payload it
+    serves (a revisit's comes from the capture it refers to), both open (:func:`_replay` closes
+    them); None if that capture is not archived."""
     archive = _archive(request)
     stored = await archive.record(capture)
     payload = stored
     if capture.rectype == "revisit":
-        found = await archive.original(capture, stored)
+        try:
+            found = await archive.original(capture, stored)
+        except BaseException:
+            stored.close()
+            raise
         if found is None:
+            stored.close()
             return None
         payload = found[1]
     # A server-not-modified revisit holds the 304's head: the page is the original's, head too.
     head = stored if stored.http_head and not _not_modified(stored) else payload
-    return head, payload.payload
+    if stored is not head and stored is not payload:
+        stored.close()
+    return head, payload
 
 
 def _no_original(url: str, capture: Capture) -> str:
@@ -668,18 +686,34 @@ async def _coherence_json(request: Request, target: WebTarget, captures: list[Ca
     return JSONResponse(report.to_json(), headers={"Memento-Datetime": memento.http_date(capture.timestamp)})
 
 
-def _not_modified(stored: Stored) -> bool:
+def _not_modified(stored: OpenRecord) -> bool:
     """Whether a record is a revisit of the server-not-modified profile."""
     return any(name.lower() == "warc-profile" and value == NOT_MODIFIED_PROFILE
                for name, value in stored.warc_headers)
 
 
-async def _replay(
-    request: Request, target: WebTarget, capture: Capture, head: Stored, body: bytes, banner: Banner | None
-) -> Response:
+async def _replay(request: Request, target: WebTarget, capture: Capture, head: OpenRecord,
+                  body: OpenRecord, banner: Banner | None) -> Response:
     """The archived response: status, headers and body, rewritten as the modifier asks; an HTML
     page that is not a redirect gets ``banner(its embeds)`` inserted. Links point into the content
-    origin, as paths (the document's own origin)."""
+    origin, as paths (the document's own origin). A payload served as archived is streamed from
+    ``body``, a range of it read past the bytes before it; a rewritten one is read whole, within
+    ``replay.max_rewrite_size``. Closes both records (the streamed one once it is sent)."""
+    records = {id(head): head, id(body): body}.values()
+    try:
+        response = await _replay_records(request, target, capture, head, body, banner)
+    except BaseException:
+        for record in records:
+            record.close()
+        raise
+    for record in records:
+        if not (isinstance(response, _Streamed) and response.record is record):
+            record.close()
+    return response
+
+
+async def _replay_records(request: Request, target: WebTarget, capture: Capture, head: OpenRecord,
+                          body: OpenRecord, banner: Banner | None) -> Response:
     status, headers = parse_head(head.http_head)
     if not head.http_head and capture.mime != "-":  # a resource record: its WARC Content-Type
         headers = [("Content-Type", capture.mime)]
@@ -687,12 +721,14 @@ async def _replay(
     content_type = header(headers, "content-type")
     mime = media_type(content_type or capture.mime)[0]
     coding = header(headers, "content-encoding") or ""
+    payload: bytes | OpenRecord = body
     rewritten = False
     note = None
     kind = _REWRITTEN.get(mime) if target.modifier != IDENTITY else None
     if kind is not None:
         try:
-            done = await _rewrite(request, body, kind=kind, coding=coding, url=url,
+            payload = await _payload(request, body, coding)
+            done = await _rewrite(request, payload, kind=kind, coding=coding, url=url,
                                   timestamp=capture.timestamp, charset=media_type(content_type)[1])
         except NotRewritten as e:
             note = str(e)
@@ -700,40 +736,59 @@ async def _replay(
                   reason=note)
         else:
             if done is not None:  # None: a script with nothing to rewrite, served as archived
-                body, rewritten = done.before, True
+                payload, rewritten = done.before, True
                 if done.after is not None:
                     redirect = status is not None and 300 <= status < 400
                     text = await banner(done.embeds) if banner is not None and not redirect else ""
-                    body = b"".join((done.before, text.encode("utf-8"), done.after))
+                    payload = b"".join((done.before, text.encode("utf-8"), done.after))
     location = None
     if capture.redirect is not None:
         location = archive_url("", capture.timestamp, target.modifier, capture.redirect)
     served = replay_headers(
         headers, rewritten=rewritten, location=location, refresh=refresher(url, capture.timestamp, "")
     )
-    if status is None or not 200 <= status <= 599:
-        status = 200
-    if status == 200 and not rewritten:  # audio and video are seeked by range (RFC 9110 section 14)
-        status, body, ranged = _byte_range(request.headers.get("range"), body)
-        served += ranged
     if note is not None:
         served.append((NOT_REWRITTEN, note))
-    response = Response(b"" if status in _NO_BODY else body, status_code=status)
-    response.raw_headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in served]
-    return response
+    if status is None or not 200 <= status <= 599:
+        status = 200
+    size = len(payload) if isinstance(payload, bytes) else payload.size
+    wanted = None
+    if status == 200 and not rewritten:  # audio and video are seeked by range (RFC 9110 section 14)
+        status, wanted, ranged = _byte_range(request.headers.get("range"), size)
+        served += ranged
+    raw = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in served]
+    if status in _NO_BODY or status == 416:
+        payload = b""
+    first, length = (wanted.first, wanted.last + 1 - wanted.first) if wanted is not None else (0, size)
+    if isinstance(payload, bytes):
+        response = Response(payload[first:first + length], status_code=status)
+        response.raw_headers += raw
+        return response
+    streamed = _Streamed(payload, first, length if request.method != "HEAD" else 0, status)
+    streamed.raw_headers += [(b"content-length", str(length).encode()), *raw]
+    return streamed
 
 
-async def _rewrite(request: Request, body: bytes, *, kind: str, coding: str, url: str, timestamp: str,
-                   charset: str | None) -> Rewritten | None:
-    """:func:`rewrite_document` of an archived payload: on the event loop up to _INLINE bytes,
-    else in a rewriting worker (Busy when they and their queue are full). NotRewritten for a
-    Content-Encoding replay does not undo (an unknown coding, more than MAX_CODINGS)."""
+async def _payload(request: Request, record: OpenRecord, coding: str) -> bytes:
+    """The whole payload of a record replay rewrites: NotRewritten past replay.max_rewrite_size
+    (left unread, to be streamed) or for a Content-Encoding replay does not undo (an unknown
+    coding, more than MAX_CODINGS)."""
     try:
         codings = content_codings(coding)
     except CodingError as e:
         raise NotRewritten(str(e)) from None
     if not set(codings) <= _CODINGS:
         raise NotRewritten("its Content-Encoding names a coding replay does not undo")
+    limit = _archive(request).config.replay.max_rewrite_size
+    if record.size > limit:
+        raise NotRewritten(f"larger than replay.max_rewrite_size ({limit} bytes) once decoded")
+    return await trio.to_thread.run_sync(record.read, record.size)
+
+
+async def _rewrite(request: Request, body: bytes, *, kind: str, coding: str, url: str, timestamp: str,
+                   charset: str | None) -> Rewritten | None:
+    """:func:`rewrite_document` of an archived payload: on the event loop up to _INLINE bytes,
+    else in a rewriting worker (Busy when they and their queue are full)."""
     archive = _archive(request)
     job = partial(rewrite_document, body, kind=kind, coding=coding, url=url, timestamp=timestamp,
                   charset=charset, limit=archive.config.replay.max_rewrite_size, client=CLIENT_SRC,
@@ -746,16 +801,44 @@ async def _rewrite(request: Request, body: bytes, *, kind: str, coding: str, url
         raise NotRewritten(f"its rewriting failed ({e})") from None
 
 
-def _byte_range(value: str | None, body: bytes) -> tuple[int, bytes, list[tuple[str, str]]]:
-    """(status, body, headers) of an archived 200 answering a Range header: 206 with the range
-    asked, 416 for one past the end, else 200 with the whole body; Accept-Ranges always."""
-    wanted = parse_range(value, len(body))
+class _Streamed(StreamingResponse):
+    """``length`` bytes of a record's payload from ``first``, streamed: read a piece at a time in
+    a worker thread, the bytes before ``first`` read past (a gzip member cannot be entered in
+    the middle); the record is closed once the answer ends or the client has gone."""
+
+    def __init__(self, record: OpenRecord, first: int, length: int, status: int) -> None:
+        self.record = record
+        super().__init__(self._pieces(first, length), status_code=status)
+
+    async def _pieces(self, first: int, length: int) -> AsyncIterator[bytes]:
+        record = self.record
+        try:
+            await trio.to_thread.run_sync(record.skip, first)
+            while length > 0:
+                piece = await trio.to_thread.run_sync(record.read, min(PIECE, length))
+                length -= len(piece)
+                yield piece
+        except WarcError as e:  # the answer ends short of its Content-Length: the client sees it
+            event(log, logging.ERROR, "replay-unreadable-record", url=record.url, error=str(e))
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.record.close()
+
+
+def _byte_range(value: str | None, size: int) -> tuple[int, ByteRange | None, list[tuple[str, str]]]:
+    """(status, range, headers) of an archived 200 of ``size`` bytes answering a Range header:
+    206 with the range asked, 416 for one past the end, else 200 with the whole body (range
+    None); Accept-Ranges always."""
+    wanted = parse_range(value, size)
     if wanted is None:
-        return 200, body, [("Accept-Ranges", "bytes")]
+        return 200, None, [("Accept-Ranges", "bytes")]
     if wanted == UNSATISFIABLE:
-        return 416, b"", [("Accept-Ranges", "bytes"), ("Content-Range", f"bytes */{len(body)}")]
-    return 206, body[wanted.first:wanted.last + 1], [
-        ("Accept-Ranges", "bytes"), ("Content-Range", f"bytes {wanted.first}-{wanted.last}/{len(body)}")]
+        return 416, None, [("Accept-Ranges", "bytes"), ("Content-Range", f"bytes */{size}")]
+    return 206, wanted, [("Accept-Ranges", "bytes"),
+                         ("Content-Range", f"bytes {wanted.first}-{wanted.last}/{size}")]
 
 
 # --- errors ----------------------------------------------------------------------------------
