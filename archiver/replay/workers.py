@@ -18,6 +18,7 @@ killer, say): the job that was running then raises :class:`WorkerLost`.
 from __future__ import annotations
 
 import multiprocessing
+import signal
 from collections.abc import Callable
 from concurrent.futures import BrokenExecutor, ProcessPoolExecutor
 from functools import partial
@@ -63,7 +64,7 @@ class Workers:
         if not self._processes:
             return await trio.to_thread.run_sync(partial(fn, *args), limiter=self.limiter)
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(int(self.limiter.total_tokens),
+            self._pool = ProcessPoolExecutor(int(self.limiter.total_tokens), initializer=_quiet,
                                              mp_context=multiprocessing.get_context("spawn"))
         pool = self._pool
         try:
@@ -79,6 +80,11 @@ class Workers:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
+
+
+def _quiet() -> None:
+    """A worker process leaves Ctrl-C to the service, which stops it (no traceback per worker)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _in_pool(pool: ProcessPoolExecutor, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
