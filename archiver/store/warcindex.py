@@ -203,9 +203,12 @@ class OpenRecord:
             self._records = ArchiveIterator(source, check_digests=False, block_size=BLOCK)
             record = next(iter(self._records))
             self.http_head = record.http_headers.to_bytes() if record.http_headers is not None else b""
+            if record.format != "warc":  # warcio takes some garbage for an ARC record
+                raise ValueError("no WARC record starts there")
             if not isinstance(record.raw_stream, LimitReader):
                 raise ValueError("it has no Content-Length")
-        except (ArchiveLoadFailed, StopIteration, EOFError, ValueError, OSError) as e:
+        except (ArchiveLoadFailed, StopIteration, EOFError, ValueError, OSError, zlib.error,
+                TypeError, AttributeError, KeyError, IndexError) as e:  # the last: warcio on damage
             source.close()
             raise WarcError(f"{where}: no complete record at offset {offset}: {e}") from None
         self.url: str = record.rec_headers.get_header("WARC-Target-URI")

@@ -59,3 +59,11 @@ def test_a_record_cut_short_is_an_error(tmp_path):
         while opened.read(4096):
             pass
     opened.close()
+
+
+def test_what_is_no_warc_record_is_an_error():
+    """warcio reads some bytes (an ARC header line, or garbage from the middle of a gzip member)
+    as an ARC record: no record of a WARC bundle, which replay must not serve."""
+    arc = b"http://example.org/ 127.0.0.1 20260101000000 text/html 5\nhello"
+    with pytest.raises(WarcError, match="no WARC record starts there"):
+        OpenRecord(io.BytesIO(arc), "odd.warc.gz", 0)
