@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import random
 import re
 import subprocess
@@ -18,13 +19,14 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import h11
+import pytest
 import trio
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from archiver.config import Config, load
 from archiver.replay.app import NOT_REWRITTEN
-from archiver.replay.workers import RETRY_AFTER
+from archiver.replay.workers import RETRY_AFTER, WorkerLost, Workers
 from archiver.store.catalog_maintenance import WarcFiles, reindex
 from archiver.store.fulltext import FtsIndex, IndexedCapture
 from archiver.web.pagetext import PageText
@@ -238,6 +240,23 @@ async def test_past_max_rewrite_size_a_document_is_served_as_archived_with_a_not
         assert headers[NOT_REWRITTEN.lower()] == "Content-Encoding names more than 5 codings"
         status, headers, body = await get(replay.content, f"/web/{STAMP}/http://big.test/small-gzipped")
         assert status == 200 and NOT_REWRITTEN.lower() not in headers and b"/web/" in body
+
+
+def _die(code: int) -> int:
+    os._exit(code)
+
+
+async def test_a_worker_process_that_dies_costs_its_job_only():
+    """What the kernel's OOM killer does to a rewriting process: that job fails with WorkerLost
+    (the page is then served as archived), and the next one runs in a new pool."""
+    workers = Workers("rewrites", workers=1, waiting=4, processes=True)
+    try:
+        assert await workers.run(pow, 2, 10) == 1024
+        with pytest.raises(WorkerLost, match="a worker process died while it ran _die"):
+            await workers.run(_die, 3)
+        assert await workers.run(pow, 3, 3) == 27
+    finally:
+        workers.close()
 
 
 # --- many searches at once ------------------------------------------------------------------
