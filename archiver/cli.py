@@ -636,26 +636,33 @@ def catalog_list(cfg: config.Config, args: argparse.Namespace) -> int:
 
 
 def catalog_get(cfg: config.Config, args: argparse.Namespace) -> int:
-    from archiver.store.warcindex import WarcError
+    from archiver.store.warcindex import PIECE, WarcError
 
     found = _closest(cfg, args)
     if found is None:
         return 1
     try:
-        stored = open_stores(cfg).warcs().read(found.filename, found.offset, found.length)
+        with open_stores(cfg).warcs().open(found.filename, found.offset, found.length) as record:
+            head = record.http_head if args.headers else b""
+            if not args.output and sys.stdout.isatty():
+                data = head + record.read(record.size)
+                if not _printable(data):
+                    return _fail("the archived payload holds control characters or is not UTF-8 "
+                                 "text: it is not written to a terminal; use -o FILE or a pipe")
+                sys.stdout.buffer.write(data)
+                sys.stdout.flush()
+                return 0
+            # A file or a pipe: the payload a piece at a time, never held whole.
+            with open(args.output, "wb") if args.output else contextlib.nullcontext(sys.stdout.buffer) as out:
+                out.write(head)
+                while piece := record.read(PIECE):
+                    out.write(piece)
+                out.flush()
     except WarcError as e:
         return _fail(str(e))
-    data = (stored.http_head if args.headers else b"") + stored.payload
     if args.output:
-        Path(args.output).write_bytes(data)
-        print(f"{found.timestamp} {found.url}: {len(data)} bytes written to {args.output}",
+        print(f"{found.timestamp} {found.url}: {len(head) + record.size} bytes written to {args.output}",
               file=sys.stderr)
-    elif sys.stdout.isatty() and not _printable(data):
-        return _fail("the archived payload holds control characters or is not UTF-8 text: it "
-                     "is not written to a terminal; use -o FILE or a pipe")
-    else:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
     return 0
 
 

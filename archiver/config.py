@@ -261,6 +261,16 @@ class ReplayConfig:
     # from the page's. One day, as crawl.revisit_min: embeds captured in the page's own visit are
     # hours away at most on all but the largest sites, one from another visit at least that far.
     max_skew: int = 86400
+    # CPU-heavy work runs in bounded pools (archiver.replay.workers): rewrite_workers processes
+    # rewrite documents (HTML, CSS, scripts) of more than 16 KiB, search_workers threads run
+    # full-text searches; past them up to max_waiting requests of each kind wait their turn, and
+    # one more is answered 503 with Retry-After. A document larger than max_rewrite_size bytes
+    # (content codings undone) is served as archived, not rewritten, with a note (the
+    # X-Archiver-Not-Rewritten header).
+    rewrite_workers: int = 2
+    search_workers: int = 2
+    max_waiting: int = 64
+    max_rewrite_size: int = 16 * 2**20
 
 
 @dataclass(frozen=True)
@@ -346,6 +356,8 @@ _POSITIVE = {
     ("links", "poll_interval"), ("links", "partitions"), ("links", "workers"),
     ("replay", "scan_slice_rows"), ("replay", "scan_max_rows"), ("replay", "scan_deadline"),
     ("replay", "timemap_page"), ("replay", "scan_listings"),
+    ("replay", "rewrite_workers"), ("replay", "search_workers"), ("replay", "max_waiting"),
+    ("replay", "max_rewrite_size"),
 }
 
 

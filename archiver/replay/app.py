@@ -17,14 +17,15 @@ loads the client script first (``/_archiver/client.js``, archiver.replay.rewrite
 it sends what the page's scripts build (fetch, XMLHttpRequest, new elements, history, window.open)
 into the archive at the page's date and keeps document.cookie in memory; scripts' location writes
 and postMessage calls are rewritten on the server (archiver.replay.scripts). Archived content
-answers CORS requests (see _ReadableByArchivedPages), so a page's fetch() of its own JSON reads
-the archived answer. The client script runs inside hostile pages, which can undo it: it keeps
-honest pages in the archive, while the CSP below keeps every page's subresources off the live
-web. What stays open: a page can change its own banner (part of its document) and, with
-``history.replaceState``, the path its tab shows (Chromium allows it in opaque origins), so it can
-pass itself off as another capture; pywb's framed mode, the banner in a top frame on the replay's
-own origin, would close that; and a navigation the client script does not see (an aliased
-location object) can leave the archive, as no CSP directive governs a document's own navigation.
+answers replayed pages' CORS requests, without credentials (see _ReadableByArchivedPages), so a
+page's fetch() of its own JSON reads the archived answer. The client script runs inside hostile
+pages, which can undo it: it keeps honest pages in the archive, while the CSP below keeps every
+page's subresources off the live web. What stays open: a page can change its own banner (part of
+its document) and, with ``history.replaceState``, the path its tab shows (Chromium allows it in
+opaque origins), so it can pass itself off as another capture; pywb's framed mode, the banner in a
+top frame on the replay's own origin, would close that; and a navigation the client script does
+not see (an aliased location object) can leave the archive, as no CSP directive governs a
+document's own navigation.
 
 Every response carries ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: no-referrer`` and a
 CSP with ``frame-ancestors`` (``'none'`` for the replay's pages, ``'self'`` for content, whose
@@ -35,10 +36,14 @@ origins) are built from the configured base URL and content origin, never from a
 Content routes: ``/web/<timestamp><modifier>/<url>``: the capture closest to the timestamp (1 to
 14 digits, padded as pywb does); when it is not exactly that timestamp, a 302 to the exact one, as
 the Wayback Machine does. Archived status, headers (see :func:`rewrite.replay_headers`) and body
-are served; HTML and CSS are rewritten into the archive; ``id_`` serves the archived bytes. An
-HTML page's banner shows the dates of the captures its embeds are served from, which a final
-``coherence=json`` query field returns as JSON instead of the page (archiver.replay.coherence;
-the embeds are looked up in one listing, at most ``coherence.EMBED_LIMIT`` of them).
+are served; HTML and CSS are rewritten into the archive; ``id_`` serves the archived bytes. A
+document of more than 16 KiB is rewritten in a worker process (archiver.replay.workers: a 503
+when they and their queue are full); one larger than ``replay.max_rewrite_size`` once its content
+codings are undone, or whose codings replay does not undo, is served as archived with an
+``X-Archiver-Not-Rewritten`` header saying why. An HTML page's banner shows the dates of the
+captures its embeds are served from, which a final ``coherence=json`` query field returns as JSON
+instead of the page (archiver.replay.coherence; the embeds are looked up in one listing, at most
+``coherence.EMBED_LIMIT`` of them).
 
 App routes: ``/web/*/<url>``, ``/web/<digits>*/<url>``, ``/web/*/<prefix>*``: capture calendar
 (archiver.replay.calendar: a bar per year, the days of the year the digits name or else of the
@@ -51,8 +56,8 @@ routes of cdx, dnspages, statuspages, calendarpages (``/calendar/<host>``).
 The archived URL is read from the raw request path plus the query string, so its escapes reach
 the catalog as sent. Catalog reads go through archiver.replay.scan (off the event loop, within a
 row cap and a deadline; a capture's replay by lookups, ahead of listings) and read what they show
-by index seeks (archiver.replay.lookups), whatever the URL's captures; a WARC record read stays
-on the loop (well under a millisecond).
+by index seeks (archiver.replay.lookups), whatever the URL's captures; WARC records are opened in
+a worker thread and their payloads streamed a piece at a time (archiver.replay.archive).
 ValueError from bad input becomes a 400 with its message; an unknown URL or capture a 404 page
 linking to the capture list.
 """
@@ -63,18 +68,26 @@ import dataclasses
 import hashlib
 import logging
 import re
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from functools import partial
 from importlib import resources
 from itertools import groupby
 from typing import Any
 
+import trio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 
 from archiver.config import Config, public_url
@@ -96,29 +109,34 @@ from archiver.replay.calendar import LISTED
 from archiver.replay.lookups import Around
 from archiver.replay.rewrite import (
     BANNERED,
+    CSS,
+    HTML,
     IDENTITY,
     PAGE,
-    Embed,
+    SCRIPT_FILE,
+    NotRewritten,
+    PageEmbeds,
+    Rewritten,
     WebTarget,
     archive_url,
     header,
     pad_timestamp,
     parse_head,
     parse_web_path,
-    prepare_html,
     refresher,
     replay_headers,
     requested_url,
-    rewrite_css,
+    rewrite_document,
 )
 from archiver.replay.scan import Scan, ScanLimit
-from archiver.replay.scripts import rewrite_js_body
+from archiver.replay.workers import Busy, WorkerLost
 from archiver.store.bundles import NOT_MODIFIED_PROFILE
 from archiver.store.catalog import Capture
-from archiver.store.warcindex import Stored, WarcError
+from archiver.store.warcindex import PIECE, OpenRecord, WarcError
 from archiver.web import urls
 from archiver.web.http import (
     UNSATISFIABLE,
+    ByteRange,
     CodingError,
     content_codings,
     decode_body,
@@ -158,10 +176,22 @@ _JAVASCRIPT = frozenset(
 )
 # Response headers a replayed page's script may read (besides the CORS-safelisted ones).
 _EXPOSED = "Memento-Datetime, Link, Content-Range, Accept-Ranges, Content-Length"
+# Request headers a replayed page's script may send to archived content across origins: the
+# CORS-safelisted ones (whatever their values) and X-Requested-With; the archive reads none but
+# Range, and none carries credentials.
+SAFE_REQUEST_HEADERS = frozenset(
+    ("accept", "accept-language", "content-language", "content-type", "range", "x-requested-with")
+)
 # URLs shown by a prefix listing (the Wayback Machine's URL listing pages hold a few hundred).
 PREFIX_ROWS = 1000
 _HTML = frozenset(("text/html", "application/xhtml+xml"))
-_REWRITTEN = _HTML | _JAVASCRIPT | {"text/css"}  # rewritten unless the modifier is id_
+# What is rewritten unless the modifier is id_, by media type.
+_REWRITTEN = {**dict.fromkeys(_HTML, HTML), **dict.fromkeys(_JAVASCRIPT, SCRIPT_FILE), "text/css": CSS}
+# Documents up to this size (content codings undone) are rewritten on the event loop: a few
+# milliseconds at most. Larger ones go to the rewriting workers (ReplayArchive.rewriting).
+_INLINE = 16 * 1024
+# The header that says why a document that replay rewrites was served as archived.
+NOT_REWRITTEN = "X-Archiver-Not-Rewritten"
 _CODINGS = frozenset(("gzip", "x-gzip", "deflate", "br"))
 _NO_BODY = frozenset((204, 304))
 _LATEST = "99991231235959"
@@ -191,7 +221,8 @@ def create_apps(config: Config) -> ReplayApps:
         content_origin=public_url(replay.content_origin, origin_only=True),
     )
     archive = ReplayArchive(dataclasses.replace(config, replay=replay))
-    handlers = {ValueError: _bad_request, WarcError: _unreadable, ScanLimit: _too_much, 404: _not_found}
+    handlers = {ValueError: _bad_request, WarcError: _unreadable, ScanLimit: _too_much, Busy: _busy,
+                404: _not_found}
     app = Starlette(
         routes=[
             Route("/", home),
@@ -211,7 +242,8 @@ def create_apps(config: Config) -> ReplayApps:
     )
     content = Starlette(
         routes=[Route("/web/{rest:path}", content_web), Route("/_archiver/client.js", client_script)],
-        middleware=[Middleware(_SecurityHeaders, policy=CSP), Middleware(_ReadableByArchivedPages)],
+        middleware=[Middleware(_SecurityHeaders, policy=CSP),
+                    Middleware(_ReadableByArchivedPages, origin=replay.content_origin)],
         exception_handlers=handlers,
     )
     for one in (app, content):
@@ -242,15 +274,21 @@ class _SecurityHeaders:
 
 
 class _ReadableByArchivedPages:
-    """CORS for archived content: a replayed page runs in an opaque origin (its requests say
-    ``Origin: null``), so its fetch() and XMLHttpRequest calls, which the client script sends
-    into the archive, could not read the answers without it. The origin asking is allowed, with
-    credentials (the content origin sets no cookies: archived Set-Cookie headers are renamed);
-    preflights are answered for GET and HEAD, the methods replayed. The replay's own pages, on
-    the other origin, send no CORS headers at all."""
+    """CORS for archived content, no more than replay needs. A replayed page runs in an opaque
+    origin, so its fetch() and XMLHttpRequest calls (which the client script sends into the
+    archive) say ``Origin: null`` and could not read the answers without CORS: that origin, and
+    the content origin itself, may read, without credentials. Credentials are never allowed: any
+    page can make a sandboxed frame whose requests also say ``Origin: null``, and a page of any
+    origin sends the visitor's credentials if it asks, which matter when an authenticating proxy
+    or an intranet guards the archive (the content origin sets no cookies of its own: archived
+    Set-Cookie headers are renamed, and the client script sends a page's requests without
+    credentials). Preflights are answered for GET and HEAD with at most the headers in
+    :data:`SAFE_REQUEST_HEADERS`; every other origin gets no CORS header, so a browser lets it
+    read nothing. The replay's own pages, on the other origin, send no CORS headers at all."""
 
-    def __init__(self, app: Callable[..., Awaitable[None]]) -> None:
+    def __init__(self, app: Callable[..., Awaitable[None]], origin: str) -> None:
         self.app = app
+        self.allowed = {b"null", origin.encode("latin-1")}
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -258,24 +296,32 @@ class _ReadableByArchivedPages:
             return
         asked = {name.lower(): value for name, value in scope["headers"]}
         origin = asked.get(b"origin")
-        allowed = [(b"access-control-allow-origin", origin or b"*"), (b"vary", b"Origin"),
-                   (b"access-control-expose-headers", _EXPOSED.encode())]
-        if origin is not None:
-            allowed.append((b"access-control-allow-credentials", b"true"))
+        answer: list[tuple[bytes, bytes]] = [(b"vary", b"Origin")]
+        if origin in self.allowed:
+            answer += [(b"access-control-allow-origin", origin),
+                       (b"access-control-expose-headers", _EXPOSED.encode())]
         if scope["method"] == "OPTIONS" and b"access-control-request-method" in asked:
-            allowed += [(b"access-control-allow-methods", b"GET, HEAD"), (b"access-control-max-age", b"600")]
-            if b"access-control-request-headers" in asked:
-                allowed.append((b"access-control-allow-headers", asked[b"access-control-request-headers"]))
-            await send({"type": "http.response.start", "status": 204, "headers": allowed})
+            if origin in self.allowed:
+                answer += [(b"access-control-allow-methods", b"GET, HEAD"),
+                           (b"access-control-allow-headers", _safe_headers(asked)),
+                           (b"access-control-max-age", b"600")]
+            await send({"type": "http.response.start", "status": 204, "headers": answer})
             await send({"type": "http.response.body", "body": b""})
             return
 
         async def send_allowed(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", ()), *allowed]
+                message["headers"] = [*message.get("headers", ()), *answer]
             await send(message)
 
         await self.app(scope, receive, send_allowed)
+
+
+def _safe_headers(asked: dict[bytes, bytes]) -> bytes:
+    """Of the request headers a preflight asks for, those in SAFE_REQUEST_HEADERS."""
+    names = asked.get(b"access-control-request-headers", b"").decode("latin-1").split(",")
+    return ", ".join(name for name in (n.strip().lower() for n in names)
+                     if name in SAFE_REQUEST_HEADERS).encode("latin-1")
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -560,7 +606,7 @@ async def _memento(request: Request, target: WebTarget, found: tuple[Capture, Ar
     banner: Banner | None = None
     if target.modifier in BANNERED:
 
-        async def with_banner(embeds: list[Embed]) -> str:
+        async def with_banner(embeds: PageEmbeds) -> str:
             return pages.banner(
                 prefix=_prefix(request),
                 content="",
@@ -580,20 +626,28 @@ async def _memento(request: Request, target: WebTarget, found: tuple[Capture, Ar
     return response
 
 
-async def _records(request: Request, capture: Capture) -> tuple[Stored, bytes] | None:
-    """The record whose HTTP head replay serves for ``capture`` and the payload it serves (a
-    revisit's comes from the capture it refers to); None if that capture is not archived."""
+async def _records(request: Request, capture: Capture) -> tuple[OpenRecord, OpenRecord] | None:
+    """The record whose HTTP head replay serves for ``capture`` and the record whose payload it
+    serves (a revisit's comes from the capture it refers to), both open (:func:`_replay` closes
+    them); None if that capture is not archived."""
     archive = _archive(request)
     stored = await archive.record(capture)
     payload = stored
     if capture.rectype == "revisit":
-        found = await archive.original(capture, stored)
+        try:
+            found = await archive.original(capture, stored)
+        except BaseException:
+            stored.close()
+            raise
         if found is None:
+            stored.close()
             return None
         payload = found[1]
     # A server-not-modified revisit holds the 304's head: the page is the original's, head too.
     head = stored if stored.http_head and not _not_modified(stored) else payload
-    return head, payload.payload
+    if stored is not head and stored is not payload:
+        stored.close()
+    return head, payload
 
 
 def _no_original(url: str, capture: Capture) -> str:
@@ -604,7 +658,7 @@ def _no_original(url: str, capture: Capture) -> str:
 # --- temporal coherence ----------------------------------------------------------------------
 
 # What a replayed HTML page's banner is made with: the page's embeds in, the banner out.
-Banner = Callable[[list[Embed]], Awaitable[str]]
+Banner = Callable[[PageEmbeds], Awaitable[str]]
 
 
 def _served_capture(scan: Scan, url: str, at: str) -> Capture | None:
@@ -617,11 +671,10 @@ def _served_capture(scan: Scan, url: str, at: str) -> Capture | None:
 
 
 async def _coherence(request: Request, url: str, capture: Capture,
-                     embeds: list[Embed]) -> coherence.Coherence:
+                     embeds: PageEmbeds) -> coherence.Coherence:
     """The dates of what the page captured as ``capture`` loads: its first EMBED_LIMIT distinct
     embeds looked up in one lookup (archiver.replay.scan; ScanLimit past its limits)."""
-    unique = coherence.distinct(embeds)
-    checked = unique[: coherence.EMBED_LIMIT]
+    checked = embeds.first[: coherence.EMBED_LIMIT]
 
     def served(scan: Scan) -> list[coherence.Served]:
         lookup = partial(_served_capture, scan)
@@ -630,11 +683,11 @@ async def _coherence(request: Request, url: str, capture: Capture,
     archive = _archive(request)
     found = await archive.scanner.look_up(served) if checked else []
     max_skew = archive.config.replay.max_skew
-    return coherence.assess(url, capture.timestamp, found, found=len(unique), max_skew=max_skew)
+    return coherence.assess(url, capture.timestamp, found, found=embeds.count, max_skew=max_skew)
 
 
 async def _banner_coherence(request: Request, url: str, capture: Capture,
-                            embeds: list[Embed]) -> coherence.Coherence | None:
+                            embeds: PageEmbeds) -> coherence.Coherence | None:
     """:func:`_coherence` for the banner, which goes without it when the listing fails."""
     try:
         return await _coherence(request, url, capture, embeds)
@@ -650,30 +703,46 @@ async def _coherence_json(request: Request, target: WebTarget, capture: Capture 
     records = await _records(request, capture)
     if records is None:
         return PlainTextResponse(_no_original(target.url, capture) + "\n", status_code=404)
-    embeds: list[Embed] = []
+    embeds = [PageEmbeds([], 0)]
 
-    async def keep(found: list[Embed]) -> str:
-        embeds.extend(found)
+    async def keep(found: PageEmbeds) -> str:
+        embeds.append(found)
         return ""
 
     # What the page loads is what replay's own rewriting finds in it, a redirect loading nothing.
     await _replay(request, dataclasses.replace(target, modifier=PAGE), capture, *records, keep)
-    report = await _coherence(request, target.url, capture, embeds)
+    report = await _coherence(request, target.url, capture, embeds[-1])
     return JSONResponse(report.to_json(), headers={"Memento-Datetime": memento.http_date(capture.timestamp)})
 
 
-def _not_modified(stored: Stored) -> bool:
+def _not_modified(stored: OpenRecord) -> bool:
     """Whether a record is a revisit of the server-not-modified profile."""
     return any(name.lower() == "warc-profile" and value == NOT_MODIFIED_PROFILE
                for name, value in stored.warc_headers)
 
 
-async def _replay(
-    request: Request, target: WebTarget, capture: Capture, head: Stored, body: bytes, banner: Banner | None
-) -> Response:
+async def _replay(request: Request, target: WebTarget, capture: Capture, head: OpenRecord,
+                  body: OpenRecord, banner: Banner | None) -> Response:
     """The archived response: status, headers and body, rewritten as the modifier asks; an HTML
     page that is not a redirect gets ``banner(its embeds)`` inserted. Links point into the content
-    origin, as paths (the document's own origin)."""
+    origin, as paths (the document's own origin). A payload served as archived is streamed from
+    ``body``, a range of it read past the bytes before it; a rewritten one is read whole, within
+    ``replay.max_rewrite_size``. Closes both records (the streamed one once it is sent)."""
+    records = {id(head): head, id(body): body}.values()
+    try:
+        response = await _replay_records(request, target, capture, head, body, banner)
+    except BaseException:
+        for record in records:
+            record.close()
+        raise
+    for record in records:
+        if not (isinstance(response, _Streamed) and response.record is record):
+            record.close()
+    return response
+
+
+async def _replay_records(request: Request, target: WebTarget, capture: Capture, head: OpenRecord,
+                          body: OpenRecord, banner: Banner | None) -> Response:
     status, headers = parse_head(head.http_head)
     if not head.http_head and capture.mime != "-":  # a resource record: its WARC Content-Type
         headers = [("Content-Type", capture.mime)]
@@ -681,55 +750,124 @@ async def _replay(
     content_type = header(headers, "content-type")
     mime = media_type(content_type or capture.mime)[0]
     coding = header(headers, "content-encoding") or ""
+    payload: bytes | OpenRecord = body
     rewritten = False
-    if target.modifier != IDENTITY and mime in _REWRITTEN and _decodable(coding):
-        decoded = decode_body(body, coding, _archive(request).config.crawl.max_decoded_size)
-        charset = media_type(content_type)[1]
-        if mime == "text/css":
-            body, rewritten = rewrite_css(decoded, url=url, timestamp=capture.timestamp, prefix="",
-                                          charset=charset), True
-        elif mime in _HTML:
-            page = prepare_html(decoded, url=url, timestamp=capture.timestamp, prefix="", charset=charset,
-                                client=CLIENT_SRC)
-            redirect = status is not None and 300 <= status < 400
-            body = page.to_bytes(await banner(page.embeds) if banner is not None and not redirect else None)
-            rewritten = True
-        elif (script := rewrite_js_body(decoded, charset)) is not None:
-            body, rewritten = script, True  # a script with nothing to rewrite is served as archived
+    note = None
+    kind = _REWRITTEN.get(mime) if target.modifier != IDENTITY else None
+    if kind is not None:
+        try:
+            payload = await _payload(request, body, coding)
+            done = await _rewrite(request, payload, kind=kind, coding=coding, url=url,
+                                  timestamp=capture.timestamp, charset=media_type(content_type)[1])
+        except NotRewritten as e:
+            note = str(e)
+            event(log, logging.WARNING, "replay-not-rewritten", url=url, timestamp=capture.timestamp,
+                  reason=note)
+        else:
+            if done is not None:  # None: a script with nothing to rewrite, served as archived
+                payload, rewritten = done.before, True
+                if done.after is not None:
+                    redirect = status is not None and 300 <= status < 400
+                    text = await banner(done.embeds) if banner is not None and not redirect else ""
+                    payload = b"".join((done.before, text.encode("utf-8"), done.after))
     location = None
     if capture.redirect is not None:
         location = archive_url("", capture.timestamp, target.modifier, capture.redirect)
     served = replay_headers(
         headers, rewritten=rewritten, location=location, refresh=refresher(url, capture.timestamp, "")
     )
+    if note is not None:
+        served.append((NOT_REWRITTEN, note))
     if status is None or not 200 <= status <= 599:
         status = 200
+    size = len(payload) if isinstance(payload, bytes) else payload.size
+    wanted = None
     if status == 200 and not rewritten:  # audio and video are seeked by range (RFC 9110 section 14)
-        status, body, ranged = _byte_range(request.headers.get("range"), body)
+        status, wanted, ranged = _byte_range(request.headers.get("range"), size)
         served += ranged
-    response = Response(b"" if status in _NO_BODY else body, status_code=status)
-    response.raw_headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in served]
-    return response
+    raw = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in served]
+    if status in _NO_BODY or status == 416:
+        payload = b""
+    first, length = (wanted.first, wanted.last + 1 - wanted.first) if wanted is not None else (0, size)
+    if isinstance(payload, bytes):
+        response = Response(payload[first:first + length], status_code=status)
+        response.raw_headers += raw
+        return response
+    streamed = _Streamed(payload, first, length if request.method != "HEAD" else 0, status)
+    streamed.raw_headers += [(b"content-length", str(length).encode()), *raw]
+    return streamed
 
 
-def _decodable(coding: str) -> bool:
-    """Whether replay can undo a Content-Encoding: known codings, no more than MAX_CODINGS."""
+async def _payload(request: Request, record: OpenRecord, coding: str) -> bytes:
+    """The whole payload of a record replay rewrites: NotRewritten past replay.max_rewrite_size
+    (left unread, to be streamed) or for a Content-Encoding replay does not undo (an unknown
+    coding, more than MAX_CODINGS)."""
     try:
-        return set(content_codings(coding)) <= _CODINGS
-    except CodingError:
-        return False
+        codings = content_codings(coding)
+    except CodingError as e:
+        raise NotRewritten(str(e)) from None
+    if not set(codings) <= _CODINGS:
+        raise NotRewritten("its Content-Encoding names a coding replay does not undo")
+    limit = _archive(request).config.replay.max_rewrite_size
+    if record.size > limit:
+        raise NotRewritten(f"larger than replay.max_rewrite_size ({limit} bytes) once decoded")
+    return await trio.to_thread.run_sync(record.read, record.size)
 
 
-def _byte_range(value: str | None, body: bytes) -> tuple[int, bytes, list[tuple[str, str]]]:
-    """(status, body, headers) of an archived 200 answering a Range header: 206 with the range
-    asked, 416 for one past the end, else 200 with the whole body; Accept-Ranges always."""
-    wanted = parse_range(value, len(body))
+async def _rewrite(request: Request, body: bytes, *, kind: str, coding: str, url: str, timestamp: str,
+                   charset: str | None) -> Rewritten | None:
+    """:func:`rewrite_document` of an archived payload: on the event loop up to _INLINE bytes,
+    else in a rewriting worker (Busy when they and their queue are full)."""
+    archive = _archive(request)
+    job = partial(rewrite_document, body, kind=kind, coding=coding, url=url, timestamp=timestamp,
+                  charset=charset, limit=archive.config.replay.max_rewrite_size, client=CLIENT_SRC,
+                  embeds_kept=coherence.EMBED_LIMIT)
+    if len(decode_body(body, coding, _INLINE + 1)) <= _INLINE:
+        return job()
+    try:
+        return await archive.rewriting.run(job)
+    except WorkerLost as e:
+        raise NotRewritten(f"its rewriting failed ({e})") from None
+
+
+class _Streamed(StreamingResponse):
+    """``length`` bytes of a record's payload from ``first``, streamed: read a piece at a time in
+    a worker thread, the bytes before ``first`` read past (a gzip member cannot be entered in
+    the middle); the record is closed once the answer ends or the client has gone."""
+
+    def __init__(self, record: OpenRecord, first: int, length: int, status: int) -> None:
+        self.record = record
+        super().__init__(self._pieces(first, length), status_code=status)
+
+    async def _pieces(self, first: int, length: int) -> AsyncIterator[bytes]:
+        record = self.record
+        try:
+            await trio.to_thread.run_sync(record.skip, first)
+            while length > 0:
+                piece = await trio.to_thread.run_sync(record.read, min(PIECE, length))
+                length -= len(piece)
+                yield piece
+        except WarcError as e:  # the answer ends short of its Content-Length: the client sees it
+            event(log, logging.ERROR, "replay-unreadable-record", url=record.url, error=str(e))
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.record.close()
+
+
+def _byte_range(value: str | None, size: int) -> tuple[int, ByteRange | None, list[tuple[str, str]]]:
+    """(status, range, headers) of an archived 200 of ``size`` bytes answering a Range header:
+    206 with the range asked, 416 for one past the end, else 200 with the whole body (range
+    None); Accept-Ranges always."""
+    wanted = parse_range(value, size)
     if wanted is None:
-        return 200, body, [("Accept-Ranges", "bytes")]
+        return 200, None, [("Accept-Ranges", "bytes")]
     if wanted == UNSATISFIABLE:
-        return 416, b"", [("Accept-Ranges", "bytes"), ("Content-Range", f"bytes */{len(body)}")]
-    return 206, body[wanted.first:wanted.last + 1], [
-        ("Accept-Ranges", "bytes"), ("Content-Range", f"bytes {wanted.first}-{wanted.last}/{len(body)}")]
+        return 416, None, [("Accept-Ranges", "bytes"), ("Content-Range", f"bytes */{size}")]
+    return 206, wanted, [("Accept-Ranges", "bytes"),
+                         ("Content-Range", f"bytes {wanted.first}-{wanted.last}/{size}")]
 
 
 # --- errors ----------------------------------------------------------------------------------
@@ -737,6 +875,13 @@ def _byte_range(value: str | None, body: bytes) -> tuple[int, bytes, list[tuple[
 
 async def _bad_request(request: Request, exc: Exception) -> Response:
     return PlainTextResponse(f"400 Bad Request: {exc}\n", status_code=400)
+
+
+async def _busy(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, Busy)
+    event(log, logging.WARNING, "replay-busy", url=str(request.url.path), work=exc.what)
+    return PlainTextResponse(f"503 Service Unavailable: {exc}\n", status_code=503,
+                             headers={"Retry-After": str(exc.retry_after)})
 
 
 async def _too_much(request: Request, exc: Exception) -> Response:

@@ -4,8 +4,9 @@ One :class:`ReplayArchive` is shared by every request (``request.app.state.archi
 comes from ``open_stores`` and is opened read-only: in the embedded mode the WARC folder and the
 SQLite files, in the shared mode the object store (records by byte range) and PostgreSQL. Nothing
 a request names can reach a file outside the WARC folder or an object outside the bundles (both
-readers refuse names with a path in them). Records are read in a worker thread, as a read from an
-object store is a network round trip. The catalog is reached through
+readers refuse names with a path in them). Records are opened in a worker thread, as a read from
+an object store is a network round trip, and their payloads read a piece at a time, never whole
+(a payload may be gigabytes). The catalog is reached through
 :attr:`ReplayArchive.scanner` (archiver.replay.scan), which keeps listings off the event loop and
 within the service's limits.
 """
@@ -22,9 +23,10 @@ from archiver.config import Config
 from archiver.logs import event
 from archiver.replay.scan import Scan, Scanner
 from archiver.replay.why import Answer, explain, gather
+from archiver.replay.workers import Workers
 from archiver.store.catalog import Capture, original_of
 from archiver.store.interfaces import DnsHistoryStore
-from archiver.store.warcindex import Stored
+from archiver.store.warcindex import OpenRecord
 from archiver.stores import open_stores
 from archiver.web.timestamps import from_datetime
 
@@ -49,13 +51,19 @@ class ReplayArchive:
             listings=limits.scan_listings,
         )
         self._dns: DnsHistoryStore | None = None
+        # CPU-heavy work, bounded (archiver.replay.workers): rewriting in worker processes,
+        # full-text searches in worker threads (SQLite leaves the GIL while it searches).
+        self.rewriting = Workers("rewrites", workers=limits.rewrite_workers, waiting=limits.max_waiting,
+                                 processes=True)
+        self.searching = Workers("searches", workers=limits.search_workers, waiting=limits.max_waiting)
 
-    async def record(self, capture: Capture) -> Stored:
-        """The WARC record a catalog entry points at (raises WarcError if it is not there)."""
-        return await trio.to_thread.run_sync(self.warcs.read, capture.filename, capture.offset,
+    async def record(self, capture: Capture) -> OpenRecord:
+        """The WARC record a catalog entry points at, opened: its heads read, its payload read
+        as it is asked for (WarcError if it is not there). Close it."""
+        return await trio.to_thread.run_sync(self.warcs.open, capture.filename, capture.offset,
                                              capture.length)
 
-    async def original(self, revisit: Capture, stored: Stored) -> tuple[Capture, Stored] | None:
+    async def original(self, revisit: Capture, stored: OpenRecord) -> tuple[Capture, OpenRecord] | None:
         """The response a revisit record stands for, with its record; None if it is not archived.
 
         See :func:`archiver.store.catalog.original_of`; the catalog is read as a lookup.
@@ -98,6 +106,7 @@ class ReplayArchive:
         return await trio.to_thread.run_sync(self.status.read_all)
 
     def close(self) -> None:
+        self.rewriting.close()
         self.catalog.close()
         self.status.close()
         if self._dns is not None:

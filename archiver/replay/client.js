@@ -4,7 +4,8 @@ Replay puts it first in every rewritten HTML document (archiver.replay.rewrite),
 <script src="/_archiver/client.js?v=..." data-timestamp="14 digits" data-url="archived URL">.
 The server has already rewritten every link in the markup; this script rewrites what the page's
 own scripts build later, to the archive URL /web/<timestamp><modifier>/<absolute URL>:
-  - fetch() and XMLHttpRequest (modifier id_: the archived bytes), EventSource;
+  - fetch() and XMLHttpRequest (modifier id_: the archived bytes), sent without credentials,
+    EventSource;
   - WebSocket: refused (a socket that fails to connect: error, then close with code 1006);
   - window.open, history.pushState and replaceState;
   - writes to location: assignments reach __archiverLocation, as the server rewrites them
@@ -225,17 +226,24 @@ What it does not cover is listed in README.md ("Client-side rewriting"). */
 
   // Requests.
   const nativeFetch = window.fetch;
+  // Without credentials: the archive needs none, and answers no cross-origin read that sends them.
   window.fetch = function fetch(input, init) {
+    let request = input;
     if (input instanceof Request) {
       const url = rewrite(input.url, "id_");
-      return nativeFetch.call(this, url === input.url ? input : new Request(url, input), init);
-    }
-    return nativeFetch.call(this, rewrite(input instanceof URL ? input.href : input, "id_"), init);
+      if (url !== input.url) request = new Request(url, input);
+    } else request = rewrite(input instanceof URL ? input.href : input, "id_");
+    return nativeFetch.call(this, new Request(request, {...init, credentials: "omit"}));
   };
   const nativeOpen = XMLHttpRequest.prototype.open;
   XMLHttpRequest.prototype.open = function open(method, url, ...rest) {
     return nativeOpen.call(this, method, rewrite(url instanceof URL ? url.href : url, "id_"), ...rest);
   };
+  const withCredentials = Object.getOwnPropertyDescriptor(XMLHttpRequest.prototype, "withCredentials");
+  Object.defineProperty(XMLHttpRequest.prototype, "withCredentials", {
+    ...withCredentials,
+    set() { withCredentials.set.call(this, false); },
+  });
   if (window.EventSource) {
     const NativeEventSource = window.EventSource;
     window.EventSource = class EventSource extends NativeEventSource {

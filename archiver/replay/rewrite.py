@@ -33,13 +33,15 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from html.entities import html5
+from itertools import islice
 
-from archiver.replay.scripts import rewrite_js
+from archiver.replay.scripts import rewrite_js, rewrite_js_body
 from archiver.web import urls
 
 # Shared with link extraction so that rewriting sees exactly the links the crawler followed.
 from archiver.web.extract import SRCSET_CANDIDATE, css_references, html_as_utf8, refresh_url_span
 from archiver.web.extract import decode_text as css_text
+from archiver.web.http import decode_body
 from archiver.web.timestamps import to_datetime
 
 PAGE, IDENTITY = "", "id_"
@@ -579,17 +581,29 @@ class RewrittenHtml:
 
     def render(self, banner: str | None = None) -> str:
         """The rewritten text, with ``banner`` inserted where it goes."""
-        edits = self.edits
-        if banner is not None and self.banner_at is not None:
-            # Stable: a banner at the client script's place goes after it.
-            edits = sorted([*edits, (self.banner_at, self.banner_at, banner)], key=lambda edit: edit[0])
+        before, after = self.parts()
+        return before if after is None else before + (banner or "") + after
+
+    def parts(self) -> tuple[str, str | None]:
+        """The rewritten text split where the banner goes (after any edit at that place, such as
+        the client script's element); None after it when the document takes no banner."""
+        at = self.banner_at
         out: list[str] = []
+        cut = None
         last = 0
-        for start, end, new in edits:
+        for start, end, new in self.edits:
+            if cut is None and at is not None and start > at:
+                out.append(self.text[last:max(at, last)])
+                last, cut = max(at, last), len(out)
             out += [self.text[last:start], new]
             last = end
+        if cut is None and at is not None:
+            out.append(self.text[last:max(at, last)])
+            last, cut = max(at, last), len(out)
         out.append(self.text[last:])
-        return "".join(out)
+        if cut is None:
+            return "".join(out), None
+        return "".join(out[:cut]), "".join(out[cut:])
 
     def to_bytes(self, banner: str | None = None) -> bytes:
         """:meth:`render` in UTF-8, undecodable input bytes passed through."""
@@ -652,6 +666,59 @@ def rewrite_html(
     """
     page = prepare_html(body, url=url, timestamp=timestamp, prefix=prefix, charset=charset, client=client)
     return page.to_bytes(banner)
+
+
+# --- one archived document, as replay serves it ----------------------------------------------
+
+HTML, CSS, SCRIPT_FILE = "html", "css", "script"
+
+
+class NotRewritten(Exception):
+    """Why a document is served as archived instead of rewritten (the message says)."""
+
+
+@dataclass(frozen=True)
+class PageEmbeds:
+    """A page's distinct embeds (each embedded URL once, at its first place): the first of them,
+    as many as were kept, and how many there are."""
+
+    first: list[Embed]
+    count: int
+
+
+@dataclass(frozen=True)
+class Rewritten:
+    """A document rewritten by :func:`rewrite_document`, in UTF-8: ``before`` and ``after`` the
+    banner's place (``after`` None: the document takes no banner), and its embeds."""
+
+    before: bytes
+    after: bytes | None
+    embeds: PageEmbeds
+
+
+def rewrite_document(body: bytes, *, kind: str, coding: str, limit: int, url: str, timestamp: str,
+                     charset: str | None, client: str, embeds_kept: int) -> Rewritten | None:
+    """The archived payload ``body`` (with the Content-Encoding ``coding``) of an HTML document,
+    a stylesheet or a script file (``kind``), rewritten for replay at ``timestamp`` with links as
+    paths; None for a script with nothing to rewrite. NotRewritten if it is larger than ``limit``
+    bytes with its codings undone. Pure: the replay runs it in a worker process."""
+    decoded = decode_body(body, coding, limit + 1)
+    if len(decoded) > limit:
+        raise NotRewritten(f"larger than replay.max_rewrite_size ({limit} bytes) once decoded")
+    if kind == CSS:
+        return Rewritten(rewrite_css(decoded, url=url, timestamp=timestamp, prefix="", charset=charset),
+                         None, PageEmbeds([], 0))
+    if kind == HTML:
+        page = prepare_html(decoded, url=url, timestamp=timestamp, prefix="", charset=charset, client=client)
+        before, after = page.parts()
+        distinct: dict[str, Embed] = {}  # each embedded URL once, at its first place
+        for embed in page.embeds:
+            distinct.setdefault(embed.url, embed)
+        return Rewritten(before.encode("utf-8", "surrogateescape"),
+                         None if after is None else after.encode("utf-8", "surrogateescape"),
+                         PageEmbeds(list(islice(distinct.values(), embeds_kept)), len(distinct)))
+    script = rewrite_js_body(decoded, charset)
+    return None if script is None else Rewritten(script, None, PageEmbeds([], 0))
 
 
 # --- archived HTTP heads ---------------------------------------------------------------------

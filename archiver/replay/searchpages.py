@@ -7,7 +7,9 @@ content origin and lists its matching captures' dates, each a link to that captu
 8601 or 4 to 14 digits), ``page`` turns the results ``PAGE_SIZE`` at a time.
 
 The index is opened read-only for each request and read in a worker thread, never on the event
-loop, for at most ``replay.scan_deadline`` seconds (a word on every page of a large archive costs
+loop, at most ``replay.search_workers`` searches at once (archiver.replay.workers: up to
+``replay.max_waiting`` more wait, past that a 503 with Retry-After), each for at most
+``replay.scan_deadline`` seconds (a word on every page of a large archive costs
 its ranking every page). A missing, empty or over-long query, a bad date or page number answers
 400 with the form and the reason; an archive without an index yet, or a search past the deadline,
 503 saying what to do. The home
@@ -19,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
-import trio
 from jinja2 import Environment, PackageLoader
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -27,6 +28,7 @@ from starlette.routing import Route
 
 from archiver.replay.pages import list_url
 from archiver.replay.rewrite import archive_url
+from archiver.replay.workers import Busy
 from archiver.store.fulltext import FullTextMissing, SearchHit, SearchTimeout
 from archiver.web.textquery import MAX_QUERY, SearchQuery, parse_query, snippet_parts
 from archiver.web.timestamps import parse_date, to_iso
@@ -81,7 +83,12 @@ async def fulltext_page(request: Request) -> Response:
             fulltext.close()
 
     try:
-        hits = await trio.to_thread.run_sync(search)
+        hits = await archive.searching.run(search)
+    except Busy as e:
+        page = _page(form, status=503, error=f"The replay is running as many searches as it can: try again "
+                                              f"in {e.retry_after} s.")
+        page.headers["Retry-After"] = str(e.retry_after)
+        return page
     except FullTextMissing:
         return _page(form, status=503, error="The archive has no full-text index yet: build it with "
                                              "`archiver search index --config FILE`.")

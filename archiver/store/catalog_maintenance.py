@@ -26,6 +26,7 @@ from archiver.store.interfaces import CatalogStore, WarcReader
 from archiver.store.objectstore import NoSuchObject, ObjectRangeError, ObjectStore, open_object
 from archiver.store.warcindex import (
     HEAD_BYTES,
+    OpenRecord,
     Stored,
     WarcError,
     final_name,
@@ -33,6 +34,7 @@ from archiver.store.warcindex import (
     index_stream,
     index_warc,
     locate,
+    open_record,
     parse_record,
     read_head,
     read_raw,
@@ -254,6 +256,9 @@ class WarcFiles:
     def read(self, filename: str, offset: int, length: int) -> Stored:
         return read_record(self.directory, filename, offset, length)
 
+    def open(self, filename: str, offset: int, length: int) -> OpenRecord:
+        return open_record(self.directory, filename, offset, length)
+
     def read_head(self, filename: str, offset: int, length: int) -> bytes:
         return read_head(self.directory, filename, offset, length)
 
@@ -307,6 +312,15 @@ class ObjectWarcs:
         """The record at ``offset`` (``length`` bytes, one gzip member): one range request."""
         return parse_record(self.raw(filename, offset, length),
                             self.store.location(self._key(filename)), offset)
+
+    def open(self, filename: str, offset: int, length: int) -> OpenRecord:
+        """The record opened for reading: one range request, its body read as it goes."""
+        key = self._key(filename)
+        where = self.store.location(key)
+        try:
+            return OpenRecord(self.store.open_range(key, offset, length), where, offset)
+        except NoSuchObject:
+            raise WarcError(f"{where}: no such WARC file") from None
 
     def raw(self, filename: str, offset: int, length: int) -> bytes:
         """The record's bytes as stored: one range request."""

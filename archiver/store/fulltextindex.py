@@ -32,7 +32,7 @@ from archiver.store.fulltext import DocumentKey, IndexedCapture
 from archiver.store.interfaces import CatalogStore, FullTextStore, WarcReader
 from archiver.store.warcindex import WarcError
 from archiver.web.pagelinks import HTML_TYPES
-from archiver.web.pagetext import PageText, response_text
+from archiver.web.pagetext import MAX_DECODED, PageText, response_text
 
 # Captures per transaction of the index.
 BATCH = 200
@@ -153,6 +153,8 @@ class _Run:
             return text
         if capture.rectype != "response":
             return None
-        stored = self.warcs.read(capture.filename, capture.offset, capture.length)
-        self.totals.extracted += 1
-        return response_text(stored.http_head, stored.payload)
+        # The text is taken from the first MAX_DECODED bytes decoded: as many stored bytes hold
+        # them (a content coding shrinks), never a huge payload whole.
+        with self.warcs.open(capture.filename, capture.offset, capture.length) as record:
+            self.totals.extracted += 1
+            return response_text(record.http_head, record.read(MAX_DECODED))

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from archiver.store.catalog import Capture
 from archiver.store.dnshistory import DnsRow, NameState, Observation, Resolved
 from archiver.store.fulltext import DocumentKey, IndexedCapture, SearchHit
-from archiver.store.warcindex import Stored
+from archiver.store.warcindex import OpenRecord, Stored
 from archiver.web.pagetext import PageText
 from archiver.web.textquery import SearchQuery
 
@@ -84,6 +84,10 @@ class WarcReader(Protocol):
 
     def read(self, filename: str, offset: int, length: int) -> Stored:
         """The record at ``offset`` (``length`` bytes); WarcError if it is not there whole."""
+
+    def open(self, filename: str, offset: int, length: int) -> OpenRecord:
+        """That record opened for reading, its payload read as it goes (never whole: replay
+        streams it); WarcError as ``read``. Close it."""
 
     def read_head(self, filename: str, offset: int, length: int) -> bytes:
         """The HTTP head of that record, reading as little of it as it can; WarcError as ``read``."""

@@ -44,6 +44,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from archiver.config import S3Config, parse_s3_url
 from archiver.store.durable import fsync_directory
+from archiver.store.warcindex import span
 
 # 64 MiB parts: a 1 GiB bundle is 16 parts, far below S3's limit of 10,000, and one part in
 # memory at a time stays small next to the crawler's other buffers.
@@ -96,6 +97,11 @@ class ObjectStore(Protocol):
     def read(self, key: str, offset: int, length: int) -> bytes:
         """Exactly ``length`` bytes from ``offset``; ObjectRangeError if the object ends first,
         NoSuchObject if there is none."""
+
+    def open_range(self, key: str, offset: int, length: int) -> BinaryIO:
+        """``length`` bytes from ``offset`` as a file read as it goes (one streamed request, or a
+        file read in place), never held whole; NoSuchObject if there is no object. An object
+        that ends first gives fewer bytes."""
 
     def list(self, prefix: str = "") -> list[str]:
         """Every key starting with ``prefix``, sorted."""
@@ -199,6 +205,16 @@ class FolderStore:
             raise ObjectRangeError(f"{path}: bytes {offset}-{offset + length - 1} asked, the object "
                                    f"holds {path.stat().st_size} bytes")
         return data
+
+    def open_range(self, key: str, offset: int, length: int) -> BinaryIO:
+        _check_range(offset, length)
+        path = self._path(key)
+        try:
+            file = path.open("rb")
+        except FileNotFoundError:
+            raise NoSuchObject(f"{path}: no such object") from None
+        file.seek(offset)
+        return span(file, length)
 
     def list(self, prefix: str = "") -> list[str]:
         keys = []
@@ -379,6 +395,21 @@ class S3Store:
             raise ObjectRangeError(f"{self.location(key)}: bytes {offset}-{last} asked, the object "
                                    f"holds {answer.get('ContentRange', '?')}")
         return data
+
+    def open_range(self, key: str, offset: int, length: int) -> BinaryIO:
+        """One GET of the range, its body read from the connection as it is asked for."""
+        _check_range(offset, length)
+        try:
+            answer = self.client.get_object(Bucket=self.bucket, Key=self._key(key),
+                                            Range=f"bytes={offset}-{offset + length - 1}")
+        except ClientError as e:
+            code = e.response.get("Error", {}).get("Code")
+            if code == "NoSuchKey":
+                raise NoSuchObject(f"{self.location(key)}: no such object") from None
+            if code == "InvalidRange":
+                return io.BytesIO()
+            raise
+        return span(answer["Body"], length)
 
     def list(self, prefix: str = "") -> list[str]:
         return sorted(self._keys(prefix))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from archiver.store.catalog import Capture, payload_holder
 from archiver.store.interfaces import CatalogStore, WarcReader
 from archiver.store.warcindex import WarcError
+from archiver.web.robots import MAX_ROBOTS_BYTES
 
 MAX_REDIRECTS = 5
 
@@ -94,7 +95,8 @@ def _payload(catalog: CatalogStore, warcs: WarcReader, capture: Capture) -> byte
         if original is None:
             return b""
         capture = original
-    try:
-        return warcs.read(capture.filename, capture.offset, capture.length).payload
+    try:  # as much as a crawler reads of a robots.txt (RFC 9309), never a huge payload whole
+        with warcs.open(capture.filename, capture.offset, capture.length) as record:
+            return record.read(MAX_ROBOTS_BYTES)
     except WarcError:
         return b""

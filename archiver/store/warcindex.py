@@ -18,10 +18,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
+from warcio.limitreader import LimitReader
 from warcio.recordloader import ArcWarcRecord
 from warcio.timeutils import iso_date_to_datetime
 
@@ -192,6 +193,105 @@ class Stored:
     warc_headers: list[tuple[str, str]]
     http_head: bytes
     payload: bytes
+
+
+# The payload read at a time when a record is streamed or skipped.
+PIECE = 256 * 1024
+# Compressed bytes inflated at a time when a record is opened for reading: deflate inflates a
+# block to at most 1,032 times its size, so a piece of payload in memory stays within 4 MiB.
+BLOCK = 4096
+
+
+class OpenRecord:
+    """One record opened for reading: its WARC headers and HTTP head, and its payload (``size``
+    bytes, as received) read a piece at a time as the reader asks, never held whole: a gzip
+    member is inflated as it is read, and a place in the payload is reached by reading up to it.
+    Close it (or use it as a context manager); the source is closed with it."""
+
+    def __init__(self, source: BinaryIO, where: str, offset: int) -> None:
+        self._source = source
+        self.where = f"{where}: the record at offset {offset}"
+        try:
+            self._records = ArchiveIterator(source, check_digests=False, block_size=BLOCK)
+            record = next(iter(self._records))
+            self.http_head = record.http_headers.to_bytes() if record.http_headers is not None else b""
+            if record.format != "warc":  # warcio takes some garbage for an ARC record
+                raise ValueError("no WARC record starts there")
+            if not isinstance(record.raw_stream, LimitReader):
+                raise ValueError("it has no Content-Length")
+        except (ArchiveLoadFailed, StopIteration, EOFError, ValueError, OSError, zlib.error,
+                TypeError, AttributeError, KeyError, IndexError) as e:  # the last: warcio on damage
+            source.close()
+            raise WarcError(f"{where}: no complete record at offset {offset}: {e}") from None
+        self.url: str = record.rec_headers.get_header("WARC-Target-URI")
+        self.rectype: str = record.rec_type
+        self.warc_headers: list[tuple[str, str]] = list(record.rec_headers.headers)
+        self._payload: LimitReader = record.raw_stream
+        self.size: int = self._payload.limit
+        self.position = 0
+
+    def read(self, length: int) -> bytes:
+        """The next ``length`` bytes of the payload (fewer at its end); WarcError if the record
+        ends before its Content-Length."""
+        try:
+            data = self._payload.read(min(length, self.size - self.position))
+        except (EOFError, OSError, zlib.error) as e:
+            raise WarcError(f"{self.where} is damaged: {e}") from None
+        if len(data) < min(length, self.size - self.position):
+            raise WarcError(f"{self.where} is cut short at payload byte {self.position + len(data)} "
+                            f"of {self.size}")
+        self.position += len(data)
+        return data
+
+    def skip(self, length: int) -> None:
+        """Read past ``length`` bytes of the payload, a piece at a time."""
+        end = min(self.position + length, self.size)
+        while self.position < end:
+            self.read(min(PIECE, end - self.position))
+
+    def close(self) -> None:
+        self._records.close()
+        self._source.close()
+
+    def __enter__(self) -> OpenRecord:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Span(io.RawIOBase):
+    """``length`` bytes of a file from where it stands, as a file of their own."""
+
+    def __init__(self, file: BinaryIO, length: int) -> None:
+        self._file, self._left = file, length
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._file.read(min(len(buffer), self._left))
+        buffer[: len(data)] = data
+        self._left -= len(data)
+        return len(data)
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
+def span(file: BinaryIO, length: int) -> BinaryIO:
+    """The next ``length`` bytes of ``file`` as a buffered file of their own (closing it closes
+    ``file``)."""
+    return io.BufferedReader(_Span(file, length), PIECE)
+
+
+def open_record(warcs: Path, filename: str, offset: int, length: int) -> OpenRecord:
+    """The record at ``offset`` (``length`` bytes) of a bundle, opened for reading."""
+    path = locate(warcs, filename)
+    file = path.open("rb")
+    file.seek(offset)
+    return OpenRecord(span(file, length), str(path), offset)
 
 
 def locate(warcs: Path, filename: str) -> Path:

@@ -95,6 +95,22 @@ def test_the_crawler_limit_holds_its_whole_budget():
         shards, CONNECTIONS_PER_SITE * sites)
 
 
+def _bytes(value: str) -> int:
+    return int(value[:-1]) * 1024 ** "KMGT".index(value[-1]) * 1024
+
+
+def test_replay_memory_is_limited_above_its_bounds():
+    """SQLite's memory per shard connection (a 64 KiB page cache and its statements; 1 MiB
+    counted), its rewriting processes (about 500 MiB each
+    for a document of replay.max_rewrite_size) and the answers in flight: about 2.5 GiB."""
+    replay = config.Config().replay
+    high = _bytes(one("archiver-replay.service", "Service.MemoryHigh"))
+    most = _bytes(one("archiver-replay.service", "Service.MemoryMax"))
+    bounds = config.Config().catalog.shards * 2**20 + replay.rewrite_workers * 500 * 2**20 + 2**29
+    assert bounds < high < most
+    assert replay.max_rewrite_size <= 16 * 2**20  # the size the 500 MiB a worker was measured at
+
+
 def test_crawler_stop_timeout_exceeds_the_drain():
     stop = int(one("archiver-crawl@.service", "Service.TimeoutStopSec"))
     assert stop >= config.Config().crawl.drain_timeout + 30  # room to flush and fsync after it

@@ -102,6 +102,28 @@ async def test_each_origin_serves_only_its_own_pages(small):
         assert (await get(replay.app, "/metrics"))[0] == 200
 
 
+async def test_no_other_origin_may_read_archived_content(small):
+    """A page of any other origin, asking with the visitor's credentials (as behind an
+    authenticating proxy), gets no CORS header that lets a browser show it the answer; a
+    replayed page (Origin: null) may read, never with credentials."""
+    async with serving(small) as replay:
+        path = f"/web/{STAMP}id_/{PAGE}"
+        for origin in ("http://evil.example", replay.app, "https://intranet.example:8443"):
+            asked = {"Origin": origin, "Cookie": "session=visitor", "Authorization": "Basic dmlzaXRvcg=="}
+            status, headers, _ = await get(replay.content, path, **asked)
+            assert status == 200, origin
+            cors = {name for name in headers if name.startswith("access-control-")}
+            assert cors == set(), (origin, cors)
+            preflight = {"Origin": origin, "Access-Control-Request-Method": "GET",
+                         "Access-Control-Request-Headers": "authorization"}
+            status, headers, _ = await get(replay.content, path, "OPTIONS", **preflight)
+            assert {name for name in headers if name.startswith("access-control-")} == set(), origin
+        status, headers, _ = await get(replay.content, path, Origin="null", Cookie="session=visitor")
+        assert headers["access-control-allow-origin"] == "null"
+        assert "access-control-allow-credentials" not in headers
+        assert headers["vary"] == "Origin"
+
+
 async def test_public_urls_come_from_the_config_never_from_the_host_header(small):
     base, content = "https://archive.example.org/wayback", "https://content.example.org"
     async with serving(small, base_url=base + "/", content_origin=content) as replay:

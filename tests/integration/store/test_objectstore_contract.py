@@ -167,6 +167,23 @@ def test_byte_ranges(store: ObjectStore, tmp_path: Path) -> None:
         store.read("r.bin", -1, 5)
 
 
+
+def test_ranges_opened_as_files(store: ObjectStore, tmp_path: Path) -> None:
+    source = local_file(tmp_path, "r.bin", 10_000)
+    data = source.read_bytes()
+    put(store, source, "r.bin")
+    with store.open_range("r.bin", 1234, 5678) as opened:
+        assert opened.read(1) == data[1234:1235]
+        assert opened.read(100_000) == data[1235:1234 + 5678]
+        assert opened.read(10) == b""
+    with store.open_range("r.bin", 9_990, 20) as opened:  # across the end: what there is
+        assert opened.read() == data[9_990:]
+    with pytest.raises(NoSuchObject, match="missing"):
+        store.open_range("missing", 0, 1)
+    with pytest.raises(ValueError, match="range"):
+        store.open_range("r.bin", 5, 0)
+
+
 # -- listing, sizes, deletion, keys
 
 

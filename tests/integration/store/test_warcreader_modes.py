@@ -60,12 +60,29 @@ def test_the_reader_lists_measures_indexes_and_reads(mode_archive: ModeArchive, 
         # The head alone, from the record's first bytes: what the whole record says.
         assert warcs.read_head(c.filename, c.offset, c.length) == records[
             (c.filename, c.offset)].http_head
+        # Opened, the record gives its payload a piece at a time, or past a place.
+        stored = records[(c.filename, c.offset)]
+        with warcs.open(c.filename, c.offset, c.length) as opened:
+            assert (opened.http_head, opened.warc_headers, opened.size) == (
+                stored.http_head, stored.warc_headers, len(stored.payload))
+            assert opened.read(7) + opened.read(len(stored.payload)) == stored.payload
+            assert opened.read(10) == b""
+        with warcs.open(c.filename, c.offset, c.length) as opened:
+            opened.skip(100)
+            assert opened.read(len(stored.payload)) == stored.payload[100:]
     with pytest.raises(WarcError, match="no such WARC file"):
         warcs.read("ARCHIVER-gone.warc.gz", 0, 100)
     with pytest.raises(WarcError, match="no such WARC file"):
         warcs.size("ARCHIVER-gone.warc.gz")
     with pytest.raises(WarcError, match="bad WARC file name"):
         warcs.read("../archiver.toml", 0, 100)
+    with pytest.raises(WarcError, match="no such WARC file"):
+        warcs.open("ARCHIVER-gone.warc.gz", 0, 100)
+    with pytest.raises(WarcError, match="bad WARC file name"):
+        warcs.open("../archiver.toml", 0, 100)
+    first = entries[0]
+    with pytest.raises(WarcError, match="no complete record"):
+        warcs.open(first.filename, first.offset + 1, first.length)
 
 
 def test_verify_finds_what_differs_both_ways(mode_archive: ModeArchive, tmp_path: Path) -> None:
