@@ -41,7 +41,7 @@ async def robots_page(request: Request) -> Response:
     archive = request.app.state.archive
 
     def read(scan: Scan) -> list[robotstxt.RobotsCapture]:
-        return robotstxt.history(scan.catalog, archive.warcs, origin)
+        return robotstxt.history(scan.catalog, archive.warcs, origin, scan.rows)
 
     found = await archive.scanner.collect(read)
     current = robotstxt.governing(found, at)

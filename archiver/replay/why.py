@@ -274,7 +274,7 @@ def gather(stores: EmbeddedStores | SharedStores, catalog: CatalogStore, warcs: 
 def _robots_verdict(catalog: CatalogStore, warcs: WarcReader, origin: str, url: str, at: str,
                     agent: str) -> RobotsVerdict | None:
     """What the robots.txt in force at ``at`` said of ``url``; None with no capture of it."""
-    current = robotstxt.governing(robotstxt.history(catalog, warcs, origin), at)
+    current = robotstxt.in_force(catalog, warcs, origin, at)
     if current is None:
         return None
     path = urls.split_origin(url)[1]

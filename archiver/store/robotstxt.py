@@ -10,9 +10,11 @@ visit started then obeyed (RFC 9309: 4xx allows everything, 5xx or no answer dis
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import islice
 
-from archiver.store.catalog import Capture, payload_holder
+from archiver.store.catalog import Capture, original_of
 from archiver.store.interfaces import CatalogStore, WarcReader
 from archiver.store.warcindex import WarcError
 from archiver.web.robots import MAX_ROBOTS_BYTES
@@ -54,15 +56,31 @@ class RobotsCapture:
         return f"{self.status}: too many redirects, everything allowed"
 
 
-def history(catalog: CatalogStore, warcs: WarcReader, origin: str) -> list[RobotsCapture]:
-    """Every capture of ``origin``'s robots.txt in time order, each marked changed or not."""
+def history(catalog: CatalogStore, warcs: WarcReader, origin: str,
+            rows: Callable[[Iterable[Capture]], Iterable[Capture]] = iter) -> list[RobotsCapture]:
+    """Every capture of ``origin``'s robots.txt in time order, each marked changed or not.
+    ``rows`` sees every row read of its captures (replay's listing limits). Each payload is read
+    once (a daily revisit of an unchanged robots.txt for years reads one record, not thousands)."""
     out: list[RobotsCapture] = []
-    for capture in catalog.captures(origin + "/robots.txt"):
-        status, text, via = _final(catalog, warcs, capture)
+    payloads = _Payloads(catalog, warcs, rows)
+    for capture in rows(catalog.captures(origin + "/robots.txt")):
+        status, text, via = _final(catalog, payloads, capture)
         before = out[-1] if out else None
         changed = before is None or (before.status, before.text) != (status, text)
         out.append(RobotsCapture(capture, status, text, via, changed))
     return out
+
+
+def in_force(catalog: CatalogStore, warcs: WarcReader, origin: str, at: str) -> RobotsCapture | None:
+    """What :func:`governing` finds in the :func:`history` of ``origin``, read alone: the last
+    capture at or before the 14-digit ``at`` and the one before it (a walk's first two rows)."""
+    payloads = _Payloads(catalog, warcs, iter)
+    latest = list(islice(catalog.walk(origin + "/robots.txt", at, forward=False), 2))
+    if not latest:
+        return None
+    status, text, via = _final(catalog, payloads, latest[0])
+    before = _final(catalog, payloads, latest[1])[:2] if len(latest) == 2 else None
+    return RobotsCapture(latest[0], status, text, via, changed=before != (status, text))
 
 
 def governing(found: list[RobotsCapture], at: str) -> RobotsCapture | None:
@@ -71,14 +89,14 @@ def governing(found: list[RobotsCapture], at: str) -> RobotsCapture | None:
     return earlier[-1] if earlier else None
 
 
-def _final(catalog: CatalogStore, warcs: WarcReader, capture: Capture
+def _final(catalog: CatalogStore, payloads: _Payloads, capture: Capture
            ) -> tuple[int | None, bytes, tuple[str, ...]]:
     """The status and payload a robots.txt capture ends in, redirects followed through their
     targets' captures nearest in time, and the URLs passed through."""
     via: list[str] = []
     for _ in range(MAX_REDIRECTS + 1):
         if capture.redirect is None or not 300 <= (capture.status or 0) < 400:
-            return capture.status, _payload(catalog, warcs, capture), tuple(via)
+            return capture.status, payloads.of(capture), tuple(via)
         via.append(capture.redirect)
         target = catalog.closest(capture.redirect, capture.timestamp)
         if target is None:
@@ -87,16 +105,33 @@ def _final(catalog: CatalogStore, warcs: WarcReader, capture: Capture
     return capture.status, b"", tuple(via)
 
 
-def _payload(catalog: CatalogStore, warcs: WarcReader, capture: Capture) -> bytes:
-    """A capture's payload: a revisit's is its original's, the URL's response with its digest."""
-    if capture.rectype == "revisit":
-        original = payload_holder(catalog.captures(capture.url, to=capture.timestamp),
-                                  capture.digest)
-        if original is None:
-            return b""
-        capture = original
-    try:  # as much as a crawler reads of a robots.txt (RFC 9309), never a huge payload whole
-        with warcs.open(capture.filename, capture.offset, capture.length) as record:
-            return record.read(MAX_ROBOTS_BYTES)
-    except WarcError:
-        return b""
+class _Payloads:
+    """The payloads of robots.txt captures, each read once (by payload digest); a revisit's is
+    its original's (``catalog.original_of``, from the dates its record refers to)."""
+
+    def __init__(self, catalog: CatalogStore, warcs: WarcReader,
+                 rows: Callable[[Iterable[Capture]], Iterable[Capture]]) -> None:
+        self.catalog = catalog
+        self.warcs = warcs
+        self.rows = rows
+        self.read: dict[str, bytes] = {}  # payload digest -> payload
+
+    def of(self, capture: Capture) -> bytes:
+        known = capture.digest not in ("", "-")  # "-": an entry that names no payload digest
+        if known and capture.digest in self.read:
+            return self.read[capture.digest]
+        try:
+            payload = self._read(capture)
+        except WarcError:
+            payload = b""
+        if known:
+            self.read[capture.digest] = payload
+        return payload
+
+    def _read(self, capture: Capture) -> bytes:
+        with self.warcs.open(capture.filename, capture.offset, capture.length) as record:
+            if capture.rectype != "revisit":  # as much as a crawler reads (RFC 9309), never more
+                return record.read(MAX_ROBOTS_BYTES)
+            headers = record.warc_headers
+        original = original_of(self.catalog, capture, headers, self.rows)  # a row or two
+        return b"" if original is None else self._read(original)
