@@ -10,12 +10,7 @@ import gzip
 import io
 import os
 import random
-import re
-import subprocess
-import sys
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import h11
@@ -33,7 +28,7 @@ from archiver.web.pagetext import PageText
 from archiver.web.timestamps import to_iso
 from tests.support.rawhttp import get
 from tests.support.replayarchive import serving
-from tests.support.repo import ROOT
+from tests.support.replayprocess import replay_process
 
 STAMP = "20260101000000"
 SMALL = "http://small.test/"
@@ -76,34 +71,6 @@ def repeated(unit: bytes, size: int) -> bytes:
     return b"".join(lines)
 
 
-@asynccontextmanager
-async def replay_process(config: Config) -> AsyncIterator[tuple[str, str]]:
-    """``archiver replay`` in a process of its own: (its pages' origin, archived content's)."""
-    process = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "archiver", "replay", "--config", str(config.path)],
-        cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
-    assert process.stderr is not None
-    try:
-        seen = b""
-        with trio.fail_after(60):  # a guard against a hang, not a speed target
-            while len(found := re.findall(rb"Running on (http://127\.0\.0\.1:\d+)", seen)) < 2:
-                chunk = await process.stderr.receive_some()
-                assert chunk, seen
-                seen += chunk
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_drain, process.stderr)
-            yield found[0].decode(), found[1].decode()
-            nursery.cancel_scope.cancel()
-    finally:
-        process.kill()
-        await process.wait()
-
-
-async def _drain(stream: trio.abc.ReceiveStream) -> None:
-    while await stream.receive_some():
-        pass
-
-
 async def answer_time(origin: str, path: str, expected: bytes) -> float:
     """Seconds until ``path`` answers 200 with ``expected`` in its body; a connection the server
     drops unanswered (Hypercorn's keep-alive timer fires late after a long stall) counts as the
@@ -144,7 +111,8 @@ async def test_the_home_page_answers_while_hostile_documents_are_rewritten(tmp_p
     turn (seconds each); now the workers rewrite and the loop answers meanwhile."""
     config = config_in(tmp_path)
     archive(config, {**HOSTILE, SMALL: html(SMALL_PAGE)})
-    async with replay_process(config) as (app, content):
+    async with replay_process(config.path) as replay:
+        app, content = replay.app, replay.content
         assert (await get(app, "/"))[0] == 200
         answers: list[int] = []
         waits: list[float] = []
@@ -287,7 +255,8 @@ async def test_many_searches_at_once_leave_replay_of_other_captures_fast(tmp_pat
     config = config_in(tmp_path)
     archive(config, {SMALL: html(SMALL_PAGE)})
     index_of(config)
-    async with replay_process(config) as (app, content):
+    async with replay_process(config.path) as replay:
+        app, content = replay.app, replay.content
         assert (await get(content, f"/web/{STAMP}/{SMALL}"))[0] == 200
         statuses: list[int] = []
         waits: list[float] = []

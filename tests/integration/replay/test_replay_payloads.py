@@ -7,19 +7,15 @@ and whose ``Range: bytes=0-0`` answer is immediate (before, each request read th
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import time
 import uuid
 import zlib
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import h11
 import trio
 
-from tests.support.repo import ROOT
+from tests.support.replayprocess import replay_process
 from tests.support.storemodes import ModeArchive, entries_of
 
 URL = "http://media.test/film.mp4"
@@ -47,34 +43,6 @@ def zeros_warc(path: Path, size: int) -> None:
             out.write(member.compress(block))
         out.write(member.compress(bytes(size % MiB) + b"\r\n\r\n"))
         out.write(member.flush())
-
-
-@asynccontextmanager
-async def replay_process(config_path: Path) -> AsyncIterator[tuple[str, int]]:
-    """``archiver replay`` in a process of its own: (archived content's origin, its pid)."""
-    process = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "archiver", "replay", "--config", str(config_path)],
-        cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
-    assert process.stderr is not None
-    try:
-        seen = b""
-        with trio.fail_after(60):  # a guard against a hang, not a speed target
-            while len(found := re.findall(rb"Running on (http://127\.0\.0\.1:\d+)", seen)) < 2:
-                chunk = await process.stderr.receive_some()
-                assert chunk, seen
-                seen += chunk
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(_drain, process.stderr)
-            yield found[1].decode(), process.pid
-            nursery.cancel_scope.cancel()
-    finally:
-        process.kill()
-        await process.wait()
-
-
-async def _drain(stream: trio.abc.ReceiveStream) -> None:
-    while await stream.receive_some():
-        pass
 
 
 async def fetch(origin: str, path: str, **headers: str) -> tuple[int, dict[str, str], int, bytes]:
@@ -128,7 +96,8 @@ async def test_a_large_payload_streams_in_flat_memory(mode_archive: ModeArchive,
     config_path.write_text(mode_archive.path.read_text()
                            + '[replay]\nlisten = "127.0.0.1:0"\ncontent_listen = "127.0.0.1:0"\n')
     path = f"/web/{STAMP}id_/{URL}"
-    async with replay_process(config_path) as (content, pid):
+    async with replay_process(config_path) as replay:
+        content, pid = replay.content, replay.pid
         status, headers, length, _ = await fetch(content, f"/web/{STAMP}id_/http://media.test/none")
         assert status == 404
         before = peak_rss(pid)

@@ -4,15 +4,13 @@ without their WAL index, which a reader could not create there."""
 
 from __future__ import annotations
 
-import re
-import subprocess
-
 import trio
 
 from tests.support.crawls import write_config
 from tests.support.onesite import HOST, OneSite
 from tests.support.rawhttp import get
-from tests.support.repo import ARCHIVER, ROOT
+from tests.support.replayprocess import replay_process
+from tests.support.repo import ARCHIVER
 
 
 async def test_replay_reads_a_read_only_archive(tmp_path):
@@ -32,19 +30,9 @@ async def test_replay_reads_a_read_only_archive(tmp_path):
     # A private mount namespace where the archive is a read-only bind mount of itself.
     script = (f'mount --bind "{root}" "{root}" && mount -o remount,bind,ro "{root}" && '
               f'exec "$@"')
-    process = await trio.lowlevel.open_process(
-        ["unshare", "--mount", "sh", "-c", script, "sh", *ARCHIVER, "replay", "--config", str(path)],
-        cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
-    try:
-        seen = b""
-        with trio.fail_after(30):
-            while len(found := re.findall(rb"Running on (http://127\.0\.0\.1:\d+)", seen)) < 2:
-                chunk = await process.stderr.receive_some()
-                assert chunk, seen
-                seen += chunk
-        homes = {origin.decode(): (await get(origin.decode(), "/"))[0] for origin in found}
-        app = next(origin for origin, status in homes.items() if status == 200)
-        content = next(origin for origin in homes if origin != app)   # it serves /web/ alone
+    async with replay_process(path, wrapper=["unshare", "--mount", "sh", "-c", script, "sh"]) as replay:
+        app, content = replay.app, replay.content
+        assert (await get(app, "/"))[0] == 200 and (await get(content, "/"))[0] == 404  # /web/ alone
         status, headers, _ = await get(content, f"/web/2100id_/{site.origin}/p1.html")
         assert status == 302                                # to the capture's own timestamp
         status, _, body = await get(content, headers["location"].removeprefix(content))
@@ -53,7 +41,4 @@ async def test_replay_reads_a_read_only_archive(tmp_path):
         assert status == 200 and b"127.0.0.1" in body
         status, _, body = await get(app, f"/cdx?url={site.origin}/*&output=json")
         assert status == 200 and b"p2.html" in body
-        assert b"readonly database" not in seen and b"Traceback" not in seen, seen[-2000:]
-    finally:
-        process.kill()
-        await process.wait()
+        assert b"readonly database" not in replay.log and b"Traceback" not in replay.log, replay.log[-2000:]

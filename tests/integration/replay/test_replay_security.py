@@ -5,9 +5,6 @@ deadlines, other requests answered while a long listing runs)."""
 from __future__ import annotations
 
 import json
-import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,7 +19,7 @@ from archiver.store.catalog import Capture, Catalog, surt_key
 from tests.support.crawls import LOOPBACK
 from tests.support.rawhttp import get
 from tests.support.replayarchive import serving, write_archive
-from tests.support.repo import ROOT
+from tests.support.replayprocess import replay_process
 
 STAMP = "20260101000000"
 PAGE = "http://site.test/"
@@ -161,27 +158,13 @@ async def test_a_backtracking_filter_is_answered_at_once(tmp_path):
     config = load(tmp_path / "archiver.toml")
     with Catalog(config.root / "catalog", config.catalog.shards) as catalog:
         catalog.add([_capture(long_url, STAMP)])
-    process = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "archiver", "replay", "--config", str(config.path)],
-        cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        seen = b""
-        with trio.fail_after(30):
-            while not (found := re.search(rb"Running on (http://127\.0\.0\.1:\d+)", seen)):
-                chunk = await process.stderr.receive_some()
-                assert chunk, seen
-                seen += chunk
-        app = found.group(1).decode()
+    async with replay_process(config.path) as replay:
         with trio.fail_after(30):  # the old engine would take years here, not seconds
-            status, _, body = await get(app, "/cdx?url=site.test/*&filter=~url:.{3}(.|.)%2BZ")
+            status, _, body = await get(replay.app, "/cdx?url=site.test/*&filter=~url:.{3}(.|.)%2BZ")
             assert (status, body) == (200, b"")
             query = "/cdx?url=site.test/*&filter=~url:.{3}(.|.)%2Ba$&fl=url&output=text"
-            status, _, body = await get(app, query)
+            status, _, body = await get(replay.app, query)
             assert (status, body.decode().split()) == (200, [long_url])
-    finally:
-        process.kill()
-        await process.wait()
 
 
 @pytest.mark.parametrize(
