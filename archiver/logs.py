@@ -52,14 +52,16 @@ class LogfmtFormatter(logging.Formatter):
 
 
 def setup(level: str = "info") -> None:
-    """Send archiver's log lines to stderr at ``level``."""
+    """Send archiver's log lines to stderr at ``level`` (the ``sys.stderr`` of now: a command run
+    again in the same process, as the tests do, logs to its own)."""
     root = logging.getLogger("archiver")
-    if not any(getattr(h, "_archiver", False) for h in root.handlers):
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(LogfmtFormatter())
-        handler._archiver = True  # type: ignore[attr-defined]
-        root.addHandler(handler)
-        root.propagate = False
+    for stale in [h for h in root.handlers if getattr(h, "_archiver", False)]:
+        root.removeHandler(stale)  # its stream may be closed: not flushed
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(LogfmtFormatter())
+    handler._archiver = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.propagate = False
     set_level(level)
 
 
