@@ -18,6 +18,7 @@ killer, say): the job that was running then raises :class:`WorkerLost`.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 from collections.abc import Callable
 from concurrent.futures import BrokenExecutor, ProcessPoolExecutor
@@ -29,6 +30,8 @@ import trio
 T = TypeVar("T")
 # Seconds a refused request is told to wait (Retry-After): long enough for a few jobs to end.
 RETRY_AFTER = 5
+# How much lower a worker process runs than the service (os.nice; raising it needs no privilege).
+NICENESS = 10
 
 
 class Busy(Exception):
@@ -83,8 +86,11 @@ class Workers:
 
 
 def _quiet() -> None:
-    """A worker process leaves Ctrl-C to the service, which stops it (no traceback per worker)."""
+    """A worker process leaves Ctrl-C to the service, which stops it (no traceback per worker),
+    and yields the CPU to the service's event loop (niceness 10): the replay's own pages and
+    ordinary captures answer first while a worker rewrites."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.nice(NICENESS)
 
 
 def _in_pool(pool: ProcessPoolExecutor, fn: Callable[..., T], args: tuple[Any, ...]) -> T:

@@ -21,7 +21,7 @@ from warcio.warcwriter import WARCWriter
 
 from archiver.config import Config, load
 from archiver.replay.app import NOT_REWRITTEN
-from archiver.replay.workers import RETRY_AFTER, WorkerLost, Workers
+from archiver.replay.workers import NICENESS, RETRY_AFTER, WorkerLost, Workers
 from archiver.store.catalog_maintenance import WarcFiles, reindex
 from archiver.store.fulltext import FtsIndex, IndexedCapture
 from archiver.web.pagetext import PageText
@@ -223,6 +223,15 @@ async def test_a_worker_process_that_dies_costs_its_job_only():
         with pytest.raises(WorkerLost, match="a worker process died while it ran _die"):
             await workers.run(_die, 3)
         assert await workers.run(pow, 3, 3) == 27
+    finally:
+        workers.close()
+
+
+async def test_a_worker_process_yields_the_cpu_to_the_service():
+    """Rewriting processes run NICENESS lower than the replay, whose loop answers first."""
+    workers = Workers("rewrites", workers=1, waiting=4, processes=True)
+    try:
+        assert await workers.run(os.nice, 0) == os.nice(0) + NICENESS
     finally:
         workers.close()
 
