@@ -22,7 +22,7 @@ from archiver.queues.interfaces import CrawlQueues, CrawlQueueStore, SpoolWriter
 from archiver.queues.leases import Leases
 from archiver.queues.revisits import look_back
 from archiver.store.bundles import BundleWriter
-from archiver.store.catalog import Capture, CatalogError
+from archiver.store.catalog import Capture, CatalogError, payload_holder
 from archiver.store.durable import SyncJob, is_disk_error
 from archiver.store.interfaces import CatalogStore, WarcReader
 from archiver.store.offloop import OffLoop
@@ -68,10 +68,17 @@ class CrawlContext:
         self.disk_ok.set()
 
     async def earlier_captures(self, url: str) -> list[Capture]:
-        """The captures of ``url`` a revisit needs (queues.revisits.look_back: the last ones, a
-        bounded number), oldest first, read in a worker thread (see archiver.store.offloop)."""
+        """The captures of ``url`` a revisit needs, oldest first, read in a worker thread (see
+        archiver.store.offloop): the last ones up to its run of gone answers
+        (queues.revisits.look_back), after the response the last one's payload stands for."""
+
         def needed() -> list[Capture]:
-            return look_back(self.lookup.walk(url, "9" * 14, forward=False))  # latest first
+            kept = look_back(self.lookup.walk(url, "9" * 14, forward=False))  # latest first
+            if not kept or payload_holder(kept, kept[-1].digest) is not None:
+                return kept
+            last = kept[-1]
+            holder = self.lookup.payload_holder(url, last.digest, last.timestamp)
+            return kept if holder is None else [holder, *kept]
 
         return await self.lookup_calls.call(needed)
 

@@ -26,11 +26,10 @@ weekly revisit asks it at the next visit, then two weeks later, then six, eighte
 giving up on a page that may come back.
 
 A revisit reads a URL's captures latest first and keeps only what these rules need
-(``look_back``): back to the response its last capture's payload stands for, and to the capture
-before its run of gone answers, at most ``LOOK_BACK`` of them. So the cost of a fetch does not
-grow with the visits a URL has had: a page unchanged for longer than that is asked
-unconditionally and stored whole once more (a new response for later revisits to stand for), and
-a longer run of gone answers counts from the first capture looked at.
+(``look_back``): back to the capture before its run of gone answers, at most ``LOOK_BACK`` of
+them (a longer run counts from the first capture looked at); the response its last capture's
+payload stands for is then found by one query (``CatalogStore.payload_holder``) if it is not among
+them. So the cost of a fetch does not grow with the visits a URL has had.
 """
 
 from __future__ import annotations
@@ -45,7 +44,7 @@ from archiver.store.catalog import Capture
 # How much a visit's comparisons weigh at the next one: a change of habit shows within a few.
 DECAY = 0.8
 GONE = frozenset({404, 410})
-# The captures of a URL a revisit looks back through, at most (see look_back).
+# The captures of a URL a revisit looks back through for a run of gone answers, at most.
 LOOK_BACK = 100
 
 
@@ -148,18 +147,12 @@ def ask_again(captures: Sequence[tuple[float, int | None]], now: float) -> bool:
 
 
 def look_back(latest_first: Iterable[Capture]) -> list[Capture]:
-    """The captures of a URL a revisit needs, oldest first, taken from its captures latest first:
-    back to the response holding the last capture's payload and to the capture before its run of
-    gone answers, at most LOOK_BACK captures (``payload_holder`` and ``ask_again`` then answer on
-    them as on the whole history, within that bound)."""
+    """The captures of a URL that ``ask_again`` needs, oldest first, taken from its captures
+    latest first: back to the capture before its run of gone answers, at most LOOK_BACK."""
     kept: list[Capture] = []
-    holder_found = gone_run_ended = False
     for capture in islice(latest_first, LOOK_BACK):
         kept.append(capture)
-        holder_found = holder_found or (capture.rectype == "response"
-                                        and capture.digest == kept[0].digest)
-        gone_run_ended = gone_run_ended or capture.status not in GONE
-        if holder_found and gone_run_ended:
+        if capture.status not in GONE:
             break
     kept.reverse()
     return kept

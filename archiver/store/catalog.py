@@ -131,6 +131,9 @@ _BACKWARD = (f"{_SELECT} WHERE urlkey = ? AND (ts, file, pos) < (?, ?, ?)"
              " ORDER BY ts DESC, file DESC, pos DESC LIMIT ?")
 # Above every file id and offset: (at, ABOVE, ABOVE) follows every capture of the second at.
 ABOVE = 2**62
+# The latest response of a key up to a second with a payload digest (Catalog.payload_holder).
+_HOLDER = (f"{_SELECT} WHERE urlkey = ? AND ts <= ? AND digest = ? AND NOT revisit"
+           " ORDER BY ts DESC, file DESC, pos DESC LIMIT 1")
 # Span counts (Catalog.span_counts): where a chunk of TALLY_ROWS rows ends, and its counts.
 _CHUNK_END = ("SELECT ts, file, pos FROM captures WHERE urlkey = ? AND (ts, file, pos) > (?, ?, ?)"
               " AND ts <= ? ORDER BY ts, file, pos LIMIT 1 OFFSET ?")
@@ -501,6 +504,19 @@ class Catalog:
         check_stamp(at)
         key = surt_key(url)
         return self._walk(shard_of(key, self.shards), key, at, forward)
+
+    def payload_holder(self, url: str, digest: str, at: str) -> Capture | None:
+        """The latest response of ``url`` at or before ``at`` with payload ``digest`` (what a
+        revisit of it stands for): one query, the database reading the URL's captures back from
+        ``at`` to it, none of them made into a Capture."""
+        check_stamp(at)
+        key = surt_key(url)
+        shard = shard_of(key, self.shards)
+        conn = self._conn(shard, create=False)
+        if conn is None:
+            return None
+        row = conn.execute(_HOLDER, (key, at, digest)).fetchone()
+        return None if row is None else self._capture(shard, conn, row)
 
     def count_captures(self, url: str, *, at_most: int) -> int:
         """How many captures ``url`` has, counted no further than ``at_most`` (at most that many

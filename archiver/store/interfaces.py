@@ -35,6 +35,10 @@ class CatalogStore(Protocol):
         """Captures of ``url`` from the 14-digit ``at`` on, nearest first (forward: at or after
         it, oldest first; else at or before it, latest first), read lazily by index seeks."""
 
+    def payload_holder(self, url: str, digest: str, at: str) -> Capture | None:
+        """The latest response of ``url`` at or before the 14-digit ``at`` with payload
+        ``digest``, in one query (None if there is none)."""
+
     def count_captures(self, url: str, *, at_most: int) -> int:
         """How many captures ``url`` has, counted no further than ``at_most``."""
 

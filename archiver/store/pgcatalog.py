@@ -87,6 +87,8 @@ _CHUNK_END = (f"SELECT ts, file, pos {_KEY} AND (ts, file, pos) > (%s, %s, %s) A
 _CHUNK_COUNTS = (f"SELECT substr(ts, 1, %s), count(*) {_KEY} AND (ts, file, pos) > (%s, %s, %s)"
                  " AND (ts, file, pos) <= (%s, %s, %s) GROUP BY 1 ORDER BY 1")
 _COUNT = f"SELECT count(*) FROM (SELECT 1 {_KEY} LIMIT %s) c"
+_HOLDER = (f"SELECT {_COLUMNS} {_KEY} AND ts <= %s AND digest = %s AND NOT revisit"
+           " ORDER BY ts DESC, file DESC, pos DESC LIMIT 1")
 _Row = tuple[Any, ...]
 
 
@@ -165,6 +167,14 @@ class PgCatalog:
         check_stamp(at)
         key = surt_key(url)
         return self._walk(shard_of(key, self.shards), key, at, forward)
+
+    def payload_holder(self, url: str, digest: str, at: str) -> Capture | None:
+        """As ``Catalog.payload_holder``: the latest response of ``url`` at or before ``at`` with
+        payload ``digest``, in one query."""
+        check_stamp(at)
+        key = surt_key(url)
+        rows = self._db.execute(_HOLDER, (shard_of(key, self.shards), key, at, digest)).fetchall()
+        return self._captures(rows)[0] if rows else None
 
     def count_captures(self, url: str, *, at_most: int) -> int:
         """How many captures ``url`` has, counted no further than ``at_most``."""

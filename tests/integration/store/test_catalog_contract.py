@@ -262,6 +262,25 @@ def test_long_walks_page_through_without_loss_and_stop_when_asked(open_catalog: 
     assert [next(walk).timestamp for _ in range(3)] == [t for t, _ in in_order if t >= middle][:3]
 
 
+def test_the_payload_holder_is_the_latest_response_with_the_digest_up_to_a_date(
+        open_catalog: OpenCatalog) -> None:
+    c = open_catalog()
+    one, two = "sha1:" + "A" * 32, "sha1:" + "B" * 32
+    c.add([cap(PAGE, "20200101000000", offset=1, digest=one),
+           cap(PAGE, "20200102000000", offset=2, digest=two),
+           cap(PAGE, "20200103000000", offset=3, digest=one),
+           cap(PAGE, "20200104000000", offset=4, digest=one, rectype="revisit", mime="warc/revisit"),
+           cap("http://example.org/other", "20200105000000", offset=5, digest=one)])
+    assert c.payload_holder(PAGE, one, "20200104000000").offset == 3  # not the revisit itself
+    assert c.payload_holder(PAGE, one, "20200102235959").offset == 1  # at or before the date
+    assert c.payload_holder(PAGE, two, "99999999999999").offset == 2
+    assert c.payload_holder(PAGE, one, "20191231000000") is None
+    assert c.payload_holder(PAGE, "sha1:" + "C" * 32, "99999999999999") is None
+    assert c.payload_holder("http://nowhere.example/", one, "99999999999999") is None
+    with pytest.raises(ValueError, match="14-digit"):
+        c.payload_holder(PAGE, one, "2020")
+
+
 def test_count_captures_counts_no_further_than_asked(catalog: CatalogStore) -> None:
     assert catalog.count_captures(PAGE, at_most=100) == 5
     assert catalog.count_captures(PAGE, at_most=3) == 3
