@@ -377,23 +377,11 @@ class S3Store:
         return None if head is None else int(head["ContentLength"])
 
     def read(self, key: str, offset: int, length: int) -> bytes:
-        _check_range(offset, length)
-        last = offset + length - 1
-        try:
-            answer = self.client.get_object(Bucket=self.bucket, Key=self._key(key),
-                                            Range=f"bytes={offset}-{last}")
-        except ClientError as e:
-            code = e.response.get("Error", {}).get("Code")
-            if code == "NoSuchKey":
-                raise NoSuchObject(f"{self.location(key)}: no such object") from None
-            if code == "InvalidRange":
-                raise ObjectRangeError(f"{self.location(key)}: bytes {offset}-{last} asked, the "
-                                       "object ends before them") from None
-            raise
-        data: bytes = answer["Body"].read()
+        with self.open_range(key, offset, length) as opened:
+            data = opened.read()
         if len(data) != length:
-            raise ObjectRangeError(f"{self.location(key)}: bytes {offset}-{last} asked, the object "
-                                   f"holds {answer.get('ContentRange', '?')}")
+            raise ObjectRangeError(f"{self.location(key)}: bytes {offset}-{offset + length - 1} "
+                                   f"asked, the object holds {len(data)} of them")
         return data
 
     def open_range(self, key: str, offset: int, length: int) -> BinaryIO:
