@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections import Counter
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from archiver.crawl.loopwatch import LoopWatch
+from archiver.logs import event
 
 
 @dataclass
@@ -31,6 +33,10 @@ class Stats:
     catalog_batch_max_ms: float = 0.0
     errors: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
+    # Faults of the cluster's parts and recoveries from them, by event name (``fault``).
+    faults: Counter[str] = field(default_factory=Counter)
+    # What fetching waits for now ("store", "objects", "disk", ...), None while it goes on.
+    waiting_for: str | None = None
     active: dict[str, dict[str, Any]] = field(default_factory=dict)
     loop: LoopWatch = field(default_factory=LoopWatch)  # the crawler adds it to its trio run
     _last_pages: int = 0
@@ -56,6 +62,14 @@ class Stats:
             "loop_stalls_over_100ms": self.loop.long_steps,
             "queued_urls": sum(a.get("queued", 0) for a in self.active.values()),
             "errors": dict(self.errors), "skipped": dict(self.skipped),
+            "faults": dict(self.faults), "waiting_for": self.waiting_for,
             "sites": queue,
             "active": {site: dict(info) for site, info in sorted(self.active.items())},
         }
+
+    def fault(self, log: logging.Logger, level: int, name: str, **fields: Any) -> None:
+        """One fault or recovery (``store-unavailable``, ``lease-lost``...): logged as event
+        ``name`` with its cause in ``fields``, and counted (the status's ``faults``, and
+        ``archiver_faults_total`` on the replay's /metrics)."""
+        self.faults[name] += 1
+        event(log, level, name, **fields)

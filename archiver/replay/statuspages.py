@@ -47,6 +47,8 @@ _MAPS = (
     ("archiver_sites", "gauge", "Sites in the process's site queue, by state.", "sites", "state"),
     ("archiver_errors_total", "counter", "Fetch and processing errors, by kind.", "errors", "kind"),
     ("archiver_skipped_total", "counter", "URLs not queued, by reason.", "skipped", "reason"),
+    ("archiver_faults_total", "counter", "Faults of the stores and the cluster, and recoveries, by event.",
+     "faults", "event"),
 )
 
 

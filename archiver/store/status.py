@@ -40,8 +40,7 @@ def read_statuses(root: Path) -> list[dict[str, Any]]:
 
 def summary_line(s: dict[str, Any]) -> str:
     """The one-line progress summary used in the log and by ``archiver status``."""
-    errors = ",".join(f"{k}:{v}" for k, v in sorted(s["errors"].items())) or "0"
-    skipped = ",".join(f"{k}:{v}" for k, v in sorted(s.get("skipped", {}).items())) or "0"
+    errors, skipped = _counts(s["errors"]), _counts(s.get("skipped", {}))
     sites = s["sites"]
     return (f"pages={s['pages']} bytes={s['bytes']} pages/s={s['pages_per_s']} "
             f"active={len(s['active'])} done={s['sites_done']} "
@@ -49,7 +48,13 @@ def summary_line(s: dict[str, Any]) -> str:
             f"deferred={sites.get('deferred', 0)} revisit={sites.get('revisit', 0)} "
             f"revisits={s.get('revisits', 0)} bytes_saved={s.get('bytes_saved', 0)} "
             f"queued_urls={s['queued_urls']} errors={errors} "
-            f"skipped={skipped} loop_stall_max_ms={s.get('loop_stall_max_ms', '-')}")
+            f"skipped={skipped} loop_stall_max_ms={s.get('loop_stall_max_ms', '-')}"
+            + (f" faults={faults}" if (faults := _counts(s.get("faults", {}))) != "0" else "")
+            + (f" waiting_for={s['waiting_for']}" if s.get("waiting_for") else ""))
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ",".join(f"{k}:{v}" for k, v in sorted(counts.items())) or "0"
 
 
 def format_status(s: dict[str, Any], now: float | None = None, *,

@@ -23,3 +23,12 @@ def test_a_shared_row_names_its_host_and_heartbeat_and_may_not_report_yet() -> N
     assert lines[0] == "process 1 on crawl-b (pid 9), status written 10s ago, heartbeat 301s ago " \
                        "(past crawl.lease_ttl: gone?)"
     assert lines[1].startswith("  pages=5 ")
+
+
+def test_faults_and_what_fetching_waits_for_are_shown_when_there_are_any() -> None:
+    quiet = format_status(status_of(2, 40) | {"pid": 77, "time": 1000.0}, now=1000.0)
+    assert "faults=" not in quiet and "waiting_for=" not in quiet
+    troubled = status_of(2, 40) | {"pid": 77, "time": 1000.0, "waiting_for": "store",
+                                   "faults": {"store-unavailable": 2, "store-recovered": 1}}
+    line = format_status(troubled, now=1000.0).splitlines()[1]
+    assert line.endswith(" faults=store-recovered:1,store-unavailable:2 waiting_for=store")
