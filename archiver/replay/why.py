@@ -7,7 +7,9 @@ fetch errors), the robots.txt captures (which line of which robots.txt excluded 
 and not reached yet). ``gather`` reads them (blocking I/O); ``explain`` is pure: the first reason
 that holds, in this order:
 
-1. ``captured``: a capture at or before the date asked (the latest such).
+1. ``captured``: a capture of the URL itself at or before the date asked (the latest such); a
+   capture of another URL under the same catalog key (``http://h/events`` for ``http://h/events/``:
+   SURT drops the trailing slash) is not one, and is named after the answer.
 2. ``url-too-long``: longer than ``crawl.max_url_length``, so never queued.
 3. The newest decision logged about it at or before the date: ``robots``, a guard (``max-depth``,
    ``trap``, ``shape``, ``url-too-long``: only for a URL no crawl queue holds, as a guard refuses
@@ -75,6 +77,9 @@ class Evidence:
     limits: dict[str, int] = field(default_factory=dict)  # config value of each guard and limit
     # The config's scope rules on the URL, now.
     scope: ScopeDecision = field(default_factory=lambda: ScopeDecision(True, None))
+    # Captures of other URLs under the same catalog key (SURT drops a trailing slash, "www." and
+    # the scheme): never an answer for this URL, but worth naming when it has none.
+    twins: list[Capture] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,11 @@ def explain(e: Evidence) -> Answer:
         facts["first_capture"] = e.captures[0].timestamp
         if kind != "later":
             reason += f" It was first captured later, at {e.captures[0].timestamp}."
+    if twins := [c for c in e.twins if c.timestamp <= e.at]:
+        twin = twins[-1]
+        facts["key_twin"] = twin.to_json()
+        reason += (f" Another URL under the same catalog key was captured: {twin.url} at "
+                   f"{twin.timestamp} (status {twin.status}); replay serves it for this one.")
     return Answer(e.url, e.at, kind, reason, facts)
 
 
@@ -260,9 +270,11 @@ def gather(stores: EmbeddedStores | SharedStores, catalog: CatalogStore, warcs: 
               "crawl.max_repeated_segments": c.max_repeated_segments,
               "crawl.max_per_shape": c.max_per_shape, "crawl.max_pages": c.max_pages,
               "crawl.max_bytes": c.max_bytes}
-    captures = catalog.captures(url)
+    keyed = catalog.captures(url)
+    captures = [cap for cap in keyed if urls.normalize(cap.url) == url]
     evidence = Evidence(url, origin, at, captures, decisions, site, position, None,
-                        c.max_url_length, limits, config.scope.rules().decide(url))
+                        c.max_url_length, limits, config.scope.rules().decide(url),
+                        [cap for cap in keyed if urls.normalize(cap.url) != url])
     if any(cap.timestamp <= at for cap in captures):
         return evidence  # captured: robots.txt need not be read
     robots_at = max((stamp(d.time) for d in decisions if d.kind == "robots"

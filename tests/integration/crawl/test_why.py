@@ -161,3 +161,18 @@ async def test_why_names_the_depth_guard_and_the_page_limit(tmp_path):
         if answer["kind"] == "limit":
             assert "max-pages guard (crawl.max_pages = 3)" in answer["reason"]
             assert answer["queue"]["done"] is False
+
+
+async def test_why_answers_about_the_exact_url_not_its_catalog_key_twin(tmp_path):
+    """A page captured as .../post-3/ and a URL never fetched, .../post-3, share a SURT key (it
+    drops the trailing slash): asked about the second, why names the first, and says not captured."""
+    spec = WebSpec(sites=1, pages_per_site=4, port=0, trap=False)
+    _, config = await crawl(tmp_path / "web", spec)
+    captured = captured_urls(config)
+    slashed = next(url for url in sorted(captured) if url.endswith("/") and url.count("/") > 3)
+    bare = slashed.removesuffix("/")
+    assert bare not in captured
+    assert why(config, slashed)["captured"]
+    answer = why(config, bare)
+    assert not answer["captured"] and answer["key_twin"]["url"] == slashed
+    assert f"Another URL under the same catalog key was captured: {slashed}" in answer["reason"]

@@ -146,3 +146,15 @@ def test_a_guard_refusing_one_link_gives_way_to_the_queue_another_link_fed() -> 
     answer = explain(evidence(decisions=decided("shape", ORIGIN + "/from.html"),
                               site=site("active"), position=QueuePosition(1, False, 2, 5)))
     assert answer.kind == "queued"
+
+
+def test_a_capture_of_a_key_twin_is_not_the_url_s_own_but_is_named() -> None:
+    """http://a.test/events/ and http://a.test/events share a SURT key; only the second was
+    captured (a 301), the first disallowed by robots.txt."""
+    twin = capture("20261124090000", ORIGIN + "/private/x.html/", status=301)
+    answer = explain(evidence(decisions=decided("robots"), robots=DISALLOWED, twins=[twin]))
+    assert not answer.captured and answer.kind == "robots"
+    assert f"{ORIGIN}/private/x.html/ at 20261124090000 (status 301)" in answer.reason
+    assert answer.facts["key_twin"]["url"] == ORIGIN + "/private/x.html/"
+    later = capture("20261125000000", ORIGIN + "/private/x.html/")
+    assert "key_twin" not in explain(evidence(twins=[later])).facts  # captured after the date
