@@ -1006,7 +1006,8 @@ def parser() -> argparse.ArgumentParser:
     which = export_.add_mutually_exclusive_group(required=True)
     which.add_argument("--url", help="the captures of this URL")
     which.add_argument("--prefix", help="the captures of every URL under this one")
-    which.add_argument("--host", help="the captures of every URL of this host")
+    which.add_argument("--host", help="the captures of every URL of this host, any scheme and port "
+                       "(HOST:PORT: that port only)")
     export_.add_argument("--from", dest="from_", help="ISO 8601 or an archive timestamp")
     export_.add_argument("--to", help="ISO 8601 or an archive timestamp")
     export_.add_argument("-o", "--output", required=True,

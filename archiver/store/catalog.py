@@ -333,6 +333,11 @@ def shard_host(urlkey: str) -> str:
     return urlkey.partition(")")[0]
 
 
+def host_name(urlkey: str) -> str:
+    """The host part of a SURT key without its port ("org,example,www2")."""
+    return _PORT.sub("", shard_host(urlkey))
+
+
 def shard_of(urlkey: str, shards: int) -> int:
     """The shard holding ``urlkey``: unsigned 32-bit MurmurHash3 (seed 0) of its host part, mod shards.
 
@@ -375,7 +380,7 @@ def _key_range(url: str, match: str) -> tuple[str, _Range]:
     if match == "domain":
         # The host itself on any port and its subdomains: ")" ends the host, "," starts a deeper
         # label, ":" a port. pywb's domain match is the same range less the other ports.
-        domain = _PORT.sub("", host)
+        domain = host_name(key)
         return key, _Range(domain + ")", domain + ";", len(domain) + 1, (")", ",", ":"))
     raise ValueError(f"unknown match {match!r}: use exact, prefix, host or domain")
 

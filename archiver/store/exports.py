@@ -60,7 +60,7 @@ from warcio.warcwriter import WARCWriter
 
 from archiver import __version__
 from archiver.store.bundles import LABELS_TYPE, NOT_MODIFIED_PROFILE, payload_digest
-from archiver.store.catalog import Capture, original_of
+from archiver.store.catalog import Capture, host_name, original_of, shard_host, surt_key
 from archiver.store.interfaces import CatalogStore, WarcReader
 from archiver.store.warcindex import WarcError, parse_record
 from archiver.web.timestamps import to_iso
@@ -102,10 +102,19 @@ class Planned:
 
 def select(catalog: CatalogStore, url: str, match: str, *, from_: str | None, to: str | None
            ) -> list[Capture]:
-    """The captures of the slice, in time order (``match``: one of MATCHES)."""
-    found = [c for c in catalog.list(url, match)
+    """The captures of the slice, in time order (``match``: one of MATCHES). ``host`` is every
+    capture of the URL's host, any scheme and any port, unless the URL names a port."""
+    found = [c for c in _listed(catalog, url, match)
              if (from_ is None or c.timestamp >= from_) and (to is None or c.timestamp <= to)]
     return sorted(found, key=lambda c: (c.timestamp, c.url))
+
+
+def _listed(catalog: CatalogStore, url: str, match: str) -> Iterable[Capture]:
+    key = surt_key(url)
+    if match != "host" or shard_host(key) != host_name(key):  # not a host, or one with its port
+        return catalog.list(url, match)
+    # Its ports hash to other shards: the domain's listing, less the subdomains.
+    return (c for c in catalog.list(url, "domain") if host_name(c.urlkey) == shard_host(key))
 
 
 def with_originals(catalog: CatalogStore, warcs: WarcReader, captures: list[Capture]

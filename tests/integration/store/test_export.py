@@ -58,6 +58,22 @@ def stamp(date: str) -> str:
     return "".join(ch for ch in date if ch.isdigit())[:14]
 
 
+def test_a_host_without_its_port_is_every_capture_of_the_host(two: TwoDates, tmp_path):
+    """The demo web runs on a port of its own: --host with the name alone finds its captures,
+    as --host name:port does."""
+    netloc = urlsplit(two.second[0].url).netloc
+    name = netloc.partition(":")[0]
+    assert name != netloc
+    slices = {}
+    for host in (netloc, name):
+        out = tmp_path / f"{host.replace(':', '_')}.warc.gz"
+        done = archiver(two.config, "export", "--host", host, "-o", str(out))
+        assert done.returncode == 0, done.stderr
+        slices[host] = sorted((h["WARC-Target-URI"], h["WARC-Date"]) for kind, h, _, _ in records(out)
+                              if kind != "warcinfo")
+    assert slices[name] == slices[netloc] and slices[name]
+
+
 def test_a_host_since_a_date_carries_the_originals_of_its_revisits(two: TwoDates, tmp_path):
     host = urlsplit(two.second[0].url).netloc
     since = min(c.timestamp for c in two.second)
