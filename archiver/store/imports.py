@@ -31,10 +31,13 @@ holds the same bytes (then only the missing entries are added).
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import io
+import logging
 import tempfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -112,13 +115,30 @@ def check_name(source: Path, where: str) -> None:
                             "with '.' or holding a control character): rename it") from None
 
 
-def check_records(source: Path, where: str) -> None:
+@contextlib.contextmanager
+def warcio_quiet() -> Iterator[None]:
+    """Keep warcio from writing to stderr or the root logger while it reads a user's file: its
+    warnings are several raw lines each (a record not followed by a blank line, a URL with
+    spaces), and ``check_records`` has already said, one line each, what warcio will take as it
+    does. Not thread-safe (sys.stderr is swapped): for ``archiver import``."""
+    warcio = logging.getLogger("warcio")
+    propagate = warcio.propagate
+    warcio.propagate = False
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        warcio.propagate = propagate
+
+
+def check_records(source: Path, where: str, warn: Callable[[str], None] = lambda _: None) -> None:
     """ImportRefused for the first record ``warcheads.check_heads`` refuses, naming it and its
-    offset (in the decompressed data of a gzip file)."""
+    offset (in the decompressed data of a gzip file); ``warn`` hears, one line each, what is
+    taken as warcio takes it."""
     gzipped = _is_gzip(source)
     try:
         with _open(source, whole_gzip=gzipped) as f:
-            check_heads(f)
+            check_heads(f, lambda said: warn(f"{where}: {said}"))
     except HeadError as e:
         at = f"byte {e.offset}" + (" of the decompressed data" if gzipped else "")
         raise ImportRefused(f"{where}: record {e.number} (at {at}): {e}") from None
@@ -314,28 +334,31 @@ def import_file(source: Path, *, warcs: ObjectStore, catalog: CatalogStore, in_p
     if whole_gzip:
         check_gzip_stream(source, where)
     _is_arc(source, where)
-    check_records(source, where)
+    check_records(source, where, progress)
     by_record = gzipped_by_record(source)
     whole = by_record and source.name.endswith(".warc.gz")
     if in_place:
-        records, kinds = check_file(source, where)
+        with warcio_quiet():
+            records, kinds = check_file(source, where)
         return _in_place(source, where, warcs, catalog, records, kinds, whole)
     with tempfile.TemporaryDirectory(prefix="archiver-import-") as tmp:
         whole_gzip = whole_gzip and not by_record  # gzipped whole (or an ARC's members)
-        records, kinds = check_file(source, where, whole_gzip=whole_gzip)
+        with warcio_quiet():
+            records, kinds = check_file(source, where, whole_gzip=whole_gzip)
         name = stored_name(source, rewritten=not whole)
         local = source
         if not whole:
             progress(f"{where}: rewriting as one gzip member per record")
             local = Path(tmp) / name
             try:
-                rewrite(source, local, whole_gzip=whole_gzip, max_temp_bytes=max_temp_bytes)
+                with warcio_quiet():
+                    rewrite(source, local, whole_gzip=whole_gzip, max_temp_bytes=max_temp_bytes)
             except TempFull as e:
                 raise ImportRefused(f"{where}: {e}; raise it to import this file") from None
             except (ArchiveLoadFailed, ValueError, UnicodeDecodeError, *_DAMAGED) as e:
                 raise ImportRefused(f"{where}: a record warcio cannot rewrite "
                                     f"({type(e).__name__}: {e})") from None
-        entries = _entries(local, name, where)
+        entries = _entries(local, name, where, rewritten=not whole)
         done = Imported(source, name, records, len(entries), rewritten=not whole,
                         skipped=_skipped(kinds, entries))
         held = warcs.stored(name)
@@ -370,14 +393,19 @@ def _in_place(source: Path, where: str, warcs: ObjectStore, catalog: CatalogStor
     return done
 
 
-def _entries(path: Path, name: str, where: str) -> list[Capture]:
+def _entries(path: Path, name: str, where: str, *, rewritten: bool = False) -> list[Capture]:
     """The catalog entries of the file at ``path``, to be stored as ``name`` (``where`` in
-    messages)."""
+    messages; ``rewritten``: ``path`` is archiver's rewrite of it, whose offsets mean nothing to
+    the user)."""
     try:
-        with path.open("rb") as f:
+        with path.open("rb") as f, warcio_quiet():
             return list(index_stream(f, name, where))
     except WarcError as e:
-        raise ImportRefused(str(e)) from None
+        if not rewritten:
+            raise ImportRefused(str(e)) from None
+        raise ImportRefused(f"{where}: warcio reads it, but its rewrite as one gzip member per "
+                            f"record cannot be indexed (a bug worth reporting, with the file): "
+                            f"{str(e).removeprefix(where + ': ')}") from None
 
 
 def _skipped(kinds: dict[str, int], entries: list[Capture]) -> dict[str, int]:

@@ -14,7 +14,7 @@ status that is not three digits. Time and memory are linear in the file and boun
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 from warcio.timeutils import iso_date_to_datetime
@@ -99,20 +99,21 @@ class _Lines:
         return taken
 
 
-def check_heads(stream: BinaryIO) -> tuple[int, dict[str, int]]:
+def check_heads(stream: BinaryIO, warn: Callable[[str], None] = lambda _: None
+                ) -> tuple[int, dict[str, int]]:
     """Check every record of the decompressed WARC or ARC data in ``stream``; (records, records
     by WARC-Type; an ARC file's records as "response", its header as "arc_header"). HeadError
-    for the first record refused."""
+    for the first record refused; ``warn`` hears what is taken as warcio takes it (one line)."""
     lines = _Lines(stream)
     records = 0
     kinds: dict[str, int] = {}
-    for kind in _records(lines):
+    for kind in _records(lines, warn):
         records += 1
         kinds[kind] = kinds.get(kind, 0) + 1
     return records, kinds
 
 
-def _records(lines: _Lines) -> Iterator[str]:
+def _records(lines: _Lines, warn: Callable[[str], None]) -> Iterator[str]:
     number = 0
     while True:
         lines.skip_line_ends()
@@ -128,8 +129,8 @@ def _records(lines: _Lines) -> Iterator[str]:
         number += 1
         if first.startswith(b"WARC/"):
             yield _warc_record(lines, first, number, offset)
-        elif (number == 1 and first.startswith(b"filedesc://")) or (number > 1 and _ARC_LINE.match(first)):
-            yield _arc_record(lines, first, number, offset)
+        elif (number == 1 and first.startswith(b"filedesc://")) or (number > 1 and _is_arc_line(first)):
+            yield _arc_record(lines, first, number, offset, warn)
         else:
             raise HeadError(number, offset, f"{_shown(first[:40])} where a record should begin")
 
@@ -168,17 +169,33 @@ def _warc_record(lines: _Lines, first: bytes, number: int, offset: int) -> str:
     return kind
 
 
-# An ARC record's line: URL, IP address, date, media type, length (ARC version 1).
-_ARC_LINE = re.compile(rb"\S+ \S+ \d+ \S* ?\d+\r?\n")
+def _arc_fields(line: bytes) -> list[bytes]:
+    """An ARC record's line (version 1) as warcio reads it: URL, IP address, date, media type and
+    length, split at the last four spaces (a URL may hold spaces; warcio escapes them)."""
+    return line.rstrip(b"\r\n").rsplit(b" ", 4)
 
 
-def _arc_record(lines: _Lines, first: bytes, number: int, offset: int) -> str:
-    length = _length(first.split()[-1], "length", number, offset)
-    uri = first.split(b" ", 1)[0]
+def _is_arc_line(line: bytes) -> bool:
+    fields = _arc_fields(line)
+    return len(fields) == 5 and bool(fields[0]) and fields[2].isdigit() and fields[4].isdigit()
+
+
+def _arc_record(lines: _Lines, first: bytes, number: int, offset: int,
+                warn: Callable[[str], None]) -> str:
+    fields = _arc_fields(first)
+    length = _length(fields[-1], "length", number, offset)
+    uri = fields[0]
+    if b" " in uri:
+        warn(f"record {number} (at byte {offset}): its URL {_shown(uri[:60])} holds spaces, "
+             "escaped as %20 as warcio escapes them")
     block = length
     if uri[:8].lower().startswith((b"http://", b"https://")) and length:
         block -= _check_http_head(lines, length, "response", number, offset)
-    _check_block(lines, block, length, number, offset)
+    # ARC writers were lax: warcio skips one line after a block, whatever it holds (it warns),
+    # and reads the next record from the line after.
+    if (extra := _check_block(lines, block, length, number, offset, lax=True)) is not None:
+        warn(f"record {number} (at byte {offset}): {_shown(extra[:40])} follows its block of "
+             f"{length} bytes; skipped, as warcio skips it")
     return "arc_header" if number == 1 else "response"
 
 
@@ -226,8 +243,10 @@ def _check_http_head(lines: _Lines, length: int, kind: str, number: int, offset:
     return used
 
 
-def _check_block(lines: _Lines, rest: int, length: int, number: int, offset: int) -> None:
-    """Skip the ``rest`` of a block of ``length`` bytes, then the blank lines that end it."""
+def _check_block(lines: _Lines, rest: int, length: int, number: int, offset: int, *,
+                 lax: bool = False) -> bytes | None:
+    """Skip the ``rest`` of a block of ``length`` bytes, then the blank lines that end it; with
+    ``lax``, the one line that may stand there instead (returned)."""
     got = lines.skip(rest)
     if got < rest:
         raise HeadError(number, offset, f"its block is cut short: {length - rest + got} of "
@@ -235,11 +254,14 @@ def _check_block(lines: _Lines, rest: int, length: int, number: int, offset: int
     after = lines.position
     line = lines.line(MAX_WARC_HEAD)
     if line is not None and line and line.strip():
+        if lax:
+            return line
         raise HeadError(number, offset, f"{_shown(line[:40])} follows its block of {length} bytes "
                                         f"(at byte {after}): its Content-Length is wrong")
     if line is None:
         raise HeadError(number, offset, f"a line longer than {MAX_WARC_HEAD} bytes follows its "
                                         f"block of {length} bytes: its Content-Length is wrong")
+    return None
 
 
 def _shown(data: bytes) -> str:

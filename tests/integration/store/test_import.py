@@ -209,6 +209,42 @@ def test_an_arc_file_is_converted_to_warc(tmp_path):
                                                capture.length).payload == PAGE
 
 
+def arc_file(records: list[tuple[str, bytes, bytes]]) -> bytes:
+    """An ARC file (version 1): its filedesc record, then (URL, HTTP message, what follows its
+    block) per record."""
+    header_body = b"1 0 archiver test\nURL IP-address Archive-date Content-type Archive-length\n"
+    out = [b"filedesc://lax.arc 0.0.0.0 20010101000000 text/plain %d\n" % len(header_body)
+           + header_body + b"\n"]
+    for url, http, after in records:
+        out.append(f"{url} 192.0.2.1 20010203040506 text/html {len(http)}\n".encode() + http + after)
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_an_arc_file_warcio_reads_is_imported_and_its_quirks_are_one_line_each(tmp_path, gzipped):
+    """Two quirks of old ARC writers warcio takes with raw multi-line warnings: a URL with spaces
+    (escaped) and a line after a block that its length leaves out (skipped)."""
+    http = b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n" + PAGE
+    data = arc_file([("http://example.org/a b", http, b"\n"),
+                     ("http://example.org/tail", http, b"</body></html>\n\n"),
+                     ("http://example.org/last", http, b"\n")])
+    source = tmp_path / ("lax.arc.gz" if gzipped else "lax.arc")
+    source.write_bytes(gzip.compress(data) if gzipped else data)
+    archive = tmp_path / "archiver.toml"
+    archive.write_text('[archive]\nroot = "archive"\n')
+    done = subprocess.run([*ARCHIVER, "import", str(source), "--config", str(archive)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "4 records, 3 catalog entries added" in done.stdout
+    said = done.stderr.splitlines()
+    assert all(line.startswith("archiver import: ") for line in said), said  # nothing raw
+    assert sum("holds spaces, escaped as %20" in line for line in said) == 1
+    assert sum("'</body></html>\\n' follows its block" in line for line in said) == 1
+    with Catalog(tmp_path / "archive" / "catalog", 1000, readonly=True) as catalog:
+        assert [c.url for c in catalog.captures("http://example.org/a%20b")] == ["http://example.org/a%20b"]
+        assert catalog.captures("http://example.org/last")
+
+
 @contextlib.contextmanager
 def catalog_at(tmp_path: Path):
     catalog = Catalog(tmp_path / "catalog", 4)

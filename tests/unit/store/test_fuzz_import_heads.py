@@ -104,3 +104,36 @@ def test_a_long_line_costs_what_a_long_body_does(where) -> None:
 
 def test_blank_lines_between_records_cost_little() -> None:
     assert check(b"\r\n \t\n" * 500_000 + record() + b"\r\n" * 500_000) == (1, {"response": 1})
+
+
+_URL_PIECE = st.text("abcdefghij/?=&.%- ", min_size=1, max_size=20)
+_AFTER = st.sampled_from([b"\n", b"\n\n", b"\r\n", b"junk line\n", b"</html>\n\n"])
+
+
+@st.composite
+def arc_files(draw: st.DrawFn) -> tuple[bytes, list[bytes]]:
+    """An ARC file of old writers' quirks warcio takes: URLs with spaces, one line after a block
+    that its length leaves out, blank lines of any kind between records; and its URLs."""
+    header = b"1 0 t\nURL IP-address Archive-date Content-type Archive-length\n"
+    out = [b"filedesc://f.arc 0.0.0.0 20010101000000 text/plain %d\n" % len(header) + header + b"\n"]
+    urls = []
+    for n in range(draw(st.integers(1, 5))):
+        url = b"http://example.org/%d" % n + draw(_URL_PIECE).encode()
+        body = b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n" + draw(st.binary(max_size=40))
+        out.append(url + b" 192.0.2.1 20010203040506 text/html %d\n" % len(body) + body + draw(_AFTER))
+        urls.append(url)
+    return b"".join(out), urls
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(arc_files())
+def test_an_arc_file_warcio_reads_passes_the_checks_with_the_records_warcio_reads(
+        arc: tuple[bytes, list[bytes]]) -> None:
+    data, urls = arc
+    warnings: list[str] = []
+    records, kinds = check_heads(io.BytesIO(data), warnings.append)
+    read = [r for r in ArchiveIterator(io.BytesIO(data), arc2warc=True)]
+    assert records == len(read) == len(urls) + 1 and kinds == {"arc_header": 1, "response": len(urls)}
+    assert [r.rec_headers.get_header("WARC-Target-URI") for r in read[1:]] == [
+        u.decode().replace(" ", "%20") for u in urls]
+    assert all("\n" not in w for w in warnings)  # one line each
