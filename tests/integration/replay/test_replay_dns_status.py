@@ -178,6 +178,7 @@ def write_statuses(cfg: config.Config) -> None:
     stats.pages, stats.bytes, stats.sites_done = 1234, 5 * 2**20, 7
     stats.errors = Counter({"http-4xx": 3, "timeout": 2})
     stats.skipped = Counter({"trap": 1})
+    stats.faults = Counter({"store-unavailable": 2, "store-recovered": 1})
     stats.active = {
         "http://a.example": {"url": "http://a.example/x?<b>=1&y", "queued": 17},
         "http://b.example": {"url": "http://b.example/", "queued": 4},
@@ -226,10 +227,11 @@ async def test_metrics(archive_config, nursery):
     assert samples['archiver_errors_total{process="0",kind="timeout"}'] == 2
     assert samples['archiver_skipped_total{process="0",reason="trap"}'] == 1
     assert samples['archiver_site_queued_urls{process="0",site="http://a.example"}'] == 17
+    assert samples['archiver_faults_total{process="0",event="store-unavailable"}'] == 2
     assert time.time() - samples['archiver_status_time_seconds{process="1"}'] > 3500
     text = result.body.decode()
     assert "# TYPE archiver_pages_total counter\n" in text and "# TYPE archiver_sites gauge\n" in text
-    assert text.count("# HELP ") == text.count("# TYPE ") == 16
+    assert text.count("# HELP ") == text.count("# TYPE ") == 17
 
 
 async def test_status_and_metrics_survive_odd_files(archive_config, nursery):
