@@ -8,9 +8,12 @@ lost and nothing catalogued twice. Replay answers 503 with Retry-After meanwhile
 from __future__ import annotations
 
 import contextlib
+import http.client
 import re
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -121,3 +124,102 @@ def test_crawlers_keep_their_bundles_while_the_store_is_away_and_lose_nothing(
         assert not list((load(one).root / "bundles").glob("*.warc.gz*")), "a bundle stayed local"
     with psycopg.connect(pg_store_url) as db:
         assert db.execute("SELECT count(*) FROM pending_captures").fetchone() == (0,)
+
+
+@contextlib.contextmanager
+def replay(config: Path) -> Iterator[tuple[str, str]]:
+    """``archiver replay``: the (host:port) of its own pages and of archived content."""
+    proc = subprocess.Popen([*ARCHIVER, "replay", "--config", str(config)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        stderr = proc.stderr
+        running = []
+        for line in stderr:
+            if found := re.search(r"Running on http://(127\.0\.0\.1:\d+)", line):
+                running.append(found.group(1))
+                if len(running) == 2:
+                    break
+        assert len(running) == 2, f"archiver replay exited with {proc.wait()}"
+        threading.Thread(target=stderr.read, daemon=True).start()  # drained
+        yield running[0], running[1]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def get(where: str, path: str) -> tuple[int, dict[str, str], bytes]:
+    """The status, headers and body of a GET."""
+    conn = http.client.HTTPConnection(where, timeout=60)
+    try:
+        conn.request("GET", path)
+        answer = conn.getresponse()
+        body = answer.read()
+        return answer.status, {k.lower(): v for k, v in answer.getheaders()}, body
+    finally:
+        conn.close()
+
+
+def test_past_its_local_limit_a_crawler_pauses_and_replay_answers_503_until_the_store_is_back(
+        tmp_path, pg_store_url, stoppable_bucket):
+    bucket, endpoint = stoppable_bucket.bucket, stoppable_bucket.endpoint
+    spec = WebSpec(sites=3, pages_per_site=60, port=0, trap=False)
+    log = tmp_path / "requests.jsonl"
+    limit = 200_000
+    with run_demo_process(spec, log_path=log) as (web, _port, _proc):
+        config = shared_config(tmp_path / "machine0", web, store_url=pg_store_url, bucket=bucket,
+                               warc={**WARC, "local_limit": limit}, min_rest=0.1)
+        config.write_text(config.read_text() + '[replay]\nlisten = "127.0.0.1:0"\n'
+                          'content_listen = "127.0.0.1:0"\n')
+        seed(config, web, tmp_path)
+        proc = crawler(config, 0, "--until-idle")
+        db = psycopg.connect(pg_store_url, autocommit=True)
+        try:
+            with replay(config) as (pages, content):
+                wait_for(lambda: db.execute("SELECT count(*) FROM catalog_captures"
+                                            " WHERE status = 200").fetchone()[0] > 0,
+                         "a bundle to be shipped and catalogued")
+                endpoint.stop()
+                stopped = time.time()
+                wait_for(lambda: "waiting_for=objects" in status(config), "fetching to pause")
+                paused = len(requests(log))
+                # Replay meanwhile: a capture catalogued before, whose store is away, and a URL
+                # whose captures wait in bundles on the crawler's disk: 503, never 404.
+                timestamp, catalogued = db.execute("SELECT ts, url FROM catalog_captures"
+                                                   " WHERE status = 200 AND NOT revisit LIMIT 1").fetchone()
+                waiting = db.execute("SELECT url FROM pending_captures WHERE capture ->> 'status' = '200'"
+                                     " AND capture ->> 'urlkey' NOT IN (SELECT urlkey FROM catalog_captures)"
+                                     " LIMIT 1").fetchone()[0]
+                away = [get(content, f"/web/{timestamp}id_/{catalogued}"),
+                        get(pages, f"/web/{waiting}"), get(pages, f"/web/*/{waiting}"),
+                        get(pages, f"/timemap/link/{waiting}")]
+                wait_for(lambda: time.time() - stopped > OUTAGE, "the outage to last", timeout=OUTAGE + 60)
+                fetched_while_paused = len(requests(log)) - paused
+                endpoint.start()
+                resumed = time.time()
+                proc.wait(timeout=240)
+                err = stderr_of(config).read_text()
+                assert proc.returncode == 0, err[-3000:]
+                back = [get(content, f"/web/{timestamp}id_/{catalogued}")[0],
+                        get(pages, f"/web/{waiting}")[0]]
+                metrics = get(pages, "/metrics")[2].decode()
+        finally:
+            db.close()
+            proc.kill()
+            proc.wait()
+        log_entries = requests(log)
+
+    assert not overlapping(log_entries)
+    assert [answer[0] for answer in away] == [503] * 4
+    assert all(int(answer[1]["retry-after"]) > 0 for answer in away)
+    assert back == [200, 302]
+    # Paused past the limit (a fetch in flight per site at most), resumed by itself once shipped.
+    assert fetched_while_paused <= spec.sites
+    assert any(e["start"] > resumed for e in log_entries)
+    pause = re.search(r"event=local-limit bytes=(\d+) local_limit=(\d+)", err)
+    assert pause and int(pause[1]) > int(pause[2]) == limit
+    assert "event=local-limit-ok" in err and "event=store-recovered store=objects" in err
+    for name in ("store-unavailable", "bundle-waiting", "store-recovered"):  # counted on /metrics
+        assert re.search(rf'archiver_faults_total{{process="0",event="{name}"}} [1-9]', metrics), metrics
+    archive = archived(load(config), tmp_path / "downloaded")
+    assert not archive.missing(expected(web)) and not archive.duplicates() and archive.valid
