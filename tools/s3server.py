@@ -89,7 +89,8 @@ class StoppableEndpoint:
     - ``fail()``: every request answered ``503 SlowDown`` (a failing server);
     - ``start()``: relaying again, on the same port.
 
-    Each change resets the connections open before it. Threads do the work; ``close`` stops."""
+    Each change resets the connections open before it; changes may come from any thread, one
+    at a time. Threads do the work; ``close`` (or leaving a ``with`` block) stops it for good."""
 
     def __init__(self, target: str) -> None:
         parts = urlsplit(target)
@@ -97,7 +98,8 @@ class StoppableEndpoint:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.mode = "stopped"
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the mode and the open sockets
+        self._changing = threading.Lock()  # one change at a time
         self._sockets: set[socket.socket] = set()
         self._listener: socket.socket | None = None
         self._accepting: threading.Thread | None = None
@@ -118,7 +120,17 @@ class StoppableEndpoint:
     def close(self) -> None:
         self.stop()
 
+    def __enter__(self) -> StoppableEndpoint:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
     def _become(self, mode: str) -> None:
+        with self._changing:
+            self._change(mode)
+
+    def _change(self, mode: str) -> None:
         with self._lock:
             self.mode = mode
             cut, self._sockets = self._sockets, set()

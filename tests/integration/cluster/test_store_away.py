@@ -73,6 +73,9 @@ def test_crawlers_keep_their_bundles_while_the_store_is_away_and_lose_nothing(
                                  warc=WARC, min_rest=0.1, user_agent=f"archiver-test-{n}",
                                  sites_per_process=3)  # each machine takes half the sites
                    for n in range(2)]
+        for config in configs:  # spool files closed every 2 outlinks: some wait too
+            config.write_text(config.read_text() + "[outlinks]\nmax_lines = 2\n")
+        roots = [load(config).root for config in configs]
         seed(configs[0], web, tmp_path)
         crawlers = [crawler(config, n, "--until-idle") for n, config in enumerate(configs)]
         try:
@@ -89,6 +92,13 @@ def test_crawlers_keep_their_bundles_while_the_store_is_away_and_lose_nothing(
                 return all(found)
 
             wait_for(bundles_wait_on_both_disks, "closed bundles to wait on both machines' disks")
+            spool_waited = set()
+
+            def spool_files_wait() -> bool:
+                spool_waited.update(p.name for root in roots for p in (root / "outlinks").glob("*.tsv"))
+                return bool(spool_waited)
+
+            wait_for(spool_files_wait, "closed spool files to wait")
             wait_for(lambda: time.time() - stopped > OUTAGE, "the outage to last", timeout=OUTAGE + 5)
             fetched_while_away = [e for e in requests(log) if e["start"] > stopped]
             endpoint.start()
@@ -120,8 +130,13 @@ def test_crawlers_keep_their_bundles_while_the_store_is_away_and_lose_nothing(
     assert {(c.filename, c.offset) for c in archive.entries} == archive.records
     # Each bundle that waited is in the store byte for byte: deleted only once the store had it.
     assert waited and all(archive.bundles.get(name) == data for name, data in waited.items())
-    for one in configs:
-        assert not list((load(one).root / "bundles").glob("*.warc.gz*")), "a bundle stayed local"
+    for root in roots:
+        assert not list((root / "bundles").glob("*.warc.gz*")), "a bundle stayed local"
+        assert not list((root / "outlinks").glob("*.tsv*")), "a spool file stayed local"
+    # The spool files that waited were shipped too.
+    shipped_spool = {item["Key"].rsplit("/", 1)[1] for item in bucket.client.list_objects_v2(
+        Bucket=bucket.name, Prefix="crawl/outlinks/").get("Contents", [])}
+    assert spool_waited <= shipped_spool
     with psycopg.connect(pg_store_url) as db:
         assert db.execute("SELECT count(*) FROM pending_captures").fetchone() == (0,)
 
