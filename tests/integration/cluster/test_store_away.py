@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from demoweb import WebSpec, run_demo_process
 from tests.support.cluster import archived, overlapping, requests, shared_config, wait_for
@@ -25,6 +26,7 @@ from tests.support.repo import ARCHIVER
 
 WARC = {"max_age": 1.0, "sync_interval": 0.3, "max_size": 60_000}
 OUTAGE = 6.0  # seconds the store is away at least (the 60, shortened for CI)
+S3_TIMEOUT = 0.5  # s3.timeout: a hung store holds each attempt this long
 
 
 def crawler(config: Path, process: int, *extra: str) -> subprocess.Popen[str]:
@@ -63,8 +65,9 @@ def expected(web) -> set[str]:
     return {u for u in web.expected("archiver") if "robots500" not in u}
 
 
+@pytest.mark.parametrize("fault", ["stop", "hang"])  # connections refused; never answered
 def test_crawlers_keep_their_bundles_while_the_store_is_away_and_lose_nothing(
-        tmp_path, pg_store_url, stoppable_bucket):
+        tmp_path, pg_store_url, stoppable_bucket, fault):
     bucket, endpoint = stoppable_bucket.bucket, stoppable_bucket.endpoint
     spec = WebSpec(sites=6, pages_per_site=40, port=0, trap=False)
     log = tmp_path / "requests.jsonl"
@@ -74,14 +77,16 @@ def test_crawlers_keep_their_bundles_while_the_store_is_away_and_lose_nothing(
                                  sites_per_process=3)  # each machine takes half the sites
                    for n in range(2)]
         for config in configs:  # spool files closed every 2 outlinks: some wait too
-            config.write_text(config.read_text() + "[outlinks]\nmax_lines = 2\n")
+            config.write_text(config.read_text().replace('region = "us-east-1"\n', 'region = "us-east-1"\n'
+                                                         f"timeout = {S3_TIMEOUT}\n")
+                              + "[outlinks]\nmax_lines = 2\n")
         roots = [load(config).root for config in configs]
         seed(configs[0], web, tmp_path)
         crawlers = [crawler(config, n, "--until-idle") for n, config in enumerate(configs)]
         try:
             wait_for(lambda: bucket.client.list_objects_v2(Bucket=bucket.name).get("KeyCount", 0) >= 2
                      and len(requests(log)) >= 40, "the crawl to ship its first bundles")
-            endpoint.stop()
+            getattr(endpoint, fault)()
             stopped = time.time()
             waited: dict[str, bytes] = {}
 
