@@ -54,6 +54,7 @@ EX_TEMPFAIL = 75  # sysexits.h: a temporary failure (crawl.on_disk_full = "exit"
 # Seconds between tries to ship while the object store is away, at most (the back-off doubles
 # from warc.sync_interval): a store back is noticed within that.
 SHIP_RETRY_MAX = 30.0
+_DISK_FULL = 'the disk is full (crawl.on_disk_full = "exit")'
 
 
 class SeedError(Exception):
@@ -165,7 +166,8 @@ class Crawler:
         self.config = config
         self.process = process
         self.until_idle = until_idle
-        self.exit_status = 0  # EX_TEMPFAIL after stopping on a full disk
+        self.exit_status = 0  # EX_TEMPFAIL after stopping on a full disk, or with bundles left
+        self.stopped_because = ""  # why, for the command's last line
         self._unsettled: list[tuple[str, Outcome]] = []  # outcomes the full disk refused
         self.stats = Stats(process=process)
         # First: a plugin that cannot start, or a limit of open files too low for the configured
@@ -241,6 +243,11 @@ class Crawler:
                 await self._shipped(self.cluster)
             nursery.cancel_scope.cancel()
 
+    def _temporary_failure(self, because: str) -> None:
+        """Exit with EX_TEMPFAIL, saying why (the first reason stays)."""
+        if not self.exit_status:
+            self.exit_status, self.stopped_because = EX_TEMPFAIL, because
+
     def close(self) -> None:
         """Commit and close everything; on a full disk leave the bundle ``.open`` (the next start
         repairs and indexes it) rather than close a file whose entries could not be committed."""
@@ -256,7 +263,8 @@ class Crawler:
                     if self.cluster.away is None:
                         self.cluster.ship_spool()
                 if self.cluster.waiting:  # ...unless the object store is away
-                    self.exit_status = self.exit_status or EX_TEMPFAIL
+                    self._temporary_failure(f"the object store did not take {len(self.cluster.waiting)} "
+                                            "closed bundles; the next start ships them")
                     event(log, logging.WARNING, "bundles-left", bundles=len(self.cluster.waiting),
                           note="the object store did not take them; the next start ships them")
             self.commit_point.finish(self.bundle.position())
@@ -264,7 +272,7 @@ class Crawler:
         except (OSError, sqlite3.Error) as e:
             if not is_disk_error(e):
                 raise
-            self.exit_status = self.exit_status or EX_TEMPFAIL
+            self._temporary_failure(_DISK_FULL)
             event(log, logging.ERROR, "stopped-on-full-disk", error=str(e),
                   note="the open WARC bundle is repaired and indexed at the next start")
         self.catalog.close()
@@ -478,7 +486,7 @@ class Crawler:
                 raise
             ctx.disk_trouble(e, "sync")
             if self.config.crawl.on_disk_full == "exit":
-                self.exit_status = EX_TEMPFAIL
+                self._temporary_failure(_DISK_FULL)
                 self.service.stop_now()
             return False
         for crawl_queue, mark in marks:

@@ -243,3 +243,50 @@ def test_past_its_local_limit_a_crawler_pauses_and_replay_answers_503_until_the_
         assert re.search(rf'archiver_faults_total{{process="0",event="{name}"}} [1-9]', metrics), metrics
     archive = archived(load(config), tmp_path / "downloaded")
     assert not archive.missing(expected(web)) and not archive.duplicates() and archive.valid
+
+
+def test_a_crawler_stopped_while_the_store_is_away_keeps_its_bundles_for_its_next_start(
+        tmp_path, pg_store_url, stoppable_bucket):
+    bucket, endpoint = stoppable_bucket.bucket, stoppable_bucket.endpoint
+    spec = WebSpec(sites=3, pages_per_site=40, port=0, trap=False)
+    log = tmp_path / "requests.jsonl"
+    with run_demo_process(spec, log_path=log) as (web, _port, _proc):
+        config = shared_config(tmp_path / "machine0", web, store_url=pg_store_url, bucket=bucket,
+                               warc=WARC, min_rest=0.1, lease_ttl=2.0)
+        root = load(config).root
+        seed(config, web, tmp_path)
+        proc = crawler(config, 0, "--until-idle")
+        db = psycopg.connect(pg_store_url, autocommit=True)
+        try:
+            wait_for(lambda: "event=bundle-shipped" in stderr_of(config).read_text(),
+                     "a bundle to be shipped")
+            endpoint.stop()
+            wait_for(lambda: "event=bundle-waiting" in stderr_of(config).read_text(),
+                     "a bundle to wait on the disk")
+            proc.terminate()  # SIGTERM: the crawler drains and closes its open files
+            assert proc.wait(timeout=120) == 75  # EX_TEMPFAIL: try again later
+            first = stderr_of(config).read_text()
+            left = closed_bundles(config)
+            endpoint.start()
+            # Its number is taken until its heartbeat is older than crawl.lease_ttl.
+            wait_for(lambda: db.execute("SELECT heartbeat < now() - interval '2 seconds' FROM crawlers"
+                                        " WHERE process = 0").fetchone()[0], "the heartbeat to expire")
+            again = crawler(config, 0, "--until-idle")
+            assert again.wait(timeout=240) == 0, stderr_of(config).read_text()[-3000:]
+            second = stderr_of(config).read_text()
+        finally:
+            db.close()
+            for one in (proc, again) if "again" in locals() else (proc,):
+                one.kill()
+                one.wait()
+        log_entries = requests(log)
+
+    assert re.search(r"event=bundles-left bundles=[1-9]", first), first[-3000:]
+    assert "archiver: crawl stopped because the object store did not take" in first
+    # The next start shipped every bundle left, byte for byte, and the crawl lost nothing.
+    assert left and re.search(rf"event=cluster-recovered process=0 repaired=0 shipped={len(left)} ", second)
+    assert not overlapping(log_entries)
+    archive = archived(load(config), tmp_path / "downloaded")
+    assert all(archive.bundles.get(name) == data for name, data in left.items())
+    assert archive.valid and not archive.missing(expected(web)) and not archive.duplicates()
+    assert not list((root / "bundles").glob("*.warc.gz*"))
