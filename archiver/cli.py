@@ -127,8 +127,7 @@ def cmd_crawl(args: argparse.Namespace) -> int:
     print(f"crawl stopped: {crawler.stats.pages} pages, {crawler.stats.bytes} bytes; "
           f"WARCs in {crawler.stores.warc_directory()}")
     if crawler.exit_status:
-        print("archiver: crawl stopped because the disk is full (crawl.on_disk_full = \"exit\")",
-              file=sys.stderr)
+        print(f"archiver: crawl stopped because {crawler.stopped_because}", file=sys.stderr)
     return crawler.exit_status
 
 

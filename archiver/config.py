@@ -179,6 +179,11 @@ class WarcConfig:
     # Where closed bundles live: "" for <archive.root>/warcs, another folder, or
     # "s3://bucket/prefix" for S3-compatible object storage (see [s3]).
     store: str = ""
+    # With an object store: bytes of a crawler process's bundles that may be on this machine's
+    # disk (the open one and those not shipped yet, waiting while the store is away); past it
+    # fetching pauses until the store takes them. At least twice max_size: the open bundle and
+    # one being shipped. 8 GiB: 40 minutes of a flat-out 3.5 MiB/s (README, "Benchmarks").
+    local_limit: int = 8 * 2**30
 
 
 @dataclass(frozen=True)
@@ -198,6 +203,9 @@ class S3Config:
     # variables or files (AWS_ACCESS_KEY_ID, ~/.aws/credentials...), never from this file.
     endpoint_url: str = ""
     region: str = ""
+    # Seconds an S3 request waits to connect, and for each read of its answer, before botocore
+    # tries again (3 attempts): what a hung server can hold a call for, bounded.
+    timeout: float = 20.0
 
 
 @dataclass(frozen=True)
@@ -347,7 +355,7 @@ _POSITIVE = {
     ("crawl", "site_bitmap_bits"), ("crawl", "status_interval"), ("crawl", "poll_interval"),
     ("crawl", "max_failures"), ("crawl", "max_internal_errors"), ("crawl", "max_rate_limited"),
     ("crawl", "backoff_recovery_fetches"), ("crawl", "max_per_shape"), ("crawl", "drain_timeout"),
-    ("crawl", "lease_ttl"), ("warc", "max_age"),
+    ("crawl", "lease_ttl"), ("warc", "max_age"), ("warc", "local_limit"), ("s3", "timeout"),
     ("dns", "timeout"), ("dns", "refresh_interval"),
     ("dns", "concurrency"), ("warc", "max_size"),
     ("outlinks", "max_lines"), ("outlinks", "max_age"), ("catalog", "shards"),
@@ -747,6 +755,10 @@ def _check(where: str, name: str, section: Any) -> None:
                 raise ConfigError(f"{where}: warc.store: {e}") from None
         elif "\x00" in section.store:
             raise ConfigError(f"{where}: warc.store: a folder or s3://bucket/prefix, got {section.store!r}")
+        if section.local_limit < 2 * section.max_size:
+            raise ConfigError(f"{where}: warc.local_limit: must be at least twice warc.max_size "
+                              f"({2 * section.max_size}: the open bundle and one being shipped), "
+                              f"got {section.local_limit}")
     elif name == "store":
         try:
             database_url(section.url)

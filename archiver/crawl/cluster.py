@@ -7,7 +7,10 @@
   crawlers that stopped beating declared lost (their URLs go back to their sites' inboxes).
 - **Shipping** (``ship``): each bundle the group commit finished goes to the object store,
   verified, then its catalog entries into the catalog, then the local file is deleted; closed
-  spool files go to ``outlinks/`` in the store.
+  spool files go to ``outlinks/`` in the store. While the store is away (unreachable, failing,
+  or holding other bytes than were sent) the bundles *wait* on this disk, oldest first, and the
+  next call tries again (``away`` says why it stopped); the crawler bounds how many bytes wait
+  (``local_bytes``, ``warc.local_limit``).
 - **Start** (``recover``): the process's own ``.open`` bundles left by a crash are repaired and,
   with any closed ones, shipped; what its earlier life recorded and neither this disk nor the store
   has is lost.
@@ -23,16 +26,24 @@ import os
 import re
 import socket
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from archiver.config import Config
+from archiver.crawl.stats import Stats
 from archiver.logs import event
 from archiver.queues.pgsitequeue import PgSiteQueue
 from archiver.store.bundles import OPEN, SUFFIX, repair_open_bundle
 from archiver.store.catalog import Capture
 from archiver.store.interfaces import CatalogStore
-from archiver.store.objectstore import ObjectStore, open_object
+from archiver.store.objectstore import (
+    ObjectMismatch,
+    ObjectStore,
+    ObjectStoreError,
+    ObjectStoreUnavailable,
+    open_object,
+)
 from archiver.store.pgcrawlers import BundleLedger, CrawlerBusy, CrawlerRoster
 from archiver.store.shipping import Shipped, ship_closed, ship_file
 from archiver.store.warcindex import index_stream
@@ -46,7 +57,8 @@ SPOOL_KEYS = "outlinks/"
 class ClusterMember:
     """One crawler process's part in the cluster (see the module docstring)."""
 
-    def __init__(self, config: Config, stores: SharedStores, process: int, catalog: CatalogStore) -> None:
+    def __init__(self, config: Config, stores: SharedStores, process: int, catalog: CatalogStore,
+                 stats: Stats) -> None:
         ttl = config.crawl.lease_ttl
         self.process = process
         self.prefix = config.warc.prefix
@@ -63,6 +75,11 @@ class ClusterMember:
         self.spool = config.root / "outlinks"
         self.catalog = catalog
         self.fenced = False  # another registration of our number superseded us
+        self.stats = stats
+        self.waiting: list[Path] = []  # closed bundles not shipped yet, oldest first
+        self._announced: set[Path] = set()  # those whose wait was logged (bundle-waiting)
+        self.away: ObjectStoreError | None = None  # why the last shipment stopped, if it did
+        self._away_since = 0.0
 
     def close(self) -> None:
         self.ledger.close()
@@ -113,15 +130,62 @@ class ClusterMember:
             self.ledger.record(captures)
 
     def ship(self, paths: Iterable[Path]) -> list[Shipped]:
-        """Ship closed bundles, each verified and catalogued before its local copy goes."""
-        shipped = []
-        for path in paths:
-            if path.exists():
-                shipped.append(ship_file(path, self.objects, path.name,
-                                         then=lambda done: self._catalogue(done.key)))
-                event(log, logging.INFO, "bundle-shipped", bundle=path.name, bytes=shipped[-1].size,
-                      to=self.objects.location(path.name))
+        """Ship the bundles waiting, then ``paths``, oldest first: each verified and catalogued
+        before its local copy goes. The first one the store does not take (``away`` says why)
+        ends the round: it and those after it wait for the next call. What was shipped."""
+        self.waiting += [path for path in paths if path not in self.waiting]
+        shipped: list[Shipped] = []
+        while self.waiting:
+            path = self.waiting[0]
+            if not path.exists():  # shipped by an earlier call that stopped before forgetting it
+                del self.waiting[0]
+                continue
+            try:
+                done = ship_file(path, self.objects, path.name,
+                                 then=lambda done: self._catalogue(done.key))
+            except (ObjectStoreUnavailable, ObjectMismatch) as e:
+                self._store_away(e)
+                return shipped
+            del self.waiting[0]
+            self._announced.discard(path)
+            shipped.append(done)
+            event(log, logging.INFO, "bundle-shipped", bundle=path.name, bytes=done.size,
+                  to=self.objects.location(path.name))
+            self._store_back()
         return shipped
+
+    def _store_away(self, error: ObjectStoreError) -> None:
+        """A shipment stopped: the first failure of an outage is logged, and each bundle that
+        starts waiting."""
+        if self.away is None:
+            self._away_since = time.monotonic()
+            self.stats.fault(log, logging.WARNING, "store-unavailable", store="objects", error=str(error),
+                             note="closed bundles wait on this disk and are shipped when it is back")
+        self.away = error
+        cause = error.reason if isinstance(error, ObjectStoreUnavailable) else "the store holds other bytes"
+        for path in self.waiting:
+            if path not in self._announced:
+                self._announced.add(path)
+                self.stats.fault(log, logging.WARNING, "bundle-waiting", bundle=path.name,
+                                 waiting=len(self.waiting), cause=cause)
+
+    def _store_back(self) -> None:
+        """A shipment went through: the end of an outage is logged."""
+        if self.away is not None:
+            self.stats.fault(log, logging.INFO, "store-recovered", store="objects",
+                             away_s=round(time.monotonic() - self._away_since, 1),
+                             waiting=len(self.waiting))
+            self.away = None
+
+    def local_bytes(self) -> int:
+        """Bytes of this process's bundles on this disk: the open one and those not shipped."""
+        total = 0
+        with os.scandir(self.bundles) as entries:
+            for entry in entries:
+                if self._ours(entry.name):
+                    with contextlib.suppress(FileNotFoundError):  # shipped meanwhile
+                        total += entry.stat().st_size
+        return total
 
     def _catalogue(self, name: str) -> None:
         def index() -> Iterable[Capture]:
@@ -132,9 +196,17 @@ class ClusterMember:
             self.ledger.shipped(name, self.catalog, index)
 
     def ship_spool(self) -> int:
-        """Ship the closed spool files; how many."""
-        return len(ship_closed(self.spool, self.objects, pattern="*.tsv", under=SPOOL_KEYS)) \
-            if self.spool.is_dir() else 0
+        """Ship the closed spool files; how many (none while the store is away: they wait)."""
+        if not self.spool.is_dir():
+            return 0
+        try:
+            shipped = ship_closed(self.spool, self.objects, pattern="*.tsv", under=SPOOL_KEYS)
+        except (ObjectStoreUnavailable, ObjectMismatch) as e:
+            self._store_away(e)
+            return 0
+        if shipped:
+            self._store_back()
+        return len(shipped)
 
     def renew(self, site_queue: PgSiteQueue) -> set[str]:
         """Renew the site leases and the heartbeat; the origins whose lease was lost."""
@@ -151,12 +223,18 @@ class ClusterMember:
         with self._ledger_lock:
             vanished = self.ledger.vanished()
         lost, requeued = [], 0
+        waiting_here = {path.name for path in self.waiting}  # our earlier life's, shipped later
         for name in vanished:
-            if self.objects.size(name) is not None:  # shipped, then killed before the catalog learnt
-                self._catalogue(name)
-                event(log, logging.WARNING, "bundle-recovered", bundle=name,
-                      note="its crawler vanished after shipping it; catalogued now")
+            if name in waiting_here:
                 continue
+            try:
+                if self.objects.size(name) is not None:  # shipped, then killed before the catalog learnt
+                    self._catalogue(name)
+                    event(log, logging.WARNING, "bundle-recovered", bundle=name,
+                          note="its crawler vanished after shipping it; catalogued now")
+                    continue
+            except ObjectStoreUnavailable:  # the store cannot say: settled once it answers
+                break
             with self._ledger_lock:
                 count = self.ledger.lose(name)
             if count is not None:

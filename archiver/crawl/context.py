@@ -25,6 +25,7 @@ from archiver.store.bundles import BundleWriter
 from archiver.store.catalog import Capture, CatalogError, payload_holder
 from archiver.store.durable import SyncJob, is_disk_error
 from archiver.store.interfaces import CatalogStore, WarcReader
+from archiver.store.objectstore import ObjectStoreError
 from archiver.store.offloop import OffLoop
 from archiver.store.warcindex import WarcError
 from archiver.web.http import conditions as conditions_of
@@ -49,7 +50,11 @@ class CrawlContext:
     captures: list[Capture] = field(default_factory=list)  # written, not yet in the catalog
     draining: trio.Event = field(default_factory=trio.Event)  # set by SIGTERM: finish, take no more
     wake: trio.Event = field(default_factory=trio.Event)  # set (and replaced) on drain and reload
-    disk_ok: trio.Event = field(default_factory=trio.Event)  # clear while writes fail (full disk)
+    # Clear while fetching pauses for this machine's disk: writes fail (``disk_full``), or the
+    # bundles not shipped yet reach warc.local_limit (``local_full``, set by the crawler).
+    disk_ok: trio.Event = field(default_factory=trio.Event)
+    disk_full: bool = False
+    local_full: bool = False
     leases: Leases | None = None  # the site leases held (shared site queue); None: embedded
     published: list[Path] | None = None  # bundles finished, to ship (shared stores); None: embedded
     # In the job's worker thread, once their records are durable: the catalog (or, in a cluster,
@@ -92,7 +97,7 @@ class CrawlContext:
         try:
             head = await self.lookup_calls.call(self.warcs.read_head, capture.filename,
                                                 capture.offset, capture.length)
-        except (WarcError, OSError) as e:
+        except (WarcError, OSError, ObjectStoreError) as e:  # (the object store away, say)
             event(log, logging.WARNING, "capture-unreadable", url=capture.url,
                   record=f"{capture.filename}:{capture.offset}", error=str(e))
             return [], 0
@@ -113,12 +118,39 @@ class CrawlContext:
 
     def disk_trouble(self, error: BaseException, where: str) -> None:
         """A write failed for lack of disk: stop fetching until a retry succeeds (see _sync)."""
-        if self.disk_ok.is_set():
+        if not self.disk_full:
             self.stats.errors["disk"] += 1
             event(log, logging.ERROR, "disk-full", where=where, error=str(error),
                   action=self.config.crawl.on_disk_full)
+            self.disk_full = True
+            self._hold()
+
+    def disk_back(self) -> None:
+        """Writes succeed again: fetching resumes unless the local limit holds it."""
+        self.disk_full = False
+        self._hold()
+
+    def local_limit(self, reached: bool) -> None:
+        """The bundles not shipped yet reach warc.local_limit (or no longer do): fetching
+        pauses (or resumes, unless the disk is full)."""
+        self.local_full = reached
+        self._hold()
+
+    def _hold(self) -> None:
+        """Pause or resume fetching as ``disk_full`` and ``local_full`` say (and tell the status)."""
+        held = "disk" if self.disk_full else "objects" if self.local_full else None
+        if self.stats.waiting_for in (None, "disk", "objects"):  # other waits are others' to clear
+            self.stats.waiting_for = held
+        if held is not None and self.disk_ok.is_set():
             self.disk_ok = trio.Event()
             self.nudge()
+        elif held is None:
+            self.disk_ok.set()
+
+    @property
+    def held_by(self) -> str:
+        """Why fetching pauses, for a visit's outcome."""
+        return "disk full" if self.disk_full else "bundles waiting for the object store"
 
     def nudge(self) -> None:
         """Wake every resting visit (to notice a drain or a new config)."""

@@ -50,7 +50,11 @@ log = logging.getLogger("archiver.crawl.crawler")
 P = ParamSpec("P")
 T = TypeVar("T")
 
-EX_TEMPFAIL = 75  # sysexits.h: a temporary failure (crawl.on_disk_full = "exit")
+EX_TEMPFAIL = 75  # sysexits.h: a temporary failure (crawl.on_disk_full = "exit", bundles left)
+# Seconds between tries to ship while the object store is away, at most (the back-off doubles
+# from warc.sync_interval): a store back is noticed within that.
+SHIP_RETRY_MAX = 30.0
+_DISK_FULL = 'the disk is full (crawl.on_disk_full = "exit")'
 
 
 class SeedError(Exception):
@@ -162,7 +166,8 @@ class Crawler:
         self.config = config
         self.process = process
         self.until_idle = until_idle
-        self.exit_status = 0  # EX_TEMPFAIL after stopping on a full disk
+        self.exit_status = 0  # EX_TEMPFAIL after stopping on a full disk, or with bundles left
+        self.stopped_because = ""  # why, for the command's last line
         self._unsettled: list[tuple[str, Outcome]] = []  # outcomes the full disk refused
         self.stats = Stats(process=process)
         # First: a plugin that cannot start, or a limit of open files too low for the configured
@@ -185,7 +190,7 @@ class Crawler:
         else:
             from archiver.crawl.cluster import ClusterMember
 
-            self.cluster = ClusterMember(config, stores, process, self.catalog)
+            self.cluster = ClusterMember(config, stores, process, self.catalog, self.stats)
             self.cluster.recover()
         self.bundle = stores.bundle_writer(process)
         self.commit_point = CommitPoint(commit_path(stores.state_directory(), process),
@@ -234,7 +239,14 @@ class Crawler:
             async with trio.open_nursery() as slots:
                 for number in range(self.config.crawl.sites_per_process):
                     slots.start_soon(self._slot, number)
+            if self.cluster is not None:  # --until-idle: the bundles closed reach the store first
+                await self._shipped(self.cluster)
             nursery.cancel_scope.cancel()
+
+    def _temporary_failure(self, because: str) -> None:
+        """Exit with EX_TEMPFAIL, saying why (the first reason stays)."""
+        if not self.exit_status:
+            self.exit_status, self.stopped_because = EX_TEMPFAIL, because
 
     def close(self) -> None:
         """Commit and close everything; on a full disk leave the bundle ``.open`` (the next start
@@ -245,16 +257,22 @@ class Crawler:
             self.ctx.captures = []
             self.bundle.close()
             self.spool.close()
-            if self.cluster is not None:  # nothing closed stays on this machine's disk
+            if self.cluster is not None:  # nothing closed stays on this machine's disk...
                 with self.cluster.beating():
                     self.cluster.ship(self._closed_bundles())
-                    self.cluster.ship_spool()
+                    if self.cluster.away is None:
+                        self.cluster.ship_spool()
+                if self.cluster.waiting:  # ...unless the object store is away
+                    self._temporary_failure(f"the object store did not take {len(self.cluster.waiting)} "
+                                            "closed bundles; the next start ships them")
+                    event(log, logging.WARNING, "bundles-left", bundles=len(self.cluster.waiting),
+                          note="the object store did not take them; the next start ships them")
             self.commit_point.finish(self.bundle.position())
             self._write_status()
         except (OSError, sqlite3.Error) as e:
             if not is_disk_error(e):
                 raise
-            self.exit_status = self.exit_status or EX_TEMPFAIL
+            self._temporary_failure(_DISK_FULL)
             event(log, logging.ERROR, "stopped-on-full-disk", error=str(e),
                   note="the open WARC bundle is repaired and indexed at the next start")
         self.catalog.close()
@@ -443,6 +461,8 @@ class Crawler:
             # Marks first: every record of an entry committed by then is in the bundle's
             # buffer, which the flush below hands to the OS before the fsync.
             await self.sync_once()
+            if self.cluster is not None:
+                await self._check_local_limit(self.cluster)
 
     async def sync_once(self) -> bool:
         """One group commit; False (and fetching paused, or the process stopping) if the disk
@@ -466,20 +486,20 @@ class Crawler:
                 raise
             ctx.disk_trouble(e, "sync")
             if self.config.crawl.on_disk_full == "exit":
-                self.exit_status = EX_TEMPFAIL
+                self._temporary_failure(_DISK_FULL)
                 self.service.stop_now()
             return False
         for crawl_queue, mark in marks:
             if crawl_queue in ctx.open_queues:  # still open (a visit that ended saved its own)
                 crawl_queue.save(mark)
         self.commit_point.advance(position)
-        if not ctx.disk_ok.is_set() and ctx.bundle.error is None:
+        if ctx.disk_full and ctx.bundle.error is None:
             unsettled, self._unsettled = self._unsettled, []
             for origin, outcome in unsettled:
                 await self._settle_site(origin, outcome)
             if not self._unsettled:
-                event(log, logging.WARNING, "disk-ok", resumed=True)
-                ctx.disk_ok.set()
+                ctx.disk_back()
+                event(log, logging.WARNING, "disk-ok", resumed=ctx.disk_ok.is_set())
         return True
 
     def _commit_captures(self, captures: list[Capture]) -> None:
@@ -517,10 +537,36 @@ class Crawler:
             await trio.to_thread.run_sync(cluster.reap)
 
     async def _ship(self, cluster: ClusterMember) -> None:
-        """Ship each bundle the group commit finishes, and the closed spool files."""
+        """Ship each bundle the group commit finishes, and the closed spool files. While the
+        object store is away they wait, and the next try comes after a back-off doubling from
+        warc.sync_interval to SHIP_RETRY_MAX."""
+        delay = interval = self.config.warc.sync_interval
         while True:
-            await trio.sleep(self.config.warc.sync_interval)
+            await trio.sleep(delay)
             published, self.ctx.published = self.ctx.published or [], []
-            if published:
-                await trio.to_thread.run_sync(cluster.ship, published)
-            await trio.to_thread.run_sync(cluster.ship_spool)
+            await trio.to_thread.run_sync(cluster.ship, published)
+            if cluster.away is None:
+                await trio.to_thread.run_sync(cluster.ship_spool)
+            self.stats.bundles_waiting = len(cluster.waiting)
+            delay = interval if cluster.away is None else min(delay * 2, SHIP_RETRY_MAX)
+
+    async def _check_local_limit(self, cluster: ClusterMember) -> None:
+        """Pause fetching while this process's bundles on this disk pass warc.local_limit (the
+        object store has not taken them), and resume once they no longer do."""
+        held = await trio.to_thread.run_sync(cluster.local_bytes)
+        limit = self.config.warc.local_limit
+        if held > limit and not self.ctx.local_full:
+            event(log, logging.WARNING, "local-limit", bytes=held, local_limit=limit,
+                  waiting=len(cluster.waiting), note="fetching pauses until the object store "
+                  "takes the bundles waiting on this disk")
+            self.ctx.local_limit(True)
+        elif held <= limit and self.ctx.local_full:
+            self.ctx.local_limit(False)
+            event(log, logging.WARNING, "local-limit-ok", bytes=held, resumed=self.ctx.disk_ok.is_set())
+
+    async def _shipped(self, cluster: ClusterMember) -> None:
+        """Wait until every bundle closed so far is shipped (or the process is told to stop)."""
+        draining = self.ctx.draining
+        while (cluster.waiting or self.ctx.published) and not draining.is_set():
+            with trio.move_on_after(self.config.warc.sync_interval):
+                await draining.wait()

@@ -37,6 +37,7 @@ class Stats:
     faults: Counter[str] = field(default_factory=Counter)
     # What fetching waits for now ("store", "objects", "disk", ...), None while it goes on.
     waiting_for: str | None = None
+    bundles_waiting: int = 0  # closed bundles the object store has not taken yet (cluster)
     active: dict[str, dict[str, Any]] = field(default_factory=dict)
     loop: LoopWatch = field(default_factory=LoopWatch)  # the crawler adds it to its trio run
     _last_pages: int = 0
@@ -63,6 +64,7 @@ class Stats:
             "queued_urls": sum(a.get("queued", 0) for a in self.active.values()),
             "errors": dict(self.errors), "skipped": dict(self.skipped),
             "faults": dict(self.faults), "waiting_for": self.waiting_for,
+            "bundles_waiting": self.bundles_waiting,
             "sites": queue,
             "active": {site: dict(info) for site, info in sorted(self.active.items())},
         }

@@ -131,7 +131,7 @@ class SiteVisit:
                 return Outcome("done", "nothing new")
             return await self._crawl()
         except _Draining:
-            return Outcome("stopped", "draining" if ctx.disk_ok.is_set() else "disk full")
+            return Outcome("stopped", "draining" if ctx.disk_ok.is_set() else ctx.held_by)
         except _Postponed as e:
             return e.outcome
         except _LeaseLost:

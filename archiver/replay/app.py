@@ -59,7 +59,9 @@ row cap and a deadline; a capture's replay by lookups, ahead of listings) and re
 by index seeks (archiver.replay.lookups), whatever the URL's captures; WARC records are opened in
 a worker thread and their payloads streamed a piece at a time (archiver.replay.archive).
 ValueError from bad input becomes a 400 with its message; an unknown URL or capture a 404 page
-linking to the capture list.
+linking to the capture list. A capture replay cannot serve for now is a 503 with ``Retry-After``,
+never a 404: its record when the object store is away, and a URL whose only captures wait in a
+bundle its crawler has not shipped yet (shared stores; archiver.replay.archive).
 """
 
 from __future__ import annotations
@@ -132,6 +134,7 @@ from archiver.replay.scan import Scan, ScanLimit
 from archiver.replay.workers import Busy, WorkerLost
 from archiver.store.bundles import NOT_MODIFIED_PROFILE
 from archiver.store.catalog import Capture
+from archiver.store.objectstore import ObjectStoreUnavailable
 from archiver.store.warcindex import PIECE, OpenRecord, WarcError
 from archiver.web import urls
 from archiver.web.http import (
@@ -198,6 +201,8 @@ _LATEST = "99991231235959"
 _EARLIEST = "0" * 14
 # A TimeMap page's path: /timemap/<form>/<timestamp>/<url>, the mementos from that date on.
 _TIMEMAP_PAGE = re.compile(r"(\d{1,14})/(.*)", re.S)
+# Seconds a client is told to wait (Retry-After) for a capture replay cannot serve for now.
+STORE_RETRY_AFTER = 30
 
 
 @dataclass(frozen=True)
@@ -222,7 +227,7 @@ def create_apps(config: Config) -> ReplayApps:
     )
     archive = ReplayArchive(dataclasses.replace(config, replay=replay))
     handlers = {ValueError: _bad_request, WarcError: _unreadable, ScanLimit: _too_much, Busy: _busy,
-                404: _not_found}
+                ObjectStoreUnavailable: _store_away, 404: _not_found}
     app = Starlette(
         routes=[
             Route("/", home),
@@ -358,11 +363,26 @@ def _html(text: str, status: int = 200) -> HTMLResponse:
 
 
 async def _missing(request: Request, url: str, message: str, *, why: bool = False) -> HTMLResponse:
-    """The 404 page; with ``why``, for a URL the archive has no capture of, saying why not."""
+    """The 404 page; with ``why``, for a URL the archive has no capture of, saying why not (a
+    503 if its captures wait to be shipped: :func:`_unshipped`)."""
+    if why and (waiting := await _unshipped(request, url)) is not None:
+        return waiting
     answer = await _archive(request).why(url) if why else None
     page = pages.error_page(prefix=_prefix(request), title="Not in the archive", message=message,
                             url=url, why=answer)
     return _html(page, 404)
+
+
+async def _unshipped(request: Request, url: str) -> HTMLResponse | None:
+    """The 503 page (Retry-After) for a URL whose captures wait in a bundle not in the object
+    store yet; None if none does."""
+    if not await _archive(request).unshipped(url):
+        return None
+    page = pages.error_page(
+        prefix=_prefix(request), title="Not shipped yet",
+        message=f"{url} is captured, but the WARC bundle holding it has not reached the object store "
+                "yet (it is still being written, or the store is away): try again later.")
+    return HTMLResponse(page, status_code=503, headers={"Retry-After": str(STORE_RETRY_AFTER)})
 
 
 def _redirect(location: str, headers: dict[str, str] | None = None) -> RedirectResponse:
@@ -449,6 +469,8 @@ async def _capture_list(request: Request, target: WebTarget) -> Response:
     calendar = partial(lookups.calendar, url=target.url, within=target.within, start=target.timestamp,
                        size=LISTED)
     tally = await _archive(request).scanner.collect(calendar)
+    if not tally.listed and (waiting := await _unshipped(request, target.url)) is not None:
+        return waiting
     page = pages.capture_list(
         prefix=_prefix(request), content=_content(request), url=target.url, within=target.within, tally=tally,
         start=target.timestamp,
@@ -524,7 +546,9 @@ def _timemap_uri(request: Request, form: str, url: str, start: str | None) -> st
     return f"{_prefix(request)}/timemap/{form}/{page}{url}"
 
 
-def _no_timemap(url: str, start: str | None) -> Response:
+async def _no_timemap(request: Request, url: str, start: str | None) -> Response:
+    if start is None and (waiting := await _unshipped(request, url)) is not None:
+        return waiting
     since = f" at or after {start}" if start else ""
     return PlainTextResponse(f"{url} has no capture{since} in the archive\n", status_code=404)
 
@@ -532,7 +556,7 @@ def _no_timemap(url: str, start: str | None) -> Response:
 async def timemap_link(request: Request) -> Response:
     url, start, page = await _timemap_page(request, "link")
     if not page.seconds:
-        return _no_timemap(url, start)
+        return await _no_timemap(request, url, start)
     mementos, previous, following = _timemap_parts(request, url, start, page, "link")
     body = memento.link_timemap(
         original=url,
@@ -549,7 +573,7 @@ async def timemap_link(request: Request) -> Response:
 async def timemap_json(request: Request) -> Response:
     url, start, page = await _timemap_page(request, "json")
     if not page.seconds:
-        return _no_timemap(url, start)
+        return await _no_timemap(request, url, start)
     mementos, previous, following = _timemap_parts(request, url, start, page, "json")
     body = memento.json_timemap(
         original=url,
@@ -893,6 +917,18 @@ async def _too_much(request: Request, exc: Exception) -> Response:
 def _retry(exc: ScanLimit) -> dict[str, str] | None:
     """A Retry-After header when waiting helps (a listing refused for want of room)."""
     return None if exc.retry_after is None else {"Retry-After": str(exc.retry_after)}
+
+
+async def _store_away(request: Request, exc: Exception) -> Response:
+    """A record the object store cannot give now (away, failing): 503, ask again later."""
+    event(log, logging.WARNING, "replay-store-unavailable", url=str(request.url.path), error=str(exc))
+    page = pages.error_page(
+        prefix=_prefix(request),
+        title="Archive store unavailable",
+        message="The catalog lists this capture, but the object store holding its WARC record "
+                "cannot be reached right now: try again later.",
+    )
+    return HTMLResponse(page, status_code=503, headers={"Retry-After": str(STORE_RETRY_AFTER)})
 
 
 async def _unreadable(request: Request, exc: Exception) -> Response:

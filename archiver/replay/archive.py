@@ -8,14 +8,15 @@ readers refuse names with a path in them). Records are opened in a worker thread
 an object store is a network round trip, and their payloads read a piece at a time, never whole
 (a payload may be gigabytes). The catalog is reached through
 :attr:`ReplayArchive.scanner` (archiver.replay.scan), which keeps listings off the event loop and
-within the service's limits.
+within the service's limits. With the shared stores, a URL captured in a bundle its crawler has
+not shipped yet is ``unshipped``: in the archive, but not servable until the object store has it.
 """
 
 from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -24,11 +25,14 @@ from archiver.logs import event
 from archiver.replay.scan import Scan, Scanner
 from archiver.replay.why import Answer, explain, gather
 from archiver.replay.workers import Workers
-from archiver.store.catalog import Capture, original_of
+from archiver.store.catalog import Capture, original_of, surt_key
 from archiver.store.interfaces import DnsHistoryStore
 from archiver.store.warcindex import OpenRecord
-from archiver.stores import open_stores
+from archiver.stores import SharedStores, open_stores
 from archiver.web.timestamps import from_datetime
+
+if TYPE_CHECKING:  # psycopg: only the shared stores load it
+    from archiver.store.pgcrawlers import UnshippedCaptures
 
 log = logging.getLogger("archiver.replay.archive")
 
@@ -51,6 +55,11 @@ class ReplayArchive:
             listings=limits.scan_listings,
         )
         self._dns: DnsHistoryStore | None = None
+        self._unshipped: UnshippedCaptures | None = None
+        if isinstance(self.stores, SharedStores):
+            from archiver.store.pgcrawlers import UnshippedCaptures
+
+            self._unshipped = UnshippedCaptures(self.stores.url)
         # CPU-heavy work, bounded (archiver.replay.workers): rewriting in worker processes,
         # full-text searches in worker threads (SQLite leaves the GIL while it searches).
         self.rewriting = Workers("rewrites", workers=limits.rewrite_workers, waiting=limits.max_waiting,
@@ -91,6 +100,17 @@ class ReplayArchive:
             event(log, logging.WARNING, "why-failed", url=url, error=repr(e))
             return None
 
+    async def unshipped(self, url: str) -> bool:
+        """Whether ``url`` has a capture in a bundle not in the object store yet (its crawler has
+        not shipped it: the bundle is open, or the store away), looked up in a worker thread."""
+        if self._unshipped is None:
+            return False
+        try:
+            key = surt_key(url)
+        except ValueError:  # a URL the catalog cannot key: no capture of it waits either
+            return False
+        return await trio.to_thread.run_sync(self._unshipped.has, key)
+
     def dns(self) -> DnsHistoryStore | None:
         """The DNS history, or None while no crawl or DNS service has made one."""
         if self._dns is None:
@@ -109,6 +129,8 @@ class ReplayArchive:
         self.rewriting.close()
         self.catalog.close()
         self.status.close()
+        if self._unshipped is not None:
+            self._unshipped.close()
         if self._dns is not None:
             self._dns.close()
             self._dns = None

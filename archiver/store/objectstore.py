@@ -23,7 +23,15 @@ else :class:`ObjectMismatch` is raised and nothing local is touched. The checksu
 
 Credentials never come from archiver's config: boto3 reads them as every AWS client does (the
 environment, ``~/.aws`` files, an instance or container role). Retries are botocore's
-``standard`` mode (exponential back-off with jitter on throttling and transient errors).
+``standard`` mode (exponential back-off with jitter on throttling and transient errors), each
+attempt bounded by ``s3.timeout`` to connect and to wait for each read: a hung server costs a
+call at most ``ATTEMPTS`` times that, never forever.
+
+**Away**: a store that cannot be reached (connection refused or cut, a timeout) or answers with
+a server error (5xx, throttling) once botocore's retries are spent raises
+:class:`ObjectStoreUnavailable`, and so does a folder store that cannot take a file (its disk
+full, its mount gone): waiting may help. Other errors (no credentials, access denied, no such
+bucket) stay botocore's: a configuration to fix.
 """
 
 from __future__ import annotations
@@ -40,7 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as NoConnection
 
 from archiver.config import S3Config, parse_s3_url
 from archiver.store.durable import fsync_directory
@@ -52,6 +61,11 @@ PART_SIZE = 64 * 2**20
 # S3 refuses parts under 5 MiB, the last one aside.
 MIN_PART_SIZE = 5 * 2**20
 _COPY_CHUNK = 1 << 20
+# Attempts of one S3 call (botocore's standard mode), each bounded by s3.timeout.
+ATTEMPTS = 3
+# The S3 errors that say the store is failing rather than the request wrong (retried by botocore).
+_SERVER_ERRORS = {"InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout",
+                  "Throttling", "ThrottlingException"}
 
 
 class ObjectStoreError(Exception):
@@ -68,6 +82,15 @@ class ObjectRangeError(ObjectStoreError):
 
 class ObjectMismatch(ObjectStoreError):
     """After an upload, the store holds other bytes than the local file (size or checksum)."""
+
+
+class ObjectStoreUnavailable(ObjectStoreError):
+    """The store cannot be reached or is failing (see the module docstring): try again later.
+    ``reason`` says which, in a few words; the message adds where and the error seen."""
+
+    def __init__(self, where: str, reason: str, error: BaseException) -> None:
+        super().__init__(f"{where}: {reason}: {error}")
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -160,25 +183,33 @@ class FolderStore:
 
     def upload(self, source: Path, key: str) -> Fingerprint:
         """Copy into a hidden file beside the target, fsync, then rename over it: a crash leaves
-        the old object or the new one, never a mix (a stray hidden file at worst)."""
+        the old object or the new one, never a mix (a stray hidden file at worst). A folder that
+        cannot take it (full, gone) is ObjectStoreUnavailable; the source's own errors are not."""
         target = self._path(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(f".{target.name}.{secrets.token_hex(4)}.upload")
         digest = hashlib.sha256()
         size = 0
-        try:
-            with source.open("rb") as src, partial.open("xb") as dst:
-                while chunk := src.read(_COPY_CHUNK):
-                    digest.update(chunk)
-                    dst.write(chunk)
-                    size += len(chunk)
-                dst.flush()
-                os.fsync(dst.fileno())
-            partial.rename(target)
-        except BaseException:
-            partial.unlink(missing_ok=True)
-            raise
-        fsync_directory(target.parent)
+        with source.open("rb") as src:
+            with _taking(target):
+                target.parent.mkdir(parents=True, exist_ok=True)
+                dst = partial.open("xb")
+            try:
+                with dst:
+                    while chunk := src.read(_COPY_CHUNK):
+                        digest.update(chunk)
+                        size += len(chunk)
+                        with _taking(target):
+                            dst.write(chunk)
+                    with _taking(target):
+                        dst.flush()
+                        os.fsync(dst.fileno())
+                with _taking(target):
+                    partial.rename(target)
+            except BaseException:
+                partial.unlink(missing_ok=True)
+                raise
+        with _taking(target):
+            fsync_directory(target.parent)
         return Fingerprint(size, "sha256:" + digest.hexdigest())
 
     def fingerprint(self, source: Path) -> Fingerprint:
@@ -231,6 +262,15 @@ class FolderStore:
         fsync_directory(path.parent)
 
 
+@contextlib.contextmanager
+def _taking(target: Path) -> Iterator[None]:
+    """An OSError of the folder that takes ``target`` as ObjectStoreUnavailable."""
+    try:
+        yield
+    except OSError as e:
+        raise ObjectStoreUnavailable(str(target), "the folder cannot take it", e) from e
+
+
 def _file_sha256(path: Path) -> Fingerprint:
     digest = hashlib.sha256()
     size = 0
@@ -241,9 +281,10 @@ def _file_sha256(path: Path) -> Fingerprint:
     return Fingerprint(size, "sha256:" + digest.hexdigest())
 
 
-def s3_client(endpoint_url: str = "", region: str = "") -> Any:
+def s3_client(endpoint_url: str = "", region: str = "", timeout: float = S3Config.timeout) -> Any:
     """A boto3 S3 client for ``endpoint_url`` (empty: AWS) with the standard credential chain,
-    standard-mode retries, and path-style addressing for other endpoints (MinIO and most
+    standard-mode retries (``ATTEMPTS``, each waiting at most ``timeout`` seconds to connect and
+    for each read), and path-style addressing for other endpoints (MinIO and most
     S3-compatible servers have no per-bucket host names)."""
     # Imported here: boto3 and botocore.config take about 0.25 s to import, which only
     # archives in object storage should pay.
@@ -251,7 +292,9 @@ def s3_client(endpoint_url: str = "", region: str = "") -> Any:
     from botocore.config import Config
 
     config = Config(
-        retries={"mode": "standard", "max_attempts": 5},
+        retries={"mode": "standard", "max_attempts": ATTEMPTS},
+        connect_timeout=timeout,
+        read_timeout=timeout,
         # Checksums are sent explicitly (SHA-256, see the module docstring); botocore's own
         # default CRC32 headers are refused by some S3-compatible servers.
         request_checksum_calculation="when_required",
@@ -278,7 +321,7 @@ class S3Store:
     def from_config(cls, url: str, s3: S3Config) -> S3Store:
         """The store ``warc.store = "s3://bucket/prefix"`` names, with the ``[s3]`` section."""
         bucket, prefix = parse_s3_url(url)
-        store = cls(s3_client(s3.endpoint_url, s3.region), bucket, prefix)
+        store = cls(s3_client(s3.endpoint_url, s3.region, s3.timeout), bucket, prefix)
         store.opened_from = (url, s3)
         return store
 
@@ -296,10 +339,24 @@ class S3Store:
     def location(self, key: str) -> str:
         return f"s3://{self.bucket}/{self._key(key)}"
 
+    @contextlib.contextmanager
+    def _reached(self, where: str) -> Iterator[None]:
+        """botocore's errors that say the store is away or failing, its retries spent, as
+        ObjectStoreUnavailable (``where``: the object or prefix asked for)."""
+        try:
+            yield
+        except (NoConnection, HTTPClientError) as e:  # refused, cut, timed out
+            raise ObjectStoreUnavailable(where, "the store cannot be reached", e) from e
+        except ClientError as e:
+            status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+            if status >= 500 or e.response.get("Error", {}).get("Code") in _SERVER_ERRORS:
+                raise ObjectStoreUnavailable(where, "the store is failing", e) from e
+            raise
+
     def upload(self, source: Path, key: str) -> Fingerprint:
         full = self._key(key)
         size = source.stat().st_size
-        with source.open("rb") as f:
+        with source.open("rb") as f, self._reached(self.location(key)):
             if size <= self.part_size:
                 data = f.read()
                 checksum = _b64sha256(data)
@@ -353,7 +410,9 @@ class S3Store:
 
     def _head(self, key: str, **extra: Any) -> dict[str, Any] | None:
         try:
-            head: dict[str, Any] = self.client.head_object(Bucket=self.bucket, Key=self._key(key), **extra)
+            with self._reached(self.location(key)):
+                head: dict[str, Any] = self.client.head_object(Bucket=self.bucket, Key=self._key(key),
+                                                               **extra)
         except ClientError as e:
             if e.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
                 return None
@@ -377,7 +436,7 @@ class S3Store:
         return None if head is None else int(head["ContentLength"])
 
     def read(self, key: str, offset: int, length: int) -> bytes:
-        with self.open_range(key, offset, length) as opened:
+        with self.open_range(key, offset, length) as opened, self._reached(self.location(key)):
             data = opened.read()
         if len(data) != length:
             raise ObjectRangeError(f"{self.location(key)}: bytes {offset}-{offset + length - 1} "
@@ -388,8 +447,9 @@ class S3Store:
         """One GET of the range, its body read from the connection as it is asked for."""
         _check_range(offset, length)
         try:
-            answer = self.client.get_object(Bucket=self.bucket, Key=self._key(key),
-                                            Range=f"bytes={offset}-{offset + length - 1}")
+            with self._reached(self.location(key)):
+                answer = self.client.get_object(Bucket=self.bucket, Key=self._key(key),
+                                                Range=f"bytes={offset}-{offset + length - 1}")
         except ClientError as e:
             code = e.response.get("Error", {}).get("Code")
             if code == "NoSuchKey":
@@ -400,7 +460,9 @@ class S3Store:
         return span(answer["Body"], length)
 
     def list(self, prefix: str = "") -> list[str]:
-        return sorted(self._keys(prefix))
+        base = f"s3://{self.bucket}/{self.prefix}/" if self.prefix else f"s3://{self.bucket}/"
+        with self._reached(base + prefix):
+            return sorted(self._keys(prefix))
 
     def _keys(self, prefix: str) -> Iterator[str]:
         base = f"{self.prefix}/" if self.prefix else ""
@@ -411,7 +473,8 @@ class S3Store:
                 yield item["Key"][len(base):]
 
     def delete(self, key: str) -> None:
-        self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
+        with self._reached(self.location(key)):
+            self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
 
 
 @functools.cache

@@ -15,6 +15,9 @@ entries' URLs go back to their sites' inboxes as refetches (but for those still 
 site's cursor: the crawl fetches them anyway), and the sites that were done wait again. A bundle
 shipped after it was declared lost (its process was only paused, or too slow to ship at exit) is
 catalogued from its own records: it is in the store, so the catalog names it too.
+
+``UnshippedCaptures`` answers replay: whether a URL has entries waiting in ``pending_captures``
+(captured, but its bundle is not in the object store yet).
 """
 
 from __future__ import annotations
@@ -156,3 +159,20 @@ class BundleLedger:
             self._db.execute("UPDATE sites SET state = 'waiting', due = 0 WHERE state = 'done'"
                              " AND origin = ANY(%s)", (sorted({row[0] for row in requeued}),))
         return len(requeued)
+
+
+class UnshippedCaptures:
+    """Read-only: the catalog entries of bundles not shipped yet, by URL key (see the module
+    docstring). One connection; psycopg serialises the calls of several threads."""
+
+    def __init__(self, url: str) -> None:
+        self._db = connect_current(url, readonly=True)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def has(self, urlkey: str) -> bool:
+        """Whether a capture with this URL key waits for its bundle to be shipped."""
+        row = self._db.execute("SELECT EXISTS (SELECT 1 FROM pending_captures"
+                               " WHERE capture ->> 'urlkey' = %s)", (urlkey,)).fetchone()
+        return bool(row and row[0])

@@ -47,6 +47,9 @@ row per distinct page text (URL and payload digest) with its ``tsvector`` under 
 Version 10 adds ``catalog_captures.labels``: a capture's plugin labels as a JSON object's text
 (``catalog.labels_text``), NULL for none.
 
+Version 12 indexes ``pending_captures`` by the URL key of each entry: replay asks whether a URL
+it has no catalogued capture of waits in a bundle not shipped yet (a 503, not a 404).
+
 Connections come from ``connect``: autocommit (every store call is its own transaction, so no
 reader holds one open between calls), and errors with any password taken out of their text.
 """
@@ -298,6 +301,9 @@ ALTER TABLE catalog_captures ADD COLUMN labels text;
     Migration(11, "each site's daily page count for its sheet's budget", """
 ALTER TABLE crawl_cursors ADD COLUMN budget_day integer NOT NULL DEFAULT 0,
     ADD COLUMN budget_pages bigint NOT NULL DEFAULT 0;
+"""),
+    Migration(12, "the catalog entries of bundles not shipped yet, found by URL key (replay)", """
+CREATE INDEX pending_captures_urlkey ON pending_captures ((capture ->> 'urlkey'));
 """),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version

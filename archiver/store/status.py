@@ -50,7 +50,8 @@ def summary_line(s: dict[str, Any]) -> str:
             f"queued_urls={s['queued_urls']} errors={errors} "
             f"skipped={skipped} loop_stall_max_ms={s.get('loop_stall_max_ms', '-')}"
             + (f" faults={faults}" if (faults := _counts(s.get("faults", {}))) != "0" else "")
-            + (f" waiting_for={s['waiting_for']}" if s.get("waiting_for") else ""))
+            + (f" waiting_for={s['waiting_for']}" if s.get("waiting_for") else "")
+            + (f" bundles_waiting={s['bundles_waiting']}" if s.get("bundles_waiting") else ""))
 
 
 def _counts(counts: dict[str, int]) -> str:

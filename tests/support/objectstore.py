@@ -4,10 +4,14 @@
 free port, waited for by polling a request with a deadline) and stops it at the end.
 ``s3_bucket`` gives each test a bucket of its own and the standard AWS environment variables for
 that test only; the bucket and its objects are removed afterwards (moto keeps them in memory).
+``stoppable_bucket`` is such a bucket reached through a ``StoppableEndpoint`` (tools.s3server):
+the test stops the endpoint (the store is away: connections refused) and starts it again on the
+same port, the objects kept.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,7 +20,7 @@ from typing import Any
 import pytest
 
 from archiver.store.objectstore import s3_client
-from tools.s3server import CREDENTIALS, running_moto
+from tools.s3server import CREDENTIALS, StoppableEndpoint, running_moto
 
 
 @pytest.fixture(scope="session")
@@ -52,3 +56,21 @@ def s3_bucket(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[S
         for item in page.get("Contents", []):
             client.delete_object(Bucket=name, Key=item["Key"])
     client.delete_bucket(Bucket=name)
+
+
+@dataclass(frozen=True)
+class StoppableBucket:
+    """A bucket whose endpoint (``bucket.endpoint``) the test may stop and start again."""
+
+    bucket: S3Bucket
+    endpoint: StoppableEndpoint
+
+
+@pytest.fixture
+def stoppable_bucket(s3_bucket: S3Bucket, moto_endpoint: str) -> Iterator[StoppableBucket]:
+    """``s3_bucket`` behind an endpoint of its own that the test may stop and start."""
+    endpoint = StoppableEndpoint(moto_endpoint)
+    try:
+        yield StoppableBucket(dataclasses.replace(s3_bucket, endpoint=endpoint.url), endpoint)
+    finally:
+        endpoint.close()

@@ -186,6 +186,8 @@ scan_max_rows = 10
     ('[s3]\nendpoint_url = "minio:9000"\n', "s3.endpoint_url:"),
     ("[crawl]\nlease_ttl = 0\n", "crawl.lease_ttl: must be greater than 0"),
     ("[warc]\nmax_age = -1\n", "warc.max_age: must be greater than 0"),
+    ("[warc]\nmax_size = 1000\nlocal_limit = 1999\n", "warc.local_limit: must be at least twice"),
+    ("[s3]\ntimeout = 0\n", "s3.timeout: must be greater than 0"),
 ])  # fmt: skip
 def test_store_keys_are_checked(tmp_path, text, needle):
     with pytest.raises(config.ConfigError, match=re.escape(needle)) as refused:

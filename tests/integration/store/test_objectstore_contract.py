@@ -10,6 +10,7 @@ import base64
 import hashlib
 import random
 import re
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,10 +29,11 @@ from archiver.store.objectstore import (
     ObjectMismatch,
     ObjectRangeError,
     ObjectStore,
+    ObjectStoreUnavailable,
     S3Store,
     put,
 )
-from archiver.store.shipping import ship_closed
+from archiver.store.shipping import ship_closed, ship_file
 from archiver.store.warcindex import WarcError, index_warc, read_record
 
 RNG = random.Random(14)
@@ -338,6 +340,35 @@ def test_a_corrupted_upload_keeps_the_local_bundle(store: ObjectStore, tamper: T
     assert store.read(victim.name, 0, len(data)) == data
 
 
+class Lying:
+    """The store, whose ``stored`` says ``lie(truth)`` instead of what it holds."""
+
+    def __init__(self, inner: ObjectStore, lie: Callable[[Fingerprint], Fingerprint | None]) -> None:
+        self.inner = inner
+        self.lie = lie
+
+    def stored(self, key: str) -> Fingerprint | None:
+        truth = self.inner.stored(key)
+        return None if truth is None else self.lie(truth)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@pytest.mark.parametrize("lie", [
+    lambda truth: Fingerprint(truth.size, None),  # a server that keeps no checksum
+    lambda truth: Fingerprint(truth.size - 1, truth.checksum),  # the checksum sent, bytes missing
+    lambda truth: None,  # nothing there after all
+], ids=["no-checksum", "short", "absent"])
+def test_an_answer_that_is_not_the_bytes_sent_never_deletes_the_local_file(
+        store: ObjectStore, tmp_path: Path, lie: Callable[[Fingerprint], Fingerprint | None]) -> None:
+    bundle = write_bundles(tmp_path / "warcs", exchanges=5)[0]
+    data = bundle.read_bytes()
+    with pytest.raises(ObjectMismatch, match=re.escape(bundle.name)):
+        ship_file(bundle, Lying(store, lie), bundle.name)  # type: ignore[arg-type]
+    assert bundle.read_bytes() == data
+
+
 def test_spool_files_ship_too(store: ObjectStore, tmp_path: Path) -> None:
     outlinks = tmp_path / "outlinks"
     outlinks.mkdir()
@@ -347,6 +378,77 @@ def test_spool_files_ship_too(store: ObjectStore, tmp_path: Path) -> None:
     assert [s.key for s in shipped] == ["outlinks/0-20261122031500-00000.tsv"]
     assert store.list("outlinks/") == ["outlinks/0-20261122031500-00000.tsv"]
     assert [p.name for p in outlinks.iterdir()] == ["0-20261122031505-00001.tsv.open"]
+
+
+# -- a store away: unavailable, bounded, nothing local lost
+
+
+def test_a_folder_that_cannot_take_a_file_is_unavailable(tmp_path: Path) -> None:
+    (tmp_path / "gone").write_text("a file where the store's folder should be")
+    store = FolderStore(tmp_path / "gone")
+    bundle = write_bundles(tmp_path / "warcs", exchanges=3)[0]
+    with pytest.raises(ObjectStoreUnavailable, match="the folder cannot take it"):
+        ship_file(bundle, store, bundle.name)
+    assert bundle.exists()
+
+
+TIMEOUT = 0.5  # s3.timeout of the store away: a hung server holds each attempt this long
+# One S3 call's worst case: 3 attempts, botocore's back-off between them (up to 1 s, then 2 s).
+CALL_BOUND = 3 * TIMEOUT + 3.0
+
+
+@pytest.mark.parametrize("fault", ["stop", "hang", "fail"])
+def test_an_s3_store_away_is_unavailable_in_bounded_time_and_keeps_the_local_files(
+        stoppable_bucket: Any, tmp_path: Path, fault: str) -> None:
+    bucket, endpoint = stoppable_bucket.bucket, stoppable_bucket.endpoint
+    store = S3Store.from_config(f"s3://{bucket.name}/p", S3Config(endpoint_url=bucket.endpoint,
+                                                                  region="us-east-1", timeout=TIMEOUT))
+    local = tmp_path / "warcs"
+    first, second = write_bundles(local, exchanges=20)[:2]
+    contents = {p.name: p.read_bytes() for p in (first, second)}
+    ship_file(first, store, first.name)
+    getattr(endpoint, fault)()
+    calls: list[Callable[[], object]] = [  # a HEAD, a ranged GET, a listing
+        lambda: ship_file(second, store, second.name), lambda: store.read(first.name, 0, 100), store.list]
+    for call in calls:
+        started = time.monotonic()
+        with pytest.raises(ObjectStoreUnavailable, match=r"the store (cannot be reached|is failing)"):
+            call()
+        assert time.monotonic() - started < CALL_BOUND
+    assert second.read_bytes() == contents[second.name]
+    endpoint.start()
+    assert ship_closed(local, store)[0].name == second.name
+    for name, data in contents.items():
+        assert store.read(name, 0, len(data)) == data
+
+
+def test_an_upload_cut_part_way_keeps_the_local_file_and_is_made_again(
+        stoppable_bucket: Any, tmp_path: Path) -> None:
+    """The endpoint stopped as the second part of a multipart upload goes out: nothing is
+    completed under the key, the local file stays, and the next shipment uploads it whole."""
+    bucket, endpoint = stoppable_bucket.bucket, stoppable_bucket.endpoint
+    store = S3Store.from_config(f"s3://{bucket.name}/p", S3Config(endpoint_url=bucket.endpoint,
+                                                                  region="us-east-1", timeout=TIMEOUT))
+    store.part_size = MIN_PART_SIZE
+    source = local_file(tmp_path, "big.warc.gz", 2 * MIN_PART_SIZE + 1234)
+    data = source.read_bytes()
+    parts = []
+
+    def cut(**_: Any) -> None:
+        parts.append(1)
+        if len(parts) == 2:
+            endpoint.stop()
+
+    store.client.meta.events.register("before-send.s3.UploadPart", cut)
+    with pytest.raises(ObjectStoreUnavailable):
+        ship_file(source, store, source.name)
+    store.client.meta.events.unregister("before-send.s3.UploadPart", cut)
+    assert source.read_bytes() == data
+    endpoint.start()
+    assert store.stored(source.name) is None
+    assert ship_file(source, store, source.name).uploaded
+    assert not source.exists()
+    assert store.read(source.name, 0, len(data)) == data
 
 
 # -- S3 from the config, credentials from the environment
