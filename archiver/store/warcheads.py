@@ -7,8 +7,9 @@ walks the decompressed records itself, reading every head through a line reader 
 fixed length, and refuses what warcio would read slowly or differently: a head longer than its
 cap (``MAX_WARC_HEAD``, ``MAX_HTTP_HEAD``: every header line is within it), a control character
 in a WARC header, a Content-Length that is not a plain number, a block shorter than it says or
-followed by anything but blank lines (after an ARC block one line is allowed: warcio skips it), a missing or impossible WARC-Type or WARC-Date, an HTTP
-status that is not three digits. Time and memory are linear in the file and bounded per line.
+followed by anything but blank lines (after an ARC block one line is allowed: warcio skips it),
+a missing or impossible WARC-Type or WARC-Date, an HTTP status that is not three digits. Time and
+memory are linear in the file and bounded per line.
 """
 
 from __future__ import annotations
