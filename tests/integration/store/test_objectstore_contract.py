@@ -393,8 +393,10 @@ def test_a_folder_that_cannot_take_a_file_is_unavailable(tmp_path: Path) -> None
 
 
 TIMEOUT = 0.5  # s3.timeout of the store away: a hung server holds each attempt this long
-# One S3 call's worst case: 3 attempts, botocore's back-off between them (up to 1 s, then 2 s).
-CALL_BOUND = 3 * TIMEOUT + 3.0
+# One store call's worst case: two S3 requests (shipping asks for the object's head before it
+# uploads), each 3 attempts with botocore's back-off between them (up to 1 s, then 2 s), plus
+# slack for a loaded machine. Without s3.timeout a hung server held each attempt 60 s.
+CALL_BOUND = 2 * (3 * TIMEOUT + 3.0) + 1.0
 
 
 @pytest.mark.parametrize("fault", ["stop", "hang", "fail"])
