@@ -205,7 +205,8 @@ def running_postgres(*, durable: bool = False, settings: dict[str, str] | None =
 def running_standby(primary: PostgresServer) -> Iterator[PostgresServer]:
     """A streaming-replication standby of ``primary`` (``pg_basebackup -R``) on a free port, with
     the primary's settings, running until the block ends."""
-    standby = PostgresServer(_free_port(), primary.user, primary.data.parent / f"standby-{time.monotonic_ns()}")
+    folder = primary.data.parent / f"standby-{time.monotonic_ns()}"
+    standby = PostgresServer(_free_port(), primary.user, folder)
     try:
         _base_backup(primary, standby)
         yield standby
@@ -218,7 +219,7 @@ def _base_backup(primary: PostgresServer, standby: PostgresServer) -> None:
     """Copy ``primary`` into ``standby.data`` as its streaming standby, and start it there."""
     subprocess.run([*_runner(), str(_bin_dir() / "pg_basebackup"), "-h", "127.0.0.1", "-p",
                     str(primary.port), "-U", primary.user, "-D", str(standby.data), "-R",
-                    "-X", "stream", "--no-sync"], check=True, capture_output=True)
+                    "-X", "stream", "--no-sync", "--checkpoint=fast"], check=True, capture_output=True)
     _keep_settings(standby, _settings_of(primary))
     standby.start()
     # Ready once the primary streams to it: a failover before that would lose what it lacks.
