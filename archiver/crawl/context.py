@@ -50,6 +50,7 @@ class CrawlContext:
     draining: trio.Event = field(default_factory=trio.Event)  # set by SIGTERM: finish, take no more
     wake: trio.Event = field(default_factory=trio.Event)  # set (and replaced) on drain and reload
     disk_ok: trio.Event = field(default_factory=trio.Event)  # clear while writes fail (full disk)
+    store_ok: trio.Event = field(default_factory=trio.Event)  # clear while the database is away
     leases: Leases | None = None  # the site leases held (shared site queue); None: embedded
     published: list[Path] | None = None  # bundles finished, to ship (shared stores); None: embedded
     # In the job's worker thread, once their records are durable: the catalog (or, in a cluster,
@@ -66,6 +67,7 @@ class CrawlContext:
 
     def __post_init__(self) -> None:
         self.disk_ok.set()
+        self.store_ok.set()
 
     async def earlier_captures(self, url: str) -> list[Capture]:
         """The captures of ``url`` a revisit needs, oldest first, read in a worker thread (see
