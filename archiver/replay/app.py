@@ -133,6 +133,7 @@ from archiver.replay.workers import Busy, WorkerLost
 from archiver.store.bundles import NOT_MODIFIED_PROFILE
 from archiver.store.catalog import Capture
 from archiver.store.warcindex import PIECE, OpenRecord, WarcError
+from archiver.stores import SharedStores
 from archiver.web import urls
 from archiver.web.http import (
     UNSATISFIABLE,
@@ -221,8 +222,12 @@ def create_apps(config: Config) -> ReplayApps:
         content_origin=public_url(replay.content_origin, origin_only=True),
     )
     archive = ReplayArchive(dataclasses.replace(config, replay=replay))
-    handlers = {ValueError: _bad_request, WarcError: _unreadable, ScanLimit: _too_much, Busy: _busy,
-                404: _not_found}
+    handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
+        ValueError: _bad_request, WarcError: _unreadable, ScanLimit: _too_much, Busy: _busy,
+        404: _not_found}
+    if isinstance(archive.stores, SharedStores):  # (an embedded replay never loads psycopg)
+        from archiver.store.pgconnection import StoreAway
+        handlers[StoreAway] = _store_away
     app = Starlette(
         routes=[
             Route("/", home),
@@ -880,6 +885,14 @@ async def _bad_request(request: Request, exc: Exception) -> Response:
 async def _busy(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, Busy)
     event(log, logging.WARNING, "replay-busy", url=str(request.url.path), work=exc.what)
+    return PlainTextResponse(f"503 Service Unavailable: {exc}\n", status_code=503,
+                             headers={"Retry-After": str(exc.retry_after)})
+
+
+async def _store_away(request: Request, exc: Exception) -> Response:
+    """The database is restarting or failing over (logged once per outage as store-unavailable):
+    ask again after Retry-After."""
+    assert hasattr(exc, "retry_after")
     return PlainTextResponse(f"503 Service Unavailable: {exc}\n", status_code=503,
                              headers={"Retry-After": str(exc.retry_after)})
 
