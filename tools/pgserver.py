@@ -14,7 +14,8 @@ recovery), ``stop`` and ``start``; ``running_standby(primary)`` adds a streaming
 standby (``pg_basebackup -R``) on a free port, and ``fail_over(primary, standby)`` stops the
 primary (fast: the standby receives every WAL record it wrote) and promotes the standby;
 ``rejoin(old, primary)`` makes a stopped former primary a standby of the new one, on its own
-port, so that failovers can go back and forth behind one multi-host URL (``multi_host_url``).
+port, so that failovers can go back and forth behind one multi-host URL (``multi_host_url``);
+``switch_over(primary, standby)`` does both and gives the pair the other way round.
 """
 
 from __future__ import annotations
@@ -220,6 +221,8 @@ def _base_backup(primary: PostgresServer, standby: PostgresServer) -> None:
     subprocess.run([*_runner(), str(_bin_dir() / "pg_basebackup"), "-h", "127.0.0.1", "-p",
                     str(primary.port), "-U", primary.user, "-D", str(standby.data), "-R",
                     "-X", "stream", "--no-sync", "--checkpoint=fast"], check=True, capture_output=True)
+    for copied in standby.data.glob(".s.PGSQL.*"):  # the primary's socket lock, copied with
+        copied.unlink()                              # the data (its sockets live there)
     _keep_settings(standby, _settings_of(primary))
     standby.start()
     # Ready once the primary streams to it: a failover before that would lose what it lacks.
@@ -244,6 +247,15 @@ def rejoin(former: PostgresServer, primary: PostgresServer) -> None:
     in its own folder (its data is copied anew), so that the next failover can come back."""
     shutil.rmtree(former.data)
     _base_backup(primary, former)
+
+
+def switch_over(primary: PostgresServer, standby: PostgresServer
+                ) -> tuple[PostgresServer, PostgresServer]:
+    """``fail_over`` to ``standby``, then ``rejoin`` the former primary as its standby: the pair
+    (primary, standby) after, ready for the next switch back."""
+    fail_over(primary, standby)
+    rejoin(primary, standby)
+    return standby, primary
 
 
 def _stop_quietly(server: PostgresServer) -> None:

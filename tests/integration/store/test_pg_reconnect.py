@@ -24,6 +24,7 @@ from archiver.store.pgcrawlers import BundleLedger
 from tests.support.linkbatch import site_changes
 from tests.support.pgproxy import PgProxy
 from tests.support.postgres import store_database
+from tools.pgserver import switch_over
 
 
 class Events:
@@ -244,3 +245,22 @@ def test_a_links_commit_whose_answer_was_lost_is_found_committed(proxied, pg_sto
         assert [s.inlinks for s in state.dirty_sites()] == [2]
     finally:
         state.close()
+
+
+def test_a_waiting_store_follows_failovers_back_and_forth_behind_a_multi_host_url(replicated_postgres):
+    primary, standby, url = replicated_postgres
+    events = Events()
+    catalog = PgCatalog(url, 4, watch=StoreWatch(wait=True, retry_max=0.5, report=events))
+    try:
+        catalog.add([capture("http://example.com/0", 0)])
+        for n in (1, 2):  # over to the standby, then back to the first primary
+            primary, standby = switch_over(primary, standby)
+            catalog.add([capture(f"http://example.com/{n}", n * 100)])
+        assert catalog.count() == 3
+        assert events.names() == ["store-unavailable", "store-recovered"] * 2
+    finally:
+        catalog.close()
+    with psycopg.connect(primary.url("archive")) as conn:
+        assert conn.execute("SELECT pg_is_in_recovery()").fetchone() == (False,)
+    with psycopg.connect(standby.url("archive")) as conn:
+        assert conn.execute("SELECT pg_is_in_recovery()").fetchone() == (True,)
