@@ -11,7 +11,7 @@ settled by ``run``, and the next use connects again:
 - **Reconnecting.** The first attempt is made at once (a single dropped connection costs
   nothing), then after 0.1 s, doubling up to ``store.retry_max`` seconds (``backoff_delay``,
   spread by a tenth either way so that crawlers do not come back in step). A *waiting* store
-  (the crawler, the DNS service, the links batch: ``StoreWatch.wait``) tries until the server
+  (the crawler, the links batch: ``StoreWatch.wait``) tries until the server
   answers, or until its process gives up waiting (``StoreWatch.give_up``: a service stopped
   for good); any other (replay, the command line) tries once when its turn has come and
   otherwise raises :class:`StoreAway` at once, with the seconds to wait (replay answers 503 with
