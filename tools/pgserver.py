@@ -16,6 +16,8 @@ primary (fast: the standby receives every WAL record it wrote) and promotes the 
 ``rejoin(old, primary)`` makes a stopped former primary a standby of the new one, on its own
 port, so that failovers can go back and forth behind one multi-host URL (``multi_host_url``);
 ``switch_over(primary, standby)`` does both and gives the pair the other way round.
+``store_database`` makes a database at archiver's schema; a server whose faults are caused runs
+with ``FAULT_SETTINGS``.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ host replication all 127.0.0.1/32 trust
 """
 # What a server that need not survive a power cut skips.
 _VOLATILE = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
+# For a server whose faults are caused: a commit is answered once its WAL is written (fsync stays
+# off: the machine does not crash, only the server), so a crash loses no commit it answered.
+FAULT_SETTINGS = {"synchronous_commit": "on"}
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,17 @@ class PostgresServer:
             return self.log.read_text(errors="replace")[-3000:]
         except OSError:
             return "(no log)"
+
+
+def store_database(server: PostgresServer, name: str = "archive") -> str:
+    """A new database ``name`` on ``server`` at archiver's schema (``archiver store init``); its
+    URL."""
+    from archiver.store.pgschema import init_schema
+
+    with psycopg.connect(server.url(), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    init_schema(server.url(name))
+    return server.url(name)
 
 
 def multi_host_url(servers: list[PostgresServer], database: str, *, user: str | None = None) -> str:

@@ -15,18 +15,17 @@ import pytest
 
 from archiver.store.pgschema import init_schema
 from tools.pgserver import (
+    FAULT_SETTINGS,
     PASSWORD,
     PASSWORD_ROLE,
     PostgresServer,
     multi_host_url,
     running_postgres,
     running_standby,
+    store_database,
 )
 
-__all__ = ["PASSWORD", "PASSWORD_ROLE", "PostgresServer"]
-# A server whose faults a test causes answers a commit once its WAL is written (fsync stays off:
-# the machine does not crash, only the server), so a crash loses no commit it answered.
-FAULT_SETTINGS = {"synchronous_commit": "on"}
+__all__ = ["PASSWORD", "PASSWORD_ROLE", "PostgresServer", "store_database"]
 
 
 @pytest.fixture(scope="session")
@@ -67,14 +66,6 @@ def _pg_schema_template(postgres_server: PostgresServer) -> str:
 def pg_store_url(postgres_server: PostgresServer, _pg_schema_template: str) -> Iterator[str]:
     """The URL of a fresh database at archiver's current schema (as ``archiver store init`` leaves it)."""
     yield from _database(postgres_server, _pg_schema_template)
-
-
-def store_database(server: PostgresServer, name: str = "archive") -> str:
-    """A database on ``server`` at archiver's schema; its URL."""
-    with psycopg.connect(server.url(), autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    init_schema(server.url(name))
-    return server.url(name)
 
 
 @pytest.fixture
