@@ -27,7 +27,8 @@ settled by ``run``, and the next use connects again:
 - **Reporting.** One :class:`StoreWatch` per process, shared by its connections, says whether
   the store is away: the first connection that finds it so logs ``store-unavailable`` with the
   cause, the first that connects again ``store-recovered`` with the seconds it was away (the
-  crawler counts both for ``/metrics``, and pauses fetching meanwhile).
+  crawler counts both for ``/metrics``, and pauses fetching meanwhile). A connection found lost
+  after that, but made before the outage, belongs to it: reported only if it cannot connect.
 
 A PgConnection is used from one thread at a time, like the stores that hold it.
 """
@@ -176,6 +177,7 @@ class PgConnection:
         self.watch = watch if watch is not None else StoreWatch()
         self.on_connect = on_connect
         self._conn: Connection | None = connect_current(url, readonly=readonly)
+        self._outages = self.watch.outages  # the watch's outages when this connection was made
         self._depth = 0  # runs under way (only the outermost settles a lost connection)
         self._attempt = 0  # attempts to connect again that failed in a row
         self._next_try = 0.0  # monotonic time of the next attempt (a store that does not wait)
@@ -257,6 +259,7 @@ class PgConnection:
                 raise
             self._conn, self._attempt, self._next_try = conn, 0, 0.0
             watch.recovered()
+            self._outages = watch.outages
             return conn
 
     def _lost(self, error: psycopg.Error) -> None:
@@ -265,7 +268,10 @@ class PgConnection:
             conn.close()
         text = redact(str(error)).strip()
         self._cause = text.splitlines()[0] if text else type(error).__name__
-        self.watch.failed(self._cause)
+        # A connection made before an outage that another connection reported and saw end is
+        # that outage's: reported again only if it cannot connect now (live).
+        if self.watch.outages == self._outages:
+            self.watch.failed(self._cause)
 
     @property
     def broken(self) -> bool:

@@ -93,13 +93,14 @@ def assert_waited_for_the_database(outputs: list[str], url: str) -> None:
         unavailable = re.findall(r"event=store-unavailable (.*)", err)
         assert unavailable and "store=database" in unavailable[0] and "cause=" in unavailable[0], err[-3000:]
         assert re.search(r"event=store-recovered .*after=", err), err[-3000:]
+        assert len(unavailable) == err.count("event=store-recovered") == 1  # one outage, once
     status = PgStatus(url)
     try:
         faults = [row["faults"] for row in status.read_all()]
     finally:
         status.close()
     assert len(faults) == 2
-    assert all(f.get("store-unavailable", 0) >= 1 and f.get("store-recovered", 0) >= 1 for f in faults)
+    assert all(f.get("store-unavailable") == f.get("store-recovered") == 1 for f in faults), faults
 
 
 def test_crawlers_wait_out_a_database_crash_restart_and_lose_nothing(tmp_path, own_postgres, s3_bucket):

@@ -86,6 +86,23 @@ def test_a_waiting_store_waits_out_a_restart_and_an_outage_and_reports_each_once
         catalog.close()
 
 
+def test_connections_that_find_an_outage_over_do_not_report_it_again(own_postgres):
+    url = store_database(own_postgres)
+    events = Events()
+    watch = StoreWatch(wait=True, retry_max=0.5, report=events)
+    first, second = PgCatalog(url, 4, watch=watch), PgCatalog(url, 4, watch=watch)
+    try:
+        own_postgres.restart()
+        assert first.count() == second.count() == 0  # the second finds its connection lost too
+        assert events.names() == ["store-unavailable", "store-recovered"]
+        own_postgres.restart()  # a new outage, found by the second first
+        assert second.count() == first.count() == 0
+        assert events.names() == ["store-unavailable", "store-recovered"] * 2
+    finally:
+        first.close()
+        second.close()
+
+
 def test_a_store_that_does_not_wait_says_when_to_ask_again_and_comes_back(own_postgres):
     url = store_database(own_postgres)
     catalog = PgCatalog(url, 4, readonly=True, watch=StoreWatch(retry_max=0.5))
