@@ -451,8 +451,15 @@ class Crawler:
         return status
 
     async def _report(self) -> None:
-        while True:
-            await trio.sleep(self.config.crawl.status_interval)
+        """Every ``status_interval``: the status written, and its summary logged. While a write
+        waits (for a database that is away: the status lives there), the summary is logged
+        alone, with the site counts last read."""
+        writing = trio.Event()
+        writing.set()  # set: no write under way
+        sites: dict[str, int] = {}
+
+        async def report() -> None:
+            nonlocal sites
             try:
                 self.spool.tick(time.time())
                 status = await self._write_status_off_loop()
@@ -460,8 +467,21 @@ class Crawler:
                 if not is_disk_error(e):
                     raise
                 self.ctx.disk_trouble(e, "status file")
-                continue
+                return
+            finally:
+                writing.set()
+            sites = status["sites"]
             log.info("progress", extra={"fields": {"summary": summary_line(status)}})
+
+        async with trio.open_nursery() as nursery:
+            while True:
+                await trio.sleep(self.config.crawl.status_interval)
+                if not writing.is_set():
+                    summary = summary_line(self.stats.snapshot(sites))
+                    log.info("progress", extra={"fields": {"summary": summary}})
+                    continue
+                writing = trio.Event()
+                nursery.start_soon(report)
 
     async def _sync(self) -> None:
         """Push written WARC data to disk at a steady pace (what a power loss can cost)."""

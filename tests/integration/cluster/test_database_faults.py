@@ -22,16 +22,16 @@ from tests.support.crawls import load, warcio_check, write_seeds
 from tests.support.objectstore import S3Bucket
 from tests.support.postgres import store_database
 from tests.support.repo import ARCHIVER
-from tools.pgserver import fail_over
 
 # Long next to an outage (a second or two): no lease expires while the database is away.
 LEASE_TTL = 10.0
 WARC = {"max_age": 2.0, "sync_interval": 0.5}
 
 
-def crawl_through_fault(tmp_path: Path, url: str, bucket: S3Bucket, fault: Callable[[], None]
-                        ) -> tuple[list[str], list[dict], float]:
-    """Two crawlers crawl the demo web; ``fault()`` runs once they are well under way. Checks that
+def crawl_through_fault(tmp_path: Path, url: str, bucket: S3Bucket,
+                        fault: Callable[[list[Path]], None]) -> tuple[list[str], list[dict], float]:
+    """Two crawlers crawl the demo web; ``fault(their stderr files)`` runs once they are well
+    under way. Checks that
     the bucket and the catalog hold every page the web serves, once, in valid WARCs, and that no
     host saw two connections at once; the crawlers' stderr, the web's request log, and the time
     the fault was over."""
@@ -45,16 +45,21 @@ def crawl_through_fault(tmp_path: Path, url: str, bucket: S3Bucket, fault: Calla
         queued = subprocess.run([*ARCHIVER, "seeds", "--config", str(configs[0]), str(seeds)],
                                 capture_output=True, text=True, timeout=60, check=False)
         assert queued.returncode == 0, queued.stderr
-        crawlers = [subprocess.Popen([*ARCHIVER, "crawl", "--config", str(config), "--process",
-                                      str(n), "--until-idle"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                    for n, config in enumerate(configs)]
+        errs = [config.parent / "stderr.log" for config in configs]
+        crawlers = []
+        for n, (config, err) in enumerate(zip(configs, errs, strict=True)):
+            with err.open("w") as out:
+                crawlers.append(subprocess.Popen(
+                    [*ARCHIVER, "crawl", "--config", str(config), "--process", str(n),
+                     "--until-idle"], stdout=subprocess.DEVNULL, stderr=out))
         try:
             wait_for(lambda: len(requests(log)) >= 30, "the crawl to be under way")
-            fault()
+            fault(errs)
             over = time.time()
         finally:
-            outputs = [proc.communicate(timeout=120)[1] for proc in crawlers]
+            for proc in crawlers:
+                proc.wait(timeout=120)
+        outputs = [err.read_text() for err in errs]
         entries = requests(log)
     for proc, err in zip(crawlers, outputs, strict=True):
         assert proc.returncode == 0, err[-3000:]
@@ -106,7 +111,7 @@ def assert_waited_for_the_database(outputs: list[str], url: str) -> None:
 def test_crawlers_wait_out_a_database_crash_restart_and_lose_nothing(tmp_path, own_postgres, s3_bucket):
     url = store_database(own_postgres)
     outputs, entries, over = crawl_through_fault(
-        tmp_path, url, s3_bucket, lambda: own_postgres.restart("immediate"))
+        tmp_path, url, s3_bucket, lambda _errs: own_postgres.restart("immediate"))
     assert_waited_for_the_database(outputs, url)
     assert any(e["start"] > over for e in entries), "the crawl did not go on after the restart"
 
@@ -114,8 +119,16 @@ def test_crawlers_wait_out_a_database_crash_restart_and_lose_nothing(tmp_path, o
 def test_crawlers_follow_a_failover_to_the_promoted_standby_and_lose_nothing(
         tmp_path, replicated_postgres, s3_bucket):
     primary, standby, url = replicated_postgres
-    outputs, entries, over = crawl_through_fault(
-        tmp_path, url, s3_bucket, lambda: fail_over(primary, standby))
+
+    def fail_over(errs: list[Path]) -> None:
+        """The primary stops; the standby is promoted once every crawler says, on its progress
+        line, that it waits for the database (its status cannot be written meanwhile)."""
+        primary.stop("fast")
+        wait_for(lambda: all(re.search(r"event=progress .*waiting_for=database", err.read_text())
+                             for err in errs), "the crawlers to say they wait for the database")
+        standby.promote()
+
+    outputs, entries, over = crawl_through_fault(tmp_path, url, s3_bucket, fail_over)
     assert not primary.is_running()
     assert_waited_for_the_database(outputs, url)
     assert any(e["start"] > over for e in entries), "the crawl did not go on after the failover"
