@@ -39,7 +39,8 @@ def crawl_through_fault(tmp_path: Path, url: str, bucket: S3Bucket,
     log = tmp_path / "requests.jsonl"
     with run_demo_process(spec, log_path=log) as (web, _port, _proc):
         configs = [shared_config(tmp_path / f"machine{n}", web, store_url=url, bucket=bucket,
-                                 warc=WARC, min_rest=0.1, lease_ttl=LEASE_TTL, poll_interval=0.2)
+                                 warc=WARC, min_rest=0.1, lease_ttl=LEASE_TTL, poll_interval=0.2,
+                                 sites_per_process=2)  # the two share the sites
                    for n in range(2)]
         seeds = write_seeds(tmp_path / "seeds.txt", [o + "/" for o in web.origins()])
         queued = subprocess.run([*ARCHIVER, "seeds", "--config", str(configs[0]), str(seeds)],
@@ -101,10 +102,11 @@ def assert_waited_for_the_database(outputs: list[str], url: str) -> None:
         assert len(unavailable) == err.count("event=store-recovered") == 1  # one outage, once
     status = PgStatus(url)
     try:
-        faults = [row["faults"] for row in status.read_all()]
+        rows = status.read_all()
     finally:
         status.close()
-    assert len(faults) == 2
+    assert len(rows) == 2 and all(row["pages"] > 0 for row in rows)  # both crawled
+    faults = [row["faults"] for row in rows]
     assert all(f.get("store-unavailable") == f.get("store-recovered") == 1 for f in faults), faults
 
 
