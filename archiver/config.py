@@ -192,8 +192,14 @@ class StoreConfig:
     # state): "sqlite" for files under archive.root, or a PostgreSQL URL such as
     # "postgresql://archiver@db.example.org:5432/archive". The password is never written here
     # (refused in the user part and as a password or sslpassword parameter): it comes from
-    # PGPASSWORD, ~/.pgpass or PGPASSFILE, as for every libpq client.
+    # PGPASSWORD, ~/.pgpass or PGPASSFILE, as for every libpq client. Several hosts reach a
+    # primary and its standbys: "postgresql://archiver@db1:5432,db2:5432/archive?
+    # target_session_attrs=read-write" (libpq connects to the one that takes writes).
     url: str = "sqlite"
+    # The longest pause, in seconds, between two attempts to reach a PostgreSQL store that went
+    # away (a restart, a failover): the first attempt is made at once, the next 0.1 s later,
+    # doubling up to this. Crawlers, the DNS service and the links batch wait; replay answers 503.
+    retry_max: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -356,6 +362,7 @@ _POSITIVE = {
     ("crawl", "max_failures"), ("crawl", "max_internal_errors"), ("crawl", "max_rate_limited"),
     ("crawl", "backoff_recovery_fetches"), ("crawl", "max_per_shape"), ("crawl", "drain_timeout"),
     ("crawl", "lease_ttl"), ("warc", "max_age"), ("warc", "local_limit"), ("s3", "timeout"),
+    ("store", "retry_max"),
     ("dns", "timeout"), ("dns", "refresh_interval"),
     ("dns", "concurrency"), ("warc", "max_size"),
     ("outlinks", "max_lines"), ("outlinks", "max_age"), ("catalog", "shards"),
@@ -453,15 +460,18 @@ _PASSWORD_ELSEWHERE = ("give it in PGPASSWORD, ~/.pgpass or the file PGPASSFILE 
 
 
 def database_url(text: str) -> str | None:
-    """None for ``"sqlite"`` (the embedded stores), else the PostgreSQL URL ``text``; ValueError
-    if it is neither, or if it holds a password anywhere: in its user part, as a ``password`` or
-    ``sslpassword`` parameter (in any case or percent-encoding), or as a ``password=`` setting
-    inside a parameter or the database name (PGPASSWORD, ~/.pgpass or PGPASSFILE hold it)."""
+    """None for ``"sqlite"`` (the embedded stores), else the PostgreSQL URL ``text`` (with one host
+    or several: ``h1:p1,h2:p2``, as libpq takes them); ValueError if it is neither, or if it
+    holds a password anywhere: in its user part, as a ``password`` or ``sslpassword`` parameter
+    (in any case or percent-encoding), or as a ``password=`` setting inside a parameter or the
+    database name (PGPASSWORD, ~/.pgpass or PGPASSFILE hold it)."""
     if text == "sqlite":
         return None
     try:
         parts = urlsplit(text)
-        parts.port  # noqa: B018 - raises for a port out of range
+        # Several hosts (a primary and its standbys) are host:port pairs separated by commas.
+        for host in parts.netloc.rpartition("@")[2].split(","):
+            urlsplit("//" + host).port  # noqa: B018 - raises for a port out of range
     except ValueError as e:
         raise ValueError(f"not a URL: {e}") from None
     if parts.scheme not in ("postgresql", "postgres"):

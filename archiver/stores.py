@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         WarcReader,
     )
     from archiver.store.objectstore import ObjectStore
+    from archiver.store.pgconnection import StoreWatch
 
 
 class ProcessBusy(Exception):
@@ -201,16 +202,22 @@ class SharedStores:
     """Shared state in PostgreSQL (``store.url``), closed WARC bundles and spool files in an object
     store (``warc.store``: ``s3://bucket/prefix`` or a shared folder). On each machine, under
     ``archive.root``: the open bundles (``bundles/``), the open spool files (``outlinks/``), the
-    lock files (``state/``); each process's status is in PostgreSQL (table ``crawlers``)."""
+    lock files (``state/``); each process's status is in PostgreSQL (table ``crawlers``).
 
-    def __init__(self, config: Config, url: str) -> None:
+    Every PostgreSQL store opened here shares ``watch`` (archiver.store.pgconnection): whether the
+    database answers, and whether calls wait for it when it does not (``wait``: a service that
+    waits rather than fails while it restarts or fails over)."""
+
+    def __init__(self, config: Config, url: str, *, wait: bool = False) -> None:
         self.config = config
         self.root = config.root
         self.url = url
         from archiver.queues.leases import Leases
+        from archiver.store.pgconnection import StoreWatch
         from archiver.store.pgschema import require_current
         require_current(url)
         self.leases = Leases(config.crawl.lease_ttl)  # this process's site leases
+        self.watch: StoreWatch = StoreWatch(wait=wait, retry_max=config.store.retry_max)
 
     # -- queues
 
@@ -218,14 +225,15 @@ class SharedStores:
         """The shared site queue; claims are made for crawler ``process``. (``recover`` is the
         embedded queue's: here expired leases are taken over at claim time.)"""
         from archiver.queues.pgsitequeue import PgSiteQueue
-        return PgSiteQueue(self.url, process=process, leases=self.leases)
+        return PgSiteQueue(self.url, process=process, leases=self.leases, watch=self.watch)
 
     def crawl_queues(self, *, bulk: bool = False) -> PgCrawlQueues:
         """(``bulk`` changes nothing here: PostgreSQL checkpoints by itself.)"""
         c = self.config.crawl
         from archiver.queues.pgcrawlqueue import PgCrawlQueues
         return PgCrawlQueues(self.url, self.leases, bloom_bits=c.site_bitmap_bits,
-                             max_fp=c.site_bitmap_max_fp, max_decisions=c.max_decisions)
+                             max_fp=c.site_bitmap_max_fp, max_decisions=c.max_decisions,
+                             watch=self.watch)
 
     def spool_writer(self, process: int) -> SpoolWriterStore:
         """This machine's open spool files (the crawler ships the closed ones)."""
@@ -249,16 +257,17 @@ class SharedStores:
                 max_open: int | None = None) -> CatalogStore:
         """``max_open`` is for the files of an embedded catalog: a PostgreSQL one opens none."""
         from archiver.store.pgcatalog import PgCatalog
-        return PgCatalog(self.url, self.config.catalog.shards, readonly=readonly, digests=digests)
+        return PgCatalog(self.url, self.config.catalog.shards, readonly=readonly, digests=digests,
+                         watch=self.watch)
 
     def dns_history(self, *, readonly: bool = False) -> DnsHistoryStore:
         from archiver.store.pgdnshistory import PgDnsHistory
-        return PgDnsHistory(self.url, readonly=readonly)
+        return PgDnsHistory(self.url, readonly=readonly, watch=self.watch)
 
     def fulltext(self, *, readonly: bool = False) -> FullTextStore:
         """The full-text index, tables ``fulltext_documents`` and ``fulltext_captures``."""
         from archiver.store.pgfulltext import PgFullText
-        return PgFullText(self.url, readonly=readonly)
+        return PgFullText(self.url, readonly=readonly, watch=self.watch)
 
     def warc_directory(self) -> Path:
         """Where this machine writes its open bundles (shipped, then removed, once closed)."""
@@ -282,7 +291,7 @@ class SharedStores:
         if another batch, on any machine, holds it)."""
         from archiver.queues.pglinksstate import LinksBatchBusy, PgLinksState
         try:
-            return PgLinksState(self.url, self.objects())
+            return PgLinksState(self.url, self.objects(), watch=self.watch)
         except LinksBatchBusy as e:
             raise ProcessBusy(str(e)) from None
 
@@ -297,7 +306,7 @@ class SharedStores:
         ``catalog_maintenance.reindex_in_place``: safe while crawlers run)."""
         from archiver.store.catalog_maintenance import reindex_in_place
         from archiver.store.pgcatalog import PgCatalog
-        with PgCatalog(self.url, self.config.catalog.shards) as catalog:
+        with PgCatalog(self.url, self.config.catalog.shards, watch=self.watch) as catalog:
             return reindex_in_place(catalog, warcs, names, progress)
 
     def verify_catalog(self, catalog: CatalogStore, warcs: WarcReader, names: list[str]) -> Verification:
@@ -308,7 +317,7 @@ class SharedStores:
     def status(self) -> StatusStore:
         """Every crawler process of the cluster (table crawlers)."""
         from archiver.store.pgstatus import PgStatus
-        return PgStatus(self.url)
+        return PgStatus(self.url, watch=self.watch)
 
     def queued_origins(self, revisits_due_by: float = 0.0) -> list[str]:
         """The origins of the sites not done in the shared site queue, and of those waiting for a
@@ -333,10 +342,11 @@ def check_stores(config: Config) -> None:
             "(store.url = \"postgresql://...\"): the catalog must learn when each bundle is shipped")
 
 
-def open_stores(config: Config) -> EmbeddedStores | SharedStores:
-    """The stores ``config`` names: embedded (the default), or shared (PostgreSQL + object store)."""
+def open_stores(config: Config, *, wait: bool = False) -> EmbeddedStores | SharedStores:
+    """The stores ``config`` names: embedded (the default), or shared (PostgreSQL + object store;
+    ``wait``: their calls wait for a database that went away, see ``SharedStores``)."""
     check_stores(config)
     url = database_url(config.store.url)
     if url is None:
         return EmbeddedStores(config)
-    return SharedStores(config, url)
+    return SharedStores(config, url, wait=wait)

@@ -62,13 +62,14 @@ class ClusterMember:
         ttl = config.crawl.lease_ttl
         self.process = process
         self.prefix = config.warc.prefix
-        self.roster = CrawlerRoster(stores.url, ttl)
+        self.roster = CrawlerRoster(stores.url, ttl, watch=stores.watch)
         try:
             epoch = self.roster.register(process, socket.gethostname(), os.getpid())
         except CrawlerBusy as e:
             self.roster.close()
             raise ProcessBusy(str(e)) from None
-        self.ledger = BundleLedger(stores.url, process=process, epoch=epoch, ttl=ttl)
+        self.ledger = BundleLedger(stores.url, process=process, epoch=epoch, ttl=ttl,
+                                   watch=stores.watch)
         self._ledger_lock = threading.Lock()  # the ledger's connection, for one thread at a time
         self.objects: ObjectStore = stores.objects()
         self.bundles = stores.warc_directory()

@@ -55,6 +55,7 @@ class CrawlContext:
     disk_ok: trio.Event = field(default_factory=trio.Event)
     disk_full: bool = False
     local_full: bool = False
+    store_ok: trio.Event = field(default_factory=trio.Event)  # clear while the database is away
     leases: Leases | None = None  # the site leases held (shared site queue); None: embedded
     published: list[Path] | None = None  # bundles finished, to ship (shared stores); None: embedded
     # In the job's worker thread, once their records are durable: the catalog (or, in a cluster,
@@ -71,6 +72,7 @@ class CrawlContext:
 
     def __post_init__(self) -> None:
         self.disk_ok.set()
+        self.store_ok.set()
 
     async def earlier_captures(self, url: str) -> list[Capture]:
         """The captures of ``url`` a revisit needs, oldest first, read in a worker thread (see

@@ -8,6 +8,7 @@ flight are dropped, interrupted sites go back to the queue, and every file is fl
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import sqlite3
@@ -179,7 +180,10 @@ class Crawler:
         event(log, logging.INFO, "open-files", limit=limit, hard=hard, was=was,
               sites=config.crawl.sites_per_process,
               catalog_connections=self.files.catalog_connections)
-        self.stores = stores = open_stores(config)
+        # A crawler waits for a database that restarts or fails over (archiver.store.pgconnection).
+        self.stores = stores = open_stores(config, wait=True)
+        if isinstance(stores, SharedStores):
+            stores.watch.report = self._database_fault
         self._lock = stores.lock("crawl", process)
         self.queue = stores.site_queue(process, recover=True)
         self.catalog = stores.catalog(digests=config.crawl.dedupe == "digest",
@@ -220,6 +224,14 @@ class Crawler:
               slots=self.config.crawl.sites_per_process, root=str(self.config.root),
               until_idle=self.until_idle, plugins=describe(self.plugins.plugins))
         self._queue_calls = OffLoop()
+        if isinstance(self.stores, SharedStores):
+            token = trio.lowlevel.current_trio_token()
+
+            def changed() -> None:  # from any thread; after the run, nothing waits any more
+                with contextlib.suppress(trio.RunFinishedError):
+                    token.run_sync_soon(self._database_changed)
+
+            self.stores.watch.on_change = changed
         self.service = Service(self.config, drain_timeout=lambda config: config.crawl.drain_timeout,
                                on_stop=self._drain, on_reload=self._reloaded)
         trio.lowlevel.add_instrument(self.stats.loop)
@@ -285,6 +297,24 @@ class Crawler:
         self._lock.release()
         event(log, logging.INFO, "crawler-stop", process=self.process,
               **{"pages": self.stats.pages, "bytes": self.stats.bytes})
+
+    def _database_fault(self, level: int, name: str, fields: dict) -> None:
+        """``store-unavailable`` / ``store-recovered`` of the PostgreSQL store, counted."""
+        self.stats.fault(log, level, name, store="database", **fields)
+
+    def _database_changed(self) -> None:
+        """On the loop: fetching pauses while the database is away (a lease cannot be renewed,
+        nor a capture catalogued), and goes on when it is back."""
+        assert isinstance(self.stores, SharedStores)
+        if self.stores.watch.away:
+            self.stats.waiting_for = "database"
+            if self.ctx.store_ok.is_set():
+                self.ctx.store_ok = trio.Event()
+        else:
+            if self.stats.waiting_for == "database":
+                self.stats.waiting_for = None
+            self.ctx.store_ok.set()
+            self.ctx.nudge()
 
     def _drain(self) -> None:
         """SIGTERM/SIGINT: every visit ends after its current fetch (``drain_timeout`` cancels)."""
@@ -439,8 +469,15 @@ class Crawler:
         return status
 
     async def _report(self) -> None:
-        while True:
-            await trio.sleep(self.config.crawl.status_interval)
+        """Every ``status_interval``: the status written, and its summary logged. While a write
+        waits (for a database that is away: the status lives there), the summary is logged
+        alone, with the site counts last read."""
+        writing = trio.Event()
+        writing.set()  # set: no write under way
+        sites: dict[str, int] = {}
+
+        async def report() -> None:
+            nonlocal sites
             try:
                 self.spool.tick(time.time())
                 status = await self._write_status_off_loop()
@@ -448,8 +485,21 @@ class Crawler:
                 if not is_disk_error(e):
                     raise
                 self.ctx.disk_trouble(e, "status file")
-                continue
+                return
+            finally:
+                writing.set()
+            sites = status["sites"]
             log.info("progress", extra={"fields": {"summary": summary_line(status)}})
+
+        async with trio.open_nursery() as nursery:
+            while True:
+                await trio.sleep(self.config.crawl.status_interval)
+                if not writing.is_set():
+                    summary = summary_line(self.stats.snapshot(sites))
+                    log.info("progress", extra={"fields": {"summary": summary}})
+                    continue
+                writing = trio.Event()
+                nursery.start_soon(report)
 
     async def _sync(self) -> None:
         """Push written WARC data to disk at a steady pace (what a power loss can cost)."""

@@ -290,9 +290,11 @@ class SiteVisit:
         return self.policy.after_internal_error()
 
     async def _rest(self) -> bool:
-        """Wait out the site's rest; True (at once) if the process is draining. A reload that
-        shortens the rest ends it sooner."""
+        """Wait out the site's rest (and first, while the database is away, for it to come back);
+        True (at once) if the process is draining. A reload that shortens the rest ends it sooner."""
         ctx = self.ctx
+        while not ctx.store_ok.is_set() and not ctx.draining.is_set():  # the database is away
+            await ctx.wake.wait()
         while (not ctx.draining.is_set() and ctx.disk_ok.is_set()
                and trio.current_time() < self.next_at):
             wake = ctx.wake

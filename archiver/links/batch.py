@@ -47,6 +47,10 @@ the spool files the crawlers shipped to the object store (``outlinks/``, moved t
 ``outlinks/done/`` once done), keeps its ledger and counts in PostgreSQL and its slices in the
 object store (archiver.queues.pglinksstate, which also holds the one-batch-per-cluster lock), and
 feeds the one shared site queue and the sites' inboxes in PostgreSQL; the steps are the same.
+When PostgreSQL restarts or fails over, the batch waits for it (``store-unavailable``,
+``store-recovered``), takes its lock again and goes on; a commit whose answer was lost is settled
+by reading the generation (archiver.queues.pglinksstate). If another batch took the lock
+meanwhile, this one stops with a one-line error, and a rerun redoes what it had not committed.
 
 Site pairs (source, target) share the bitmap with URLs under a prefix no URL can have, which keeps
 the in-link counts distinct without a table that would grow with the link graph.
@@ -136,7 +140,8 @@ class LinkBatch:
         """``rebuilding``: for a reshard, which replaces the slices in force: one that is missing
         or damaged is logged (``slice-unreadable``), not an error."""
         self.config = config
-        self.stores = open_stores(config)
+        # A database that restarts or fails over is waited for (archiver.store.pgconnection).
+        self.stores = open_stores(config, wait=True)
         self.shared = isinstance(self.stores, SharedStores)
         with contextlib.ExitStack() as opened:  # closed in reverse: the locks go last
             opened.callback(self.stores.lock("links").release)

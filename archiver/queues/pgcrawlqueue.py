@@ -22,6 +22,11 @@ written with the entries; a site keeps between half and all of its newest ``craw
 
 ``refetch`` inbox rows (URLs of a bundle lost with its machine) bypass the bitmap: the site has
 seen them, but their records are gone.
+
+A call is run again on a new connection if the server went away (``store.pgconnection``). A write
+of entries whose answer was lost is settled by reading whether its last entry (or decision) is
+there under our epoch; the cursor, the budget and the inbox rows deleted are set, so they may be
+written twice; inbox rows appended twice are dropped by the site's bitmap when merged.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from archiver.queues.crawlqueue import CrawlQueueBusy, Entry, QueuePosition, par
 from archiver.queues.decisions import MAX_DETAIL, Decision, loggable
 from archiver.queues.leases import Leases
 from archiver.store.durable import SyncJob
-from archiver.store.pgschema import Connection, connect_current
+from archiver.store.pgconnection import NOT_DONE, NotDone, PgConnection, StoreWatch
 
 _FENCE = "UPDATE crawl_cursors SET {} WHERE origin = %(origin)s AND epoch = %(epoch)s"
 
@@ -165,8 +170,8 @@ class PgCrawlQueue:
         """Blocking: the site's inbox rows, or None if it is empty."""
         self._inbox_checked = True
         with self._queues.connection() as db:
-            rows = db.execute("SELECT id, url, depth, refetch FROM crawl_inbox WHERE origin = %s"
-                              " ORDER BY id", (self.origin,)).fetchall()
+            rows = db.read("SELECT id, url, depth, refetch FROM crawl_inbox WHERE origin = %s"
+                           " ORDER BY id", (self.origin,))
         return PgInbox(rows) if rows else None
 
     def merge(self, inbox: PgInbox) -> bool:
@@ -207,16 +212,30 @@ class PgCrawlQueue:
                            and (mark is None or mark == self._written)
                            and budget == self._budget_written):
             return
-        with self._queues.connection() as db, db.transaction():
+        with self._queues.connection() as db:
+            written = db.run(
+                lambda: self._write_rows(db, new, decisions, mark, budget, delete_inbox),
+                resolve=lambda: self._rows_written(db, new, decisions))
+        if not written:
+            self.fenced = True
+            self._queues.leases.lose(self.origin)
+            return
+        if mark is not None:
+            self._written = mark
+        self._budget_written = budget
+
+    def _write_rows(self, db: PgConnection, new: list[Entry], decisions: list[Decision],
+                    mark: tuple[int, int, int] | None, budget: tuple[int, int],
+                    delete_inbox: list[int] | None) -> bool:
+        """One transaction; False (nothing written) if another process holds the site now."""
+        with db.transaction():
             sets = "budget_day = %(day)s, budget_pages = %(day_pages)s" + (
                 "" if mark is None else ", cursor = %(cursor)s, pages = %(pages)s, bytes = %(bytes)s")
             cursor, pages, bytes_ = mark or (0, 0, 0)
             if db.execute(_FENCE.format(sets), {
                     "origin": self.origin, "epoch": self.epoch, "cursor": cursor, "pages": pages,
                     "bytes": bytes_, "day": budget[0], "day_pages": budget[1]}).rowcount != 1:
-                self.fenced = True
-                self._queues.leases.lose(self.origin)
-                return
+                return False
             if new:
                 with db.cursor().copy("COPY crawl_entries (origin, seq, depth, url) FROM STDIN") as copy:
                     for entry in new:
@@ -226,11 +245,28 @@ class PgCrawlQueue:
                            (self.origin, delete_inbox))
             if decisions:
                 self._write_decisions(db, decisions)
-        if mark is not None:
-            self._written = mark
-        self._budget_written = budget
+        return True
 
-    def _write_decisions(self, db: Connection, decisions: list[Decision]) -> None:
+    def _rows_written(self, db: PgConnection, new: list[Entry], decisions: list[Decision]
+                      ) -> bool | NotDone:
+        """After a write whose answer was lost: True if it committed, False if another process
+        holds the site now, NOT_DONE if it is to be made again (see the module docstring)."""
+        row = db.execute("SELECT epoch FROM crawl_cursors WHERE origin = %s", (self.origin,)).fetchone()
+        if row is None or row[0] != self.epoch:
+            return False
+        if new:
+            found = db.execute("SELECT EXISTS (SELECT 1 FROM crawl_entries WHERE origin = %s"
+                               " AND seq = %s)", (self.origin, new[-1].end)).fetchone()
+        elif decisions:
+            last = decisions[-1]
+            found = db.execute("SELECT EXISTS (SELECT 1 FROM crawl_decisions WHERE origin = %s"
+                               " AND url = %s AND at = %s AND kind = %s)",
+                               (self.origin, last.url, last.time, last.kind)).fetchone()
+        else:
+            return NOT_DONE  # the cursor and the inbox rows deleted: set again
+        return True if found == (True,) else NOT_DONE
+
+    def _write_decisions(self, db: PgConnection, decisions: list[Decision]) -> None:
         """Insert ``decisions``; past ``crawl.max_decisions`` rows, keep the newest half."""
         with db.cursor().copy("COPY crawl_decisions (origin, url, at, kind, detail) FROM STDIN") as copy:
             for d in decisions:
@@ -261,14 +297,21 @@ class PgCrawlQueue:
         """A recrawl: the cursor goes back to the first entry, the totals to zero (blocking, fenced)."""
         self._write()
         now = time.time()
-        with self._queues.connection() as db, db.transaction():
-            if db.execute(_FENCE.format("cursor = 0, pages = 0, bytes = 0, restarted = %(now)s"),
-                          {"origin": self.origin, "epoch": self.epoch, "now": now}).rowcount != 1:
-                self.fenced = True
-                self._queues.leases.lose(self.origin)
-                return
-            rows = db.execute("SELECT seq, depth, url FROM crawl_entries WHERE origin = %s ORDER BY seq",
-                              (self.origin,)).fetchall()
+
+        def restart() -> list[tuple[Any, ...]] | None:  # twice is harmless: the cursor is set
+            with db.transaction():
+                if db.execute(_FENCE.format("cursor = 0, pages = 0, bytes = 0, restarted = %(now)s"),
+                              {"origin": self.origin, "epoch": self.epoch, "now": now}).rowcount != 1:
+                    return None
+                return db.execute("SELECT seq, depth, url FROM crawl_entries WHERE origin = %s"
+                                  " ORDER BY seq", (self.origin,)).fetchall()
+
+        with self._queues.connection() as db:
+            rows = db.run(restart)
+        if rows is None:
+            self.fenced = True
+            self._queues.leases.lose(self.origin)
+            return
         self._ahead = deque(Entry(url, depth, seq) for seq, depth, url in rows)
         self.cursor = self.pages = self.bytes = 0
         self._to_save = self._written = (0, 0, 0)
@@ -291,8 +334,8 @@ class PgCrawlQueues:
     (a queue opens only for a site it holds)."""
 
     def __init__(self, url: str, leases: Leases, *, bloom_bits: int, max_fp: float,
-                 max_decisions: int = 0) -> None:
-        self._db = connect_current(url)
+                 max_decisions: int = 0, watch: StoreWatch | None = None) -> None:
+        self._db = PgConnection(url, watch=watch)
         self._lock = threading.Lock()
         self.leases = leases
         self.bloom_bits = bloom_bits
@@ -312,19 +355,25 @@ class PgCrawlQueues:
         epoch = self.leases.epoch(origin)
         if epoch is None:
             raise CrawlQueueBusy(f"crawl queue of {origin} is held by its lease holder")
-        with self.connection() as db, db.transaction():
-            row = db.execute(
-                "INSERT INTO crawl_cursors (origin, epoch) SELECT %(origin)s, %(epoch)s"
-                " WHERE EXISTS (SELECT 1 FROM sites WHERE origin = %(origin)s AND epoch = %(epoch)s)"
-                " ON CONFLICT (origin) DO UPDATE SET epoch = EXCLUDED.epoch"
-                " WHERE crawl_cursors.epoch <= EXCLUDED.epoch"
-                " RETURNING cursor, pages, bytes, restarted, budget_day, budget_pages",
-                {"origin": origin, "epoch": epoch}).fetchone()
-            if row is None:
-                self.leases.lose(origin)
-                raise CrawlQueueBusy(f"the lease of {origin} went to another process")
-            entries = db.execute("SELECT seq, depth, url FROM crawl_entries WHERE origin = %s ORDER BY seq",
-                                 (origin,)).fetchall()
+        def read() -> tuple[tuple[Any, ...] | None, list[tuple[Any, ...]]]:
+            with db.transaction():  # twice is harmless: the same epoch recorded again
+                row = db.execute(
+                    "INSERT INTO crawl_cursors (origin, epoch) SELECT %(origin)s, %(epoch)s"
+                    " WHERE EXISTS (SELECT 1 FROM sites WHERE origin = %(origin)s AND epoch = %(epoch)s)"
+                    " ON CONFLICT (origin) DO UPDATE SET epoch = EXCLUDED.epoch"
+                    " WHERE crawl_cursors.epoch <= EXCLUDED.epoch"
+                    " RETURNING cursor, pages, bytes, restarted, budget_day, budget_pages",
+                    {"origin": origin, "epoch": epoch}).fetchone()
+                if row is None:
+                    return None, []
+                return row, db.execute("SELECT seq, depth, url FROM crawl_entries WHERE origin = %s"
+                                       " ORDER BY seq", (origin,)).fetchall()
+
+        with self.connection() as db:
+            row, entries = db.run(read)
+        if row is None:
+            self.leases.lose(origin)
+            raise CrawlQueueBusy(f"the lease of {origin} went to another process")
         queue = PgCrawlQueue(self, origin, epoch,
                              GrowingBloom(initial_bits=self.bloom_bits, max_fp=self.max_fp))
         queue.cursor, queue.pages, queue.bytes, queue._restarted = row[:4]
@@ -364,10 +413,15 @@ class PgCrawlQueues:
         rows, self._unsent = self._unsent, []
         if not rows:
             return
-        with self.connection() as db, db.transaction(), \
-                db.cursor().copy("COPY crawl_inbox (origin, url, depth) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
+
+        def append() -> None:  # twice is harmless: a site's bitmap drops the URLs it has
+            with db.transaction(), db.cursor().copy(
+                    "COPY crawl_inbox (origin, url, depth) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+
+        with self.connection() as db:
+            db.run(append)
 
     def settle(self) -> None:
         """Nothing to do: PostgreSQL checkpoints by itself."""
@@ -378,7 +432,12 @@ class PgCrawlQueues:
     def position(self, origin: str, url: str) -> QueuePosition | None:
         """Where ``url`` stands in ``origin``'s queue (the cursor as last written); None if it was
         never queued there."""
-        with self.connection() as db, db.transaction():
+        with self.connection() as db:
+            return db.run(lambda: self._position(db, origin, url))
+
+    @staticmethod
+    def _position(db: PgConnection, origin: str, url: str) -> QueuePosition | None:
+        with db.transaction():
             row = db.execute("SELECT cursor FROM crawl_cursors WHERE origin = %s", (origin,)).fetchone()
             cursor = row[0] if row else 0
             found = db.execute(
@@ -398,23 +457,23 @@ class PgCrawlQueues:
     def decisions(self, origin: str, url: str) -> list[Decision]:
         """The logged decisions about ``url`` in ``origin``'s decision log, oldest first."""
         with self.connection() as db:
-            rows = db.execute("SELECT at, kind, url, detail FROM crawl_decisions"
-                              " WHERE origin = %s AND url = %s ORDER BY id", (origin, url)).fetchall()
+            rows = db.read("SELECT at, kind, url, detail FROM crawl_decisions"
+                           " WHERE origin = %s AND url = %s ORDER BY id", (origin, url))
         return [Decision(*row) for row in rows]
 
     def exists(self, origin: str) -> bool:
         with self.connection() as db:
-            return db.execute("SELECT EXISTS (SELECT 1 FROM crawl_entries WHERE origin = %s)",
-                              (origin,)).fetchone() == (True,)
+            return db.read("SELECT EXISTS (SELECT 1 FROM crawl_entries WHERE origin = %s)",
+                           (origin,)) == [(True,)]
 
 
 class _Held:
     """``with`` the lock, the connection."""
 
-    def __init__(self, lock: threading.Lock, db: Connection) -> None:
+    def __init__(self, lock: threading.Lock, db: PgConnection) -> None:
         self._lock, self._db = lock, db
 
-    def __enter__(self) -> Connection:
+    def __enter__(self) -> PgConnection:
         self._lock.acquire()
         return self._db
 

@@ -14,6 +14,12 @@ batch whose connection drops loses the lock and can write nothing more; a second
 machine, is refused (:class:`LinksBatchBusy`) with the holder's host and process in the message.
 ``commit`` also moves the generation only from the one it read, so a state that moved underneath
 the batch is refused rather than overwritten.
+
+When the server goes away (a restart, a failover) the lock goes with the connection: the batch
+waits for the store (``store.pgconnection``), takes the lock again on the new connection before
+anything else (LinksBatchBusy if another batch took it meanwhile: this one stops, and a rerun
+redoes its files), and runs the call again. A commit whose answer was lost is settled by reading
+the generation: moved to the commit's, it committed; else it is made again.
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ from archiver.queues.pgsitequeue import merge_staged_links, stage_linked_sites
 from archiver.queues.sitechanges import SiteChanges
 from archiver.queues.sitequeue import LinkedSite
 from archiver.store.objectstore import NoSuchObject, ObjectStore, open_object
-from archiver.store.pgschema import connect_current
+from archiver.store.pgconnection import NOT_DONE, NotDone, PgConnection, StoreWatch, retried
+from archiver.store.pgschema import Connection, StoreError
 
 if TYPE_CHECKING:
     from archiver.queues.interfaces import SiteQueueStore
@@ -53,25 +60,36 @@ class PgLinksState:
     """The batch's state in the PostgreSQL database at ``url``; ``objects`` holds the bitmap of a
     state from before slices."""
 
-    def __init__(self, url: str, objects: ObjectStore) -> None:
+    def __init__(self, url: str, objects: ObjectStore, *, watch: StoreWatch | None = None) -> None:
         self.objects = objects
-        self._db = connect_current(url)
+        self._db = PgConnection(url, watch=watch, on_connect=self._lock_again)
         try:
-            self._take_lock()
+            self._take_lock(self._db.live())
             row = self._db.execute("SELECT generation FROM links_meta").fetchone()
             self.generation: int = int(row[0]) if row else 0
         except BaseException:
             self._db.close()
             raise
 
-    def _take_lock(self) -> None:
+    def _lock_again(self, conn: Connection) -> None:
+        """On a new connection: the lock again, before anything else (StoreError, and the batch
+        stops, if another batch took it meanwhile)."""
+        try:
+            self._take_lock(conn)
+        except LinksBatchBusy as e:
+            raise StoreError(f"the links lock went with the connection to the PostgreSQL store: {e};"
+                             " this batch stops (a rerun redoes the spool files it had not"
+                             " committed)") from None
+
+    @staticmethod
+    def _take_lock(conn: Connection) -> None:
         me = f"archiver links run, {socket.gethostname()} pid {os.getpid()}"
-        self._db.execute("SELECT set_config('application_name', %s, false)",
+        conn.execute("SELECT set_config('application_name', %s, false)",
                          (me.encode("ascii", "replace")[:_APPLICATION_NAME_BYTES].decode("ascii"),))
-        got = self._db.execute("SELECT pg_try_advisory_lock(%s, %s)", _LOCK).fetchone()
+        got = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", _LOCK).fetchone()
         if got and got[0]:
             return
-        holder = self._db.execute(
+        holder = conn.execute(
             "SELECT a.application_name, host(a.client_addr), a.backend_start FROM pg_locks l"
             " JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory'"
             " AND l.classid = %s::oid AND l.objid = %s::oid AND l.objsubid = 2 AND l.granted",
@@ -89,7 +107,7 @@ class PgLinksState:
     # -- the slices
 
     def slice_generations(self) -> list[int]:
-        return [int(g) for (g,) in self._db.execute(
+        return [int(g) for (g,) in self._db.read(
             "SELECT generation FROM links_slices ORDER BY slice")]
 
     def legacy_bitmap(self) -> BloomBitmap | None:
@@ -117,10 +135,10 @@ class PgLinksState:
     # -- the ledger and the sites
 
     def files_done(self) -> set[str]:
-        return {row[0] for row in self._db.execute("SELECT name FROM links_ledger")}
+        return {row[0] for row in self._db.read("SELECT name FROM links_ledger")}
 
     def ledger_files(self) -> list[tuple[int, str]]:
-        return [(int(g), name) for g, name in self._db.execute(
+        return [(int(g), name) for g, name in self._db.read(
             "SELECT generation, name FROM links_ledger")]
 
     def commit(self, generation: int, files: Iterable[tuple[str, int, int, int]],
@@ -128,6 +146,21 @@ class PgLinksState:
                first: Callable[[], object] | None = None) -> int:
         legacy = not self.slice_generations()
         done = list(files)
+        added = self._db.run(lambda: self._commit(generation, done, changes, now, slices, first),
+                             resolve=lambda: self._committed(generation))
+        if legacy:
+            self.objects.delete(bitmap_key(self.generation))
+        self.generation = generation
+        return added
+
+    def _committed(self, generation: int) -> int | NotDone:
+        """After a commit whose answer was lost: 0 (the sites added are not known) if the
+        generation moved to ``generation``, else NOT_DONE."""
+        row = self._db.execute("SELECT generation FROM links_meta").fetchone()
+        return 0 if row == (generation,) else NOT_DONE
+
+    def _commit(self, generation: int, done: list[tuple[str, int, int, int]], changes: SiteChanges,
+                now: float, slices: list[int], first: Callable[[], object] | None) -> int:
         names, lines, new_urls, bad = ([row[n] for row in done] for n in range(4))
         with self._db.transaction(), self._db.cursor() as cur:
             self._move(generation)
@@ -165,11 +198,9 @@ class PgLinksState:
                 " FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::bigint[]) AS f(n, l, u, b)",
                 (generation, now, names, lines, new_urls, bad))
             self._record_slices(slices)
-        if legacy:
-            self.objects.delete(bitmap_key(self.generation))
-        self.generation = generation
         return added
 
+    @retried  # the generation moved to itself, the slices set
     def reshard(self, slices: list[int]) -> None:
         with self._db.transaction():
             self._move(self.generation)
@@ -191,7 +222,7 @@ class PgLinksState:
                          (list(range(len(slices))), slices))
 
     def dirty_sites(self) -> list[LinkedSite]:
-        rows = self._db.execute(
+        rows = self._db.read(
             "SELECT origin, inlinks, dirty, hops, priority FROM links_sites WHERE dirty > 0")
         return [LinkedSite(origin, inlinks, dirty == 2, hops, priority)
                 for origin, inlinks, dirty, hops, priority in rows]
@@ -199,7 +230,11 @@ class PgLinksState:
     def push(self, site_queue: Callable[[int], SiteQueueStore], processes: int) -> tuple[int, int]:
         """The one shared site queue is table ``sites`` of this database (``site_queue`` is not
         opened): the dirty sites are staged from ``links_sites``, merged there and marked pushed
-        in one transaction, without leaving the server."""
+        in one transaction, without leaving the server. Twice is harmless: the second finds no
+        site dirty."""
+        return self._db.run(self._push)
+
+    def _push(self) -> tuple[int, int]:
         with self._db.transaction(), self._db.cursor() as cur:
             stage_linked_sites(cur)
             sites = cur.execute(

@@ -11,7 +11,11 @@ holder that comes back late changes nothing: it learns that it lost the lease (`
 stops. States and due times are those of the embedded queue (``queues.sitequeue``); times are
 seconds since the epoch, like there.
 
-A PgSiteQueue is used from one thread at a time (the crawler's ``OffLoop``).
+A PgSiteQueue is used from one thread at a time (the crawler's ``OffLoop``). A call is run again
+on a new connection if the server went away (``store.pgconnection``); the writes whose answer may
+be lost are settled by reading what they did (``claim``: a claim of ours not in our leases is the
+one whose answer was lost; ``_held_write``: the row still names our epoch, and is no longer
+active once the write committed); the others may run twice.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from archiver.queues.sitequeue import (
     ready_states,
     site_row,
 )
-from archiver.store.pgschema import connect_current
+from archiver.store.pgconnection import NOT_DONE, NotDone, PgConnection, StoreWatch, retried
 
 if TYPE_CHECKING:
     import psycopg
@@ -102,8 +106,9 @@ class PgSiteQueue:
     """The shared site queue; ``process`` names the claims of this crawler process (None: a
     process that only adds or reads sites, the CLI or the links batch)."""
 
-    def __init__(self, url: str, *, process: int | None = None, leases: Leases | None = None) -> None:
-        self._db = connect_current(url)
+    def __init__(self, url: str, *, process: int | None = None, leases: Leases | None = None,
+                 watch: StoreWatch | None = None) -> None:
+        self._db = PgConnection(url, watch=watch)
         self.process = process
         self.leases = leases if leases is not None else Leases(300.0)
 
@@ -111,10 +116,13 @@ class PgSiteQueue:
         self._db.close()
 
     def _one(self, sql: str, params: dict[str, Any] | tuple[Any, ...]) -> tuple[Any, ...] | None:
-        return self._db.execute(sql, params).fetchone()
+        """The first row of a read."""
+        rows = self._db.read(sql, params)
+        return rows[0] if rows else None
 
     # -- adding and reading sites (no lease needed)
 
+    @retried  # an insert that skips a known site, and an absolute update
     def add(self, origin: str, *, inlinks: int = 0, hops: int = 0, now: float | None = None
             ) -> bool:
         with self._db.transaction():
@@ -131,13 +139,20 @@ class PgSiteQueue:
         """From the external-link batch, as ``SiteQueue.merge_links``; one transaction. The sites
         are copied into the staging table (COPY: a fifth of the time of array parameters, which
         psycopg quotes element by element), then merged (``merge_staged_links``)."""
-        with self._db.transaction(), self._db.cursor() as cur:
-            stage_linked_sites(cur)
-            with cur.copy("COPY linked_sites FROM STDIN") as copy:
-                for site in map(linked_site, sites):
-                    copy.write_row(site)
-            return merge_staged_links(cur, time.time() if now is None else now)
+        staged = [linked_site(site) for site in sites]
+        now = time.time() if now is None else now
 
+        def merge() -> int:  # twice is harmless: the counts are set, not added
+            with self._db.transaction(), self._db.cursor() as cur:
+                stage_linked_sites(cur)
+                with cur.copy("COPY linked_sites FROM STDIN") as copy:
+                    for site in staged:
+                        copy.write_row(site)
+                return merge_staged_links(cur, now)
+
+        return self._db.run(merge)
+
+    @retried  # from done or revisit to waiting: a second time finds none
     def recrawl(self, origin: str | None = None, *, now: float | None = None) -> int:
         sql = ("UPDATE sites SET state = 'waiting', due = %s, attempts = 0, note = '', restart = true,"
                " next_visit = 0 WHERE state IN ('done', 'revisit')")
@@ -165,16 +180,16 @@ class PgSiteQueue:
 
     def counts(self) -> dict[str, int]:
         out = dict.fromkeys(STATES, 0)
-        out.update(self._db.execute("SELECT state, count(*) FROM sites GROUP BY state").fetchall())
+        out.update(self._db.read("SELECT state, count(*) FROM sites GROUP BY state"))
         return out
 
     def origins(self, states: tuple[str, ...] = ("waiting", "active", "retry", "deferred")
                 ) -> list[str]:
-        return [row[0] for row in self._db.execute(
+        return [row[0] for row in self._db.read(
             "SELECT origin FROM sites WHERE state = ANY(%s)", (list(states),))]
 
     def revisits_due(self, by: float) -> list[str]:
-        return [row[0] for row in self._db.execute(
+        return [row[0] for row in self._db.read(
             "SELECT origin FROM sites WHERE state = 'revisit' AND due <= %s", (by,))]
 
     def state(self, origin: str) -> str | None:
@@ -187,7 +202,7 @@ class PgSiteQueue:
 
     def rows(self) -> Iterator[SiteRow]:
         """Every site with all it records, by origin, as ``SiteQueue.rows``."""
-        for row in self._db.execute(f"SELECT {SITE_COLUMNS} FROM sites ORDER BY origin"):
+        for row in self._db.read(f"SELECT {SITE_COLUMNS} FROM sites ORDER BY origin"):
             yield site_row(row)
 
     # -- claims and leases (a crawler process)
@@ -201,15 +216,35 @@ class PgSiteQueue:
                   "states": list(ready_states(include_deferred, include_revisits)),
                   "now": time.time() if now is None else now}
         sent = time.monotonic()
-        row = self._one(_TAKE_EXPIRED, params)
-        if row is not None:
-            event(log, logging.WARNING, "lease-expired", site=row[0], holder=row[2], taken_by=self.process)
-        else:
-            row = self._one(_TAKE_READY, params)
-            if row is None:
-                return None
+
+        def take() -> tuple[Any, ...] | None:
+            nonlocal sent
+            sent = time.monotonic()
+            row = self._db.execute(_TAKE_EXPIRED, params).fetchone()
+            if row is not None:
+                event(log, logging.WARNING, "lease-expired", site=row[0], holder=row[2],
+                      taken_by=self.process)
+                return row
+            return self._db.execute(_TAKE_READY, params).fetchone()
+
+        row = self._db.run(take, resolve=self._claimed)
+        if row is None:
+            return None
         self.leases.granted(row[0], row[1], sent)
         return str(row[0])
+
+    def _claimed(self) -> tuple[Any, ...] | NotDone:
+        """After a claim whose answer was lost: the site it took, if it committed (a site leased
+        to this process, unexpired, that is not among its leases), else NOT_DONE."""
+        row = self._db.execute(
+            "SELECT origin, epoch FROM sites WHERE state = 'active' AND holder = %s"
+            " AND lease_until > now() AND NOT (origin = ANY(%s)) ORDER BY lease_until DESC LIMIT 1",
+            (self.process, list(self.leases.held()))).fetchone()
+        if row is None:
+            return NOT_DONE
+        event(log, logging.INFO, "claim-resolved", site=row[0], epoch=row[1],
+              note="the claim's answer was lost with the connection; it had committed")
+        return row
 
     def claim_or_due(self, *, include_deferred: bool, include_revisits: bool = False,
                      now: float | None = None) -> tuple[str | None, float | None]:
@@ -226,8 +261,14 @@ class PgSiteQueue:
         if not held:
             return set()
         sent = time.monotonic()
-        kept = {row[0] for row in self._db.execute(_RENEW, {
-            "ttl": self.leases.ttl, "origins": list(held), "epochs": list(held.values())})}
+
+        def extend() -> set[str]:  # twice is harmless: the lease is set from the database's clock
+            nonlocal sent
+            sent = time.monotonic()
+            return {row[0] for row in self._db.execute(_RENEW, {
+                "ttl": self.leases.ttl, "origins": list(held), "epochs": list(held.values())})}
+
+        kept = self._db.run(extend)
         self.leases.renewed(kept, sent)
         lost = set(held) - kept
         for origin in lost:
@@ -244,11 +285,22 @@ class PgSiteQueue:
         """Run an UPDATE of ``origin`` fenced by our lease's epoch; False (and the lease lost) if
         another process holds it now."""
         epoch = self.leases.epoch(origin)
-        done = epoch is not None and self._db.execute(
-            sql + " WHERE " + _HELD, {**params, "origin": origin, "epoch": epoch}).rowcount == 1
+        done = epoch is not None and self._db.run(
+            lambda: self._db.execute(sql + " WHERE " + _HELD,
+                                     {**params, "origin": origin, "epoch": epoch}).rowcount == 1,
+            resolve=lambda: self._ended(origin, epoch))
         if not done:
             self._lost(origin, during)
         return done
+
+    def _ended(self, origin: str, epoch: int | None) -> bool | NotDone:
+        """After a write ending our lease whose answer was lost: True if it committed (the row
+        still names our epoch and is no longer active: every such write ends the lease), False if
+        another process took the site since, NOT_DONE if the write is still to be made."""
+        row = self._db.execute("SELECT epoch, state FROM sites WHERE origin = %s", (origin,)).fetchone()
+        if row is None or row[0] != epoch:
+            return False
+        return NOT_DONE if row[1] == "active" else True
 
     def finish(self, origin: str, note: str = "", *, changes: PageChanges | None = None,
                schedule: RevisitSchedule | None = None, now: float | None = None) -> None:
@@ -282,9 +334,9 @@ class PgSiteQueue:
 
     def restarted(self, origin: str) -> None:
         epoch = self.leases.epoch(origin)
-        if epoch is None or self._db.execute(
-                "UPDATE sites SET restart = false WHERE " + _HELD,
-                {"origin": origin, "epoch": epoch}).rowcount != 1:
+        if epoch is None or self._db.run(  # twice is harmless: the flag is set, not toggled
+                lambda: self._db.execute("UPDATE sites SET restart = false WHERE " + _HELD,
+                                         {"origin": origin, "epoch": epoch}).rowcount) != 1:
             self._lost(origin, "restart")
 
     def retry(self, origin: str, *, delay: float, max_attempts: int, defer_delay: float,

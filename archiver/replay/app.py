@@ -136,6 +136,7 @@ from archiver.store.bundles import NOT_MODIFIED_PROFILE
 from archiver.store.catalog import Capture
 from archiver.store.objectstore import ObjectStoreUnavailable
 from archiver.store.warcindex import PIECE, OpenRecord, WarcError
+from archiver.stores import SharedStores
 from archiver.web import urls
 from archiver.web.http import (
     UNSATISFIABLE,
@@ -226,8 +227,12 @@ def create_apps(config: Config) -> ReplayApps:
         content_origin=public_url(replay.content_origin, origin_only=True),
     )
     archive = ReplayArchive(dataclasses.replace(config, replay=replay))
-    handlers = {ValueError: _bad_request, WarcError: _unreadable, ScanLimit: _too_much, Busy: _busy,
-                ObjectStoreUnavailable: _store_away, 404: _not_found}
+    handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
+        ValueError: _bad_request, WarcError: _unreadable, ScanLimit: _too_much, Busy: _busy,
+        ObjectStoreUnavailable: _objects_away, 404: _not_found}
+    if isinstance(archive.stores, SharedStores):  # (an embedded replay never loads psycopg)
+        from archiver.store.pgconnection import StoreAway
+        handlers[StoreAway] = _database_away
     app = Starlette(
         routes=[
             Route("/", home),
@@ -908,6 +913,19 @@ async def _busy(request: Request, exc: Exception) -> Response:
                              headers={"Retry-After": str(exc.retry_after)})
 
 
+async def _database_away(request: Request, exc: Exception) -> Response:
+    """The database is restarting or failing over (logged once per outage as store-unavailable):
+    ask again after Retry-After."""
+    assert hasattr(exc, "retry_after")
+    page = pages.error_page(
+        prefix=_prefix(request),
+        title="Archive database unavailable",
+        message=f"The database holding the catalog cannot be reached right now ({exc}): try again "
+                "later.",
+    )
+    return HTMLResponse(page, status_code=503, headers={"Retry-After": str(exc.retry_after)})
+
+
 async def _too_much(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ScanLimit)
     event(log, logging.WARNING, "replay-scan-limit", url=str(request.url.path), error=str(exc))
@@ -919,7 +937,7 @@ def _retry(exc: ScanLimit) -> dict[str, str] | None:
     return None if exc.retry_after is None else {"Retry-After": str(exc.retry_after)}
 
 
-async def _store_away(request: Request, exc: Exception) -> Response:
+async def _objects_away(request: Request, exc: Exception) -> Response:
     """A record the object store cannot give now (away, failing): 503, ask again later."""
     event(log, logging.WARNING, "replay-store-unavailable", url=str(request.url.path), error=str(exc))
     page = pages.error_page(

@@ -59,7 +59,7 @@ class ReplayArchive:
         if isinstance(self.stores, SharedStores):
             from archiver.store.pgcrawlers import UnshippedCaptures
 
-            self._unshipped = UnshippedCaptures(self.stores.url)
+            self._unshipped = UnshippedCaptures(self.stores.url, watch=self.stores.watch)
         # CPU-heavy work, bounded (archiver.replay.workers): rewriting in worker processes,
         # full-text searches in worker threads (SQLite leaves the GIL while it searches).
         self.rewriting = Workers("rewrites", workers=limits.rewrite_workers, waiting=limits.max_waiting,

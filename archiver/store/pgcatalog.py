@@ -22,18 +22,21 @@ server crash before it leaves the rows pending, and they are added again. ``stor
 counts the catalog when it resumes and copies it again if entries are missing; a reindex replaces
 in one durable transaction (``replace``). WARC file names live in ``catalog_files``, made before the batch
 in their own statement (a name without entries is harmless) and never deleted, so cached ids stay
-valid.
+valid (they are read again after a failover, which a standby may have received late).
 
 The connection is in autocommit: every call is its own transaction or statement, and no reader
-holds a transaction open between calls. Listings read a page at a time by keyset; ``iter_all``
-streams one sorted query through a server-side cursor on a connection of its own, open while the
-iterator is. A PgCatalog is used from one thread at a time, like the SQLite one.
+holds a transaction open between calls. A call is run again on a new connection if the server
+went away (``store.pgconnection``): an add skips what committed, a listing reads its page again.
+Listings read a page at a time by keyset; ``iter_all`` streams one sorted query through a
+server-side cursor on a connection of its own, open while the iterator is. A PgCatalog is used
+from one thread at a time, like the SQLite one.
 """
 
 from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Iterator, Sequence
+from functools import partial
 from itertools import islice
 from typing import Any
 
@@ -52,7 +55,8 @@ from archiver.store.catalog import (
     shard_of,
     surt_key,
 )
-from archiver.store.pgschema import connect, connect_current
+from archiver.store.pgconnection import PgConnection, StoreWatch, retried
+from archiver.store.pgschema import Connection, connect
 from archiver.web.timestamps import to_datetime
 
 # Captures per COPY and INSERT: bounds the client's memory when given a long iterator (a reindex).
@@ -100,17 +104,17 @@ def _primary_key(row: tuple[Any, ...]) -> tuple[Any, ...]:
 class PgCatalog:
     """The card catalog in the PostgreSQL database at ``url``, its keys in ``shards`` shards."""
 
-    def __init__(self, url: str, shards: int, *, readonly: bool = False, digests: bool = False
-                 ) -> None:
+    def __init__(self, url: str, shards: int, *, readonly: bool = False, digests: bool = False,
+                 watch: StoreWatch | None = None) -> None:
         """``digests``: responses added also go to the digest index (table ``catalog_digests``,
-        as ``Catalog``'s \"digests.sqlite\")."""
+        as ``Catalog``'s \"digests.sqlite\"); ``watch``: the process's (store.pgconnection)."""
         if shards < 1:
             raise ValueError(f"shards must be at least 1, not {shards}")
         self.url = url
         self.shards = shards
         self.readonly = readonly
         self.digests = digests and not readonly
-        self._db = connect_current(url, readonly=readonly)
+        self._db = PgConnection(url, readonly=readonly, watch=watch, on_connect=self._connected)
         self._staging = False
         self._file_ids: dict[str, int] = {}
         self._file_names: dict[int, str] = {}
@@ -132,9 +136,11 @@ class PgCatalog:
         added = 0
         it = iter(captures)
         while chunk := list(islice(it, _CHUNK)):
-            added += self._add_chunk(chunk)
+            # Twice is harmless: the second finds the entries there (see _insert).
+            added += self._db.run(partial(self._add_chunk, chunk))
         return added
 
+    @retried
     def closest(self, url: str, at: str) -> Capture | None:
         """The capture of ``url`` nearest to the 14-digit timestamp ``at``; a tie goes to the earlier.
         ValueError if ``at`` is not a valid 14-digit timestamp or ``url`` has no host."""
@@ -150,6 +156,7 @@ class PgCatalog:
             row = before if earlier_gap <= to_datetime(after[1]) - target else after
         return None if row is None else self._captures([row])[0]
 
+    @retried
     def captures(
         self, url: str, *, from_: str | None = None, to: str | None = None, limit: int | None = None
     ) -> list[Capture]:
@@ -168,6 +175,7 @@ class PgCatalog:
         key = surt_key(url)
         return self._walk(shard_of(key, self.shards), key, at, forward)
 
+    @retried
     def payload_holder(self, url: str, digest: str, at: str) -> Capture | None:
         """As ``Catalog.payload_holder``: the latest response of ``url`` at or before ``at`` with
         payload ``digest``, in one query."""
@@ -176,6 +184,7 @@ class PgCatalog:
         rows = self._db.execute(_HOLDER, (shard_of(key, self.shards), key, at, digest)).fetchall()
         return self._captures(rows)[0] if rows else None
 
+    @retried
     def count_captures(self, url: str, *, at_most: int) -> int:
         """How many captures ``url`` has, counted no further than ``at_most``."""
         key = surt_key(url)
@@ -215,11 +224,13 @@ class PgCatalog:
         finally:
             conn.close()
 
+    @retried
     def count(self) -> int:
         """How many entries the catalog holds."""
         found = self._db.execute("SELECT count(*) FROM catalog_captures").fetchone()
         return int(found[0]) if found else 0
 
+    @retried
     def remove_file(self, filename: str) -> int:
         """Drop every entry of one WARC file; return how many. A scan: there is no index on the file
         column (as in the SQLite catalog, for a rare repair)."""
@@ -230,6 +241,7 @@ class PgCatalog:
         self._db.execute("DELETE FROM catalog_digests WHERE file = %s", found)
         return self._db.execute("DELETE FROM catalog_captures WHERE file = %s", found).rowcount
 
+    @retried
     def first_with_digest(self, digest: str) -> Capture | None:
         """As ``Catalog.first_with_digest``."""
         row = self._db.execute("SELECT url, ts FROM catalog_digests WHERE digest = %s",
@@ -239,6 +251,7 @@ class PgCatalog:
         return next((c for c in self.captures(row[0], from_=row[1], to=row[1])
                      if c.rectype == "response" and c.digest == digest), None)
 
+    @retried
     def file_names(self) -> set[str]:
         """The names of every WARC file the catalog has named (with entries left or not)."""
         return {row[0] for row in self._db.execute("SELECT name FROM catalog_files")}
@@ -271,6 +284,13 @@ class PgCatalog:
         self._db.close()
 
     # -- internals
+
+    def _connected(self, conn: Connection) -> None:
+        """A new connection (the server restarted or failed over): the file ids cached may name
+        rows a standby never received; read them again as needed."""
+        self._staging = False
+        self._file_ids.clear()
+        self._file_names.clear()
 
     def _writable(self) -> None:
         if self.readonly:
@@ -387,7 +407,7 @@ class PgCatalog:
         last: Sequence[object] = (rng.lo, "", -1, -1)
         while True:
             params.update(k=last[0], t=last[1], f=last[2], p=last[3])
-            rows = self._db.execute(sql, params).fetchall()
+            rows = self._db.read(sql, params)
             yield from self._captures(rows)
             if len(rows) < _PAGE:
                 return
@@ -398,7 +418,7 @@ class PgCatalog:
         last: Sequence[object] = (at, -1, -1) if forward else (at, ABOVE, ABOVE)
         size = 1
         while True:
-            rows = self._db.execute(sql, (shard, key, *last, size)).fetchall()
+            rows = self._db.read(sql, (shard, key, *last, size))
             yield from self._captures(rows)
             if len(rows) < size:
                 return
@@ -409,9 +429,10 @@ class PgCatalog:
                      ) -> Iterator[tuple[str, int]]:
         last: Sequence[object] = (from_, -1, -1)
         while True:
-            end = self._db.execute(_CHUNK_END, (shard, key, *last, to, TALLY_ROWS - 1)).fetchone()
+            ends = self._db.read(_CHUNK_END, (shard, key, *last, to, TALLY_ROWS - 1))
+            end = ends[0] if ends else None
             bound = (to, ABOVE, ABOVE) if end is None else tuple(end)
-            counts = self._db.execute(_CHUNK_COUNTS, (digits, shard, key, *last, *bound)).fetchall()
+            counts = self._db.read(_CHUNK_COUNTS, (digits, shard, key, *last, *bound))
             yield from ((span, int(count)) for span, count in counts)
             if end is None:
                 return
@@ -421,8 +442,8 @@ class PgCatalog:
         names = self._file_names
         unknown = list({row[2] for row in rows} - names.keys())
         if unknown:  # files added since we last looked, maybe by another process
-            names.update(self._db.execute("SELECT id, name FROM catalog_files WHERE id = ANY(%s)",
-                                          (unknown,)).fetchall())
+            names.update(self._db.read("SELECT id, name FROM catalog_files WHERE id = ANY(%s)",
+                                       (unknown,)))
         return [
             Capture(urlkey, ts, url, status, mime, digest, redirect, names[file], pos, length,
                     "revisit" if revisit else "response", labels or "")

@@ -16,6 +16,11 @@ site's cursor: the crawl fetches them anyway), and the sites that were done wait
 shipped after it was declared lost (its process was only paused, or too slow to ship at exit) is
 catalogued from its own records: it is in the store, so the catalog names it too.
 
+A call is run again on a new connection if the server went away (``store.pgconnection``):
+registering and beating set what they set; ``record`` whose answer was lost is settled by reading
+whether its last entry is pending, ``shipped`` by reading whether the bundle is marked shipped;
+``lose`` finds a bundle it declared lost already lost (and says None).
+
 ``UnshippedCaptures`` answers replay: whether a URL has entries waiting in ``pending_captures``
 (captured, but its bundle is not in the object store yet).
 """
@@ -24,13 +29,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from archiver.store.catalog import Capture
 from archiver.store.interfaces import CatalogStore
-from archiver.store.pgschema import connect_current
+from archiver.store.pgconnection import NOT_DONE, NotDone, PgConnection, StoreWatch, retried
 from archiver.web import urls
 
 _EXPIRED = "c.heartbeat < now() - make_interval(secs => %(ttl)s)"
@@ -43,8 +49,8 @@ class CrawlerBusy(Exception):
 class CrawlerRoster:
     """The ``crawlers`` rows: one process's registration and heartbeat, everyone's status."""
 
-    def __init__(self, url: str, ttl: float) -> None:
-        self._db = connect_current(url)
+    def __init__(self, url: str, ttl: float, *, watch: StoreWatch | None = None) -> None:
+        self._db = PgConnection(url, watch=watch)
         self.ttl = ttl
         self.process: int | None = None
         self.epoch = 0
@@ -52,6 +58,7 @@ class CrawlerRoster:
     def close(self) -> None:
         self._db.close()
 
+    @retried  # a second run finds our own row (this host and pid) and moves the epoch again
     def register(self, process: int, host: str, pid: int) -> int:
         """Register crawler ``process`` on this host; its new epoch. CrawlerBusy if a process with
         that number still beats (elsewhere, or here under another pid)."""
@@ -72,6 +79,7 @@ class CrawlerRoster:
         self.process, self.epoch = process, epoch
         return epoch
 
+    @retried
     def beat(self, status: dict[str, Any] | None = None) -> bool:
         """Record that this process lives (and its status); False if another registration of
         its number superseded it."""
@@ -84,8 +92,9 @@ class CrawlerRoster:
 class BundleLedger:
     """Bundles not shipped yet and their catalog entries (see the module docstring)."""
 
-    def __init__(self, url: str, *, process: int, epoch: int, ttl: float) -> None:
-        self._db = connect_current(url)
+    def __init__(self, url: str, *, process: int, epoch: int, ttl: float,
+                 watch: StoreWatch | None = None) -> None:
+        self._db = PgConnection(url, watch=watch)
         self.process, self.epoch, self.ttl = process, epoch, ttl
 
     def close(self) -> None:
@@ -95,6 +104,9 @@ class BundleLedger:
         """The catalog entries of records now durable in open or closed local bundles."""
         if not captures:
             return
+        self._db.run(lambda: self._record(captures), resolve=lambda: self._recorded(captures[-1]))
+
+    def _record(self, captures: list[Capture]) -> None:
         names = sorted({c.filename for c in captures})
         with self._db.transaction():
             # A bundle declared lost while this process was paused is ours again: it will ship,
@@ -110,10 +122,28 @@ class BundleLedger:
                     copy.write_row((capture.filename, urls.origin(capture.url), capture.url,
                                     json.dumps(dataclasses.asdict(capture))))
 
+    def _recorded(self, last: Capture) -> NotDone | None:
+        """After a ``record`` whose answer was lost: None if its last entry is pending (it
+        committed), else NOT_DONE."""
+        found = self._db.execute(
+            "SELECT EXISTS (SELECT 1 FROM pending_captures WHERE bundle = %s"
+            " AND (capture->>'offset')::bigint = %s)", (last.filename, last.offset)).fetchone()
+        return None if found == (True,) else NOT_DONE
+
     def shipped(self, name: str, catalog: CatalogStore, index: Callable[[], Iterable[Capture]]) -> int:
         """Bundle ``name`` is in the object store, verified: its entries go to the catalog (from
         ``pending_captures``, or from ``index()``, its own records, when none are pending). The
         entries added."""
+        return self._db.run(lambda: self._ship(name, catalog, index),
+                            resolve=lambda: self._was_shipped(name))
+
+    def _was_shipped(self, name: str) -> int | NotDone:
+        """After ``shipped`` lost its answer: 0 if the bundle is marked shipped, else NOT_DONE (its
+        entries are added again: the catalog skips those it has)."""
+        state = self._db.execute("SELECT state FROM bundles WHERE name = %s", (name,)).fetchone()
+        return 0 if state == ("shipped",) else NOT_DONE
+
+    def _ship(self, name: str, catalog: CatalogStore, index: Callable[[], Iterable[Capture]]) -> int:
         state = self._db.execute("SELECT state FROM bundles WHERE name = %s", (name,)).fetchone()
         rows = self._db.execute("SELECT capture FROM pending_captures WHERE bundle = %s", (name,)).fetchall()
         whole = bool(rows) and state is not None and state[0] == "open"  # a lost one's went
@@ -128,6 +158,7 @@ class BundleLedger:
                 {"name": name, "process": self.process, "epoch": self.epoch, "now": time.time()})
         return added
 
+    @retried
     def vanished(self) -> list[str]:
         """Open bundles of crawlers that stopped beating or registered again since."""
         return [row[0] for row in self._db.execute(
@@ -136,6 +167,7 @@ class BundleLedger:
             " ORDER BY b.name",
             {"ttl": self.ttl})]
 
+    @retried
     def lose(self, name: str) -> int | None:
         """Declare bundle ``name`` lost (it is not in the object store): its URLs go back to
         their sites' inboxes, and the sites that were done wait again. The URLs requeued, or None
@@ -163,16 +195,23 @@ class BundleLedger:
 
 class UnshippedCaptures:
     """Read-only: the catalog entries of bundles not shipped yet, by URL key (see the module
-    docstring). One connection; psycopg serialises the calls of several threads."""
+    docstring). One connection, which reconnects (``PgConnection``); calls from several threads
+    take turns."""
 
-    def __init__(self, url: str) -> None:
-        self._db = connect_current(url, readonly=True)
+    def __init__(self, url: str, *, watch: StoreWatch | None = None) -> None:
+        self._db = PgConnection(url, readonly=True, watch=watch)
+        self._turn = threading.Lock()
 
     def close(self) -> None:
         self._db.close()
 
     def has(self, urlkey: str) -> bool:
         """Whether a capture with this URL key waits for its bundle to be shipped."""
+        with self._turn:
+            return self._has(urlkey)
+
+    @retried
+    def _has(self, urlkey: str) -> bool:
         row = self._db.execute("SELECT EXISTS (SELECT 1 FROM pending_captures"
                                " WHERE capture ->> 'urlkey' = %s)", (urlkey,)).fetchone()
         return bool(row and row[0])

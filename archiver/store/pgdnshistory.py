@@ -5,7 +5,9 @@ The same rows, rules and decisions (see that module): tables ``dns``, ``dns_name
 statements. Every write transaction starts by locking the clock row (``FOR UPDATE``), so writers
 take turns as SQLite's single writer does: the next id (``max(id) + 1``) and the never-backwards
 clock stay right with several processes on several machines. Reads are single statements on an
-autocommit connection; no transaction stays open between calls.
+autocommit connection; no transaction stays open between calls. A call is run again on a new
+connection if the server went away (``store.pgconnection``): an observation applied twice changes
+nothing the second time (a failure's count may count one more).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from archiver.store.dnshistory import (
     _Writer,
     normalize,
 )
-from archiver.store.pgschema import connect_current
+from archiver.store.pgconnection import PgConnection, StoreWatch, retried
 
 _COLUMNS = "r.row, r.id, r.value, r.type, r.entered, r.superseded, r.source"
 _ADDRESS = "(strpos(value, ':') > 0 OR value !~ '[^0-9.]')"  # as dns_address_now says it
@@ -71,9 +73,9 @@ _FAILED = _STATE.format("1", "dns_names.failures + 1")
 class PgDnsHistory:
     """The DNS history in the PostgreSQL database at ``url`` (read-only transactions if ``readonly``)."""
 
-    def __init__(self, url: str, *, readonly: bool = False) -> None:
+    def __init__(self, url: str, *, readonly: bool = False, watch: StoreWatch | None = None) -> None:
         self.readonly = readonly
-        self._db = connect_current(url, readonly=readonly)
+        self._db = PgConnection(url, readonly=readonly, watch=watch)
 
     def __enter__(self) -> PgDnsHistory:
         return self
@@ -86,6 +88,7 @@ class PgDnsHistory:
 
     # -- writes
 
+    @retried
     def record(self, obs: Observation, now: float, *, next_check: float) -> bool:
         """Apply one observation made at ``now`` in one transaction; True if any row changed."""
         name, canonical, chain, addresses = _check(obs)
@@ -96,6 +99,7 @@ class PgDnsHistory:
             self._db.execute(_ANSWERED, (name, write.now, next_check, outcome))
             return write.commit_clock()
 
+    @retried
     def record_failure(self, name: str, outcome: str, now: float, *, next_check: float) -> None:
         """Count a failed check of ``name``; an ``nxdomain`` also supersedes its rows."""
         name = _name(name)
@@ -110,6 +114,7 @@ class PgDnsHistory:
 
     # -- reads
 
+    @retried
     def current(self, name: str) -> Resolved | None:
         """What ``name`` resolves to now, as last observed; None if it has no current rows."""
         name = normalize(name)
@@ -117,6 +122,7 @@ class PgDnsHistory:
             return None
         return _resolved(name, self._rows(_CURRENT, {"name": name}))
 
+    @retried
     def at(self, name: str, when: float) -> Resolved | None:
         """What ``name`` resolved to at ``when``; None if it had no rows valid then."""
         name = normalize(name)
@@ -124,11 +130,13 @@ class PgDnsHistory:
             return None
         return _resolved(name, self._rows(_AT, {"name": name, "when": when}))
 
+    @retried
     def history(self, name: str) -> list[DnsRow]:
         """Every row ever about the hosts ``name`` ever belonged to, by entered then row."""
         name = normalize(name)
         return [] if _is_address(name) else self._rows(_HISTORY, {"name": name})
 
+    @retried
     def state(self, name: str) -> NameState | None:
         found = self._db.execute(
             "SELECT name, checked, next_check, outcome, failures FROM dns_names WHERE name = %s",
@@ -141,10 +149,10 @@ class PgDnsHistory:
         come, or, given ``names``, those of them that have come due or were never checked."""
         if names is None:
             sql = "SELECT name FROM dns_names WHERE next_check <= %s ORDER BY next_check, name LIMIT %s"
-            return [n for (n,) in self._db.execute(sql, (now, limit))]
+            return [n for (n,) in self._db.read(sql, (now, limit))]
         wanted = list(dict.fromkeys(normalize(n) for n in names))
-        known: dict[str, float] = dict(self._db.execute(
-            "SELECT name, next_check FROM dns_names WHERE name = ANY(%s)", (wanted,)).fetchall())
+        known: dict[str, float] = dict(self._db.read(
+            "SELECT name, next_check FROM dns_names WHERE name = ANY(%s)", (wanted,)))
         unseen = float("-inf")
         found = [n for n in wanted if known.get(n, unseen) <= now]
         found.sort(key=lambda n: known.get(n, unseen))  # stable: ties keep the caller's order

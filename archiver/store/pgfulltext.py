@@ -16,7 +16,8 @@ one plus the log of the length: the proportions of the embedded index's BM25 wei
 every matching page's vector, and keeps one result per URL; ``web.textquery.cut_snippet`` cuts
 the snippet (``ts_headline`` would parse the whole text again: 2 to 6 ms a result on the
 benchmark's pages). The connection is in autocommit: each ``add`` is one transaction, each search
-one read-only transaction (where its ``statement_timeout`` holds).
+one read-only transaction (where its ``statement_timeout`` holds). Each call is run again on a
+new connection if the server went away (``store.pgconnection``): the adds skip what is there.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from archiver.store.fulltext import (
     SearchHit,
     SearchTimeout,
 )
-from archiver.store.pgschema import connect_current
+from archiver.store.pgconnection import PgConnection, StoreWatch, retried
 from archiver.web.pagetext import PageText
 from archiver.web.textquery import QueryError, SearchQuery, cut_snippet, folded_words
 
@@ -68,8 +69,8 @@ GROUP BY url ORDER BY max(score) DESC, url LIMIT %(limit)s OFFSET %(offset)s
 class PgFullText:
     """The full-text index in the PostgreSQL database at ``url``."""
 
-    def __init__(self, url: str, *, readonly: bool = False) -> None:
-        self._db = connect_current(url, readonly=readonly)
+    def __init__(self, url: str, *, readonly: bool = False, watch: StoreWatch | None = None) -> None:
+        self._db = PgConnection(url, readonly=readonly, watch=watch)
 
     def __enter__(self) -> PgFullText:
         return self
@@ -80,19 +81,20 @@ class PgFullText:
     def seen(self, records: Iterable[tuple[str, int]]) -> set[tuple[str, int]]:
         """Of these (WARC file, offset) pairs, those the index holds a capture of."""
         files, offsets = _columns(records)
-        rows = self._db.execute(
+        rows = self._db.read(
             "SELECT file, pos FROM fulltext_captures WHERE (file, pos) IN"
-            " (SELECT * FROM unnest(%s::text[], %s::bigint[]))", (files, offsets)).fetchall()
+            " (SELECT * FROM unnest(%s::text[], %s::bigint[]))", (files, offsets))
         return {(file, int(pos)) for file, pos in rows}
 
     def documents(self, keys: Iterable[DocumentKey]) -> set[DocumentKey]:
         """Of these documents, those the index holds."""
         urls, digests = _columns(keys)
-        rows = self._db.execute(
+        rows = self._db.read(
             "SELECT url, digest FROM fulltext_documents WHERE (url, digest) IN"
-            " (SELECT * FROM unnest(%s::text[], %s::text[]))", (urls, digests)).fetchall()
+            " (SELECT * FROM unnest(%s::text[], %s::text[]))", (urls, digests))
         return {(url, digest) for url, digest in rows}
 
+    @retried
     def text_of(self, digest: str) -> PageText | None:
         """The text of a document with payload ``digest``, under any URL; None if there is none."""
         row = self._db.execute("SELECT title, headings, body FROM fulltext_documents WHERE digest = %s"
@@ -105,11 +107,15 @@ class PgFullText:
                   vector(text.headings), vector(text.body))
                  for (url, digest), text in documents.items()]
         rows = [(c.filename, c.offset, c.timestamp, *(c.document or (None, None))) for c in captures]
-        with self._db.transaction(), self._db.cursor() as cursor:
-            if pages:
-                cursor.executemany(_ADD_DOCUMENT, pages)
-            if rows:
-                cursor.executemany(_ADD_CAPTURE, rows)
+
+        def write() -> None:
+            with self._db.transaction(), self._db.cursor() as cursor:
+                if pages:
+                    cursor.executemany(_ADD_DOCUMENT, pages)
+                if rows:
+                    cursor.executemany(_ADD_CAPTURE, rows)
+
+        self._db.run(write)  # twice is harmless: both inserts skip what is there
 
     def search(self, query: SearchQuery, *, at: str | None = None, limit: int = 20, offset: int = 0,
                deadline: float | None = None) -> list[SearchHit]:
@@ -118,14 +124,18 @@ class PgFullText:
         past ``deadline`` seconds (``statement_timeout``, for this search's transaction only)."""
         at = at or LATEST
         terms = query.tsquery()
-        try:
+
+        def ranked() -> list[SearchHit]:
             with self._db.transaction():
                 if deadline is not None:
                     self._db.execute("SELECT set_config('statement_timeout', %s, true)",
                                      (f"{max(1, round(deadline * 1000))}ms",))
-                ranked = self._db.execute(_RANKED, {"query": terms, "at": at, "limit": limit,
-                                                    "offset": offset}).fetchall()
-                return [self._hit(query, at, *row) for row in ranked]
+                rows = self._db.execute(_RANKED, {"query": terms, "at": at, "limit": limit,
+                                                  "offset": offset}).fetchall()
+                return [self._hit(query, at, *row) for row in rows]
+
+        try:
+            return self._db.run(ranked)
         except psycopg.errors.QueryCanceled:
             raise SearchTimeout(f"the search ran past its deadline of {deadline:g} s") from None
         except psycopg.errors.SyntaxError as e:
@@ -141,6 +151,7 @@ class PgFullText:
         title, body = found
         return SearchHit(url, title, cut_snippet(body, query, SNIPPET_WORDS), [ts for (ts,) in stamps])
 
+    @retried
     def counts(self) -> tuple[int, int]:
         """How many documents the index holds, and how many captures with text."""
         row = self._db.execute("SELECT (SELECT count(*) FROM fulltext_documents),"
@@ -148,6 +159,7 @@ class PgFullText:
         assert row is not None
         return int(row[0]), int(row[1])
 
+    @retried
     def clear(self) -> None:
         """Forget everything (``archiver search index --rebuild``), in one transaction."""
         self._db.execute("TRUNCATE fulltext_captures, fulltext_documents")

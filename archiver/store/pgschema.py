@@ -56,12 +56,14 @@ reader holds one open between calls), and errors with any password taken out of 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
 # pg_advisory_xact_lock key of schema changes: "arch" in ASCII.
 _LOCK_KEY = 0x61726368
@@ -333,8 +335,14 @@ def connect(url: str, *, readonly: bool = False) -> Connection:
     """An autocommit connection to ``url`` (read-only transactions if ``readonly``); StoreError,
     password-free, if it cannot be made."""
     options = "-c default_transaction_read_only=on" if readonly else None
+    attrs = None  # the URL's target_session_attrs
+    if readonly:  # read-write would refuse the session it makes read-only: the primary, then
+        with contextlib.suppress(psycopg.ProgrammingError):
+            if conninfo_to_dict(url).get("target_session_attrs") == "read-write":
+                attrs = "primary"
     try:
-        return psycopg.connect(url, autocommit=True, options=options, application_name="archiver")
+        return psycopg.connect(url, autocommit=True, options=options, application_name="archiver",
+                               target_session_attrs=attrs)
     except psycopg.Error as e:
         raise StoreError(f"cannot connect to the PostgreSQL store: {redact(str(e)).strip()}") from None
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import psycopg
 from psycopg.types.json import Jsonb
 
-from archiver.store.pgschema import StoreError, connect, connect_current, redact
+from archiver.store.pgconnection import PgConnection, StoreWatch, retried
+from archiver.store.pgschema import StoreError
 
 _READ = (
     "SELECT process, epoch, host, pid, started, extract(epoch FROM now() - heartbeat)::float8, status"
@@ -26,26 +26,29 @@ _READ = (
 class PgStatus:
     """Each crawler process's status in the PostgreSQL database at ``url`` (a StatusStore).
 
-    One connection, made again once if it broke (the database restarted), used from one thread
-    at a time (psycopg serialises the calls of several).
+    One connection, made again if the server went away (``store.pgconnection``), used from one
+    thread at a time (psycopg serialises the calls of several).
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, watch: StoreWatch | None = None) -> None:
         self.url = url
-        self._db = connect_current(url)
+        self._db = PgConnection(url, watch=watch)
 
+    @retried
     def write(self, process: int, status: dict[str, Any]) -> None:
         """Replace what process ``process`` says of itself; StoreError if it has no row."""
-        done = self._execute("UPDATE crawlers SET status = %s WHERE process = %s", (Jsonb(status), process))
+        done = self._db.execute("UPDATE crawlers SET status = %s WHERE process = %s",
+                                (Jsonb(status), process))
         if done.rowcount == 0:
             raise StoreError(f"crawler process {process} has no row in table crawlers: "
                              "a crawler registers itself before it reports its status")
 
+    @retried
     def read_all(self) -> list[dict[str, Any]]:
         """Every registered process, in process order: its last status (empty before the first),
         with ``process``, ``epoch``, ``host``, ``pid`` and ``heartbeat_age`` (seconds) from its row."""
         out = []
-        for process, epoch, host, pid, started, age, status in self._execute(_READ, ()).fetchall():
+        for process, epoch, host, pid, started, age, status in self._db.execute(_READ).fetchall():
             entry = dict(status or {})
             entry.setdefault("started", started)
             entry.update(process=process, epoch=epoch, host=host, pid=pid,
@@ -55,17 +58,3 @@ class PgStatus:
 
     def close(self) -> None:
         self._db.close()
-
-    def _execute(self, sql: str, params: tuple[Any, ...]) -> psycopg.Cursor[tuple[Any, ...]]:
-        """Run one statement; on a connection that broke, connect again and run it once more."""
-        try:
-            return self._db.execute(sql, params)
-        except psycopg.Error as e:
-            if not self._db.broken:
-                raise StoreError(f"the PostgreSQL status store failed: {redact(str(e)).strip()}") from None
-        self._db.close()
-        self._db = connect(self.url)
-        try:
-            return self._db.execute(sql, params)
-        except psycopg.Error as e:
-            raise StoreError(f"the PostgreSQL status store failed: {redact(str(e)).strip()}") from None

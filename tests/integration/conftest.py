@@ -2,9 +2,17 @@
 mode on them."""
 
 from tests.support.objectstore import moto_endpoint, s3_bucket, stoppable_bucket
-from tests.support.postgres import _pg_schema_template, pg_store_url, pg_url, postgres_server
+from tests.support.postgres import (
+    _pg_schema_template,
+    own_postgres,
+    pg_store_url,
+    pg_url,
+    postgres_server,
+    replicated_postgres,
+)
 from tests.support.replayarchive import two_dates_crawled
 from tests.support.storemodes import mode_archive
 
-__all__ = ["_pg_schema_template", "mode_archive", "moto_endpoint", "pg_store_url", "pg_url",
-           "postgres_server", "s3_bucket", "stoppable_bucket", "two_dates_crawled"]
+__all__ = ["_pg_schema_template", "mode_archive", "moto_endpoint", "own_postgres", "pg_store_url",
+           "pg_url", "postgres_server", "replicated_postgres", "s3_bucket", "stoppable_bucket",
+           "two_dates_crawled"]

@@ -180,6 +180,10 @@ scan_max_rows = 10
     ('[store]\nurl = "host=db dbname=archive password=secret"\n',
      'store.url: "sqlite", or a URL postgresql://'),
     ('[store]\nurl = "postgresql://archiver@db:99999/archive"\n', "store.url: not a URL"),
+    ('[store]\nurl = "postgresql://archiver@db1:5432,db2:99999/archive"\n', "store.url: not a URL"),
+    ('[store]\nurl = "postgresql://archiver:secret@db1:5432,db2:5433/archive"\n',
+     "store.url: no password here"),
+    ("[store]\nretry_max = 0\n", "store.retry_max: must be greater than 0"),
     ('[store]\nurl = "postgresql://archiver@db/"\n', "store.url: name the database"),
     ('[warc]\nstore = "s3://A_Bucket/x"\n', "warc.store: 'A_Bucket' is not an S3 bucket name"),
     ('[warc]\nstore = "s3:///x"\n', "warc.store: 's3:///x' is not s3://bucket/prefix"),
@@ -213,5 +217,9 @@ lease_ttl = 90
     assert config.parse_s3_url(cfg.warc.store) == ("archive-bundles", "crawl/2026")
     assert (cfg.warc.max_age, cfg.crawl.lease_ttl) == (600.0, 90.0)
     assert config.database_url(config.Config().store.url) is None
+    assert cfg.store.retry_max == 10.0
+    # A primary and its standby: libpq connects to the host that takes writes.
+    failover = "postgresql://archiver@db1:5432,[::1]:5433,db3/archive?target_session_attrs=read-write"
+    assert config.database_url(failover) == failover
     folder = config.load(write(tmp_path, '[warc]\nstore = "bundles"\n'))
     assert folder.warc.store == str(tmp_path / "bundles")

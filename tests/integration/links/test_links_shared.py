@@ -25,6 +25,7 @@ from tests.support.linkbatch import (
     with_partitions,
     write_spool,
 )
+from tests.support.postgres import store_database
 from tests.support.repo import ARCHIVER
 
 STAMP = "20261122000000"
@@ -176,3 +177,28 @@ def test_a_shared_batch_reshards_from_the_files_done_in_the_bucket(tmp_path, pg_
     sites, queues = snapshot(fresh.root, 2)
     assert _queued(*shared_snapshot(pg_store_url)) == (
         {o: (state, inlinks) for o, (_, state, inlinks) in sites.items()}, queues)
+
+
+def test_a_shared_batch_waits_out_a_database_crash_and_equals_one_clean_run(tmp_path, own_postgres,
+                                                                             s3_bucket):
+    url = store_database(own_postgres)
+    cfg = shared_links_config(tmp_path / "m1", store_url=url, bucket=s3_bucket, checkpoint=GROUP)
+    synthetic_spool(partial(ship_spool, cfg))
+    proc = subprocess.Popen([*ARCHIVER, "links", "run", "--once", "--config", str(cfg.path)],
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    seen, crashed = [], False
+    try:
+        for line in proc.stderr:  # the server crashes after a checkpoint, and starts again once
+            seen.append(line)     # the batch has found it away
+            if not crashed and "links-checkpoint" in line and "generation=2" in line:
+                own_postgres.stop("immediate")
+                crashed = True
+            elif crashed and "event=store-unavailable" in line and not own_postgres.is_running():
+                own_postgres.start()
+    finally:
+        proc.wait(timeout=60)
+    err = "".join(seen)
+    assert proc.returncode == 0, err[-3000:]
+    assert err.count("event=store-unavailable") == err.count("event=store-recovered") == 1
+    assert _queued(*shared_snapshot(url)) == _embedded(tmp_path)
