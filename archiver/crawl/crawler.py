@@ -175,6 +175,8 @@ class Crawler:
               sites=config.crawl.sites_per_process,
               catalog_connections=self.files.catalog_connections)
         self.stores = stores = open_stores(config)
+        if isinstance(stores, SharedStores):  # lost leases and fenced writes are faults, counted
+            stores.leases.report = self.stats.fault
         self._lock = stores.lock("crawl", process)
         self.queue = stores.site_queue(process, recover=True)
         self.catalog = stores.catalog(digests=config.crawl.dedupe == "digest",
@@ -364,6 +366,9 @@ class Crawler:
 
     async def _record_outcome(self, origin: str, outcome: Outcome) -> None:
         if outcome.kind == "lost":  # another process holds the site: nothing of ours to record
+            # ... or none yet, and its deadline passed before a renewal (this process was paused):
+            # then it is given back, not left leased to no visit (renewed on and on).
+            await self._queue(self.queue.release, origin)
             self.stats.sites_lost += 1
             event(log, logging.WARNING, "site-lost", site=origin, reason=outcome.note)
             return

@@ -6,13 +6,15 @@ with the site's page and byte totals (its cursor file) and the epoch allowed to 
 ``crawl_inbox`` the URLs other processes queued for the site (its inbox).
 
 A queue is opened only by the holder of the site's lease (``Leases``): opening records the lease's
-epoch in ``crawl_cursors``, and every later write checks it in the same transaction, so a holder
-whose lease went to another process writes nothing more (its queue is *fenced*: the lease is lost
-and the visit stops). Opening rebuilds the site's Bloom bitmap from every entry and keeps the
-entries after the cursor in memory, with the URLs found since (not yet written). Writes happen in
-worker threads: ``add_to`` gives the crawler's group commit a job that writes the new entries and
-the cursor saved at the previous commit, whose records (and pending catalog entries) are durable by
-then; the cursor never runs ahead of the entries discovered before it.
+epoch in ``crawl_cursors``, and every later write checks it, and the lease itself in ``sites``
+(its row locked shared until the commit, so no claim slips between the check and the write), in
+the same transaction, so a holder whose lease went to another process writes nothing more (its
+queue is *fenced*: events ``fenced-write`` and ``lease-lost``, and the visit stops). Opening
+rebuilds the site's Bloom bitmap from every entry, keeps the entries after the cursor in memory,
+with the URLs found since (not yet written), and merges the inbox, as the embedded queue does.
+Writes happen in worker threads: ``add_to`` gives the crawler's group commit a job that writes the
+new entries and the cursor saved at the previous commit, whose records (and pending catalog
+entries) are durable by then; the cursor never runs ahead of the entries discovered before it.
 
 Columns ``budget_day`` and ``budget_pages`` of ``crawl_cursors`` (version 11) are the site's
 daily page count for its sheet's budget (archiver.web.sheets), written with the cursor.
@@ -21,11 +23,13 @@ Table ``crawl_decisions`` (version 7) is the sites' decision logs (archiver.queu
 written with the entries; a site keeps between half and all of its newest ``crawl.max_decisions``.
 
 ``refetch`` inbox rows (URLs of a bundle lost with its machine) bypass the bitmap: the site has
-seen them, but their records are gone.
+seen them, but their records are gone. A refetch is queued once, and not while its URL is still
+ahead in the queue.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import deque
@@ -37,11 +41,14 @@ from typing import Any, Self
 from archiver.queues.bloom import GrowingBloom
 from archiver.queues.crawlqueue import CrawlQueueBusy, Entry, QueuePosition, parse_entry
 from archiver.queues.decisions import MAX_DETAIL, Decision, loggable
-from archiver.queues.leases import Leases
+from archiver.queues.leases import Leases, lost_to
 from archiver.store.durable import SyncJob
 from archiver.store.pgschema import Connection, connect_current
 
+log = logging.getLogger("archiver.queues.pgcrawlqueue")
+
 _FENCE = "UPDATE crawl_cursors SET {} WHERE origin = %(origin)s AND epoch = %(epoch)s"
+_HELD = "origin = %(origin)s AND epoch = %(epoch)s AND state = 'active'"  # the site's lease
 
 
 def _check(url: str, depth: int) -> None:
@@ -170,13 +177,19 @@ class PgCrawlQueue:
         return PgInbox(rows) if rows else None
 
     def merge(self, inbox: PgInbox) -> bool:
-        """Queue the inbox's URLs (through the bitmap unless refetched); True if any was new."""
+        """Queue the inbox's URLs (through the bitmap unless refetched: a refetch is queued
+        once, and not while the URL is still ahead); True if any was new."""
         added = False
+        ahead: set[str] | None = None
         for _, url, depth, refetch in inbox.rows:
             try:
                 if refetch:
-                    self.requeue(url, depth)
-                    added = True
+                    if ahead is None:
+                        ahead = {entry.url for entry in self._ahead}
+                    if url not in ahead:
+                        self.requeue(url, depth)
+                        ahead.add(url)
+                        added = True
                 else:
                     added = self.add(url, depth) or added
             except ValueError:
@@ -211,11 +224,11 @@ class PgCrawlQueue:
             sets = "budget_day = %(day)s, budget_pages = %(day_pages)s" + (
                 "" if mark is None else ", cursor = %(cursor)s, pages = %(pages)s, bytes = %(bytes)s")
             cursor, pages, bytes_ = mark or (0, 0, 0)
-            if db.execute(_FENCE.format(sets), {
+            if not self._holds(db) or db.execute(_FENCE.format(sets), {
                     "origin": self.origin, "epoch": self.epoch, "cursor": cursor, "pages": pages,
                     "bytes": bytes_, "day": budget[0], "day_pages": budget[1]}).rowcount != 1:
-                self.fenced = True
-                self._queues.leases.lose(self.origin)
+                self._fence(db, "crawl queue", entries=len(new), decisions=len(decisions),
+                            cursor=None if mark is None else mark[0])
                 return
             if new:
                 with db.cursor().copy("COPY crawl_entries (origin, seq, depth, url) FROM STDIN") as copy:
@@ -229,6 +242,23 @@ class PgCrawlQueue:
         if mark is not None:
             self._written = mark
         self._budget_written = budget
+
+    def _holds(self, db: Connection) -> bool:
+        """In a write's transaction: True if the site's lease is still ours, its row locked
+        (shared) until the commit, so no claim takes the site before the write is in."""
+        return db.execute(f"SELECT 1 FROM sites WHERE {_HELD} FOR SHARE",
+                          {"origin": self.origin, "epoch": self.epoch}).fetchone() is not None
+
+    def _fence(self, db: Connection, write: str, **refused: Any) -> None:
+        """A write refused: the lease went to another process (events ``fenced-write`` and
+        ``lease-lost``); this queue writes nothing more."""
+        self.fenced = True
+        leases = self._queues.leases
+        cause = lost_to(db.execute("SELECT state, holder, epoch FROM sites WHERE origin = %s",
+                                   (self.origin,)).fetchone())
+        leases.report(log, logging.WARNING, "fenced-write", site=self.origin, write=write,
+                      epoch=self.epoch, cause=cause, **refused)
+        leases.lose(self.origin, during=write, cause=cause)
 
     def _write_decisions(self, db: Connection, decisions: list[Decision]) -> None:
         """Insert ``decisions``; past ``crawl.max_decisions`` rows, keep the newest half."""
@@ -262,10 +292,11 @@ class PgCrawlQueue:
         self._write()
         now = time.time()
         with self._queues.connection() as db, db.transaction():
-            if db.execute(_FENCE.format("cursor = 0, pages = 0, bytes = 0, restarted = %(now)s"),
-                          {"origin": self.origin, "epoch": self.epoch, "now": now}).rowcount != 1:
-                self.fenced = True
-                self._queues.leases.lose(self.origin)
+            if self.fenced or not self._holds(db) or db.execute(
+                    _FENCE.format("cursor = 0, pages = 0, bytes = 0, restarted = %(now)s"),
+                    {"origin": self.origin, "epoch": self.epoch, "now": now}).rowcount != 1:
+                if not self.fenced:
+                    self._fence(db, "restart")
                 return
             rows = db.execute("SELECT seq, depth, url FROM crawl_entries WHERE origin = %s ORDER BY seq",
                               (self.origin,)).fetchall()
@@ -321,7 +352,8 @@ class PgCrawlQueues:
                 " RETURNING cursor, pages, bytes, restarted, budget_day, budget_pages",
                 {"origin": origin, "epoch": epoch}).fetchone()
             if row is None:
-                self.leases.lose(origin)
+                self.leases.lose(origin, during="open", cause=lost_to(db.execute(
+                    "SELECT state, holder, epoch FROM sites WHERE origin = %s", (origin,)).fetchone()))
                 raise CrawlQueueBusy(f"the lease of {origin} went to another process")
             entries = db.execute("SELECT seq, depth, url FROM crawl_entries WHERE origin = %s ORDER BY seq",
                                  (origin,)).fetchall()
@@ -336,6 +368,12 @@ class PgCrawlQueues:
                 queue._ahead.append(Entry(url, depth, seq))
         queue._count = len(entries)
         queue._next_seq = entries[-1][0] + 1 if entries else 1
+        # As the embedded queue does: a site woken for URLs sent to its inbox (a lost bundle's
+        # refetches, links) has them queued before the visit asks what is left.
+        inbox = queue.take_inbox()
+        if inbox is not None:
+            queue.finish_inbox(inbox, queue.merge(inbox))
+        queue._inbox_checked = False  # and looked at again when the queue runs dry
         return queue
 
     def append(self, origin: str, entries: Iterable[tuple[str, int]], *, sync: bool = True) -> None:

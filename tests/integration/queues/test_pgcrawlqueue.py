@@ -114,6 +114,66 @@ def test_a_holder_whose_lease_went_to_another_writes_nothing(processes, pg_store
         assert db.execute("SELECT count(*) FROM crawl_entries").fetchone() == (0,)
 
 
+def test_a_late_holder_is_fenced_from_the_claim_on_not_only_once_the_taker_opens(processes,
+                                                                                  pg_store_url):
+    """The taker has claimed the site but not opened its queue yet (it resolves the host first):
+    the late holder's group commit still writes nothing, and says why."""
+    late, taker = processes(0), processes(1)
+    faults = []
+    late.sites.leases.report = lambda _log, _level, name, **fields: faults.append((name, fields))
+    late.queues.max_decisions = 100
+    late.sites.add(SITE)
+    late.sites.claim(include_deferred=False)
+    stale = late.queues.open(SITE)
+    stale.add(SITE + "/", 0)
+    stale.decide(SITE + "/private", "robots")
+    with psycopg.connect(pg_store_url, autocommit=True) as db:
+        db.execute("UPDATE sites SET lease_until = now() - interval '1 second'")
+    assert taker.sites.claim(include_deferred=False) == SITE
+    stale.commit(stale.next(), pages=1, bytes_=100)
+    stale.save(stale.mark())
+    job = SyncJob()
+    stale.add_to(job)
+    job.run()
+    assert stale.fenced and late.sites.leases.lost == {SITE}
+    assert [name for name, _ in faults] == ["fenced-write", "lease-lost"]
+    assert faults[0][1]["cause"] == faults[1][1]["cause"] == "process 1 holds it now (epoch 2)"
+    assert faults[0][1]["entries"] == 1 and faults[0][1]["decisions"] == 1
+    with psycopg.connect(pg_store_url, autocommit=True) as db:
+        for table in ("crawl_entries", "crawl_decisions"):
+            assert db.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,)
+        assert db.execute("SELECT cursor, epoch FROM crawl_cursors").fetchone() == (0, 1)
+    fresh = taker.queues.open(SITE)
+    assert (fresh.cursor, len(fresh)) == (0, 0)
+    fresh.close()
+
+
+def test_opening_a_woken_sites_queue_merges_its_inbox_and_queues_a_refetch_once(processes,
+                                                                               pg_store_url):
+    """A finished site woken for a lost bundle's refetches has them queued as it opens (the
+    visit then has something to fetch), each once, and none that is still ahead."""
+    one = processes(0)
+    one.sites.add(SITE)
+    one.sites.claim(include_deferred=False)
+    with one.queues.open(SITE) as queue:
+        for path in ("/", "/a", "/b"):
+            queue.add(SITE + path, 0)
+        for _ in range(2):
+            queue.commit(queue.next(), pages=1, bytes_=1)
+        queue.save(queue.mark())
+    one.sites.finish(SITE)
+    with psycopg.connect(pg_store_url, autocommit=True) as db:
+        db.execute("INSERT INTO crawl_inbox (origin, depth, url, refetch) VALUES"
+                   " (%(s)s, 0, %(s)s || '/', true), (%(s)s, 1, %(s)s || '/a', true),"
+                   " (%(s)s, 1, %(s)s || '/a', true), (%(s)s, 1, %(s)s || '/b', true)", {"s": SITE})
+        db.execute("UPDATE sites SET state = 'waiting', due = 0")
+    assert one.sites.claim(include_deferred=False) == SITE
+    with one.queues.open(SITE) as queue:
+        assert drain(queue) == [SITE + "/b", SITE + "/", SITE + "/a"]
+    with psycopg.connect(pg_store_url, autocommit=True) as db:
+        assert db.execute("SELECT count(*) FROM crawl_inbox").fetchone() == (0,)
+
+
 def test_restart_hands_every_entry_out_again(processes):
     one = processes(0)
     one.sites.add(SITE)
