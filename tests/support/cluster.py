@@ -2,7 +2,9 @@
 their configs, starting, killing and freezing them (``Cluster``), and checks made from outside:
 requests at once to one site (``overlapping``), writes and fetches without the site's lease
 (``lease_breaches``), and what the crawl left in the bucket and the catalog (``check_archive``).
-``tools/bench_chaos.py`` uses them too."""
+
+No test framework in here: ``tools/bench_chaos.py`` uses them too. The S3 server's credentials
+must be in the environment (``tools.s3server.CREDENTIALS``): the crawlers inherit it."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
+from typing import Protocol
 from urllib.parse import urlsplit
 
 import psycopg
@@ -24,11 +27,19 @@ from archiver.store.objectstore import S3Store, open_object
 from archiver.store.pgcatalog import PgCatalog
 from archiver.store.warcindex import index_stream
 from tests.support.crawls import HasHosts, warcio_check, write_config
-from tests.support.objectstore import S3Bucket
 from tests.support.repo import ARCHIVER
 
 
-def shared_config(directory: Path, web: HasHosts, *, store_url: str, bucket: S3Bucket,
+class Bucket(Protocol):
+    """A bucket on an S3 server (``tests.support.objectstore.S3Bucket``)."""
+
+    @property
+    def endpoint(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+
+
+def shared_config(directory: Path, web: HasHosts, *, store_url: str, bucket: Bucket,
                   warc: dict[str, object] | None = None, **crawl: object) -> Path:
     """A config for one machine of a cluster: its own ``directory/archive``, the shared store and
     bucket. ``warc`` adds [warc] keys (max_age, sync_interval...)."""
@@ -86,22 +97,34 @@ def role_url(store_url: str, role: str) -> str:
 
 
 class Cluster:
-    """Crawler processes standing for machines that share one PostgreSQL database and one bucket:
-    each has its own directory (``directory/machine<n>``), config, database role (its writes are
-    told apart in ``write_log``) and User-Agent (``AGENT``: its requests, in the demo server's
-    log), and logs to ``directory/machine<n>.log``, which outlives its directory."""
+    """Crawler processes standing for machines that share one PostgreSQL database and one bucket.
 
-    def __init__(self, directory: Path, web: HasHosts, *, store_url: str, bucket: S3Bucket) -> None:
+    Machine ``n`` has its own directory (``directory/machine<n>``: its config, hosts file and
+    local archive), database role (``role(n)``: its writes told apart in the write log), and
+    User-Agent (``AGENT``: its requests told apart in the demo server's log); its crawler runs as
+    ``archiver crawl --process n`` and logs to ``directory/machine<n>.log``, across restarts.
+
+    Typical use: ``configure`` each machine, ``seed`` once, ``start`` them, inject faults
+    (``kill``, ``freeze`` then ``thaw``, ``start`` again), ``wait`` for the ``--until-idle`` ones
+    or ``stop`` the others, and ``close`` in a ``finally`` (kills whatever still runs). Then read
+    ``faults`` and ``log``, and check from outside: ``check_archive``, ``overlapping``,
+    ``lease_breaches`` (with ``install_write_log`` called before the crawl)."""
+
+    def __init__(self, directory: Path, web: HasHosts, *, store_url: str, bucket: Bucket) -> None:
+        """``store_url``: the shared PostgreSQL database (a superuser's URL: roles are made in
+        it); ``web``: the demo web the machines crawl (its hosts file goes to each machine)."""
         self.directory, self.web, self.store_url, self.bucket = directory, web, store_url, bucket
         self.configs: dict[int, Path] = {}
         self.procs: dict[int, subprocess.Popen[str]] = {}
         self._database = store_url.rsplit("/", 1)[1].split("?")[0]
 
     def role(self, n: int) -> str:
+        """Machine ``n``'s database role (a superuser, as the crawler's own would own the schema)."""
         return f"{self._database}_m{n}"
 
     def configure(self, n: int, *, warc: dict[str, object] | None = None, **crawl: object) -> Path:
-        """Machine ``n``'s config (``crawl`` and ``warc`` keys as ``shared_config``), its role made."""
+        """Write machine ``n``'s config: [crawl] keys ``crawl`` (over the tests' fast defaults),
+        [warc] keys ``warc``, the shared store (as ``role(n)``, made here) and bucket. Its path."""
         with psycopg.connect(self.store_url, autocommit=True) as db:
             if db.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (self.role(n),)).fetchone() is None:
                 db.execute(f'CREATE ROLE "{self.role(n)}" LOGIN SUPERUSER')
@@ -111,42 +134,51 @@ class Cluster:
                                         **{"user_agent": AGENT.format(n), **crawl})
         return self.configs[n]
 
-    def log(self, n: int) -> str:
-        path = self.directory / f"machine{n}.log"
-        return path.read_text(errors="replace") if path.exists() else ""
-
     def seed(self, seeds: list[str], n: int = 0) -> None:
+        """Queue ``seeds`` (``archiver seeds``, with machine ``n``'s config)."""
         path = self.directory / "seeds.txt"
         path.write_text("".join(url + "\n" for url in seeds))
         done = subprocess.run([*ARCHIVER, "seeds", "--config", str(self.configs[n]), str(path)],
                               capture_output=True, text=True, timeout=120, check=False)
-        assert done.returncode == 0, done.stderr[-3000:]
+        if done.returncode != 0:
+            raise RuntimeError(f"archiver seeds exited {done.returncode}: {done.stderr[-3000:]}")
 
     def start(self, n: int, *args: str) -> subprocess.Popen[str]:
-        """Start machine ``n``'s crawler (``--process n``, with ``args``: ``--until-idle``...)."""
+        """Start machine ``n``'s crawler, with ``args`` (``--until-idle``...). After ``kill`` it
+        stands for a new machine with the same number and an empty disk."""
         with (self.directory / f"machine{n}.log").open("a") as log:
             self.procs[n] = subprocess.Popen(
                 [*ARCHIVER, "crawl", "--config", str(self.configs[n]), "--process", str(n), *args],
                 stdout=subprocess.DEVNULL, stderr=log, text=True)
         return self.procs[n]
 
+    def alive(self, n: int) -> bool:
+        """Machine ``n``'s crawler is running (or frozen)."""
+        return n in self.procs and self.procs[n].poll() is None
+
     def kill(self, n: int) -> float:
-        """Machine ``n`` vanishes: its crawler SIGKILLed, its directory deleted. When."""
-        self.procs[n].send_signal(signal.SIGKILL)
+        """Machine ``n`` vanishes: its crawler SIGKILLed, its local archive deleted (bundles,
+        spool, state; its config stays). The time it happened."""
+        self.procs[n].send_signal(signal.SIGCONT)  # a frozen one is killed as well
+        self.procs[n].kill()
         self.procs[n].wait()
-        shutil.rmtree(self.directory / f"machine{n}")
+        shutil.rmtree(self.directory / f"machine{n}" / "archive", ignore_errors=True)
         return time.time()
 
     def freeze(self, n: int) -> float:
+        """SIGSTOP machine ``n``'s crawler (a VM paused, a partition); when."""
         self.procs[n].send_signal(signal.SIGSTOP)
         return time.time()
 
     def thaw(self, n: int) -> float:
+        """SIGCONT machine ``n``'s crawler; when."""
         self.procs[n].send_signal(signal.SIGCONT)
         return time.time()
 
     def wait(self, n: int, timeout: float) -> str:
-        """Machine ``n``'s crawler ends by itself (``--until-idle``) with status 0; its log."""
+        """Wait for machine ``n``'s crawler to end by itself (``--until-idle``); its log. An
+        AssertionError (with the log's end) if it runs past ``timeout`` (then killed) or exits
+        with a status other than 0."""
         try:
             code = self.procs[n].wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -154,7 +186,8 @@ class Cluster:
             self.procs[n].wait()
             raise AssertionError(f"machine {n} did not finish within {timeout} s:\n"
                                  f"{self.log(n)[-3000:]}") from None
-        assert code == 0, self.log(n)[-3000:]
+        if code != 0:
+            raise AssertionError(f"machine {n} exited {code}:\n{self.log(n)[-3000:]}")
         return self.log(n)
 
     def stop(self, n: int, timeout: float = 120) -> str:
@@ -164,15 +197,21 @@ class Cluster:
         return self.wait(n, timeout)
 
     def close(self) -> None:
-        """Kill what still runs (a test that failed half-way)."""
+        """Kill whatever still runs (a test or a round that failed half-way)."""
         for proc in self.procs.values():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGCONT)
                 proc.kill()
                 proc.wait()
 
+    def log(self, n: int) -> str:
+        """Machine ``n``'s log lines so far (``key=value`` events), every run of it."""
+        path = self.directory / f"machine{n}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
     def faults(self, n: int) -> dict[str, int]:
-        """Machine ``n``'s faults, by event, as its last status says (``Stats.fault``)."""
+        """Machine ``n``'s faults by event (``lease-lost``: 3...), as its last status says
+        (``Stats.fault``: the counts of its current or last run)."""
         with psycopg.connect(self.store_url, autocommit=True) as db:
             row = db.execute("SELECT status->'faults' FROM crawlers WHERE process = %s", (n,)).fetchone()
         return dict(row[0] or {}) if row else {}
@@ -266,6 +305,7 @@ class ArchiveCheck:
 
     missing: set[str]  # served, but in no WARC of the bucket or not in the catalog
     captures: Counter[str]  # catalog entries by URL
+    duplicates: set[tuple[str, int]]  # records (file, offset) the catalog names more than once
     uncatalogued: set[tuple[str, int]]  # records in the bucket the catalog lacks (file, offset)
     unserved: set[tuple[str, int]]  # catalog entries naming no record of the bucket
     warcs_valid: bool
@@ -298,8 +338,10 @@ def check_archive(config: Config, store_url: str, expected: set[str], scratch: P
         entries = list(catalog.iter_all())
     finally:
         catalog.close()
-    catalogued = {(c.filename, c.offset) for c in entries}
+    records = Counter((c.filename, c.offset) for c in entries)
+    catalogued = set(records)
     captures = Counter(c.url for c in entries)
     return ArchiveCheck(missing={u for u in expected if u not in captures or u not in urls_in_warcs},
-                        captures=captures, uncatalogued=indexed - catalogued,
+                        captures=captures, duplicates={r for r, n in records.items() if n > 1},
+                        uncatalogued=indexed - catalogued,
                         unserved=catalogued - indexed, warcs_valid=valid, warcs=len(names))
