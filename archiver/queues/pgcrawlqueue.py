@@ -24,7 +24,7 @@ written with the entries; a site keeps between half and all of its newest ``craw
 
 ``refetch`` inbox rows (URLs of a bundle lost with its machine) bypass the bitmap: the site has
 seen them, but their records are gone. A refetch is queued once, and not while its URL is still
-ahead in the queue.
+ahead in the queue; it goes into the bitmap, so the visit that finds it again queues it no more.
 """
 
 from __future__ import annotations
@@ -189,6 +189,9 @@ class PgCrawlQueue:
                     if url not in ahead:
                         self.requeue(url, depth)
                         ahead.add(url)
+                        # Its entry may never have been written (the vanished holder found it
+                        # and died before its commit): found again in this visit, not queued twice.
+                        self._bloom.add(url)
                         added = True
                 else:
                     added = self.add(url, depth) or added

@@ -174,6 +174,25 @@ def test_opening_a_woken_sites_queue_merges_its_inbox_and_queues_a_refetch_once(
         assert db.execute("SELECT count(*) FROM crawl_inbox").fetchone() == (0,)
 
 
+def test_a_refetch_whose_entry_was_never_written_is_not_queued_again_when_found(processes,
+                                                                               pg_store_url):
+    """A vanished holder fetched a URL it had just found, and died before its entry was written:
+    the lost bundle sends it back, and the visit that continues the site finds it again on the
+    page it refetches; it is fetched once."""
+    one = processes(0)
+    one.sites.add(SITE)
+    one.sites.claim(include_deferred=False)
+    with one.queues.open(SITE) as queue:
+        queue.add(SITE + "/", 0)
+    with psycopg.connect(pg_store_url, autocommit=True) as db:
+        db.execute("INSERT INTO crawl_inbox (origin, depth, url, refetch)"
+                   " VALUES (%s, 1, %s, true)", (SITE, SITE + "/style.css"))
+    with one.queues.open(SITE) as queue:
+        assert queue.next().url == SITE + "/"
+        assert not queue.add(SITE + "/style.css", 1)                  # found on "/" again
+        assert drain(queue) == [SITE + "/style.css"]
+
+
 def test_restart_hands_every_entry_out_again(processes):
     one = processes(0)
     one.sites.add(SITE)
