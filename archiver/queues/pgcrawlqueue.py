@@ -23,8 +23,9 @@ Table ``crawl_decisions`` (version 7) is the sites' decision logs (archiver.queu
 written with the entries; a site keeps between half and all of its newest ``crawl.max_decisions``.
 
 ``refetch`` inbox rows (URLs of a bundle lost with its machine) bypass the bitmap: the site has
-seen them, but their records are gone. A refetch is queued once, and not while its URL is still
-ahead in the queue; it goes into the bitmap, so the visit that finds it again queues it no more.
+seen them, but their records are gone. A refetch is queued once, and not if the visit has queued
+its URL itself (still ahead, or fetched since: after the capture that was lost); it goes into the
+bitmap, so the visit that finds it again queues it no more.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
 
@@ -58,9 +59,11 @@ def _check(url: str, depth: int) -> None:
 
 @dataclass
 class PgInbox:
-    """Inbox rows taken for a merge: (id, url, depth, refetch) each."""
+    """Inbox rows taken for a merge: (id, url, depth, refetch) each; ``handled``: the refetched
+    URLs this visit has queued itself (fetched since the loss, or still to fetch)."""
 
     rows: list[tuple[int, str, int, bool]]
+    handled: set[str] = field(default_factory=set)
 
     def release(self) -> None:
         """The merge failed: the rows stay in the table for the next one."""
@@ -86,6 +89,7 @@ class PgCrawlQueue:
         self._to_save: tuple[int, int, int] | None = None  # a saved mark not written yet
         self._written = (0, 0, 0)
         self._inbox_checked = False
+        self._first = 0  # entries after this seq are this visit's to hand out (the cursor at open)
         self.fenced = False
         self._decisions: list[Decision] = []  # not written yet (under _new_lock)
         self._logged: set[int] = set()  # hashes of (kind, url) this visit logged
@@ -169,12 +173,19 @@ class PgCrawlQueue:
         return not self._inbox_checked
 
     def take_inbox(self) -> PgInbox | None:
-        """Blocking: the site's inbox rows, or None if it is empty."""
+        """Blocking: the site's inbox rows, or None if it is empty. A refetch of a URL this visit
+        queued itself (an entry after ``_first``: the capture lost was older) is ``handled``."""
         self._inbox_checked = True
         with self._queues.connection() as db:
             rows = db.execute("SELECT id, url, depth, refetch FROM crawl_inbox WHERE origin = %s"
                               " ORDER BY id", (self.origin,)).fetchall()
-        return PgInbox(rows) if rows else None
+            refetched = {url for _, url, _, refetch in rows if refetch}
+            handled = {row[0] for row in db.execute(
+                "SELECT url FROM crawl_entries WHERE origin = %s AND seq > %s AND url = ANY(%s)",
+                (self.origin, self._first, sorted(refetched)))} if refetched else set()
+        with self._new_lock:  # found in this visit, not written yet
+            handled.update(entry.url for entry in self._new if entry.url in refetched)
+        return PgInbox(rows, handled) if rows else None
 
     def merge(self, inbox: PgInbox) -> bool:
         """Queue the inbox's URLs (through the bitmap unless refetched: a refetch is queued
@@ -185,7 +196,7 @@ class PgCrawlQueue:
             try:
                 if refetch:
                     if ahead is None:
-                        ahead = {entry.url for entry in self._ahead}
+                        ahead = {entry.url for entry in self._ahead} | inbox.handled
                     if url not in ahead:
                         self.requeue(url, depth)
                         ahead.add(url)
@@ -304,7 +315,7 @@ class PgCrawlQueue:
             rows = db.execute("SELECT seq, depth, url FROM crawl_entries WHERE origin = %s ORDER BY seq",
                               (self.origin,)).fetchall()
         self._ahead = deque(Entry(url, depth, seq) for seq, depth, url in rows)
-        self.cursor = self.pages = self.bytes = 0
+        self.cursor = self.pages = self.bytes = self._first = 0
         self._to_save = self._written = (0, 0, 0)
         self._restarted = now
 
@@ -365,6 +376,7 @@ class PgCrawlQueues:
         queue.cursor, queue.pages, queue.bytes, queue._restarted = row[:4]
         queue._budget = queue._budget_written = (row[4], row[5])
         queue._written = (queue.cursor, queue.pages, queue.bytes)
+        queue._first = queue.cursor
         for seq, depth, url in entries:
             queue._bloom.add(url)
             if seq > queue.cursor:

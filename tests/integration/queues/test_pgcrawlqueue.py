@@ -75,7 +75,11 @@ def test_the_inbox_is_merged_through_the_bitmap_except_refetches(processes, pg_s
     one.sites.claim(include_deferred=False)
     queue = one.queues.open(SITE)
     queue.add(SITE + "/", 0)
-    assert drain(queue) == [SITE + "/"]
+    queue.commit(queue.next(), pages=1, bytes_=1)
+    queue.save(queue.mark())
+    queue.close()
+    queue = one.queues.open(SITE)                       # the next visit: "/" fetched before it
+    assert drain(queue) == []
     outsider.queues.append(SITE, [(SITE + "/", 0), (SITE + "/new", 1)])
     with psycopg.connect(pg_store_url, autocommit=True) as db:
         db.execute("INSERT INTO crawl_inbox (origin, depth, url, refetch) VALUES (%s, 0, %s, true)",
@@ -191,6 +195,32 @@ def test_a_refetch_whose_entry_was_never_written_is_not_queued_again_when_found(
         assert queue.next().url == SITE + "/"
         assert not queue.add(SITE + "/style.css", 1)                  # found on "/" again
         assert drain(queue) == [SITE + "/style.css"]
+
+
+def test_a_refetch_of_a_url_this_visit_queued_itself_is_not_queued_again(processes, pg_store_url):
+    """A lost bundle's URL that the visit continuing the site has fetched since (from the
+    queue, written or not yet) is not fetched again; one the holder before it fetched is."""
+    one = processes(0)
+    one.sites.add(SITE)
+    one.sites.claim(include_deferred=False)
+    with one.queues.open(SITE) as queue:
+        for path in ("/", "/old"):
+            queue.add(SITE + path, 0)
+            queue.commit(queue.next(), pages=1, bytes_=1)
+        queue.save(queue.mark())
+    with one.queues.open(SITE) as queue:                             # the visit that continues
+        queue.add(SITE + "/a", 1)
+        queue.commit(queue.next(), pages=3, bytes_=3)
+        queue.sync()                                                   # "/a": its entry written
+        queue.add(SITE + "/b", 1)
+        queue.commit(queue.next(), pages=4, bytes_=4)                 # "/b": not written yet
+        with psycopg.connect(pg_store_url, autocommit=True) as db:
+            db.execute("INSERT INTO crawl_inbox (origin, depth, url, refetch) VALUES"
+                       " (%(s)s, 1, %(s)s || '/old', true), (%(s)s, 1, %(s)s || '/a', true),"
+                       " (%(s)s, 1, %(s)s || '/b', true)", {"s": SITE})
+        inbox = queue.take_inbox()
+        queue.finish_inbox(inbox, queue.merge(inbox))
+        assert drain(queue) == [SITE + "/old"]
 
 
 def test_restart_hands_every_entry_out_again(processes):
