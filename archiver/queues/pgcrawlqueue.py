@@ -174,12 +174,15 @@ class PgCrawlQueue:
 
     def take_inbox(self) -> PgInbox | None:
         """Blocking: the site's inbox rows, or None if it is empty. A refetch of a URL this visit
-        queued itself (an entry after ``_first``: the capture lost was older) is ``handled``."""
+        queued itself (an entry after ``_first``: the capture lost was older) is ``handled``,
+        while the lease holds (the captures of this visit's own bundle are lost only once its
+        heartbeat is older than the TTL, after the lease's deadline)."""
         self._inbox_checked = True
+        held = self._queues.leases.holds(self.origin, time.monotonic())
         with self._queues.connection() as db:
             rows = db.execute("SELECT id, url, depth, refetch FROM crawl_inbox WHERE origin = %s"
                               " ORDER BY id", (self.origin,)).fetchall()
-            refetched = {url for _, url, _, refetch in rows if refetch}
+            refetched = {url for _, url, _, refetch in rows if refetch} if held else set()
             handled = {row[0] for row in db.execute(
                 "SELECT url FROM crawl_entries WHERE origin = %s AND seq > %s AND url = ANY(%s)",
                 (self.origin, self._first, sorted(refetched)))} if refetched else set()
