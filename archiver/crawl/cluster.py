@@ -4,7 +4,12 @@
   process with the same number elsewhere is refused while the first beats.
 - **Leases and heartbeat** (``renew``, every third of ``crawl.lease_ttl``): the leases of the sites
   in its slots are renewed in one statement, the process's heartbeat recorded, and the bundles of
-  crawlers that stopped beating declared lost (their URLs go back to their sites' inboxes).
+  crawlers that stopped beating declared lost (``reap``: their URLs go back to their sites'
+  inboxes, finished sites are due again; event ``bundle-lost``, counted as a fault).
+- **Paused past its TTL** (SIGSTOP, a frozen VM): its leases went to others, whose epochs fence
+  every late write of its visits (``lease-lost``, ``fenced-write``); a bundle declared lost
+  meanwhile is its own again at its next group commit (``bundle-reopened``), is shipped, and is
+  catalogued whole from its own records.
 - **Shipping** (``ship``): each bundle the group commit finished goes to the object store,
   verified, then its catalog entries into the catalog, then the local file is deleted; closed
   spool files go to ``outlinks/`` in the store. While the store is away (unreachable, failing,
@@ -52,14 +57,17 @@ from archiver.stores import ProcessBusy, SharedStores
 log = logging.getLogger("archiver.crawl.cluster")
 
 SPOOL_KEYS = "outlinks/"
+_TWINS = 100  # captures read to find a URL's own among its key-twins' (``http://h/a/``, ``http://h/a``)
 
 
 class ClusterMember:
     """One crawler process's part in the cluster (see the module docstring)."""
 
     def __init__(self, config: Config, stores: SharedStores, process: int, catalog: CatalogStore,
-                 stats: Stats) -> None:
+                 *, stats: Stats) -> None:
+        """``stats``: the crawler's counters, where its faults are counted (``Stats.fault``)."""
         ttl = config.crawl.lease_ttl
+        self.stats = stats
         self.process = process
         self.prefix = config.warc.prefix
         self.roster = CrawlerRoster(stores.url, ttl, watch=stores.watch)
@@ -76,7 +84,6 @@ class ClusterMember:
         self.spool = config.root / "outlinks"
         self.catalog = catalog
         self.fenced = False  # another registration of our number superseded us
-        self.stats = stats
         self.waiting: list[Path] = []  # closed bundles not shipped yet, oldest first
         self._announced: set[Path] = set()  # those whose wait was logged (bundle-waiting)
         self.away: ObjectStoreError | None = None  # why the last shipment stopped, if it did
@@ -128,7 +135,12 @@ class ClusterMember:
     def record(self, captures: list[Capture]) -> None:
         """The group commit's catalog entries, pending until their bundle is shipped."""
         with self._ledger_lock:
-            self.ledger.record(captures)
+            reopened = self.ledger.record(captures)
+        for name in reopened:
+            self.stats.fault(log, logging.WARNING, "bundle-reopened", bundle=name,
+                             cause="declared lost while this process was paused",
+                             note="it ships and is catalogued whole; URLs sent back meanwhile are"
+                             " captured twice")
 
     def ship(self, paths: Iterable[Path]) -> list[Shipped]:
         """Ship the bundles waiting, then ``paths``, oldest first: each verified and catalogued
@@ -225,22 +237,40 @@ class ClusterMember:
             vanished = self.ledger.vanished()
         lost, requeued = [], 0
         waiting_here = {path.name for path in self.waiting}  # our earlier life's, shipped later
-        for name in vanished:
+        for name, cause in vanished:
             if name in waiting_here:
                 continue
             try:
                 if self.objects.size(name) is not None:  # shipped, then killed before the catalog learnt
                     self._catalogue(name)
-                    event(log, logging.WARNING, "bundle-recovered", bundle=name,
-                          note="its crawler vanished after shipping it; catalogued now")
+                    self.stats.fault(log, logging.WARNING, "bundle-recovered", bundle=name, cause=cause,
+                                     note="its crawler vanished after shipping it; catalogued now")
                     continue
             except ObjectStoreUnavailable:  # the store cannot say: settled once it answers
                 break
             with self._ledger_lock:
-                count = self.ledger.lose(name)
-            if count is not None:
+                gone = self.ledger.lose(name, self._captured)
+            if gone is not None:
                 lost.append(name)
-                requeued += count
-                event(log, logging.WARNING, "bundle-lost", bundle=name, requeued=count,
-                      note="its crawler vanished before shipping it; its URLs are fetched again")
+                requeued += gone.requeued
+                self.stats.fault(log, logging.WARNING, "bundle-lost", bundle=name, cause=cause,
+                                 requeued=gone.requeued, sites=gone.sites, woken=gone.woken,
+                                 note="its crawler vanished before shipping it; its URLs are"
+                                 " fetched again")
         return lost, requeued
+
+    def _captured(self, url: str, at: str) -> bool:
+        """True if the catalog has a capture of exactly ``url`` from timestamp ``at`` on (under
+        the ledger's lock, which also guards the catalog's connection)."""
+        return any(c.url == url for c in self.catalog.captures(url, from_=at, limit=_TWINS))
+
+    def held_elsewhere(self) -> list[str]:
+        """The bundles other crawlers have open now (see ``BundleLedger.held_elsewhere``)."""
+        with self._ledger_lock:
+            return self.ledger.held_elsewhere()
+
+    def settled(self, names: list[str]) -> tuple[bool, bool]:
+        """Of these bundles: (all shipped or lost, any lost)."""
+        with self._ledger_lock:
+            states = self.ledger.states(names)
+        return (not {"open", "reopened"} & set(states.values()), "lost" in states.values())

@@ -182,8 +182,9 @@ class Crawler:
               catalog_connections=self.files.catalog_connections)
         # A crawler waits for a database that restarts or fails over (archiver.store.pgconnection).
         self.stores = stores = open_stores(config, wait=True)
-        if isinstance(stores, SharedStores):
+        if isinstance(stores, SharedStores):  # the database away, lost leases, fenced writes: faults
             stores.watch.report = self._database_fault
+            stores.leases.report = self.stats.fault
         self._lock = stores.lock("crawl", process)
         self.queue = stores.site_queue(process, recover=True)
         self.catalog = stores.catalog(digests=config.crawl.dedupe == "digest",
@@ -194,7 +195,7 @@ class Crawler:
         else:
             from archiver.crawl.cluster import ClusterMember
 
-            self.cluster = ClusterMember(config, stores, process, self.catalog, self.stats)
+            self.cluster = ClusterMember(config, stores, process, self.catalog, stats=self.stats)
             self.cluster.recover()
         self.bundle = stores.bundle_writer(process)
         self.commit_point = CommitPoint(commit_path(stores.state_directory(), process),
@@ -248,9 +249,12 @@ class Crawler:
             if self.cluster is not None:
                 nursery.start_soon(self._renew, self.cluster)
                 nursery.start_soon(self._ship, self.cluster)
-            async with trio.open_nursery() as slots:
-                for number in range(self.config.crawl.sites_per_process):
-                    slots.start_soon(self._slot, number)
+            while True:
+                async with trio.open_nursery() as slots:
+                    for number in range(self.config.crawl.sites_per_process):
+                        slots.start_soon(self._slot, number)
+                if self.cluster is None or not await self._lost_bundles_due(self.cluster):
+                    break
             if self.cluster is not None:  # --until-idle: the bundles closed reach the store first
                 await self._shipped(self.cluster)
             nursery.cancel_scope.cancel()
@@ -412,6 +416,9 @@ class Crawler:
 
     async def _record_outcome(self, origin: str, outcome: Outcome) -> None:
         if outcome.kind == "lost":  # another process holds the site: nothing of ours to record
+            # ... or none yet, and its deadline passed before a renewal (this process was paused):
+            # then it is given back, not left leased to no visit (renewed on and on).
+            await self._queue(self.queue.release, origin)
             self.stats.sites_lost += 1
             event(log, logging.WARNING, "site-lost", site=origin, reason=outcome.note)
             return
@@ -585,6 +592,34 @@ class Crawler:
                 self.service.stop_now()
                 return
             await trio.to_thread.run_sync(cluster.reap)
+
+    async def _lost_bundles_due(self, cluster: ClusterMember) -> bool:
+        """With ``--until-idle``, once the slots found nothing left: wait until every bundle the
+        other crawlers have open now is shipped or found lost (a crawler still beating may have
+        vanished: its bundle is found lost when its heartbeat is ``crawl.lease_ttl`` old). True
+        if a lost one made sites due again: the slots run again. This crawler's own bundle is
+        closed first, so that others waiting the same way wait for it no longer than it ships."""
+        if not self.until_idle or self.ctx.draining.is_set():
+            return False
+        self.bundle.retire()
+        names = await trio.to_thread.run_sync(cluster.held_elsewhere)
+        if names:
+            event(log, logging.INFO, "waiting-for-bundles", bundles=len(names),
+                  note="other crawlers' open bundles: shipped in time, or found lost and their"
+                  " URLs fetched again")
+        while names:
+            settled, lost = await trio.to_thread.run_sync(cluster.settled, names)
+            if settled or (lost and await self._due()):
+                break
+            with trio.move_on_after(self.config.crawl.poll_interval):
+                await self.ctx.draining.wait()
+            if self.ctx.draining.is_set():
+                return False
+        return await self._due()
+
+    async def _due(self) -> bool:
+        """True if a site is due, or will be, for ``--until-idle`` (deferred sites aside)."""
+        return await self._queue(self.queue.next_due, include_deferred=False) is not None
 
     async def _ship(self, cluster: ClusterMember) -> None:
         """Ship each bundle the group commit finishes, and the closed spool files. While the

@@ -10,12 +10,39 @@ site to another yet: a process paused (SIGSTOP, a long GC, a frozen VM) past its
 without starting a late fetch. (A pause between the check and the request going out lets that one
 request out late; a web server takes no fencing token, so nothing can rule that out.)
 
-Pure bookkeeping, no I/O: the clock is passed in (``time.monotonic`` values).
+A lease lost is reported once (event ``lease-lost``, with its cause), through ``report``: the
+crawler's ``Stats.fault``, which counts it; the queues report their refused writes
+(``fenced-write``) the same way.
+
+Pure bookkeeping: the clock is passed in (``time.monotonic`` values), and the events go out
+through ``report``.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+from archiver.logs import event
+
+log = logging.getLogger("archiver.queues.leases")
+
+
+# How a fault is logged (and counted): (logger, level, event name, **fields), as
+# ``archiver.logs.event`` and ``Stats.fault`` take them.
+Report = Callable[..., None]
+
+
+def lost_to(site: tuple[Any, ...] | None) -> str:
+    """Why a lease is lost, from the site's row now: (state, holder, epoch), or None."""
+    if site is None:
+        return "the site is no longer in the queue"
+    state, holder, epoch = site
+    if state == "active":
+        return f"process {holder} holds it now (epoch {epoch})"
+    return f"the site is {state} now (epoch {epoch})"
 
 
 def safety_margin(ttl: float) -> float:
@@ -34,8 +61,9 @@ class Leases:
     """The leases of one process: granted at claims, extended at renewals, dropped at the end of
     a visit, lost when a renewal or a fenced write finds another epoch."""
 
-    def __init__(self, ttl: float) -> None:
+    def __init__(self, ttl: float, report: Report = event) -> None:
         self.ttl = ttl
+        self.report = report  # the crawler's Stats.fault: logged and counted
         self._held: dict[str, Lease] = {}
         self.lost: set[str] = set()  # origins whose lease went to another while their visit ran
 
@@ -51,11 +79,13 @@ class Leases:
             if lease is not None:
                 lease.deadline = max(lease.deadline, deadline)
 
-    def lose(self, origin: str) -> None:
-        """Another holder has the site now: its visit must stop, and write nothing more."""
-        if origin in self._held:
-            del self._held[origin]
+    def lose(self, origin: str, **cause: Any) -> None:
+        """Another holder has the site now: its visit must stop, and write nothing more. Reported
+        (event ``lease-lost`` with ``cause``) when the lease was still held."""
+        lease = self._held.pop(origin, None)
+        if lease is not None:
             self.lost.add(origin)
+            self.report(log, logging.WARNING, "lease-lost", site=origin, epoch=lease.epoch, **cause)
 
     def drop(self, origin: str) -> None:
         """The visit ended (the site was released, finished or put back for a retry)."""

@@ -6,13 +6,15 @@ with the site's page and byte totals (its cursor file) and the epoch allowed to 
 ``crawl_inbox`` the URLs other processes queued for the site (its inbox).
 
 A queue is opened only by the holder of the site's lease (``Leases``): opening records the lease's
-epoch in ``crawl_cursors``, and every later write checks it in the same transaction, so a holder
-whose lease went to another process writes nothing more (its queue is *fenced*: the lease is lost
-and the visit stops). Opening rebuilds the site's Bloom bitmap from every entry and keeps the
-entries after the cursor in memory, with the URLs found since (not yet written). Writes happen in
-worker threads: ``add_to`` gives the crawler's group commit a job that writes the new entries and
-the cursor saved at the previous commit, whose records (and pending catalog entries) are durable by
-then; the cursor never runs ahead of the entries discovered before it.
+epoch in ``crawl_cursors``, and every later write checks it, and the lease itself in ``sites``
+(its row locked shared until the commit, so no claim slips between the check and the write), in
+the same transaction, so a holder whose lease went to another process writes nothing more (its
+queue is *fenced*: events ``fenced-write`` and ``lease-lost``, and the visit stops). Opening
+rebuilds the site's Bloom bitmap from every entry, keeps the entries after the cursor in memory,
+with the URLs found since (not yet written), and merges the inbox, as the embedded queue does.
+Writes happen in worker threads: ``add_to`` gives the crawler's group commit a job that writes the
+new entries and the cursor saved at the previous commit, whose records (and pending catalog
+entries) are durable by then; the cursor never runs ahead of the entries discovered before it.
 
 Columns ``budget_day`` and ``budget_pages`` of ``crawl_cursors`` (version 11) are the site's
 daily page count for its sheet's budget (archiver.web.sheets), written with the cursor.
@@ -21,7 +23,9 @@ Table ``crawl_decisions`` (version 7) is the sites' decision logs (archiver.queu
 written with the entries; a site keeps between half and all of its newest ``crawl.max_decisions``.
 
 ``refetch`` inbox rows (URLs of a bundle lost with its machine) bypass the bitmap: the site has
-seen them, but their records are gone.
+seen them, but their records are gone. A refetch is queued once, and not if the visit has queued
+its URL itself (still ahead, or fetched since: after the capture that was lost); it goes into the
+bitmap, so the visit that finds it again queues it no more.
 
 A call is run again on a new connection if the server went away (``store.pgconnection``). A write
 of entries whose answer was lost is settled by reading whether its last entry (or decision) is
@@ -31,22 +35,26 @@ written twice; inbox rows appended twice are dropped by the site's bitmap when m
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
 
 from archiver.queues.bloom import GrowingBloom
 from archiver.queues.crawlqueue import CrawlQueueBusy, Entry, QueuePosition, parse_entry
 from archiver.queues.decisions import MAX_DETAIL, Decision, loggable
-from archiver.queues.leases import Leases
+from archiver.queues.leases import Leases, lost_to
 from archiver.store.durable import SyncJob
 from archiver.store.pgconnection import NOT_DONE, NotDone, PgConnection, StoreWatch
 
+log = logging.getLogger("archiver.queues.pgcrawlqueue")
+
 _FENCE = "UPDATE crawl_cursors SET {} WHERE origin = %(origin)s AND epoch = %(epoch)s"
+_HELD = "origin = %(origin)s AND epoch = %(epoch)s AND state = 'active'"  # the site's lease
 
 
 def _check(url: str, depth: int) -> None:
@@ -56,9 +64,11 @@ def _check(url: str, depth: int) -> None:
 
 @dataclass
 class PgInbox:
-    """Inbox rows taken for a merge: (id, url, depth, refetch) each."""
+    """Inbox rows taken for a merge: (id, url, depth, refetch) each; ``handled``: the refetched
+    URLs this visit has queued itself (fetched since the loss, or still to fetch)."""
 
     rows: list[tuple[int, str, int, bool]]
+    handled: set[str] = field(default_factory=set)
 
     def release(self) -> None:
         """The merge failed: the rows stay in the table for the next one."""
@@ -84,6 +94,7 @@ class PgCrawlQueue:
         self._to_save: tuple[int, int, int] | None = None  # a saved mark not written yet
         self._written = (0, 0, 0)
         self._inbox_checked = False
+        self._first = 0  # entries after this seq are this visit's to hand out (the cursor at open)
         self.fenced = False
         self._decisions: list[Decision] = []  # not written yet (under _new_lock)
         self._logged: set[int] = set()  # hashes of (kind, url) this visit logged
@@ -167,21 +178,40 @@ class PgCrawlQueue:
         return not self._inbox_checked
 
     def take_inbox(self) -> PgInbox | None:
-        """Blocking: the site's inbox rows, or None if it is empty."""
+        """Blocking: the site's inbox rows, or None if it is empty. A refetch of a URL this visit
+        queued itself (an entry after ``_first``: the capture lost was older) is ``handled``,
+        while the lease holds (the captures of this visit's own bundle are lost only once its
+        heartbeat is older than the TTL, after the lease's deadline)."""
         self._inbox_checked = True
+        held = self._queues.leases.holds(self.origin, time.monotonic())
         with self._queues.connection() as db:
             rows = db.read("SELECT id, url, depth, refetch FROM crawl_inbox WHERE origin = %s"
                            " ORDER BY id", (self.origin,))
-        return PgInbox(rows) if rows else None
+            refetched = {url for _, url, _, refetch in rows if refetch} if held else set()
+            handled = {row[0] for row in db.read(
+                "SELECT url FROM crawl_entries WHERE origin = %s AND seq > %s AND url = ANY(%s)",
+                (self.origin, self._first, sorted(refetched)))} if refetched else set()
+        with self._new_lock:  # found in this visit, not written yet
+            handled.update(entry.url for entry in self._new if entry.url in refetched)
+        return PgInbox(rows, handled) if rows else None
 
     def merge(self, inbox: PgInbox) -> bool:
-        """Queue the inbox's URLs (through the bitmap unless refetched); True if any was new."""
+        """Queue the inbox's URLs (through the bitmap unless refetched: a refetch is queued
+        once, and not while the URL is still ahead); True if any was new."""
         added = False
+        ahead: set[str] | None = None
         for _, url, depth, refetch in inbox.rows:
             try:
                 if refetch:
-                    self.requeue(url, depth)
-                    added = True
+                    if ahead is None:
+                        ahead = {entry.url for entry in self._ahead} | inbox.handled
+                    if url not in ahead:
+                        self.requeue(url, depth)
+                        ahead.add(url)
+                        # Its entry may never have been written (the vanished holder found it
+                        # and died before its commit): found again in this visit, not queued twice.
+                        self._bloom.add(url)
+                        added = True
                 else:
                     added = self.add(url, depth) or added
             except ValueError:
@@ -216,10 +246,10 @@ class PgCrawlQueue:
             written = db.run(
                 lambda: self._write_rows(db, new, decisions, mark, budget, delete_inbox),
                 resolve=lambda: self._rows_written(db, new, decisions))
-        if not written:
-            self.fenced = True
-            self._queues.leases.lose(self.origin)
-            return
+            if not written:
+                self._fence(db, "crawl queue", entries=len(new), decisions=len(decisions),
+                            cursor=None if mark is None else mark[0])
+                return
         if mark is not None:
             self._written = mark
         self._budget_written = budget
@@ -232,7 +262,7 @@ class PgCrawlQueue:
             sets = "budget_day = %(day)s, budget_pages = %(day_pages)s" + (
                 "" if mark is None else ", cursor = %(cursor)s, pages = %(pages)s, bytes = %(bytes)s")
             cursor, pages, bytes_ = mark or (0, 0, 0)
-            if db.execute(_FENCE.format(sets), {
+            if not self._holds(db) or db.execute(_FENCE.format(sets), {
                     "origin": self.origin, "epoch": self.epoch, "cursor": cursor, "pages": pages,
                     "bytes": bytes_, "day": budget[0], "day_pages": budget[1]}).rowcount != 1:
                 return False
@@ -265,6 +295,23 @@ class PgCrawlQueue:
         else:
             return NOT_DONE  # the cursor and the inbox rows deleted: set again
         return True if found == (True,) else NOT_DONE
+
+    def _holds(self, db: PgConnection) -> bool:
+        """In a write's transaction: True if the site's lease is still ours, its row locked
+        (shared) until the commit, so no claim takes the site before the write is in."""
+        return db.execute(f"SELECT 1 FROM sites WHERE {_HELD} FOR SHARE",
+                          {"origin": self.origin, "epoch": self.epoch}).fetchone() is not None
+
+    def _fence(self, db: PgConnection, write: str, **refused: Any) -> None:
+        """A write refused: the lease went to another process (events ``fenced-write`` and
+        ``lease-lost``); this queue writes nothing more."""
+        self.fenced = True
+        leases = self._queues.leases
+        rows = db.read("SELECT state, holder, epoch FROM sites WHERE origin = %s", (self.origin,))
+        cause = lost_to(rows[0] if rows else None)
+        leases.report(log, logging.WARNING, "fenced-write", site=self.origin, write=write,
+                      epoch=self.epoch, cause=cause, **refused)
+        leases.lose(self.origin, during=write, cause=cause)
 
     def _write_decisions(self, db: PgConnection, decisions: list[Decision]) -> None:
         """Insert ``decisions``; past ``crawl.max_decisions`` rows, keep the newest half."""
@@ -300,20 +347,22 @@ class PgCrawlQueue:
 
         def restart() -> list[tuple[Any, ...]] | None:  # twice is harmless: the cursor is set
             with db.transaction():
-                if db.execute(_FENCE.format("cursor = 0, pages = 0, bytes = 0, restarted = %(now)s"),
-                              {"origin": self.origin, "epoch": self.epoch, "now": now}).rowcount != 1:
+                if not self._holds(db) or db.execute(
+                        _FENCE.format("cursor = 0, pages = 0, bytes = 0, restarted = %(now)s"),
+                        {"origin": self.origin, "epoch": self.epoch, "now": now}).rowcount != 1:
                     return None
                 return db.execute("SELECT seq, depth, url FROM crawl_entries WHERE origin = %s"
                                   " ORDER BY seq", (self.origin,)).fetchall()
 
+        if self.fenced:
+            return
         with self._queues.connection() as db:
             rows = db.run(restart)
-        if rows is None:
-            self.fenced = True
-            self._queues.leases.lose(self.origin)
-            return
+            if rows is None:
+                self._fence(db, "restart")
+                return
         self._ahead = deque(Entry(url, depth, seq) for seq, depth, url in rows)
-        self.cursor = self.pages = self.bytes = 0
+        self.cursor = self.pages = self.bytes = self._first = 0
         self._to_save = self._written = (0, 0, 0)
         self._restarted = now
 
@@ -371,20 +420,28 @@ class PgCrawlQueues:
 
         with self.connection() as db:
             row, entries = db.run(read)
-        if row is None:
-            self.leases.lose(origin)
-            raise CrawlQueueBusy(f"the lease of {origin} went to another process")
+            if row is None:
+                now = db.read("SELECT state, holder, epoch FROM sites WHERE origin = %s", (origin,))
+                self.leases.lose(origin, during="open", cause=lost_to(now[0] if now else None))
+                raise CrawlQueueBusy(f"the lease of {origin} went to another process")
         queue = PgCrawlQueue(self, origin, epoch,
                              GrowingBloom(initial_bits=self.bloom_bits, max_fp=self.max_fp))
         queue.cursor, queue.pages, queue.bytes, queue._restarted = row[:4]
         queue._budget = queue._budget_written = (row[4], row[5])
         queue._written = (queue.cursor, queue.pages, queue.bytes)
+        queue._first = queue.cursor
         for seq, depth, url in entries:
             queue._bloom.add(url)
             if seq > queue.cursor:
                 queue._ahead.append(Entry(url, depth, seq))
         queue._count = len(entries)
         queue._next_seq = entries[-1][0] + 1 if entries else 1
+        # As the embedded queue does: a site woken for URLs sent to its inbox (a lost bundle's
+        # refetches, links) has them queued before the visit asks what is left.
+        inbox = queue.take_inbox()
+        if inbox is not None:
+            queue.finish_inbox(inbox, queue.merge(inbox))
+        queue._inbox_checked = False  # and looked at again when the queue runs dry
         return queue
 
     def append(self, origin: str, entries: Iterable[tuple[str, int]], *, sync: bool = True) -> None:

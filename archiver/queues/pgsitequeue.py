@@ -7,9 +7,11 @@ other claims have locked (``FOR UPDATE SKIP LOCKED``), and marks it ``active`` f
 ``holder``, a new ``epoch``, ``lease_until`` a TTL from the database's clock. The crawler renews
 its leases at a steady pace (``renew``); a holder that stops renewing loses the site when its lease
 expires. Every write a visit makes names the epoch of its claim (``WHERE epoch = ...``), so a
-holder that comes back late changes nothing: it learns that it lost the lease (``Leases.lose``) and
-stops. States and due times are those of the embedded queue (``queues.sitequeue``); times are
-seconds since the epoch, like there.
+holder that comes back late changes nothing: it learns that it lost the lease (``Leases.lose``,
+event ``lease-lost``; each write refused, event ``fenced-write``) and stops. A visit that ends
+while URLs wait in its site's inbox (queued since it last looked: a lost bundle's refetches)
+leaves the site waiting, due at once, instead of finished. States and due times are those of the
+embedded queue (``queues.sitequeue``); times are seconds since the epoch, like there.
 
 A PgSiteQueue is used from one thread at a time (the crawler's ``OffLoop``). A call is run again
 on a new connection if the server went away (``store.pgconnection``); the writes whose answer may
@@ -26,7 +28,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from archiver.logs import event
-from archiver.queues.leases import Leases
+from archiver.queues.leases import Leases, lost_to
 from archiver.queues.revisits import ChangeHistory, PageChanges, RevisitSchedule, visit_ended
 from archiver.queues.sitequeue import (
     SITE_COLUMNS,
@@ -275,28 +277,35 @@ class PgSiteQueue:
             self._lost(origin, "renew")
         return lost
 
+    def _now(self, origin: str) -> str:
+        """Who has ``origin`` now, for a lost lease's cause."""
+        return lost_to(self._one("SELECT state, holder, epoch FROM sites WHERE origin = %s", (origin,)))
+
     def _lost(self, origin: str, during: str) -> None:
         if self.leases.epoch(origin) is not None:
-            event(log, logging.WARNING, "lease-lost", site=origin, during=during,
-                  note="another process holds the site now; this visit stops and writes nothing more")
-        self.leases.lose(origin)
+            self.leases.lose(origin, during=during, cause=self._now(origin))
 
     def _held_write(self, origin: str, during: str, sql: str, params: dict[str, Any]) -> bool:
-        """Run an UPDATE of ``origin`` fenced by our lease's epoch; False (and the lease lost) if
-        another process holds it now."""
+        """Run an UPDATE of ``origin`` fenced by our lease's epoch; False (event ``fenced-write``,
+        and the lease lost) if another process holds it now."""
         epoch = self.leases.epoch(origin)
-        done = epoch is not None and self._db.run(
-            lambda: self._db.execute(sql + " WHERE " + _HELD,
-                                     {**params, "origin": origin, "epoch": epoch}).rowcount == 1,
-            resolve=lambda: self._ended(origin, epoch))
-        if not done:
-            self._lost(origin, during)
-        return done
+        if epoch is None:  # lost before: reported then
+            return False
+        if self._db.run(lambda: self._db.execute(sql + " WHERE " + _HELD,
+                                                 {**params, "origin": origin, "epoch": epoch}).rowcount == 1,
+                        resolve=lambda: self._ended(origin, epoch)):
+            return True
+        cause = self._now(origin)
+        self.leases.report(log, logging.WARNING, "fenced-write", site=origin, write=during,
+                           epoch=epoch, cause=cause)
+        self.leases.lose(origin, during=during, cause=cause)
+        return False
 
     def _ended(self, origin: str, epoch: int | None) -> bool | NotDone:
-        """After a write ending our lease whose answer was lost: True if it committed (the row
-        still names our epoch and is no longer active: every such write ends the lease), False if
-        another process took the site since, NOT_DONE if the write is still to be made."""
+        """After a held write whose answer was lost: True if it committed (the row still names our
+        epoch and is no longer active: every held write but ``restarted``'s ends the lease), False
+        if another process took the site since, NOT_DONE if the write is to be made (again: the
+        restart flag's, which leaves the row active, is set, not toggled)."""
         row = self._db.execute("SELECT epoch, state FROM sites WHERE origin = %s", (origin,)).fetchone()
         if row is None or row[0] != epoch:
             return False
@@ -306,23 +315,34 @@ class PgSiteQueue:
                schedule: RevisitSchedule | None = None, now: float | None = None) -> None:
         """As ``SiteQueue.finish`` (nothing written if another process holds the site now)."""
         now = time.time() if now is None else now
-        row = self._one("SELECT compared, changed, compared_seconds, next_visit FROM sites"
-                        " WHERE origin = %s", (origin,))
-        history, next_visit = visit_ended(ChangeHistory(*row[:3]) if row else ChangeHistory(),
-                                          row[3] if row else 0.0, changes, schedule, now)
-        self._held_write(
-            origin, "finish", "UPDATE sites SET state = %(state)s, due = %(due)s,"
-            " next_visit = %(due)s, attempts = 0, note = %(note)s, compared = %(compared)s,"
-            " changed = %(changed)s, compared_seconds = %(seconds)s, holder = NULL,"
-            " lease_until = NULL",
-            {"state": "revisit" if next_visit else "done", "due": next_visit, "note": note,
-             "compared": history.compared, "changed": history.changed,
-             "seconds": history.seconds})
+        with self._db.transaction():
+            # The row locked first, so URLs queued in its inbox meanwhile are seen (a lost
+            # bundle's refetches: BundleLedger.lose locks the row too): the site waits again.
+            row = self._one("SELECT compared, changed, compared_seconds, next_visit FROM sites"
+                            " WHERE origin = %s FOR UPDATE", (origin,))
+            history, next_visit = visit_ended(ChangeHistory(*row[:3]) if row else ChangeHistory(),
+                                              row[3] if row else 0.0, changes, schedule, now)
+            self._held_write(
+                origin, "finish", "UPDATE sites SET"
+                " state = CASE WHEN inbox.queued THEN 'waiting' ELSE %(state)s END,"
+                " due = CASE WHEN inbox.queued THEN 0 ELSE %(due)s END,"
+                " next_visit = %(due)s, attempts = 0, note = %(note)s, compared = %(compared)s,"
+                " changed = %(changed)s, compared_seconds = %(seconds)s, holder = NULL,"
+                " lease_until = NULL FROM (SELECT EXISTS (SELECT 1 FROM crawl_inbox"
+                " WHERE crawl_inbox.origin = %(origin)s) AS queued) AS inbox",
+                {"state": "revisit" if next_visit else "done", "due": next_visit, "note": note,
+                 "compared": history.compared, "changed": history.changed,
+                 "seconds": history.seconds})
         self.leases.drop(origin)
 
     def release(self, origin: str) -> None:
-        self._held_write(origin, "release", "UPDATE sites SET state = 'waiting', due = 0, holder = NULL,"
-                         " lease_until = NULL", {})
+        """The site waits again (a visit stopped, or one that found its lease's deadline past:
+        given back if no other process took it meanwhile)."""
+        lapsed = not self.leases.holds(origin, time.monotonic())
+        if self._held_write(origin, "release", "UPDATE sites SET state = 'waiting', due = 0,"
+                            " holder = NULL, lease_until = NULL", {}) and lapsed:
+            self.leases.lose(origin, during="release", cause="its deadline passed before a renewal"
+                             " (this process was paused, or its renewals late); given back")
         self.leases.drop(origin)
 
     def postpone(self, origin: str, due: float, note: str) -> None:
@@ -333,11 +353,7 @@ class PgSiteQueue:
         self.leases.drop(origin)
 
     def restarted(self, origin: str) -> None:
-        epoch = self.leases.epoch(origin)
-        if epoch is None or self._db.run(  # twice is harmless: the flag is set, not toggled
-                lambda: self._db.execute("UPDATE sites SET restart = false WHERE " + _HELD,
-                                         {"origin": origin, "epoch": epoch}).rowcount) != 1:
-            self._lost(origin, "restart")
+        self._held_write(origin, "restart", "UPDATE sites SET restart = false", {})
 
     def retry(self, origin: str, *, delay: float, max_attempts: int, defer_delay: float,
               note: str, now: float | None = None) -> str:

@@ -435,6 +435,11 @@ class BundleWriter:
             os.close(self._fd)
             self._fd = None
 
+    def retire(self) -> None:
+        """Close the current bundle at the next sync job, whatever its age (a crawler with
+        nothing left to fetch ships what it holds)."""
+        self._retire_current()
+
     def _ready(self) -> None:
         """Make sure a bundle is open with room left. A full one is retired: flushed here, then
         fsynced, closed and renamed by the next sync job, in a worker thread (``add_to``)."""

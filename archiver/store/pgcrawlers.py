@@ -12,9 +12,11 @@ bundle whose crawler stopped beating (its machine died) or registered again with
 has *vanished* with it. If the object store has it (the crawler died between the upload and the
 catalog), another crawler catalogues it (``shipped``); otherwise it is *lost* (``lose``): its
 entries' URLs go back to their sites' inboxes as refetches (but for those still ahead of their
-site's cursor: the crawl fetches them anyway), and the sites that were done wait again. A bundle
-shipped after it was declared lost (its process was only paused, or too slow to ship at exit) is
-catalogued from its own records: it is in the store, so the catalog names it too.
+site's cursor, which the crawl fetches anyway, and those captured again since), and the sites
+that had finished are due again at once. A bundle shipped after it was declared lost (its process
+was only paused, or too slow to ship at exit) is catalogued from its own records: it is in the
+store, so the catalog names it too (each record once: the catalog's key holds its file and
+offset); a URL it holds that was sent back meanwhile is captured twice, no more.
 
 A call is run again on a new connection if the server went away (``store.pgconnection``):
 registering and beating set what they set; ``record`` whose answer was lost is settled by reading
@@ -40,6 +42,16 @@ from archiver.store.pgconnection import NOT_DONE, NotDone, PgConnection, StoreWa
 from archiver.web import urls
 
 _EXPIRED = "c.heartbeat < now() - make_interval(secs => %(ttl)s)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Lost:
+    """What declaring a bundle lost did: the URLs sent back as refetches, the sites they went
+    to, and how many of those had finished (done, or waiting for a revisit) and are due again."""
+
+    requeued: int
+    sites: int
+    woken: int
 
 
 class CrawlerBusy(Exception):
@@ -100,35 +112,39 @@ class BundleLedger:
     def close(self) -> None:
         self._db.close()
 
-    def record(self, captures: list[Capture]) -> None:
-        """The catalog entries of records now durable in open or closed local bundles."""
+    def record(self, captures: list[Capture]) -> list[str]:
+        """The catalog entries of records now durable in open or closed local bundles; the
+        bundles this reopened (declared lost while this process was paused)."""
         if not captures:
-            return
-        self._db.run(lambda: self._record(captures), resolve=lambda: self._recorded(captures[-1]))
+            return []
+        return self._db.run(lambda: self._record(captures), resolve=lambda: self._recorded(captures[-1]))
 
-    def _record(self, captures: list[Capture]) -> None:
+    def _record(self, captures: list[Capture]) -> list[str]:
         names = sorted({c.filename for c in captures})
         with self._db.transaction():
             # A bundle declared lost while this process was paused is ours again: it will ship,
             # and be catalogued from its own records (the entries pending before are gone).
-            self._db.execute(
+            states = self._db.execute(
                 "INSERT INTO bundles (name, process, process_epoch, state, opened)"
                 " SELECT n, %s, %s, 'open', %s FROM unnest(%s::text[]) AS n"
-                " ON CONFLICT (name) DO UPDATE SET state = 'reopened' WHERE bundles.state = 'lost'",
-                (self.process, self.epoch, time.time(), names))
+                " ON CONFLICT (name) DO UPDATE SET state = 'reopened' WHERE bundles.state = 'lost'"
+                " RETURNING name, state",
+                (self.process, self.epoch, time.time(), names)).fetchall()
             with self._db.cursor().copy(
                     "COPY pending_captures (bundle, origin, url, capture) FROM STDIN") as copy:
                 for capture in captures:
                     copy.write_row((capture.filename, urls.origin(capture.url), capture.url,
                                     json.dumps(dataclasses.asdict(capture))))
+        return [name for name, state in states if state == "reopened"]
 
-    def _recorded(self, last: Capture) -> NotDone | None:
-        """After a ``record`` whose answer was lost: None if its last entry is pending (it
-        committed), else NOT_DONE."""
+    def _recorded(self, last: Capture) -> NotDone | list[str]:
+        """After a ``record`` whose answer was lost: no bundle reopened (none can be told apart
+        now: a reopened one ships and is catalogued whole all the same) if its last entry is
+        pending (it committed), else NOT_DONE."""
         found = self._db.execute(
             "SELECT EXISTS (SELECT 1 FROM pending_captures WHERE bundle = %s"
             " AND (capture->>'offset')::bigint = %s)", (last.filename, last.offset)).fetchone()
-        return None if found == (True,) else NOT_DONE
+        return [] if found == (True,) else NOT_DONE
 
     def shipped(self, name: str, catalog: CatalogStore, index: Callable[[], Iterable[Capture]]) -> int:
         """Bundle ``name`` is in the object store, verified: its entries go to the catalog (from
@@ -159,38 +175,80 @@ class BundleLedger:
         return added
 
     @retried
-    def vanished(self) -> list[str]:
-        """Open bundles of crawlers that stopped beating or registered again since."""
-        return [row[0] for row in self._db.execute(
-            "SELECT b.name FROM bundles AS b JOIN crawlers AS c ON b.process = c.process"
-            f" WHERE b.state IN ('open', 'reopened') AND (c.epoch > b.process_epoch OR {_EXPIRED})"
-            " ORDER BY b.name",
-            {"ttl": self.ttl})]
+    def vanished(self) -> list[tuple[str, str]]:
+        """Open bundles of crawlers that stopped beating or registered again since, each with
+        why it is taken for gone."""
+        return [(name, f"crawler process {process} registered again (epoch {epoch})" if again
+                 else f"crawler process {process} stopped beating {age:.0f} s ago")
+                for name, process, epoch, again, age in self._db.execute(
+                    "SELECT b.name, b.process, c.epoch, c.epoch > b.process_epoch,"
+                    " extract(epoch FROM now() - c.heartbeat)::float8"
+                    " FROM bundles AS b JOIN crawlers AS c ON b.process = c.process"
+                    f" WHERE b.state IN ('open', 'reopened') AND (c.epoch > b.process_epoch OR {_EXPIRED})"
+                    " ORDER BY b.name", {"ttl": self.ttl})]
 
     @retried
-    def lose(self, name: str) -> int | None:
+    def held_elsewhere(self) -> list[str]:
+        """The bundles other crawler processes (or this one's earlier lives) have open: each is
+        shipped in time, or found lost with its process."""
+        return [row[0] for row in self._db.execute(
+            "SELECT name FROM bundles WHERE state IN ('open', 'reopened')"
+            " AND NOT (process = %s AND process_epoch = %s) ORDER BY name",
+            (self.process, self.epoch))]
+
+    @retried
+    def states(self, names: list[str]) -> dict[str, str]:
+        """The state of each of these bundles."""
+        return dict(self._db.execute("SELECT name, state FROM bundles WHERE name = ANY(%s)",
+                                     (names,)).fetchall())
+
+    @retried
+    def lose(self, name: str, captured: Callable[[str, str], bool] = lambda url, at: False
+             ) -> Lost | None:
         """Declare bundle ``name`` lost (it is not in the object store): its URLs go back to
-        their sites' inboxes, and the sites that were done wait again. The URLs requeued, or None
-        if another process declared it first (or it was shipped meanwhile)."""
+        their sites' inboxes as refetches, and the sites that were finished are due again at
+        once. A URL is not sent back if it is robots.txt, still ahead of its site's cursor (the
+        visit that continues the site fetches it), already sent back, or captured again since
+        (a newer entry pending in another bundle, or one the catalog has: ``captured(url,
+        timestamp)``). None if another process declared it first (or it was shipped meanwhile)."""
         with self._db.transaction():
             if self._db.execute("UPDATE bundles SET state = 'lost' WHERE name = %s"
                                 " AND state IN ('open', 'reopened')", (name,)).rowcount != 1:
                 return None
-            requeued = self._db.execute(
-                "WITH gone AS (DELETE FROM pending_captures WHERE bundle = %(name)s"
-                "  RETURNING origin, url)"
-                " INSERT INTO crawl_inbox (origin, depth, url, refetch)"
-                " SELECT g.origin, coalesce((SELECT min(e.depth) FROM crawl_entries AS e"
-                "  WHERE e.origin = g.origin AND e.url = g.url), 0), g.url, true"
-                " FROM (SELECT DISTINCT origin, url FROM gone) AS g"
-                " WHERE g.url <> g.origin || '/robots.txt' AND NOT EXISTS ("
-                # Still ahead of its site's cursor: the visit that continues the site fetches it.
-                "  SELECT 1 FROM crawl_entries AS e JOIN crawl_cursors AS c ON c.origin = e.origin"
-                "  WHERE e.origin = g.origin AND e.url = g.url AND e.seq > c.cursor)"
-                " RETURNING origin", {"name": name}).fetchall()
-            self._db.execute("UPDATE sites SET state = 'waiting', due = 0 WHERE state = 'done'"
-                             " AND origin = ANY(%s)", (sorted({row[0] for row in requeued}),))
-        return len(requeued)
+            first: dict[tuple[str, str], str] = {}  # (origin, url): its earliest lost capture
+            for origin, url, at in self._db.execute(
+                    "DELETE FROM pending_captures WHERE bundle = %s"
+                    " RETURNING origin, url, capture->>'timestamp'", (name,)):
+                if url != origin + "/robots.txt":
+                    first[origin, url] = min(first.get((origin, url), at), at)
+            origins = sorted({origin for origin, _ in first})
+            # Locked in origin order before the inbox is written: a visit finishing one of these
+            # sites (PgSiteQueue.finish) either sees the refetches or is done before, and woken.
+            self._db.execute("SELECT 1 FROM sites WHERE origin = ANY(%s) ORDER BY origin FOR UPDATE",
+                             (origins,))
+            found = self._db.execute(
+                "SELECT g.origin, g.url, g.at, coalesce((SELECT min(e.depth) FROM crawl_entries AS e"
+                "  WHERE e.origin = g.origin AND e.url = g.url), 0)"
+                " FROM unnest(%(origins)s::text[], %(urls)s::text[], %(ats)s::text[]) AS g(origin, url, at)"
+                " WHERE NOT EXISTS (SELECT 1 FROM crawl_entries AS e JOIN crawl_cursors AS c"
+                "  ON c.origin = e.origin WHERE e.origin = g.origin AND e.url = g.url AND e.seq > c.cursor)"
+                " AND NOT EXISTS (SELECT 1 FROM crawl_inbox AS i"
+                "  WHERE i.origin = g.origin AND i.url = g.url AND i.refetch)"
+                " AND NOT EXISTS (SELECT 1 FROM pending_captures AS p"
+                "  WHERE p.url = g.url AND p.capture->>'timestamp' >= g.at)",
+                {"origins": [o for o, _ in first], "urls": [u for _, u in first],
+                 "ats": list(first.values())}).fetchall()
+            refetch = [(origin, depth, url) for origin, url, at, depth in found
+                       if not captured(url, at)]
+            with self._db.cursor().copy(
+                    "COPY crawl_inbox (origin, depth, url, refetch) FROM STDIN") as copy:
+                for origin, depth, url in refetch:
+                    copy.write_row((origin, depth, url, True))
+            sites = sorted({origin for origin, _, _ in refetch})
+            woken = self._db.execute(
+                "UPDATE sites SET state = 'waiting', due = 0 WHERE origin = ANY(%s)"
+                " AND state IN ('done', 'revisit')", (sites,)).rowcount
+        return Lost(len(refetch), len(sites), woken)
 
 
 class UnshippedCaptures:

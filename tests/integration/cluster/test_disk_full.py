@@ -17,7 +17,7 @@ import time
 import psycopg
 
 from demoweb import WebSpec, run_demo_process
-from tests.support.cluster import archived, overlapping, requests, shared_config, wait_for
+from tests.support.cluster import check_archive, overlapping, requests, shared_config, wait_for
 from tests.support.crawls import load, write_seeds
 from tests.support.repo import ARCHIVER
 
@@ -87,12 +87,11 @@ def test_a_full_disk_pauses_a_shared_crawler_which_ships_what_it_can_and_resumes
     assert re.search(r"event=disk-ok resumed=True", err), err[-3000:]
     assert any(e["start"] > space_back for e in log_entries)  # resumed by itself
     assert not overlapping(log_entries)
-    archive = archived(config, tmp_path / "downloaded")
-    assert archive.valid
-    assert not archive.missing({u for u in web.expected("archiver") if "robots500" not in u})
-    assert not archive.duplicates()
-    assert {(c.filename, c.offset) for c in archive.entries} == archive.records
-    assert held and all(archive.bundles.get(name) == data for name, data in held.items())
+    expected = {u for u in web.expected("archiver") if "robots500" not in u}
+    check = check_archive(config, config.store.url, expected, tmp_path / "downloaded")
+    assert check.warcs_valid and not check.missing and not check.duplicates
+    assert not check.uncatalogued and not check.unserved
+    assert held and all(check.bundles.get(name) == data for name, data in held.items())
     assert not list((config.root / "bundles").glob("*.warc.gz*")), "a bundle stayed local"
     with psycopg.connect(pg_store_url) as db:
         assert db.execute("SELECT count(*) FROM pending_captures").fetchone() == (0,)

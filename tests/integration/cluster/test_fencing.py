@@ -1,78 +1,95 @@
-"""A lease holder paused (SIGSTOP) past its TTL and resumed: another process took its sites
-meanwhile, and the late holder neither fetches for them again nor writes to their queues."""
+"""A machine frozen (SIGSTOP) past its lease TTL and continued (SIGCONT): another machine took its
+sites meanwhile, and found its open bundle lost; the late one neither fetches for those sites
+again nor writes to their queues (fenced by the lease epoch: events ``lease-lost`` and
+``fenced-write``), ships its bundle of that time, and the crawl ends with nothing lost."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import time
+import re
+from collections import Counter
 from urllib.parse import urlsplit
 
 import psycopg
 
 from demoweb import WebSpec, run_demo_process
-from tests.support.cluster import overlapping, requests, shared_config, wait_for
-from tests.support.crawls import FAST, write_seeds
-from tests.support.repo import ARCHIVER
+from tests.support.cluster import (
+    AGENT,
+    Cluster,
+    check_archive,
+    install_write_log,
+    lease_breaches,
+    overlapping,
+    requests,
+    wait_for,
+)
+from tests.support.crawls import load
 
 LEASE_TTL = 3.0
 
 
-def test_a_holder_that_comes_back_late_is_fenced_off(tmp_path, pg_store_url, s3_bucket):
-    spec = WebSpec(sites=4, pages_per_site=60, port=0, trap=False)
+def test_a_machine_frozen_past_its_lease_ttl_writes_nothing_for_the_sites_it_lost(
+        tmp_path, pg_store_url, s3_bucket):
+    spec = WebSpec(sites=4, pages_per_site=50, port=0, trap=False)
     log = tmp_path / "requests.jsonl"
+    install_write_log(pg_store_url)
     with run_demo_process(spec, log_path=log) as (web, _port, _proc):
-        # The holder rests longer between fetches: a pause (SIGSTOP) that falls between a fetch's
-        # lease check and its request would send that request after the resume. The taker crawls
-        # the rest of the web at the tests' usual pace.
-        configs = [shared_config(tmp_path / f"machine{n}", web, store_url=pg_store_url, bucket=s3_bucket,
-                                 warc={"max_age": 2.0, "sync_interval": 0.5}, min_rest=min_rest,
-                                 lease_ttl=LEASE_TTL, poll_interval=0.2, user_agent=f"archiver-test-{n}")
-                   for n, min_rest in enumerate([0.2, FAST["min_rest"]])]
-        seeds = write_seeds(tmp_path / "seeds.txt", [o + "/" for o in web.origins()])
         sites = {urlsplit(o).hostname for o in web.origins() if "robots500" not in o}  # that one defers
-        subprocess.run([*ARCHIVER, "seeds", "--config", str(configs[0]), str(seeds)], check=True,
-                       capture_output=True, timeout=60)
-
-        def crawler(n: int, *extra: str) -> subprocess.Popen[str]:
-            return subprocess.Popen([*ARCHIVER, "crawl", "--config", str(configs[n]), "--process", str(n),
-                                     *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
         def fetched_by(n: int, after: float = 0.0) -> list[dict]:
-            return [e for e in requests(log) if e["agent"] == f"archiver-test-{n}" and e["start"] > after]
+            return [e for e in requests(log) if e["agent"] == AGENT.format(n) and e["start"] > after]
 
-        late = crawler(0)
+        cluster = Cluster(tmp_path, web, store_url=pg_store_url, bucket=s3_bucket)
         try:
-            wait_for(lambda: {e["host"] for e in fetched_by(0)} >= sites
-                     and len(fetched_by(0)) >= 30, "the first holder to crawl every site")
-            late.send_signal(signal.SIGSTOP)
-            paused = time.time()
-            taker = crawler(1, "--until-idle")
-            wait_for(lambda: {e["host"] for e in fetched_by(1)} >= sites,
-                     "the other process to take every site", timeout=90)
-            late.send_signal(signal.SIGCONT)
-            resumed = time.time()
-            _, taker_err = taker.communicate(timeout=240)
-            assert taker.returncode == 0, taker_err[-3000:]
+            # The frozen machine keeps one bundle open (warc.max_age), unshipped when it freezes,
+            # and rests longer between fetches: a freeze that falls between a fetch's lease check
+            # and its request would send that request after it is continued.
+            cluster.configure(0, warc={"max_age": 600.0, "sync_interval": 0.5}, lease_ttl=LEASE_TTL,
+                              min_rest=0.2)
+            cluster.configure(1, warc={"max_age": 2.0, "sync_interval": 0.5}, lease_ttl=LEASE_TTL)
+            cluster.seed([origin + "/" for origin in web.origins()])
+            cluster.start(0, "--until-idle")
+            wait_for(lambda: {e["host"] for e in fetched_by(0)} >= sites and len(fetched_by(0)) >= 30,
+                     "the first machine to crawl every site")
+            frozen = cluster.freeze(0)
+            cluster.start(1, "--until-idle")
+            wait_for(lambda: {e["host"] for e in fetched_by(1)} >= sites
+                     and "event=bundle-lost" in cluster.log(1),
+                     "the other machine to take every site and find the frozen one's bundle lost",
+                     timeout=90)
+            thawed = cluster.thaw(0)
+            late = cluster.wait(0, timeout=180)
+            cluster.wait(1, timeout=180)
         finally:
-            late.send_signal(signal.SIGCONT)
-            late.send_signal(signal.SIGTERM)
-            _, late_err = late.communicate(timeout=60)
+            cluster.close()
         log_entries = requests(log)
 
-    # Every site went to the taker while the holder was paused (its leases expired meanwhile).
-    assert min(e["start"] for e in fetched_by(1)) > paused
-    # The late holder fetched nothing after it came back: every site had gone to the taker.
-    assert fetched_by(0, after=resumed) == []
-    assert not overlapping(log_entries), overlapping(log_entries)[:3]
-    assert "event=lease-lost" in late_err or "event=site-lost" in late_err
-    assert late.returncode == 0, late_err[-3000:]
+    # Nothing lost, nothing catalogued twice, and the frozen machine's bundle shipped and indexed.
+    expected = {u for u in web.expected("archiver") if "robots500" not in u}
+    check = check_archive(load(cluster.configs[1]), pg_store_url, expected, tmp_path / "bucket")
+    assert check.missing == set(), (len(check.missing), sorted(check.missing)[:10])
+    assert not check.duplicates and not check.uncatalogued and not check.unserved, check
+    assert check.warcs_valid
     with psycopg.connect(pg_store_url, autocommit=True) as db:
-        # Every crawl queue was last written under the newest lease of its site: no late write won.
-        stale = db.execute("SELECT c.origin, c.epoch, s.epoch FROM crawl_cursors c JOIN sites s"
-                           " USING (origin) WHERE c.epoch <> s.epoch").fetchall()
-        assert stale == []
-        assert db.execute("SELECT count(*) FROM sites"
-                          " WHERE state NOT IN ('done', 'revisit', 'deferred')").fetchone() == (0,)
-        holders = db.execute("SELECT DISTINCT holder FROM sites").fetchall()
-        assert holders == [(None,)]
+        bundles = db.execute("SELECT process, state FROM bundles").fetchall()
+        stale = db.execute("SELECT c.origin FROM crawl_cursors c JOIN sites s USING (origin)"
+                           " WHERE c.epoch <> s.epoch").fetchall()
+    assert {state for _, state in bundles} == {"shipped"} and {0, 1} <= {p for p, _ in bundles}
+    assert stale == []                 # every crawl queue last written under its site's newest lease
+    # What the freeze cost: a URL of its lost bundle fetched again, once at most.
+    fetched = Counter((e["host"], e["target"]) for e in log_entries if e["target"] != "/robots.txt")
+    assert max(fetched.values()) <= 2, [key for key, n in fetched.items() if n > 2][:10]
+    # The frozen machine's sites went to the other machine while it was frozen, and it fetched
+    # nothing once continued: never two machines on one site, no write without the lease.
+    assert min(e["start"] for e in fetched_by(1)) > frozen
+    assert fetched_by(0, after=thawed) == []
+    assert not overlapping(log_entries), overlapping(log_entries)[:3]
+    roles = {AGENT.format(n): cluster.role(n) for n in (0, 1)}
+    assert not lease_breaches(pg_store_url, log_entries, roles)
+    # Each lease lost is reported once, each refused write too, and both are counted.
+    lost = Counter(re.findall(r"event=lease-lost site=http://([^:/]+)", late))
+    fenced = re.findall(r"event=fenced-write ", late)
+    assert set(lost) >= sites and set(lost.values()) == {1}, lost
+    assert fenced, late[-3000:]
+    faults = cluster.faults(0)
+    assert faults["lease-lost"] == sum(lost.values()) and faults["fenced-write"] == len(fenced), faults
+    assert cluster.faults(1)["bundle-lost"] >= 1

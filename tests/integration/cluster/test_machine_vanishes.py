@@ -1,6 +1,7 @@
-"""A cluster of three crawler processes, each with its own local directory, sharing one PostgreSQL
+"""A cluster of crawler processes, each with its own local directory, sharing one PostgreSQL
 store and one S3 bucket. One is killed with SIGKILL part-way and its directory deleted, as if its
-machine vanished; the survivors take over its sites once its leases expire, and finish the crawl.
+machine vanished; the survivors take over its sites once its leases expire, and finish the crawl,
+with nothing lost: also when the loss of its unshipped bundle is found after its sites finished.
 """
 
 from __future__ import annotations
@@ -12,12 +13,24 @@ import subprocess
 import time
 from collections import Counter, defaultdict
 
+import psycopg
+
 from archiver.store.catalog_maintenance import ObjectWarcs
 from archiver.store.objectstore import S3Store, open_object
 from archiver.store.pgcatalog import PgCatalog
 from archiver.store.warcindex import index_stream
 from demoweb import WebSpec, run_demo_process
-from tests.support.cluster import overlapping, requests, shared_config, wait_for
+from tests.support.cluster import (
+    AGENT,
+    Cluster,
+    check_archive,
+    install_write_log,
+    lease_breaches,
+    overlapping,
+    requests,
+    shared_config,
+    wait_for,
+)
 from tests.support.crawls import FAST, load, warcio_check, write_seeds
 from tests.support.repo import ARCHIVER
 
@@ -106,7 +119,7 @@ def test_survivors_finish_the_sites_of_a_crawler_that_vanished(tmp_path, pg_stor
     stalled = {int(holder) for err in outputs
                for holder in re.findall(r"event=lease-expired site=\S+ holder=(\d+)", err)}
     requeued = sum(int(n) for err in outputs
-                   for n in re.findall(r"event=bundle-lost bundle=\S+ requeued=(\d+)", err))
+                   for n in re.findall(r"event=bundle-lost .*?requeued=(\d+)", err))
     refetched = sum(again[p] for p in (1, 2) if p not in stalled)
     assert refetched <= requeued, f"{refetched} survivors' captures made again, {requeued} refetches"
     kill = again[0] + refetched
@@ -114,6 +127,61 @@ def test_survivors_finish_the_sites_of_a_crawler_that_vanished(tmp_path, pg_stor
     for proc_config in configs[1:]:
         local = load(proc_config).root / "bundles"
         assert not list(local.glob("*.warc.gz")), "a closed bundle stayed on a survivor's disk"
+
+
+def test_a_machine_lost_after_its_sites_finished_loses_nothing(tmp_path, pg_store_url, s3_bucket):
+    """The doomed machine keeps its bundle open (``warc.max_age`` 600 s) while it crawls one site
+    after another, and vanishes with some finished and one under way. The survivor takes that one
+    over as its lease expires (2 s), and finishes every site well before it takes the doomed
+    machine for gone (its own ``lease_ttl``, 9 s, is how old a heartbeat must be): the loss is
+    found on finished sites, which become due again, and every URL the lost bundle held is
+    fetched again, once; the survivor, ``--until-idle``, waits for that before it exits."""
+    spec = WebSpec(sites=4, pages_per_site=30, port=0, trap=False)
+    log = tmp_path / "requests.jsonl"
+    install_write_log(pg_store_url)
+    with run_demo_process(spec, log_path=log) as (web, _port, _proc):
+        cluster = Cluster(tmp_path, web, store_url=pg_store_url, bucket=s3_bucket)
+        try:
+            cluster.configure(0, warc={"max_age": 600.0, "sync_interval": 0.5}, lease_ttl=2.0,
+                              min_rest=0.05, sites_per_process=1)
+            cluster.configure(1, warc=WARC, lease_ttl=9.0)
+            cluster.seed([origin + "/" for origin in web.origins()])
+            cluster.start(0)
+            wait_for(lambda: finished_and_under_way(pg_store_url), "the doomed machine to finish a"
+                     " site and be well into another")
+            cluster.kill(0)
+            cluster.start(1, "--until-idle")
+            out = cluster.wait(1, timeout=180)
+        finally:
+            cluster.close()
+        log_entries = requests(log)
+
+    expected = {u for u in web.expected("archiver") if "robots500" not in u}
+    check = check_archive(load(cluster.configs[1]), pg_store_url, expected, tmp_path / "bucket")
+    assert check.missing == set(), (len(check.missing), sorted(check.missing)[:10])
+    lost = [dict(re.findall(r"(\w+)=(\d+)", line)) for line in out.splitlines()
+            if "event=bundle-lost" in line]
+    assert len(lost) == 1 and int(lost[0]["woken"]) >= 1, lost        # found on finished sites
+    assert not check.uncatalogued and not check.unserved and check.warcs_valid
+    assert check.twice == {}, check.twice
+    # What the loss cost: the survivor fetched each URL once (robots.txt aside, once a visit).
+    fetched = Counter((e["host"], e["target"]) for e in log_entries
+                      if e["agent"] == AGENT.format(1) and not e["target"].startswith("/robots"))
+    assert max(fetched.values()) == 1, [key for key, n in fetched.items() if n > 1][:10]
+    assert not overlapping(log_entries), overlapping(log_entries)[:3]
+    roles = {AGENT.format(n): cluster.role(n) for n in (0, 1)}
+    assert not lease_breaches(pg_store_url, log_entries, roles)
+    assert cluster.faults(1) == {"bundle-lost": 1}
+
+
+def finished_and_under_way(store_url: str) -> bool:
+    """A site is finished (done, or waiting for a revisit) and another, active, has its cursor
+    past its tenth URL."""
+    with psycopg.connect(store_url, autocommit=True) as db:
+        return db.execute(
+            "SELECT count(*) FILTER (WHERE s.state IN ('done', 'revisit')) > 0 AND count(*) FILTER"
+            " (WHERE s.state = 'active' AND c.cursor >= 10) > 0"
+            " FROM sites AS s LEFT JOIN crawl_cursors AS c USING (origin)").fetchone()[0]
 
 
 def bundle_process(name: str) -> int:

@@ -20,7 +20,7 @@ import psycopg
 import pytest
 
 from demoweb import WebSpec, run_demo_process
-from tests.support.cluster import archived, overlapping, requests, shared_config, wait_for
+from tests.support.cluster import check_archive, overlapping, requests, shared_config, wait_for
 from tests.support.crawls import load, write_seeds
 from tests.support.repo import ARCHIVER
 
@@ -128,13 +128,11 @@ def test_crawlers_keep_their_bundles_while_the_store_is_away_and_lose_nothing(
         assert re.search(r"event=store-recovered store=objects away_s=\d", err)
     # Nothing lost: every page is in the bucket's WARCs and the catalog; no record catalogued twice.
     config = load(configs[0])
-    archive = archived(config, tmp_path / "downloaded")
-    assert archive.valid
-    assert not archive.missing(expected(web))
-    assert not archive.duplicates()
-    assert {(c.filename, c.offset) for c in archive.entries} == archive.records
+    check = check_archive(config, config.store.url, expected(web), tmp_path / "downloaded")
+    assert check.warcs_valid and not check.missing and not check.duplicates
+    assert not check.uncatalogued and not check.unserved
     # Each bundle that waited is in the store byte for byte: deleted only once the store had it.
-    assert waited and all(archive.bundles.get(name) == data for name, data in waited.items())
+    assert waited and all(check.bundles.get(name) == data for name, data in waited.items())
     for root in roots:
         assert not list((root / "bundles").glob("*.warc.gz*")), "a bundle stayed local"
         assert not list((root / "outlinks").glob("*.tsv*")), "a spool file stayed local"
@@ -241,8 +239,8 @@ def test_past_its_local_limit_a_crawler_pauses_and_replay_answers_503_until_the_
     assert "event=local-limit-ok" in err and "event=store-recovered store=objects" in err
     for name in ("store-unavailable", "bundle-waiting", "store-recovered"):  # counted on /metrics
         assert re.search(rf'archiver_faults_total{{process="0",event="{name}"}} [1-9]', metrics), metrics
-    archive = archived(load(config), tmp_path / "downloaded")
-    assert not archive.missing(expected(web)) and not archive.duplicates() and archive.valid
+    check = check_archive(load(config), load(config).store.url, expected(web), tmp_path / "downloaded")
+    assert check.warcs_valid and not check.missing and not check.duplicates
 
 
 def test_a_crawler_stopped_while_the_store_is_away_keeps_its_bundles_for_its_next_start(
@@ -286,7 +284,7 @@ def test_a_crawler_stopped_while_the_store_is_away_keeps_its_bundles_for_its_nex
     # The next start shipped every bundle left, byte for byte, and the crawl lost nothing.
     assert left and re.search(rf"event=cluster-recovered process=0 repaired=0 shipped={len(left)} ", second)
     assert not overlapping(log_entries)
-    archive = archived(load(config), tmp_path / "downloaded")
-    assert all(archive.bundles.get(name) == data for name, data in left.items())
-    assert archive.valid and not archive.missing(expected(web)) and not archive.duplicates()
+    check = check_archive(load(config), load(config).store.url, expected(web), tmp_path / "downloaded")
+    assert all(check.bundles.get(name) == data for name, data in left.items())
+    assert check.warcs_valid and not check.missing and not check.duplicates
     assert not list((root / "bundles").glob("*.warc.gz*"))

@@ -3,6 +3,8 @@ goes to another process with a new epoch, and the late holder's writes change no
 
 from __future__ import annotations
 
+import time
+
 import psycopg
 import pytest
 
@@ -58,6 +60,36 @@ def test_an_expired_lease_goes_to_another_process_and_fences_the_first(queues, p
     assert taker.renew() == set()
     taker.finish("http://a.test", "complete")
     assert taker.state("http://a.test") == "done"
+
+
+def test_a_visit_that_ends_while_urls_wait_in_its_inbox_leaves_the_site_due(queues, pg_store_url):
+    """A lost bundle's refetches reach the inbox after the visit last looked: the site is due
+    again at once, not finished with them left behind."""
+    holder = queues(0)
+    holder.add("http://a.test", now=0)
+    holder.claim(include_deferred=False, now=0)
+    with psycopg.connect(pg_store_url, autocommit=True) as db:
+        db.execute("INSERT INTO crawl_inbox (origin, depth, url, refetch)"
+                   " VALUES ('http://a.test', 1, 'http://a.test/b', true)")
+    holder.finish("http://a.test", "complete", now=100)
+    assert holder.site("http://a.test").state == "waiting" and holder.site("http://a.test").due == 0
+    assert holder.claim(include_deferred=False, now=100) == "http://a.test"
+
+
+def test_a_lease_whose_deadline_passed_is_given_back_and_reported(queues):
+    """A holder paused past its lease's deadline that nobody took meanwhile gives the site back
+    when its visit stops, rather than renewing a lease no visit uses."""
+    holder = queues(0, ttl=10.0)
+    faults = []
+    holder.leases.report = lambda _log, _level, name, **fields: faults.append((name, fields))
+    holder.add("http://a.test", now=0)
+    holder.claim(include_deferred=False, now=0)
+    holder.leases.granted("http://a.test", holder.leases.epoch("http://a.test"),
+                          sent_at=time.monotonic() - 60)                # paused for a minute
+    holder.release("http://a.test")
+    assert holder.state("http://a.test") == "waiting" and holder.leases.held() == {}
+    assert [(name, fields["during"]) for name, fields in faults] == [("lease-lost", "release")]
+    assert holder.renew() == set()
 
 
 def test_next_due_counts_sites_others_hold_so_until_idle_waits_for_them(queues):

@@ -8,13 +8,13 @@ import pytest
 
 from archiver.store.catalog import Capture, surt_key
 from archiver.store.pgcatalog import PgCatalog
-from archiver.store.pgcrawlers import BundleLedger, CrawlerBusy, CrawlerRoster
+from archiver.store.pgcrawlers import BundleLedger, CrawlerBusy, CrawlerRoster, Lost
 
 BUNDLE = "ARCHIVER-20260101000000-0-00000.warc.gz"
 
 
-def cap(url: str, offset: int, filename: str = BUNDLE) -> Capture:
-    return Capture(urlkey=surt_key(url), timestamp="20260101000000", url=url, status=200,
+def cap(url: str, offset: int, filename: str = BUNDLE, at: str = "20260101000000") -> Capture:
+    return Capture(urlkey=surt_key(url), timestamp=at, url=url, status=200,
                    mime="text/html", digest="sha1:" + "A" * 32, redirect=None, filename=filename,
                    offset=offset, length=100)
 
@@ -81,8 +81,8 @@ def test_the_bundles_of_a_crawler_that_vanished_send_their_urls_back(store, pg_s
     survivor = ledger(1, 1, ttl=1.0)
     assert survivor.vanished() == []                                    # still beating
     sql(pg_store_url, "UPDATE crawlers SET heartbeat = now() - interval '5 seconds'")
-    assert survivor.vanished() == [BUNDLE]
-    assert survivor.lose(BUNDLE) == 2                                   # robots.txt is not queued
+    assert survivor.vanished() == [(BUNDLE, "crawler process 0 stopped beating 5 s ago")]
+    assert survivor.lose(BUNDLE) == Lost(requeued=2, sites=1, woken=1)  # robots.txt is not queued
     assert survivor.lose(BUNDLE) is None                                # declared once
     assert sorted(sql(pg_store_url, "SELECT url, depth, refetch FROM crawl_inbox")) == [
         ("http://a.test/", 0, True), ("http://a.test/b", 3, True)]
@@ -90,9 +90,9 @@ def test_the_bundles_of_a_crawler_that_vanished_send_their_urls_back(store, pg_s
     assert catalog.count() == 0
     # The paused crawler comes back, writes more into it and ships it after all: the entries
     # pending now are only the late ones, so it is catalogued from its own records, all of them.
-    ours.record([cap("http://a.test/late", 900)])
+    assert ours.record([cap("http://a.test/late", 900)]) == [BUNDLE]
     assert sql(pg_store_url, "SELECT state FROM bundles") == [("reopened",)]
-    assert survivor.vanished() == [BUNDLE]                               # still unshipped
+    assert [name for name, _ in survivor.vanished()] == [BUNDLE]         # still unshipped
     sql(pg_store_url, "UPDATE crawlers SET heartbeat = now()")
     records = [cap("http://a.test/", 10), cap("http://a.test/b", 200), cap("http://a.test/late", 900)]
     assert ours.shipped(BUNDLE, catalog, index=lambda: records) == 3
@@ -113,5 +113,41 @@ def test_a_lost_bundles_urls_still_ahead_of_their_sites_cursor_are_not_fetched_t
     sql(pg_store_url, "INSERT INTO crawl_cursors (origin, cursor, epoch) VALUES ('http://a.test', 1, 1)")
     ours.record([cap("http://a.test/", 10), cap("http://a.test/b", 200)])
     sql(pg_store_url, "UPDATE crawlers SET heartbeat = now() - interval '5 seconds'")
-    assert ledger(1, 1, ttl=1.0).lose(BUNDLE) == 1
+    assert ledger(1, 1, ttl=1.0).lose(BUNDLE) == Lost(requeued=1, sites=1, woken=0)
     assert sql(pg_store_url, "SELECT url FROM crawl_inbox") == [("http://a.test/",)]
+
+
+def test_a_lost_bundle_wakes_its_finished_sites_and_sends_back_only_what_no_one_captured_since(
+        store, pg_store_url):
+    """Found lost after its sites finished (done, or waiting for a revisit), a bundle makes them
+    due at once; a URL captured again since its lost capture (pending in another bundle, or in
+    the catalog), or already sent back, is not fetched a third time."""
+    roster, ledger, catalog = store
+    roster(ttl=1.0).register(0, "host-a", 1)
+    ours = ledger(0, 1, ttl=1.0)
+    sql(pg_store_url, "INSERT INTO sites (origin, added, state, due) VALUES"
+        " ('http://a.test', 0, 'done', 0), ('http://b.test', 0, 'revisit', 9e9),"
+        " ('http://c.test', 0, 'deferred', 9e9)")
+    lost_at = "20260101000010"
+    ours.record([cap(f"http://{host}.test/{page}", n, at=lost_at)
+                 for n, (host, page) in enumerate([("a", "x"), ("a", "pending"), ("a", "shipped"),
+                                                  ("a", "again"), ("b", "x"), ("c", "x")])])
+    survivor = ledger(1, 1, ttl=1.0)
+    # A survivor captured two of them again (one still pending, one catalogued); "again" was
+    # sent back already by another lost bundle.
+    later = "ARCHIVER-20260101000000-1-00000.warc.gz"
+    survivor.record([cap("http://a.test/pending", 1, later, at=lost_at)])
+    catalog.add([cap("http://a.test/shipped", 2, later, at="20260101000011")])
+    sql(pg_store_url, "INSERT INTO crawl_inbox (origin, depth, url, refetch)"
+        " VALUES ('http://a.test', 1, 'http://a.test/again', true)")
+    sql(pg_store_url, "UPDATE crawlers SET heartbeat = now() - interval '5 seconds'")
+
+    def captured(url: str, at: str) -> bool:
+        return any(c.url == url for c in catalog.captures(url, from_=at))
+
+    assert survivor.lose(BUNDLE, captured) == Lost(requeued=3, sites=3, woken=2)
+    assert sorted(sql(pg_store_url, "SELECT url FROM crawl_inbox")) == [
+        ("http://a.test/again",), ("http://a.test/x",), ("http://b.test/x",), ("http://c.test/x",)]
+    assert sorted(sql(pg_store_url, "SELECT origin, state, due FROM sites")) == [
+        ("http://a.test", "waiting", 0.0), ("http://b.test", "waiting", 0.0),
+        ("http://c.test", "deferred", 9e9)]                              # fetched at its retry

@@ -1,6 +1,6 @@
 """Leases: the holder's own deadline, earlier than the database's, and what ends a lease."""
 
-from archiver.queues.leases import Leases, safety_margin
+from archiver.queues.leases import Leases, lost_to, safety_margin
 
 
 def test_a_lease_is_safe_until_the_ttl_less_a_margin_from_when_it_was_asked_for():
@@ -37,3 +37,15 @@ def test_the_margin_is_a_tenth_of_the_ttl_within_bounds():
     assert safety_margin(300.0) == 30.0
     assert safety_margin(5.0) == 1.0
     assert safety_margin(1.0) == 0.5
+
+
+def test_a_lost_lease_is_reported_once_with_its_cause():
+    faults = []
+    leases = Leases(ttl=10.0, report=lambda _log, _level, name, **fields: faults.append((name, fields)))
+    leases.granted("http://a.test", 3, sent_at=0.0)
+    cause = lost_to(("active", 1, 4))
+    leases.lose("http://a.test", during="renew", cause=cause)
+    leases.lose("http://a.test", during="finish", cause=cause)        # known already: not again
+    assert faults == [("lease-lost", {"site": "http://a.test", "epoch": 3, "during": "renew",
+                                      "cause": "process 1 holds it now (epoch 4)"})]
+    assert lost_to(("done", None, 4)) == "the site is done now (epoch 4)"
