@@ -315,13 +315,22 @@ def check_shared_queues_continue(old: config.Config, new: Path) -> None:
             claimed.add(origin)
         assert claimed >= set(facts)
         for origin, (entries, finished, totals) in facts.items():
+            # Opening a queue to crawl merges its inbox: the URLs there it has not seen follow.
+            with psycopg.connect(stores.url) as db:
+                inbox = db.execute("SELECT url, depth FROM crawl_inbox WHERE origin = %s ORDER BY id",
+                                   (origin,)).fetchall()
+            seen, merged = {url for url, _ in entries}, []
+            for url, depth in inbox:
+                if url not in seen:
+                    seen.add(url)
+                    merged.append((url, depth))
             with queues.open(origin) as queue:
                 assert (queue.cursor, queue.pages, queue.bytes) == (finished, *totals)
-                assert len(queue) == len(entries)
+                assert len(queue) == len(entries) + len(merged)
                 ahead = []
                 while (entry := queue.next(merge=False)) is not None:
                     ahead.append((entry.url, entry.depth))
-                assert ahead == entries[finished:]
+                assert ahead == entries[finished:] + merged
     finally:
         sites.close()
         queues.close()
