@@ -205,11 +205,21 @@ def cmd_status(args: argparse.Namespace) -> int:
     from archiver.store.status import format_status
 
     cfg = _config(args)
-    stores = open_stores(cfg)
     if args.sites:
-        return _site_status(stores, as_json=args.json)
-    with contextlib.closing(stores.status()) as status:
-        statuses = status.read_all()
+        return _site_status(open_stores(cfg), as_json=args.json)
+    if cfg.store.url:  # the cluster's status lives in its database
+        from archiver.store.pgschema import StoreError
+
+        try:
+            stores = open_stores(cfg)
+            with contextlib.closing(stores.status()) as status:
+                statuses = status.read_all()
+        except StoreError as e:
+            return _local_status(cfg, e, as_json=args.json)
+    else:
+        stores = open_stores(cfg)
+        with contextlib.closing(stores.status()) as status:
+            statuses = status.read_all()
     if args.json:
         print(json.dumps(statuses, indent=1, sort_keys=True))
     elif not statuses:
@@ -218,6 +228,23 @@ def cmd_status(args: argparse.Namespace) -> int:
     else:
         print("\n".join(format_status(s, stale_after=cfg.crawl.lease_ttl) for s in statuses))
     return 0
+
+
+def _local_status(cfg: config.Config, error: Exception, *, as_json: bool) -> int:
+    """``status`` while the cluster's database is away: what this machine's crawlers last wrote
+    to their local copies (each says ``waiting_for=database`` while it waits); status 1."""
+    from archiver.store.status import StatusFiles, format_status
+
+    print(f"archiver status: {error}; this machine's crawlers, from their local status files:",
+          file=sys.stderr)
+    statuses = StatusFiles(cfg.root).read_all()
+    if as_json:
+        print(json.dumps(statuses, indent=1, sort_keys=True))
+    elif not statuses:
+        print(f"no crawler status in {cfg.root / 'state'}")
+    else:
+        print("\n".join(format_status(s, stale_after=cfg.crawl.lease_ttl) for s in statuses))
+    return 1
 
 
 def _site_status(stores: EmbeddedStores | SharedStores, *, as_json: bool) -> int:

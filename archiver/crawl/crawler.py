@@ -39,7 +39,7 @@ from archiver.service import Service
 from archiver.store.catalog import Capture
 from archiver.store.durable import is_disk_error
 from archiver.store.offloop import OffLoop, is_busy
-from archiver.store.status import summary_line
+from archiver.store.status import StatusFiles, summary_line
 from archiver.stores import EmbeddedStores, SharedStores, open_stores
 from archiver.web import urls
 from archiver.web.sheets import sheet_for
@@ -204,6 +204,9 @@ class Crawler:
         self.dns_history = stores.dns_history()
         self.spool = stores.spool_writer(process)
         self.status_files = stores.status()
+        # In a cluster the status lives in the database; a copy on this machine's disk is what
+        # ``archiver status`` shows here while the database is away (waiting_for=database).
+        self.local_status = StatusFiles(config.root) if isinstance(stores, SharedStores) else None
         self.ctx = CrawlContext(
             config=config, bundle=self.bundle, spool=self.spool, stats=self.stats,
             crawl_queues=stores.crawl_queues(),
@@ -472,8 +475,14 @@ class Crawler:
     async def _write_status_off_loop(self) -> dict:
         """Write the status file, the queue counted and the file written in worker threads."""
         status = self.stats.snapshot(await self._queue(self.queue.counts))
+        await self._write_local_status(status)
         await trio.to_thread.run_sync(self.status_files.write, self.process, status)
         return status
+
+    async def _write_local_status(self, status: dict) -> None:
+        """In a cluster: the status's copy on this machine's disk (see ``local_status``)."""
+        if self.local_status is not None:
+            await trio.to_thread.run_sync(self.local_status.write, self.process, status)
 
     async def _report(self) -> None:
         """Every ``status_interval``: the status written, and its summary logged. While a write
@@ -502,8 +511,10 @@ class Crawler:
             while True:
                 await trio.sleep(self.config.crawl.status_interval)
                 if not writing.is_set():
-                    summary = summary_line(self.stats.snapshot(sites))
-                    log.info("progress", extra={"fields": {"summary": summary}})
+                    status = self.stats.snapshot(sites)
+                    with contextlib.suppress(OSError):  # a full disk is the status write's to report
+                        await self._write_local_status(status)
+                    log.info("progress", extra={"fields": {"summary": summary_line(status)}})
                     continue
                 writing = trio.Event()
                 nursery.start_soon(report)

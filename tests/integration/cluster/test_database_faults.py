@@ -12,13 +12,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from archiver.store.objectstore import S3Store, open_object
-from archiver.store.pgcatalog import PgCatalog
 from archiver.store.pgstatus import PgStatus
-from archiver.store.warcindex import index_stream
 from demoweb import WebSpec, run_demo_process
-from tests.support.cluster import overlapping, requests, shared_config, wait_for
-from tests.support.crawls import load, warcio_check, write_seeds
+from tests.support.cluster import check_archive, overlapping, requests, shared_config, wait_for
+from tests.support.crawls import load, write_seeds
 from tests.support.objectstore import S3Bucket
 from tests.support.postgres import store_database
 from tests.support.repo import ARCHIVER
@@ -29,12 +26,12 @@ WARC = {"max_age": 2.0, "sync_interval": 0.5}
 
 
 def crawl_through_fault(tmp_path: Path, url: str, bucket: S3Bucket,
-                        fault: Callable[[list[Path]], None]) -> tuple[list[str], list[dict], float]:
-    """Two crawlers crawl the demo web; ``fault(their stderr files)`` runs once they are well
-    under way. Checks that
-    the bucket and the catalog hold every page the web serves, once, in valid WARCs, and that no
-    host saw two connections at once; the crawlers' stderr, the web's request log, and the time
-    the fault was over."""
+                        fault: Callable[[list[Path], list[Path]], None]
+                        ) -> tuple[list[str], list[dict], float]:
+    """Two crawlers crawl the demo web; ``fault(their configs, their stderr files)`` runs once
+    they are well under way. Checks that the bucket and the catalog hold every page the web
+    serves, once, in valid WARCs, and that no host saw two connections at once; the crawlers'
+    stderr, the web's request log, and the time the fault was over."""
     spec = WebSpec(sites=4, pages_per_site=30, port=0, trap=False)
     log = tmp_path / "requests.jsonl"
     with run_demo_process(spec, log_path=log) as (web, _port, _proc):
@@ -55,7 +52,7 @@ def crawl_through_fault(tmp_path: Path, url: str, bucket: S3Bucket,
                      "--until-idle"], stdout=subprocess.DEVNULL, stderr=out))
         try:
             wait_for(lambda: len(requests(log)) >= 30, "the crawl to be under way")
-            fault(errs)
+            fault(configs, errs)
             over = time.time()
         finally:
             for proc in crawlers:
@@ -66,27 +63,11 @@ def crawl_through_fault(tmp_path: Path, url: str, bucket: S3Bucket,
         assert proc.returncode == 0, err[-3000:]
     assert not overlapping(entries), overlapping(entries)[:3]
 
-    config = load(configs[0])
-    store = S3Store.from_config(config.warc.store, config.s3)
-    downloaded = tmp_path / "downloaded"
-    downloaded.mkdir()
-    indexed = set()
-    for name in (n for n in store.list() if n.endswith(".warc.gz")):
-        with open_object(store, name) as f:
-            (downloaded / name).write_bytes(f.read())
-        with open_object(store, name) as f:
-            indexed |= {(c.filename, c.offset) for c in index_stream(f, name, name)}
-    assert warcio_check(sorted(downloaded.iterdir())).returncode == 0
-    catalog = PgCatalog(url, config.catalog.shards, readonly=True)
-    try:
-        captures = list(catalog.iter_all())
-    finally:
-        catalog.close()
-    records = [(c.filename, c.offset) for c in captures]
-    assert len(records) == len(set(records)), "a capture was catalogued twice"
-    assert set(records) == indexed  # the catalog and the bucket agree both ways
     expected = {u for u in web.expected("archiver") if "robots500" not in u}
-    assert {c.url for c in captures} >= expected, sorted(expected - {c.url for c in captures})[:5]
+    check = check_archive(load(configs[0]), url, expected, tmp_path / "downloaded")
+    assert check.warcs_valid and not check.duplicates, "a capture was catalogued twice"
+    assert not check.uncatalogued and not check.unserved  # the catalog and the bucket agree
+    assert not check.missing, sorted(check.missing)[:5]
     for config_path in configs:  # nothing left behind on a machine's disk
         assert not list((load(config_path).root / "bundles").glob("*.warc.gz*"))
     return outputs, entries, over
@@ -113,7 +94,7 @@ def assert_waited_for_the_database(outputs: list[str], url: str) -> None:
 def test_crawlers_wait_out_a_database_crash_restart_and_lose_nothing(tmp_path, own_postgres, s3_bucket):
     url = store_database(own_postgres)
     outputs, entries, over = crawl_through_fault(
-        tmp_path, url, s3_bucket, lambda _errs: own_postgres.restart("immediate"))
+        tmp_path, url, s3_bucket, lambda _configs, _errs: own_postgres.restart("immediate"))
     assert_waited_for_the_database(outputs, url)
     assert any(e["start"] > over for e in entries), "the crawl did not go on after the restart"
 
@@ -122,12 +103,17 @@ def test_crawlers_follow_a_failover_to_the_promoted_standby_and_lose_nothing(
         tmp_path, replicated_postgres, s3_bucket):
     primary, standby, url = replicated_postgres
 
-    def fail_over(errs: list[Path]) -> None:
+    def fail_over(configs: list[Path], errs: list[Path]) -> None:
         """The primary stops; the standby is promoted once every crawler says, on its progress
-        line, that it waits for the database (its status cannot be written meanwhile)."""
+        line and in its local status (its status in the database cannot be written meanwhile),
+        that it waits for the database."""
         primary.stop("fast")
         wait_for(lambda: all(re.search(r"event=progress .*waiting_for=database", err.read_text())
                              for err in errs), "the crawlers to say they wait for the database")
+        status = subprocess.run([*ARCHIVER, "status", "--config", str(configs[0])],
+                                capture_output=True, text=True, timeout=60, check=False)
+        assert status.returncode == 1 and "from their local status files" in status.stderr, status
+        assert "waiting_for=database" in status.stdout, status.stdout
         standby.promote()
 
     outputs, entries, over = crawl_through_fault(tmp_path, url, s3_bucket, fail_over)
