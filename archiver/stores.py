@@ -213,11 +213,10 @@ class SharedStores:
         self.root = config.root
         self.url = url
         from archiver.queues.leases import Leases
-        from archiver.store.pgconnection import StoreWatch
-        from archiver.store.pgschema import require_current
-        require_current(url)
+        from archiver.store.pgconnection import PgConnection, StoreWatch
         self.leases = Leases(config.crawl.lease_ttl)  # this process's site leases
         self.watch: StoreWatch = StoreWatch(wait=wait, retry_max=config.store.retry_max)
+        PgConnection(url, readonly=True, watch=self.watch).close()  # the schema checked
 
     # -- queues
 

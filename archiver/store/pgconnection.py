@@ -47,7 +47,14 @@ from typing import Any, Concatenate, Final, ParamSpec, Protocol, TypeVar
 import psycopg
 
 from archiver.logs import event
-from archiver.store.pgschema import Connection, StoreError, connect, connect_current, redact
+from archiver.store.pgschema import (
+    Connection,
+    StoreError,
+    check_version,
+    connect,
+    connect_current,
+    redact,
+)
 
 log = logging.getLogger("archiver.store.pgconnection")
 
@@ -166,23 +173,29 @@ def is_lost(error: BaseException, conn: Connection | None, *, readonly: bool = F
 
 class PgConnection:
     """A store's connection to ``url`` (see the module docstring); made at once, with the
-    schema checked (StoreError, SchemaError). ``on_connect`` runs on each new connection after
-    the first (a session's locks and settings to take again); what it raises comes out of the
-    call that reconnected."""
+    schema checked (StoreError, SchemaError; a waiting store waits for a server that does not
+    answer yet, as for one that went away). ``on_connect`` runs on each new connection after the
+    first (a session's locks and settings to take again); what it raises comes out of the call
+    that reconnected."""
 
     def __init__(self, url: str, *, readonly: bool = False, watch: StoreWatch | None = None,
                  on_connect: Callable[[Connection], None] | None = None) -> None:
         self.url = url
         self.readonly = readonly
         self.watch = watch if watch is not None else StoreWatch()
-        self.on_connect = on_connect
-        self._conn: Connection | None = connect_current(url, readonly=readonly)
-        self._outages = self.watch.outages  # the watch's outages when this connection was made
+        self.on_connect: Callable[[Connection], None] | None = None  # not on the first
+        self._conn: Connection | None = None
         self._depth = 0  # runs under way (only the outermost settles a lost connection)
         self._attempt = 0  # attempts to connect again that failed in a row
         self._next_try = 0.0  # monotonic time of the next attempt (a store that does not wait)
         self._random = random.Random()
         self._cause = "the connection was lost"
+        if self.watch.wait:  # a service started while the database restarts or fails over
+            check_version(self.live())
+        else:
+            self._conn = connect_current(url, readonly=readonly)
+        self._outages = self.watch.outages  # the watch's outages when this connection was made
+        self.on_connect = on_connect
 
     # -- what the stores use of psycopg's Connection, on the connection of the moment
 

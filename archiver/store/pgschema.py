@@ -4,8 +4,8 @@ Every migration is a version, a description and SQL; ``schema_version`` records 
 ``init_schema`` applies the missing ones in one transaction under an advisory lock, so two
 ``archiver store init`` at once are safe (the second waits, then finds nothing to do), and a
 failed migration leaves the database as it was. Processes open their stores only on a database at
-exactly this archiver's version (``require_current``): an older one needs ``archiver store init``,
-a newer one a newer archiver.
+exactly this archiver's version (``connect_current``, ``check_version``): an older one needs
+``archiver store init``, a newer one a newer archiver.
 
 The catalog table is hash-partitioned on ``shard``, the catalog's own shard of a key
 (``catalog.shard_of``, the SQLite catalog's shard function), and ``shard`` leads its primary key:
@@ -382,12 +382,6 @@ def connect_current(url: str, *, readonly: bool = False) -> Connection:
         conn.close()
         raise
     return conn
-
-
-def require_current(url: str) -> None:
-    """SchemaError unless the database at ``url`` is at this archiver's schema version."""
-    with connect(url, readonly=True) as conn:
-        check_version(conn)
 
 
 def init_schema(url: str) -> list[Migration]:

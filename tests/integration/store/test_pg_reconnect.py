@@ -6,12 +6,14 @@ ask again, and a write whose answer was lost is settled by reading what it did, 
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
 import psycopg
 import pytest
 
+from archiver import config
 from archiver.queues.leases import Leases
 from archiver.queues.pgcrawlqueue import PgCrawlQueues
 from archiver.queues.pglinksstate import PgLinksState
@@ -21,6 +23,9 @@ from archiver.store.objectstore import S3Store
 from archiver.store.pgcatalog import PgCatalog
 from archiver.store.pgconnection import StoreAway, StoreWatch
 from archiver.store.pgcrawlers import BundleLedger
+from archiver.store.pgschema import StoreError
+from archiver.stores import EmbeddedStores, SharedStores, open_stores
+from tests.support.cluster import wait_for
 from tests.support.linkbatch import site_changes
 from tests.support.pgproxy import PgProxy
 from tests.support.postgres import store_database
@@ -84,6 +89,34 @@ def test_a_waiting_store_waits_out_a_restart_and_an_outage_and_reports_each_once
         assert events.seen[-1][1]["after"] >= 2.0
     finally:
         catalog.close()
+
+
+def test_a_waiting_store_opened_while_the_server_is_down_waits_for_it(own_postgres, tmp_path, caplog):
+    """A crawler started (a new machine, a restart) while the database restarts or fails over
+    waits for it, the schema checked once it answers; a store that does not wait refuses."""
+    url = store_database(own_postgres)
+    path = tmp_path / "archiver.toml"
+    path.write_text(f'[archive]\nroot = "{tmp_path / "archive"}"\n[store]\nurl = "{url}"\n'
+                    f'[warc]\nstore = "{tmp_path / "warcs"}"\n')
+    cfg = config.load(path)
+    own_postgres.stop("fast")
+    with pytest.raises(StoreError, match="cannot connect"):
+        open_stores(cfg)
+    opened: list[EmbeddedStores | SharedStores] = []
+    opening = threading.Thread(target=lambda: opened.append(open_stores(cfg, wait=True)))
+    with caplog.at_level(logging.WARNING, logger="archiver.store.pgconnection"):
+        opening.start()
+        wait_for(lambda: "store-unavailable" in caplog.text, "the open to find the store away")
+        assert opening.is_alive(), "the open did not wait for the store"
+        own_postgres.start()
+        opening.join(30)
+    assert "store-recovered" in caplog.text
+    assert len(opened) == 1 and isinstance(opened[0], SharedStores)
+    queue = opened[0].site_queue(0)
+    try:
+        assert sum(queue.counts().values()) == 0
+    finally:
+        queue.close()
 
 
 def test_connections_that_find_an_outage_over_do_not_report_it_again(own_postgres):

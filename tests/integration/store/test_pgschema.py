@@ -16,9 +16,9 @@ from archiver.store.pgschema import (
     MIGRATIONS,
     SchemaError,
     StoreError,
+    connect_current,
     init_schema,
     redact,
-    require_current,
     schema_version,
 )
 from tests.support.postgres import PASSWORD, PASSWORD_ROLE, PostgresServer
@@ -74,17 +74,17 @@ def test_two_inits_at_once_apply_the_migrations_once(pg_url: str) -> None:
 
 def test_stores_refuse_a_database_at_another_version(pg_url: str) -> None:
     with pytest.raises(SchemaError, match=r"no archiver schema.*archiver store init --config"):
-        require_current(pg_url)
+        connect_current(pg_url).close()
     with pytest.raises(SchemaError, match="archiver store init"):
         PgCatalog(pg_url, 16)
     init_schema(pg_url)
-    require_current(pg_url)
+    connect_current(pg_url).close()
     PgCatalog(pg_url, 16).close()
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("INSERT INTO schema_version (version, description) VALUES (%s, 'from the future')",
                      (CURRENT_VERSION + 1,))
     with pytest.raises(SchemaError, match=r"newer than this archiver.*upgrade archiver"):
-        require_current(pg_url)
+        connect_current(pg_url).close()
     with pytest.raises(SchemaError, match="newer than this archiver"):
         init_schema(pg_url)
 
@@ -122,7 +122,7 @@ def test_no_password_in_any_message(
     assert "password authentication failed" in captured.err
     assert wrong not in captured.err + captured.out
     with pytest.raises(StoreError) as failed:
-        require_current(url)
+        connect_current(url).close()
     assert wrong not in str(failed.value) and "***" not in str(failed.value)
     monkeypatch.setenv("PGPASSWORD", PASSWORD)
     assert cli.main(["store", "init", "--config", str(config)]) == 0
