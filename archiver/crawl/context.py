@@ -122,8 +122,8 @@ class CrawlContext:
         """A write failed for lack of disk: stop fetching until a retry succeeds (see _sync)."""
         if not self.disk_full:
             self.stats.errors["disk"] += 1
-            event(log, logging.ERROR, "disk-full", where=where, error=str(error),
-                  action=self.config.crawl.on_disk_full)
+            self.stats.fault(log, logging.ERROR, "disk-full", where=where, error=str(error),
+                             action=self.config.crawl.on_disk_full)
             self.disk_full = True
             self._hold()
 

@@ -475,8 +475,8 @@ class Crawler:
     async def _write_status_off_loop(self) -> dict:
         """Write the status file, the queue counted and the file written in worker threads."""
         status = self.stats.snapshot(await self._queue(self.queue.counts))
-        await self._write_local_status(status)
         await trio.to_thread.run_sync(self.status_files.write, self.process, status)
+        await self._write_local_status(status)
         return status
 
     async def _write_local_status(self, status: dict) -> None:
@@ -567,7 +567,7 @@ class Crawler:
                 await self._settle_site(origin, outcome)
             if not self._unsettled:
                 ctx.disk_back()
-                event(log, logging.WARNING, "disk-ok", resumed=ctx.disk_ok.is_set())
+                self.stats.fault(log, logging.WARNING, "disk-ok", resumed=ctx.disk_ok.is_set())
         return True
 
     def _commit_captures(self, captures: list[Capture]) -> None:
@@ -652,13 +652,14 @@ class Crawler:
         held = await trio.to_thread.run_sync(cluster.local_bytes)
         limit = self.config.warc.local_limit
         if held > limit and not self.ctx.local_full:
-            event(log, logging.WARNING, "local-limit", bytes=held, local_limit=limit,
-                  waiting=len(cluster.waiting), note="fetching pauses until the object store "
-                  "takes the bundles waiting on this disk")
+            self.stats.fault(log, logging.WARNING, "local-limit", bytes=held, local_limit=limit,
+                             waiting=len(cluster.waiting), note="fetching pauses until the object"
+                             " store takes the bundles waiting on this disk")
             self.ctx.local_limit(True)
         elif held <= limit and self.ctx.local_full:
             self.ctx.local_limit(False)
-            event(log, logging.WARNING, "local-limit-ok", bytes=held, resumed=self.ctx.disk_ok.is_set())
+            self.stats.fault(log, logging.WARNING, "local-limit-ok", bytes=held,
+                             resumed=self.ctx.disk_ok.is_set())
 
     async def _shipped(self, cluster: ClusterMember) -> None:
         """Wait until every bundle closed so far is shipped (or the process is told to stop)."""
