@@ -30,6 +30,12 @@ from tests.support.crawls import HasHosts, warcio_check, write_config
 from tests.support.repo import ARCHIVER
 
 
+class HasExpected(Protocol):
+    """A demo web (``demoweb.DemoWeb``): the URLs a crawler named ``agent`` must capture."""
+
+    def expected(self, agent: str) -> set[str]: ...
+
+
 class Bucket(Protocol):
     """A bucket on an S3 server (``tests.support.objectstore.S3Bucket``)."""
 
@@ -37,6 +43,12 @@ class Bucket(Protocol):
     def endpoint(self) -> str: ...
     @property
     def name(self) -> str: ...
+
+
+def archivable(web: HasExpected) -> set[str]:
+    """The URLs of the demo web a crawl must capture (the site whose robots.txt answers 500 is
+    not crawled: RFC 9309 takes that for a full disallow)."""
+    return {url for url in web.expected("archiver") if "robots500" not in url}
 
 
 def shared_config(directory: Path, web: HasHosts, *, store_url: str, bucket: Bucket,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from archiver.store.pgstatus import PgStatus
 from demoweb import WebSpec, run_demo_process
-from tests.support.cluster import check_archive, overlapping, requests, shared_config, wait_for
+from tests.support.cluster import archivable, check_archive, overlapping, requests, shared_config, wait_for
 from tests.support.crawls import load, write_seeds
 from tests.support.objectstore import S3Bucket
 from tests.support.postgres import store_database
@@ -56,14 +56,19 @@ def crawl_through_fault(tmp_path: Path, url: str, bucket: S3Bucket,
             over = time.time()
         finally:
             for proc in crawlers:
-                proc.wait(timeout=120)
+                try:
+                    proc.wait(timeout=120)
+                except subprocess.TimeoutExpired:  # (the test fails; no crawler outlives it)
+                    proc.kill()
+                    proc.wait()
+                    raise
         outputs = [err.read_text() for err in errs]
         entries = requests(log)
     for proc, err in zip(crawlers, outputs, strict=True):
         assert proc.returncode == 0, err[-3000:]
     assert not overlapping(entries), overlapping(entries)[:3]
 
-    expected = {u for u in web.expected("archiver") if "robots500" not in u}
+    expected = archivable(web)
     check = check_archive(load(configs[0]), url, expected, tmp_path / "downloaded")
     assert check.warcs_valid and not check.duplicates, "a capture was catalogued twice"
     assert not check.uncatalogued and not check.unserved  # the catalog and the bucket agree

@@ -17,7 +17,7 @@ import time
 import psycopg
 
 from demoweb import WebSpec, run_demo_process
-from tests.support.cluster import check_archive, overlapping, requests, shared_config, wait_for
+from tests.support.cluster import archivable, check_archive, overlapping, requests, shared_config, wait_for
 from tests.support.crawls import load, write_seeds
 from tests.support.repo import ARCHIVER
 
@@ -87,7 +87,7 @@ def test_a_full_disk_pauses_a_shared_crawler_which_ships_what_it_can_and_resumes
     assert re.search(r"event=disk-ok resumed=True", err), err[-3000:]
     assert any(e["start"] > space_back for e in log_entries)  # resumed by itself
     assert not overlapping(log_entries)
-    expected = {u for u in web.expected("archiver") if "robots500" not in u}
+    expected = archivable(web)
     check = check_archive(config, config.store.url, expected, tmp_path / "downloaded")
     assert check.warcs_valid and not check.missing and not check.duplicates
     assert not check.uncatalogued and not check.unserved

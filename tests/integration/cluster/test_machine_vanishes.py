@@ -23,6 +23,7 @@ from demoweb import WebSpec, run_demo_process
 from tests.support.cluster import (
     AGENT,
     Cluster,
+    archivable,
     check_archive,
     install_write_log,
     lease_breaches,
@@ -102,7 +103,7 @@ def test_survivors_finish_the_sites_of_a_crawler_that_vanished(tmp_path, pg_stor
     for capture in entries[:: max(1, len(entries) // 50)]:
         assert reader.read(capture.filename, capture.offset, capture.length).url == capture.url
 
-    expected = {u for u in web.expected("archiver") if "robots500" not in u}
+    expected = archivable(web)
     captured = Counter(c.url for c in entries if not c.url.endswith("/robots.txt"))
     assert set(captured) >= expected - {u for u in expected if u.endswith("/robots.txt")}
     # What the kill costs: URLs the vanished crawler captured (in a bundle it shipped) fetched
@@ -156,7 +157,7 @@ def test_a_machine_lost_after_its_sites_finished_loses_nothing(tmp_path, pg_stor
             cluster.close()
         log_entries = requests(log)
 
-    expected = {u for u in web.expected("archiver") if "robots500" not in u}
+    expected = archivable(web)
     check = check_archive(load(cluster.configs[1]), pg_store_url, expected, tmp_path / "bucket")
     assert check.missing == set(), (len(check.missing), sorted(check.missing)[:10])
     lost = [dict(re.findall(r"(\w+)=(\d+)", line)) for line in out.splitlines()

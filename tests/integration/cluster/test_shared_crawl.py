@@ -10,7 +10,7 @@ from archiver.store.catalog_maintenance import ObjectWarcs
 from archiver.store.objectstore import S3Store
 from archiver.store.pgcatalog import PgCatalog
 from demoweb import WebSpec, run_demo_process
-from tests.support.cluster import shared_config
+from tests.support.cluster import archivable, shared_config
 from tests.support.crawls import load, write_seeds
 from tests.support.postgres import PASSWORD, PASSWORD_ROLE
 from tests.support.repo import ARCHIVER
@@ -36,7 +36,7 @@ def test_a_crawl_on_the_shared_stores_ships_every_bundle_and_catalogues_it(tmp_p
     catalog = PgCatalog(pg_store_url, config.catalog.shards, readonly=True)
     try:
         entries = list(catalog.iter_all())
-        expected = {u for u in web.expected("archiver") if "robots500" not in u}
+        expected = archivable(web)
         assert {c.url for c in entries} >= expected
         reader = ObjectWarcs(store)
         for capture in entries:

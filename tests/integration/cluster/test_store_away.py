@@ -20,7 +20,7 @@ import psycopg
 import pytest
 
 from demoweb import WebSpec, run_demo_process
-from tests.support.cluster import check_archive, overlapping, requests, shared_config, wait_for
+from tests.support.cluster import archivable, check_archive, overlapping, requests, shared_config, wait_for
 from tests.support.crawls import load, write_seeds
 from tests.support.repo import ARCHIVER
 
@@ -59,10 +59,6 @@ def closed_bundles(config: Path) -> dict[str, bytes]:
         with contextlib.suppress(FileNotFoundError):
             found[path.name] = path.read_bytes()
     return found
-
-
-def expected(web) -> set[str]:
-    return {u for u in web.expected("archiver") if "robots500" not in u}
 
 
 @pytest.mark.parametrize("fault", ["stop", "hang"])  # connections refused; never answered
@@ -128,7 +124,7 @@ def test_crawlers_keep_their_bundles_while_the_store_is_away_and_lose_nothing(
         assert re.search(r"event=store-recovered store=objects away_s=\d", err)
     # Nothing lost: every page is in the bucket's WARCs and the catalog; no record catalogued twice.
     config = load(configs[0])
-    check = check_archive(config, config.store.url, expected(web), tmp_path / "downloaded")
+    check = check_archive(config, config.store.url, archivable(web), tmp_path / "downloaded")
     assert check.warcs_valid and not check.missing and not check.duplicates
     assert not check.uncatalogued and not check.unserved
     # Each bundle that waited is in the store byte for byte: deleted only once the store had it.
@@ -239,7 +235,7 @@ def test_past_its_local_limit_a_crawler_pauses_and_replay_answers_503_until_the_
     assert "event=local-limit-ok" in err and "event=store-recovered store=objects" in err
     for name in ("store-unavailable", "bundle-waiting", "store-recovered"):  # counted on /metrics
         assert re.search(rf'archiver_faults_total{{process="0",event="{name}"}} [1-9]', metrics), metrics
-    check = check_archive(load(config), load(config).store.url, expected(web), tmp_path / "downloaded")
+    check = check_archive(load(config), load(config).store.url, archivable(web), tmp_path / "downloaded")
     assert check.warcs_valid and not check.missing and not check.duplicates
 
 
@@ -284,7 +280,7 @@ def test_a_crawler_stopped_while_the_store_is_away_keeps_its_bundles_for_its_nex
     # The next start shipped every bundle left, byte for byte, and the crawl lost nothing.
     assert left and re.search(rf"event=cluster-recovered process=0 repaired=0 shipped={len(left)} ", second)
     assert not overlapping(log_entries)
-    check = check_archive(load(config), load(config).store.url, expected(web), tmp_path / "downloaded")
+    check = check_archive(load(config), load(config).store.url, archivable(web), tmp_path / "downloaded")
     assert all(check.bundles.get(name) == data for name, data in left.items())
     assert check.warcs_valid and not check.missing and not check.duplicates
     assert not list((root / "bundles").glob("*.warc.gz*"))

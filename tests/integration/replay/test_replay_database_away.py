@@ -10,25 +10,14 @@ import psycopg
 import trio
 
 from archiver import config
-from archiver.crawl.http import FetchResult
 from archiver.stores import SharedStores, open_stores
-from tests.support.httpclient import client
+from tests.support.httpclient import get
 from tests.support.postgres import PostgresServer, store_database
 from tests.support.replayarchive import serving
 from tests.support.storemodes import BASE, ModeArchive, entries_of, write_bundles
 
 PAGES = {"http://example.org/": b"<!doctype html><title>home</title>" * 20,
          "http://example.org/a": b"<!doctype html><title>a</title>" * 20}
-
-
-async def get(origin: str, path: str) -> FetchResult:
-    http = client(total_timeout=10)
-    try:
-        result = await http.fetch(origin + path, "127.0.0.1")
-    finally:
-        await http.aclose()
-    assert result.error is None, result.error
-    return result
 
 
 async def test_replay_answers_503_while_the_database_is_away_and_recovers_by_itself(

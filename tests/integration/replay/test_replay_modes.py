@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from archiver.crawl.http import FetchResult
 from archiver.store.warcindex import read_record
-from tests.support.httpclient import client
+from tests.support.httpclient import get
 from tests.support.replayarchive import serving
 from tests.support.statusrows import register, status_of
 from tests.support.storemodes import ModeArchive, entries_of, write_bundles
@@ -21,16 +20,6 @@ PAGES = {
     "http://example.org/a?page=2": b"<!doctype html><p>second page</p>",
     "https://other.example.net/": b"<!doctype html><p>another host</p>" * 50,
 }
-
-
-async def get(origin: str, path: str) -> FetchResult:
-    http = client(total_timeout=10)
-    try:
-        result = await http.fetch(origin + path, "127.0.0.1")
-    finally:
-        await http.aclose()
-    assert result.error is None, result.error
-    return result
 
 
 async def test_every_capture_is_served_with_its_record_bytes(mode_archive: ModeArchive,
