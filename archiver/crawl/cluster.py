@@ -200,13 +200,15 @@ class ClusterMember:
                         total += entry.stat().st_size
         return total
 
-    def _catalogue(self, name: str) -> None:
+    def _catalogue(self, name: str, *, from_records: bool = False) -> None:
+        """Bundle ``name`` is in the store: its entries into the catalog (the pending ones, or
+        with ``from_records`` its own records, read back from the store)."""
         def index() -> Iterable[Capture]:
             with open_object(self.objects, name) as f:
                 yield from index_stream(f, name, self.objects.location(name))
 
         with self._ledger_lock:
-            self.ledger.shipped(name, self.catalog, index)
+            self.ledger.shipped(name, self.catalog, index, from_records=from_records)
 
     def ship_spool(self) -> int:
         """Ship the closed spool files; how many (none while the store is away: they wait)."""
@@ -242,7 +244,9 @@ class ClusterMember:
                 continue
             try:
                 if self.objects.size(name) is not None:  # shipped, then killed before the catalog learnt
-                    self._catalogue(name)
+                    # From its records: its pending entries may lack some (a failover that lost
+                    # the last commits), the bundle in the store lacks none.
+                    self._catalogue(name, from_records=True)
                     self.stats.fault(log, logging.WARNING, "bundle-recovered", bundle=name, cause=cause,
                                      note="its crawler vanished after shipping it; catalogued now")
                     continue

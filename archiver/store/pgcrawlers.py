@@ -146,11 +146,12 @@ class BundleLedger:
             " AND (capture->>'offset')::bigint = %s)", (last.filename, last.offset)).fetchone()
         return [] if found == (True,) else NOT_DONE
 
-    def shipped(self, name: str, catalog: CatalogStore, index: Callable[[], Iterable[Capture]]) -> int:
+    def shipped(self, name: str, catalog: CatalogStore, index: Callable[[], Iterable[Capture]], *,
+                from_records: bool = False) -> int:
         """Bundle ``name`` is in the object store, verified: its entries go to the catalog (from
-        ``pending_captures``, or from ``index()``, its own records, when none are pending). The
-        entries added."""
-        return self._db.run(lambda: self._ship(name, catalog, index),
+        ``pending_captures``, or from ``index()``, its own records, when none are pending or
+        ``from_records``). The entries added."""
+        return self._db.run(lambda: self._ship(name, catalog, index, from_records),
                             resolve=lambda: self._was_shipped(name))
 
     def _was_shipped(self, name: str) -> int | NotDone:
@@ -159,10 +160,12 @@ class BundleLedger:
         state = self._db.execute("SELECT state FROM bundles WHERE name = %s", (name,)).fetchone()
         return 0 if state == ("shipped",) else NOT_DONE
 
-    def _ship(self, name: str, catalog: CatalogStore, index: Callable[[], Iterable[Capture]]) -> int:
+    def _ship(self, name: str, catalog: CatalogStore, index: Callable[[], Iterable[Capture]],
+              from_records: bool) -> int:
         state = self._db.execute("SELECT state FROM bundles WHERE name = %s", (name,)).fetchone()
         rows = self._db.execute("SELECT capture FROM pending_captures WHERE bundle = %s", (name,)).fetchall()
-        whole = bool(rows) and state is not None and state[0] == "open"  # a lost one's went
+        # (A lost bundle's pending entries went back as refetches: its records say what it holds.)
+        whole = bool(rows) and state is not None and state[0] == "open" and not from_records
         captures = [Capture(**row[0]) for row in rows] if whole else list(index())
         added = catalog.add(captures)
         with self._db.transaction():

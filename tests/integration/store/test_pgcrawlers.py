@@ -151,3 +151,19 @@ def test_a_lost_bundle_wakes_its_finished_sites_and_sends_back_only_what_no_one_
     assert sorted(sql(pg_store_url, "SELECT origin, state, due FROM sites")) == [
         ("http://a.test", "waiting", 0.0), ("http://b.test", "waiting", 0.0),
         ("http://c.test", "deferred", 9e9)]                              # fetched at its retry
+
+
+def test_a_vanished_crawlers_shipped_bundle_is_catalogued_from_its_records(store, pg_store_url):
+    """Catalogued by another crawler (its own crawler vanished after shipping it), a bundle's
+    entries come from its records, not from the pending ones, which a failover that lost the
+    last commits may have left short."""
+    roster, ledger, catalog = store
+    roster().register(0, "host-a", 1)
+    ours = ledger(0, 1)
+    records = [cap("http://a.test/", 10), cap("http://a.test/b", 200), cap("http://a.test/c", 400)]
+    ours.record(records[:1])                        # the later entries' commit went with a failover
+    survivor = ledger(1, 1)
+    assert survivor.shipped(BUNDLE, catalog, index=lambda: records, from_records=True) == 3
+    assert sorted(c.url for c in catalog.iter_all()) == ["http://a.test/", "http://a.test/b",
+                                                         "http://a.test/c"]
+    assert sql(pg_store_url, "SELECT state FROM bundles") == [("shipped",)]
