@@ -241,7 +241,32 @@ def _base_backup(primary: PostgresServer, standby: PostgresServer) -> None:
         copied.unlink()                              # the data (its sockets live there)
     _keep_settings(standby, _settings_of(primary))
     standby.start()
-    # Ready once the primary streams to it: a failover before that would lose what it lacks.
+    _wait_streaming(primary, standby)  # ready: a failover before that would lose what it lacks
+
+
+def fail_over(primary: PostgresServer, standby: PostgresServer) -> None:
+    """A planned failover, losing no commit: once the standby streams from the primary (after a
+    restart of either it reconnects within seconds), stop the primary (fast shutdown: it sends
+    the standby every WAL record first), wait until the standby has them all (past the primary's
+    shutdown checkpoint), and promote it. (Promoted at once, a standby can miss the last records
+    still on their way: the chaos benchmark saw leases and bundles' states go back seconds.)"""
+    _wait_streaming(primary, standby)
+    primary.stop("fast")
+    last = _checkpoint_lsn(primary)
+    deadline = time.monotonic() + _START_TIMEOUT
+    with psycopg.connect(standby.url(), autocommit=True) as conn:
+        # Received and flushed: promotion replays every record on the standby's disk first.
+        while conn.execute("SELECT pg_last_wal_receive_lsn() > %s::pg_lsn", (last,)).fetchone() != (True,):
+            if time.monotonic() > deadline:
+                found = conn.execute("SELECT pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn()").fetchone()
+                raise RuntimeError(f"the standby on port {standby.port} did not receive the primary's"
+                                   f" WAL up to {last} (received, replayed: {found})")
+            time.sleep(0.05)  # polling with a deadline: the server gives no other signal
+    standby.promote()
+
+
+def _wait_streaming(primary: PostgresServer, standby: PostgresServer) -> None:
+    """Return once ``primary`` streams WAL to a standby (``standby``, the one on its own)."""
     deadline = time.monotonic() + _START_TIMEOUT
     with psycopg.connect(primary.url(), autocommit=True) as conn:
         while conn.execute("SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'"
@@ -249,23 +274,6 @@ def _base_backup(primary: PostgresServer, standby: PostgresServer) -> None:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the standby on port {standby.port} does not stream: {standby._tail()}")
             time.sleep(0.05)  # polling with a deadline: the server gives no other signal
-
-
-def fail_over(primary: PostgresServer, standby: PostgresServer) -> None:
-    """Stop the primary (fast shutdown: it sends its standby every WAL record before it stops),
-    wait until the standby has replayed them all (up to the primary's shutdown checkpoint), and
-    promote it: it takes writes from then on, with every commit the primary answered. (Promoted
-    at once, a standby can lose the last records still on their way: the chaos benchmark saw
-    sites' leases and bundles' states go back a few seconds.)"""
-    primary.stop("fast")
-    last = _checkpoint_lsn(primary)
-    deadline = time.monotonic() + _START_TIMEOUT
-    with psycopg.connect(standby.url(), autocommit=True) as conn:
-        while conn.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (last,)).fetchone() != (True,):
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the standby on port {standby.port} did not replay up to {last}")
-            time.sleep(0.05)  # polling with a deadline: the server gives no other signal
-    standby.promote()
 
 
 def _checkpoint_lsn(server: PostgresServer) -> str:
