@@ -207,7 +207,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     cfg = _config(args)
     if args.sites:
         return _site_status(open_stores(cfg), as_json=args.json)
-    if cfg.store.url:  # the cluster's status lives in its database
+    if config.database_url(cfg.store.url) is not None:  # the cluster's status lives in its database
         from archiver.store.pgschema import StoreError
 
         try:
@@ -232,7 +232,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def _local_status(cfg: config.Config, error: Exception, *, as_json: bool) -> int:
     """``status`` while the cluster's database is away: what this machine's crawlers last wrote
-    to their local copies (each says ``waiting_for=database`` while it waits); status 1."""
+    to their local copies (each says ``waiting_for=database`` while it waits); status 2, as for
+    every store that cannot be used."""
     from archiver.store.status import StatusFiles, format_status
 
     print(f"archiver status: {error}; this machine's crawlers, from their local status files:",
@@ -244,7 +245,7 @@ def _local_status(cfg: config.Config, error: Exception, *, as_json: bool) -> int
         print(f"no crawler status in {cfg.root / 'state'}")
     else:
         print("\n".join(format_status(s, stale_after=cfg.crawl.lease_ttl) for s in statuses))
-    return 1
+    return 2
 
 
 def _site_status(stores: EmbeddedStores | SharedStores, *, as_json: bool) -> int:

@@ -117,7 +117,7 @@ def test_crawlers_follow_a_failover_to_the_promoted_standby_and_lose_nothing(
                              for err in errs), "the crawlers to say they wait for the database")
         status = subprocess.run([*ARCHIVER, "status", "--config", str(configs[0])],
                                 capture_output=True, text=True, timeout=60, check=False)
-        assert status.returncode == 1 and "from their local status files" in status.stderr, status
+        assert status.returncode == 2 and "from their local status files" in status.stderr, status
         assert "waiting_for=database" in status.stdout, status.stdout
         standby.promote()
 
