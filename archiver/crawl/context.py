@@ -56,6 +56,7 @@ class CrawlContext:
     disk_full: bool = False
     local_full: bool = False
     store_ok: trio.Event = field(default_factory=trio.Event)  # clear while the database is away
+    database_away: bool = False
     leases: Leases | None = None  # the site leases held (shared site queue); None: embedded
     published: list[Path] | None = None  # bundles finished, to ship (shared stores); None: embedded
     # In the job's worker thread, once their records are durable: the catalog (or, in a cluster,
@@ -138,11 +139,21 @@ class CrawlContext:
         self.local_full = reached
         self._hold()
 
+    def database(self, away: bool) -> None:
+        """The database went away (or came back): fetching waits for it (``store_ok``)."""
+        self.database_away = away
+        if away and self.store_ok.is_set():
+            self.store_ok = trio.Event()
+        elif not away:
+            self.store_ok.set()
+            self.nudge()
+        self._hold()
+
     def _hold(self) -> None:
-        """Pause or resume fetching as ``disk_full`` and ``local_full`` say (and tell the status)."""
+        """Pause or resume fetching as ``disk_full`` and ``local_full`` say, and tell the status
+        what fetching waits for (the database first: nothing is fetched while it is away)."""
         held = "disk" if self.disk_full else "objects" if self.local_full else None
-        if self.stats.waiting_for in (None, "disk", "objects"):  # other waits are others' to clear
-            self.stats.waiting_for = held
+        self.stats.waiting_for = "database" if self.database_away else held
         if held is not None and self.disk_ok.is_set():
             self.disk_ok = trio.Event()
             self.nudge()

@@ -313,15 +313,7 @@ class Crawler:
         """On the loop: fetching pauses while the database is away (a lease cannot be renewed,
         nor a capture catalogued), and goes on when it is back."""
         assert isinstance(self.stores, SharedStores)
-        if self.stores.watch.away:
-            self.stats.waiting_for = "database"
-            if self.ctx.store_ok.is_set():
-                self.ctx.store_ok = trio.Event()
-        else:
-            if self.stats.waiting_for == "database":
-                self.stats.waiting_for = None
-            self.ctx.store_ok.set()
-            self.ctx.nudge()
+        self.ctx.database(self.stores.watch.away)
 
     def _drain(self) -> None:
         """SIGTERM/SIGINT: every visit ends after its current fetch (``drain_timeout`` cancels)."""

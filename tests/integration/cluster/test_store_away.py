@@ -235,7 +235,8 @@ def test_past_its_local_limit_a_crawler_pauses_and_replay_answers_503_until_the_
     assert "event=local-limit-ok" in err and "event=store-recovered store=objects" in err
     for name in ("store-unavailable", "bundle-waiting", "store-recovered"):  # counted on /metrics
         assert re.search(rf'archiver_faults_total{{process="0",event="{name}"}} [1-9]', metrics), metrics
-    check = check_archive(load(config), load(config).store.url, archivable(web), tmp_path / "downloaded")
+    loaded = load(config)
+    check = check_archive(loaded, loaded.store.url, archivable(web), tmp_path / "downloaded")
     assert check.warcs_valid and not check.missing and not check.duplicates
 
 
@@ -280,7 +281,8 @@ def test_a_crawler_stopped_while_the_store_is_away_keeps_its_bundles_for_its_nex
     # The next start shipped every bundle left, byte for byte, and the crawl lost nothing.
     assert left and re.search(rf"event=cluster-recovered process=0 repaired=0 shipped={len(left)} ", second)
     assert not overlapping(log_entries)
-    check = check_archive(load(config), load(config).store.url, archivable(web), tmp_path / "downloaded")
+    loaded = load(config)
+    check = check_archive(loaded, loaded.store.url, archivable(web), tmp_path / "downloaded")
     assert all(check.bundles.get(name) == data for name, data in left.items())
     assert check.warcs_valid and not check.missing and not check.duplicates
     assert not list((root / "bundles").glob("*.warc.gz*"))

@@ -33,10 +33,16 @@ async def test_fetching_resumes_only_when_neither_the_disk_nor_the_local_limit_h
     assert paused.is_set() and ctx.disk_ok.is_set() and ctx.stats.waiting_for is None
 
 
-async def test_a_wait_for_another_store_is_left_to_whoever_set_it():
+async def test_the_status_says_the_database_first_and_what_holds_fetching_after_it():
     ctx = context()
-    ctx.stats.waiting_for = "database"
+    ctx.database(True)
+    assert ctx.stats.waiting_for == "database" and not ctx.store_ok.is_set()
     ctx.local_limit(True)
     assert ctx.stats.waiting_for == "database" and not ctx.disk_ok.is_set()
     ctx.local_limit(False)
     assert ctx.stats.waiting_for == "database" and ctx.disk_ok.is_set()
+    ctx.local_limit(True)
+    ctx.database(False)  # back: the local limit still holds fetching, and the status says so
+    assert ctx.stats.waiting_for == "objects" and ctx.store_ok.is_set()
+    ctx.local_limit(False)
+    assert ctx.stats.waiting_for is None and ctx.disk_ok.is_set()
