@@ -1,10 +1,10 @@
-"""What every site visit of one crawler process shares: the writers, the resolver, the counters,
-the events that drain or pause the crawl, and the one way to make writes durable (``make_durable``)."""
+"""What every site visit of one crawler process shares: the capture sink and the writers, what
+earlier captures say, the resolver, the counters, the events that drain or pause the crawl, and
+the one way to make writes durable (``make_durable``)."""
 
 from __future__ import annotations
 
 import logging
-import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -15,21 +15,15 @@ import trio
 from archiver.config import Config
 from archiver.crawl.addressslots import AddressSlots
 from archiver.crawl.bodies import BodyWork
+from archiver.crawl.capture import CaptureSink
+from archiver.crawl.dedupe import Dedupe
 from archiver.crawl.stats import Stats
 from archiver.dns.lookup import Resolver
-from archiver.logs import event
 from archiver.queues.interfaces import CrawlQueues, CrawlQueueStore, SpoolWriterStore
 from archiver.queues.leases import Leases
-from archiver.queues.revisits import look_back
 from archiver.store.bundles import BundleWriter
-from archiver.store.catalog import Capture, CatalogError, payload_holder
+from archiver.store.catalog import Capture
 from archiver.store.durable import SyncJob, is_disk_error
-from archiver.store.interfaces import CatalogStore, WarcReader
-from archiver.store.objectstore import ObjectStoreError
-from archiver.store.offloop import OffLoop
-from archiver.store.warcindex import WarcError
-from archiver.web.http import conditions as conditions_of
-from archiver.web.http import content_length
 
 log = logging.getLogger("archiver.crawl.crawler")
 
@@ -44,10 +38,11 @@ class CrawlContext:
     resolver: Resolver
     stats: Stats
     slots: AddressSlots
-    lookup: CatalogStore  # read-only: the earlier captures a recrawl compares with (earlier_captures)
+    sink: CaptureSink  # where every fetched exchange goes (archiver.crawl.capture)
+    dedupe: Dedupe  # what earlier captures say about a fetch (archiver.crawl.dedupe)
     crawl_queues: CrawlQueues  # every site's crawl queue (archiver.stores)
+    bodies: BodyWork  # large bodies' work (archiver.crawl.bodies)
     open_queues: set[CrawlQueueStore] = field(default_factory=set)  # those visits hold now
-    captures: list[Capture] = field(default_factory=list)  # written, not yet in the catalog
     draining: trio.Event = field(default_factory=trio.Event)  # set by SIGTERM: finish, take no more
     wake: trio.Event = field(default_factory=trio.Event)  # set (and replaced) on drain and reload
     # Clear while fetching pauses for this machine's disk: writes fail (``disk_full``), or the
@@ -59,13 +54,6 @@ class CrawlContext:
     database_away: bool = False
     leases: Leases | None = None  # the site leases held (shared site queue); None: embedded
     published: list[Path] | None = None  # bundles finished, to ship (shared stores); None: embedded
-    # In the job's worker thread, once their records are durable: the catalog (or, in a cluster,
-    # the pending) entries. Set by the crawler.
-    commit_captures: Callable[[list[Capture]], None] | None = None
-    # The archived records: a revisit reads the validators of the capture it asks about.
-    warcs: WarcReader | None = None
-    lookup_calls: OffLoop = field(default_factory=OffLoop)
-    bodies: BodyWork = field(default_factory=BodyWork)  # large bodies' work (archiver.crawl.bodies)
     sync_lock: trio.Lock = field(default_factory=trio.Lock)  # one SyncJob at a time
     # The wall clock the sheets' windows and budgets and the site queue's due times are read on
     # (seconds since the epoch); tests pass another.
@@ -74,46 +62,6 @@ class CrawlContext:
     def __post_init__(self) -> None:
         self.disk_ok.set()
         self.store_ok.set()
-
-    async def earlier_captures(self, url: str) -> list[Capture]:
-        """The captures of ``url`` a revisit needs, oldest first, read in a worker thread (see
-        archiver.store.offloop): the last ones up to its run of gone answers
-        (queues.revisits.look_back), after the response the last one's payload stands for."""
-
-        def needed() -> list[Capture]:
-            kept = look_back(self.lookup.walk(url, "9" * 14, forward=False))  # latest first
-            if not kept or payload_holder(kept, kept[-1].digest) is not None:
-                return kept
-            last = kept[-1]
-            holder = self.lookup.payload_holder(url, last.digest, last.timestamp)
-            return kept if holder is None else [holder, *kept]
-
-        return await self.lookup_calls.call(needed)
-
-    async def conditions(self, capture: Capture) -> tuple[list[tuple[str, str]], int]:
-        """The conditional request headers for the payload of ``capture`` (a response), from its
-        record's HTTP head (web.http.conditions; only the head is read, in a worker thread), and
-        the payload's size as far as the head says (else the record's); none if the record cannot
-        be read (the fetch is then unconditional)."""
-        if self.warcs is None:
-            return [], 0
-        try:
-            head = await self.lookup_calls.call(self.warcs.read_head, capture.filename,
-                                                capture.offset, capture.length)
-        except (WarcError, OSError, ObjectStoreError) as e:  # (the object store away, say)
-            event(log, logging.WARNING, "capture-unreadable", url=capture.url,
-                  record=f"{capture.filename}:{capture.offset}", error=str(e))
-            return [], 0
-        return conditions_of(head), content_length(head) or capture.length
-
-    async def first_with_digest(self, digest: str) -> Capture | None:
-        """The earliest response with payload ``digest`` in the catalog's digest index, looked up
-        in a worker thread; None if there is none (or the catalog cannot say)."""
-        try:
-            return await self.lookup_calls.call(self.lookup.first_with_digest, digest)
-        except (CatalogError, ValueError, sqlite3.Error) as e:
-            event(log, logging.WARNING, "digest-lookup-failed", digest=digest, error=str(e))
-            return None
 
     def may_fetch(self, origin: str) -> bool:
         """False once this process's lease of ``origin`` is lost or past its safe deadline."""
@@ -172,7 +120,7 @@ class CrawlContext:
 
     async def make_durable(self, queues: Callable[[], Iterable[CrawlQueueStore]]) -> None:
         """Make every record, spool line and crawl-queue line written so far durable, then commit
-        the catalog entries of those records (``commit_captures``), all in a worker thread: the
+        the catalog entries of those records (``CaptureSink.commit``), all in a worker thread: the
         fsyncs, the full WARC bundles and spool files to finish, the new directory entries (a
         ``SyncJob``). One job at a time, so a visit that ends never saves its cursor while a
         bundle holding its records is still being finished by another. ``queues`` is called once
@@ -186,24 +134,23 @@ class CrawlContext:
             try:
                 for crawl_queue in queues():
                     crawl_queue.add_to(job)
-                captures, self.captures = self.captures, []
+                captures = self.sink.take()
                 bundles = self.bundle.add_to(job)
                 spooled = self.spool.add_to(job)
             except BaseException:
                 job.drop()  # the duplicates would hold the crawl queues' locks
-                self.captures[:0] = captures
+                self.sink.put_back(captures)
                 raise
 
             def work() -> None:
                 job.run()
-                if self.commit_captures is not None:
-                    self.commit_captures(captures)
+                self.sink.commit(captures)
 
             try:
                 with trio.CancelScope(shield=True):  # the handed-over files must not be lost
                     await trio.to_thread.run_sync(work)
             except BaseException:
-                self.captures[:0] = captures  # committed by a later job (adding twice is harmless)
+                self.sink.put_back(captures)  # committed by a later job
                 raise
             self.bundle.finished(bundles)
             self.spool.finished(spooled)

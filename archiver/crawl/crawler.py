@@ -21,7 +21,10 @@ import trio
 
 from archiver.config import Config
 from archiver.crawl.addressslots import AddressSlots
+from archiver.crawl.bodies import BodyWork
+from archiver.crawl.capture import CaptureSink
 from archiver.crawl.context import CrawlContext
+from archiver.crawl.dedupe import Dedupe
 from archiver.crawl.openfiles import budget, raise_limit
 from archiver.crawl.pluginhost import PluginHost, describe, load_focus, load_plugins
 from archiver.crawl.policy import Outcome
@@ -36,7 +39,6 @@ from archiver.queues.interfaces import CrawlQueueStore, SiteQueueStore
 from archiver.queues.revisits import RevisitSchedule
 from archiver.queues.sitequeue import process_for
 from archiver.service import Service
-from archiver.store.catalog import Capture
 from archiver.store.durable import is_disk_error
 from archiver.store.offloop import OffLoop, is_busy
 from archiver.store.status import StatusFiles, summary_line
@@ -207,18 +209,22 @@ class Crawler:
         # In a cluster the status lives in the database; a copy on this machine's disk is what
         # ``archiver status`` shows here while the database is away (waiting_for=database).
         self.local_status = StatusFiles(config.root) if isinstance(stores, SharedStores) else None
+        bodies = BodyWork()
+        # Where every capture goes: its records in the bundle; its catalog entry, once they are
+        # durable, into the catalog (in a cluster: pending until its bundle is shipped).
+        sink = CaptureSink(self.bundle, self.catalog.add if self.cluster is None
+                           else self.cluster.record, bodies=bodies, stats=self.stats)
         self.ctx = CrawlContext(
-            config=config, bundle=self.bundle, spool=self.spool, stats=self.stats,
+            config=config, bundle=self.bundle, spool=self.spool, stats=self.stats, sink=sink,
+            dedupe=Dedupe(self.lookup, stores.warcs(), bodies), bodies=bodies,
             crawl_queues=stores.crawl_queues(),
-            slots=AddressSlots(config.crawl.connections_per_address), lookup=self.lookup,
+            slots=AddressSlots(config.crawl.connections_per_address),
             resolver=Resolver(hosts_file=config.dns.hosts_file, history=self.dns_history,
                               dns=DnsResolver(nameservers=config.dns.nameservers,
                                               timeout=config.dns.timeout),
                               min_age=config.dns.min_age, max_age=config.dns.max_age,
-                              retry_base=config.dns.retry_base, retry_max=config.dns.retry_max))
-        self.ctx.commit_captures = self._commit_captures
-        self.ctx.clock = clock
-        self.ctx.warcs = stores.warcs()
+                              retry_base=config.dns.retry_base, retry_max=config.dns.retry_max),
+            clock=clock)
         if isinstance(stores, SharedStores):
             self.ctx.leases, self.ctx.published = stores.leases, []
 
@@ -272,8 +278,7 @@ class Crawler:
         repairs and indexes it) rather than close a file whose entries could not be committed."""
         try:
             self.bundle.sync()
-            self._commit_captures(self.ctx.captures)
-            self.ctx.captures = []
+            self.ctx.sink.commit(self.ctx.sink.take())
             self.bundle.close()
             self.spool.close()
             if self.cluster is not None:  # nothing closed stays on this machine's disk...
@@ -561,17 +566,6 @@ class Crawler:
                 ctx.disk_back()
                 self.stats.fault(log, logging.WARNING, "disk-ok", resumed=ctx.disk_ok.is_set())
         return True
-
-    def _commit_captures(self, captures: list[Capture]) -> None:
-        """In the sync job's worker thread, once their records are durable: the catalog entries
-        (in a cluster, pending until their bundle is shipped)."""
-        started = time.monotonic()
-        if self.cluster is not None:
-            self.cluster.record(captures)
-        else:
-            self.catalog.add(captures)
-        took = time.monotonic() - started
-        self.stats.catalog_batch_max_ms = max(self.stats.catalog_batch_max_ms, took * 1000)
 
     def _closed_bundles(self) -> list[Path]:
         """This process's bundles finished by the group commit, and the last one closed at exit."""

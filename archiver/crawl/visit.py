@@ -1,9 +1,11 @@
-"""One site's visit: the trio shell that resolves, fetches, writes and rests for one site.
+"""One site's visit: the trio shell that resolves, fetches and rests for one site.
 
 A visit runs in one crawler slot. It resolves the host, opens the site's crawl queue (seeding "/" if
 the queue is new), fetches robots.txt once, then fetches queued URLs one at a time over one kept-alive
-connection, resting between fetches. Every response goes to the WARC bundle; links on the same
-origin go to the crawl queue through its Bloom bitmap, links to other sites to the spool.
+connection, resting between fetches. Each answer takes the capture road: what earlier captures say
+makes it a ``Record`` (archiver.crawl.dedupe), the process's ``CaptureSink`` writes it to the WARC
+bundle and the catalog (archiver.crawl.capture), and its links are routed (archiver.crawl.routing):
+same-origin ones into the crawl queue through its Bloom bitmap, others to the spool.
 
 Every decision (rests and back-off, what an answer means for the URL and the visit, where a link
 goes, robots.txt redirects) is made by the sans-I/O objects of archiver.crawl.policy; this module
@@ -31,25 +33,25 @@ import functools
 import logging
 import sqlite3
 import time
-from datetime import UTC, datetime
 
 import trio
 
 from archiver.config import site_crawl
 from archiver.crawl import bodies
+from archiver.crawl.capture import Record
 from archiver.crawl.context import CrawlContext
 from archiver.crawl.http import FetchResult, HttpClient
 from archiver.crawl.pluginhost import PluginHost, no_plugins, read_document, small_document
-from archiver.crawl.policy import MAX_HOPS_RULE, Outcome, RobotsFetch, VisitPolicy, url_shape
+from archiver.crawl.policy import MAX_HOPS_RULE, Outcome, RobotsFetch, VisitPolicy
+from archiver.crawl.routing import LinkRouter, scope_detail
 from archiver.logs import event
-from archiver.plugins import CaptureInfo, Document, LinkContext, VisitContext
+from archiver.plugins import CaptureInfo, Document, VisitContext
 from archiver.queues.crawlqueue import Entry
 from archiver.queues.revisits import PageChanges, ask_again
-from archiver.store.bundles import payload_digest
-from archiver.store.catalog import Capture, CatalogError, payload_holder
+from archiver.store.bundles import Written
+from archiver.store.catalog import Capture
 from archiver.store.durable import is_disk_error
-from archiver.store.warcindex import capture_fields
-from archiver.web import pagelinks, robots, urls
+from archiver.web import robots, urls
 from archiver.web.http import MAX_CODINGS, CodingError, content_codings, parse_retry_after
 from archiver.web.sheets import sheet_for
 from archiver.web.timestamps import from_datetime, to_datetime
@@ -121,6 +123,7 @@ class SiteVisit:
         self.crawl_queue = crawl_queue
         ctx.open_queues.add(crawl_queue)
         self.policy.pages, self.policy.bytes = crawl_queue.pages, crawl_queue.bytes
+        self.router = LinkRouter(self.origin, ctx, self.policy, crawl_queue, self.plugins)
         self.client = HttpClient(self.crawl)
         self._agent = self.crawl.user_agent  # the client's User-Agent
         ctx.stats.active[self.origin] = {"url": "", "queued": crawl_queue.pending}
@@ -256,7 +259,7 @@ class SiteVisit:
             self._commit(entry)
             await trio.lowlevel.checkpoint()  # a long run of excluded URLs must let others run
             return None
-        earlier = await self._earlier(entry.url) if self.recrawl else []
+        earlier = await self.ctx.dedupe.earlier(entry.url) if self.recrawl else []
         if not ask_again([(to_datetime(c.timestamp).timestamp(), c.status) for c in earlier],
                          time.time()):
             stats.skipped["gone"] += 1  # asked less often while it stays gone
@@ -272,7 +275,7 @@ class SiteVisit:
             self.crawl_queue.decide(entry.url, "fetch-error", result.error or "error")
         verdict = policy.verdict(result.status, result.error)
         if verdict.links:
-            await self._route_links(entry, result)
+            await self.router.route(entry, result, self.labels)
         if verdict.entry == "requeue":
             self.crawl_queue.requeue(entry.url, entry.depth)
         if verdict.entry != "keep":
@@ -323,7 +326,7 @@ class SiteVisit:
         """Fetch and parse ``origin``'s robots.txt (RFC 9309 §2.3); None when it is unavailable."""
         walk = RobotsFetch(origin, self.ctx.config.crawl.agent)
         while True:
-            earlier = await self._earlier(walk.url) if self.recrawl else []
+            earlier = await self.ctx.dedupe.earlier(walk.url) if self.recrawl else []
             result = await self._fetch(walk.url, earlier, conditional=False)  # rules need a body
             # Parsing costs up to about 1 ms per KiB, and a file is read up to 500 KiB: always
             # in a worker thread (once per origin and visit).
@@ -368,7 +371,7 @@ class SiteVisit:
     async def _fetch(self, url: str, earlier: list[Capture], *, conditional: bool = True
                      ) -> FetchResult:
         """Rest, fetch ``url`` (``conditional``: asking whether the last of its ``earlier``
-        captures is still current), write the exchange to the WARC bundle, set the next rest."""
+        captures is still current), hand the answer to the capture sink, set the next rest."""
         ctx, stats = self.ctx, self.ctx.stats
         self.labels = {}
         if ctx.bundle.error is not None:  # the WARC could not be written: stop fetching
@@ -376,10 +379,47 @@ class SiteVisit:
         # Before the rest (its time counts towards it): the validators of the payload the last
         # capture stands for, to ask whether it changed since.
         dedupe = ctx.config.crawl.dedupe
-        # The response the last capture stands for (itself, or a revisit's original).
-        base = payload_holder(earlier, earlier[-1].digest) if earlier else None
-        conditions, base_size = (await ctx.conditions(base) if base is not None and conditional
-                                 and dedupe != "off" else ([], 0))
+        asking = await ctx.dedupe.ask(earlier, dedupe=dedupe, conditional=conditional)
+        result = await self._exchange(url, asking.conditions)
+        if result.status is None:
+            kind = (result.error or "error").split(":", 1)[0]
+            stats.errors[kind] += 1
+            event(log, logging.INFO, "fetch-failed", site=self.origin, url=url, error=result.error)
+            return result
+        try:
+            content_codings(result.header("content-encoding"))
+        except CodingError:  # archived as received; its links and text are not read
+            stats.errors["codings"] += 1
+            event(log, logging.INFO, "too-many-codings", site=self.origin, url=url,
+                  limit=MAX_CODINGS)
+        record, digest = await ctx.dedupe.record(result, asking, dedupe=dedupe)
+        base = asking.base
+        # A capture of this visit (fetched again) is no earlier visit's: whole seconds, as stored.
+        if base is not None and (seen := to_datetime(earlier[-1].timestamp).timestamp()) < int(
+                self._started):
+            self.changes.page(changed=not record.not_modified and (base.status, base.digest)
+                              != (result.status, digest), since=result.started - seen)
+        labeller = None
+        if record.original is not None:  # a revisit's links go with the labels it repeats
+            self.labels = dict(record.original.label_map)
+        elif self.plugins.wants("on_capture"):
+            labeller = functools.partial(self._labels, await self._document(url, result))
+        await ctx.sink.write(record, origin=self.origin, labeller=labeller)
+        size = len(result.head) + len(result.body)
+        stats.pages += 1
+        stats.bytes += size
+        if result.truncated:
+            stats.errors[f"truncated-{result.truncated}"] += 1
+        if result.status >= 400:
+            stats.errors[f"http-{result.status // 100}xx"] += 1
+        event(log, logging.DEBUG, "fetched", site=self.origin, url=url, status=result.status,
+              bytes=size, ms=round(result.elapsed * 1000))
+        return result
+
+    async def _exchange(self, url: str, conditions: list[tuple[str, str]]) -> FetchResult:
+        """Wait out the rest, then fetch ``url`` over the site's connection (holding its address's
+        slot); set the next rest from the answer."""
+        ctx = self.ctx
         if not ctx.disk_ok.is_set() or await self._rest():
             raise _Draining
         if (postponed := self.sheet_wait()) is not None:  # the window closed during the rest
@@ -388,7 +428,7 @@ class SiteVisit:
             await self._let_go()
             await self.client.aclose()
             self.client, self._agent = HttpClient(self.crawl), self.crawl.user_agent
-        stats.active[self.origin]["url"] = url
+        ctx.stats.active[self.origin]["url"] = url
         host = urls.origin_parts(urls.origin(url))[1]
         ip = await self._address(host)
         if ip is None:
@@ -406,73 +446,6 @@ class SiteVisit:
                                         + result.elapsed)
         size = len(result.head) + len(result.body)
         self.next_at = now + self.policy.fetched(result.status, result.elapsed, retry_after, size)
-        if result.status is None:
-            kind = (result.error or "error").split(":", 1)[0]
-            stats.errors[kind] += 1
-            event(log, logging.INFO, "fetch-failed", site=self.origin, url=url, error=result.error)
-            return result
-        try:
-            content_codings(result.header("content-encoding"))
-        except CodingError:  # archived as received; its links and text are not read
-            stats.errors["codings"] += 1
-            event(log, logging.INFO, "too-many-codings", site=self.origin, url=url,
-                  limit=MAX_CODINGS)
-        date = datetime.fromtimestamp(result.started, UTC)
-        large = len(result.body) > bodies.LARGE
-        digest = ""
-        if base is not None or dedupe == "digest":
-            digest = (await ctx.bodies.run(payload_digest, result.body) if large
-                      else payload_digest(result.body))
-        # 304 to our conditions: the payload of ``base`` is current (a server-not-modified revisit).
-        not_modified = result.status == 304 and base is not None and bool(conditions)
-        original = await self._original(base, digest, result, not_modified, dedupe)
-        # A capture of this visit (fetched again) is no earlier visit's: whole seconds, as stored.
-        if base is not None and (seen := to_datetime(earlier[-1].timestamp).timestamp()) < int(
-                self._started):
-            self.changes.page(changed=not not_modified and (base.status, base.digest)
-                              != (result.status, digest), since=result.started - seen)
-        if original is None:
-            rectype = "response"
-            document = await self._document(url, result) if self.plugins.wants("on_capture") \
-                else None
-            pack = functools.partial(
-                ctx.bundle.pack_exchange, url=url, ip=result.ip, date=date, request=result.request,
-                response_head=result.head, response_body=result.body, truncated=result.truncated)
-            # Written in one step with its labels record, which must follow it in the bundle.
-            written = ctx.bundle.write_packed(await ctx.bodies.run(pack) if large else pack())
-            if document is not None:
-                self._label(url, date, document, written.record_id, written.response.filename,
-                            written.response.offset)
-        else:
-            self.labels = original.label_map
-            rectype = "revisit"
-            stats.revisits += 1
-            stats.not_modified += not_modified
-            stats.bytes_saved += base_size if not_modified else len(result.body)
-            written = ctx.bundle.write_revisit(
-                url=url, ip=result.ip, date=date, request=result.request,
-                response_head=result.head, payload_digest=original.digest,
-                refers_to_url=original.url, refers_to_date=to_datetime(original.timestamp),
-                not_modified=not_modified)
-        try:
-            ctx.captures.append(capture_fields(
-                url=url, date=date, status=result.status,
-                content_type=result.header("content-type"), location=result.header("location"),
-                digest=written.payload_digest, filename=written.response.filename,
-                offset=written.response.offset, length=written.response.length, rectype=rectype,
-                labels=self.labels if rectype == "response" else None))
-        except ValueError as e:  # the record is written; `catalog verify` will list it
-            stats.errors["catalog"] += 1
-            event(log, logging.WARNING, "catalog-entry-failed", site=self.origin, url=url,
-                  error=str(e))
-        stats.pages += 1
-        stats.bytes += size
-        if result.truncated:
-            stats.errors[f"truncated-{result.truncated}"] += 1
-        if result.status >= 400:
-            stats.errors[f"http-{result.status // 100}xx"] += 1
-        event(log, logging.DEBUG, "fetched", site=self.origin, url=url, status=result.status,
-              bytes=size, ms=round(result.elapsed * 1000))
         return result
 
     async def _document(self, url: str, result: FetchResult) -> Document:
@@ -489,112 +462,13 @@ class SiteVisit:
                                                  result.body, truncated)
         return document
 
-    def _label(self, url: str, date: datetime, document: Document, record_id: str, filename: str,
-               offset: int) -> None:
-        """Ask the plugins' on_capture for the labels of the response just written; write them in
-        a metadata record right after it (a kill before that loses the labels, not the capture)."""
-        capture = CaptureInfo(url, from_datetime(date), document.status, record_id, filename,
-                              offset, self.origin)
+    def _labels(self, document: Document, record: Record, written: Written) -> dict[str, str]:
+        """The plugins' on_capture labels of the response just written (the capture sink writes
+        them in a metadata record right after it; a kill before that loses the labels, not the
+        capture)."""
+        capture = CaptureInfo(document.url, from_datetime(record.date), document.status,
+                              written.record_id, written.response.filename,
+                              written.response.offset, self.origin)
         self.labels = self.plugins.labels(capture, document)
-        if self.labels:
-            self.ctx.bundle.write_labels(url=url, date=date, refers_to=record_id, labels=self.labels)
+        return self.labels
 
-    async def _original(self, base: Capture | None, digest: str, result: FetchResult,
-                        not_modified: bool, dedupe: str) -> Capture | None:
-        """The response whose payload this answer stands for, to be written as a revisit of it
-        (``crawl.dedupe``): ``base`` (the last capture's) if the server said not modified or sent
-        its payload again; with "digest", a 200's payload found under another URL."""
-        if not_modified:
-            return base
-        if dedupe == "off":
-            return None
-        original = _same_payload(base, digest, result)
-        if original is None and dedupe == "digest" and result.status == 200 and result.body \
-                and not result.truncated:
-            original = await self.ctx.first_with_digest(digest)
-        return original
-
-    async def _earlier(self, url: str) -> list[Capture]:
-        """The captures of ``url`` so far, oldest first (none if the catalog cannot say)."""
-        try:
-            return await self.ctx.earlier_captures(url)
-        except (CatalogError, ValueError, sqlite3.Error):
-            return []
-
-    async def _route_links(self, entry: Entry, result: FetchResult) -> None:
-        """Route the links of a response: same-site ones into the crawl queue, others to the spool.
-        A large body's are found in a worker thread; they are routed ``ROUTE_SLICE`` at a time."""
-        ctx, stats, policy = self.ctx, self.ctx.stats, self.policy
-        headers = {name: value for name in ("content-type", "content-encoding", "location")
-                   if (value := result.header(name)) is not None}
-        status = result.status or 0
-        small = pagelinks.links_if_small(entry.url, status, headers, result.body, bound=bodies.LARGE)
-        if small is None:
-            found, targets = await ctx.bodies.run(_links_and_targets, entry.url, status, headers,
-                                                  result.body, ctx.config.crawl.max_decoded_size)
-        else:
-            found, targets = small, [urls.normalize(ref, small.base) for ref in small.refs]
-        if not found.read:
-            return
-        depth = entry.depth if found.redirect else entry.depth + 1
-        shape = url_shape(entry.url)
-        new_local = []
-        for number, (ref, url) in enumerate(zip(found.refs, targets, strict=True)):
-            if number and not number % bodies.ROUTE_SLICE:
-                # Routing always finishes (its links are in the queue before the URL is done).
-                await trio.lowlevel.cancel_shielded_checkpoint()
-            if url is None:  # mailto:, javascript:, a bad host or port...: counted, not followed
-                stats.skipped["url-" + urls.rejection(ref, found.base)] += 1
-                continue
-            where = policy.route(url, depth, source_shape=shape, redirect=found.redirect)
-            if where in (None, "external") and self.plugins.wants("should_visit") and (
-                    plugin := self.plugins.refusal(
-                    url, VisitContext(self.origin, entry.url, depth, where == "external"))):
-                stats.skipped["plugin"] += 1
-                if where is None and not self.crawl_queue.known(url):
-                    self.crawl_queue.decide(url, "plugin", f"{plugin}, linked from {entry.url}")
-                continue
-            if where is None:
-                if self.crawl_queue.add(url, depth):
-                    stats.links_local += 1
-                    new_local.append(url)
-            elif where == "external":
-                stats.links_external += 1
-                priority = self.plugins.priority(urls.origin(url), LinkContext(
-                    entry.url, self.labels, url)) if self.plugins.wants("site_priority") else 0.0
-                ctx.spool.add(url, self.origin, time.time(), hops=policy.hops, priority=priority)
-            elif where != "seen":
-                stats.skipped[where] += 1
-                if where == "scope":
-                    # Kept in this site's log only for its own URLs (`why` reads the log of the
-                    # URL's origin and of its scheme twin).
-                    home = urls.origin(url)
-                    if (home in policy.local or home == urls.scheme_twin(self.origin)) and (
-                            not self.crawl_queue.known(url)):
-                        self.crawl_queue.decide(url, "scope", scope_detail(
-                            policy.scope_rule(url), entry.url))
-                elif not self.crawl_queue.known(url):  # queued by another link: not skipped
-                    self.crawl_queue.decide(url, where, entry.url)
-        policy.page_read(shape, new_local)
-
-
-def _links_and_targets(url: str, status: int, headers: dict[str, str], body: bytes,
-                       max_decoded_size: int) -> tuple[pagelinks.FoundLinks, list[str | None]]:
-    """A response's references and each one normalised (None: not followed), for a worker thread."""
-    found = pagelinks.links_in_response(url, status, headers, body,
-                                        max_decoded_size=max_decoded_size)
-    return found, [urls.normalize(ref, found.base) for ref in found.refs]
-
-
-def scope_detail(rule: str | None, source: str | None) -> str:
-    """The decision log's detail of an out-of-scope URL: the deciding rule and the linking page."""
-    what = f"rule {rule}" if rule is not None else "no scope.include rule matched"
-    return what + (f", linked from {source}" if source else ", queued before the rule")
-
-
-def _same_payload(base: Capture | None, digest: str, result: FetchResult) -> Capture | None:
-    """``base`` if this whole response (its payload ``digest``) repeats its payload (Heritrix's
-    and wget's deduplication by digest)."""
-    if base is None or not result.body or result.truncated or base.digest != digest:
-        return None
-    return base

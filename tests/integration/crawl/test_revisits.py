@@ -152,7 +152,7 @@ async def test_a_revisit_reads_a_bounded_history_of_a_long_revisited_url(tmp_pat
                  for n in range(3 * LOOK_BACK)]
         catalog.add(later)
     crawler = Crawler(config, until_idle=True)
-    assert await crawler.ctx.earlier_captures(home) == [response, later[-1]]  # not all 301
+    assert await crawler.ctx.dedupe.earlier(home) == [response, later[-1]]  # not all 301
     enqueue_seeds(config, 0, [home], recrawl=True)
     with trio.fail_after(GUARD):
         await crawler.run()

@@ -101,7 +101,7 @@ async def test_the_loop_runs_on_while_another_process_holds_a_write_lock(tmp_pat
     status = json.loads(status_path(config.root, 0).read_text())
     assert status["loop_stall_max_ms"] == round(crawler.stats.loop.longest * 1000, 1) < 1000
     home = web.origins()[0] + "/"
-    [capture] = await crawler.ctx.earlier_captures(home)  # a recrawl's lookup, in a worker thread
+    [capture] = await crawler.ctx.dedupe.earlier(home)  # a recrawl's lookup, in a worker thread
     assert (capture.url, capture.status, capture.rectype) == (home, 200, "response")
 
 

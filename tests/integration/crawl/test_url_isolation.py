@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
-from archiver.crawl import visit as site
+from archiver.crawl import routing
 from archiver.store.bundles import BundleWriter
 from archiver.web import pagelinks
 from tests.support.crawls import captures, warc_files, warcio_check
@@ -25,7 +25,7 @@ async def test_a_url_whose_handling_raises_costs_only_that_url(tmp_path, monkeyp
             raise ValueError("odd response")
         return real_write(self, url=url, **kwargs)
 
-    monkeypatch.setattr(site.pagelinks, "links_if_small", links)
+    monkeypatch.setattr(routing.pagelinks, "links_if_small", links)
     monkeypatch.setattr(BundleWriter, "pack_exchange", write)
     one = OneSite(pages=8)
     with caplog.at_level(logging.ERROR, logger="archiver"):
@@ -47,7 +47,7 @@ async def test_a_run_of_internal_errors_ends_the_visit(tmp_path, monkeypatch):
     def links(url, *args, **kwargs):
         raise RuntimeError("every page breaks")
 
-    monkeypatch.setattr(site.pagelinks, "links_if_small", links)
+    monkeypatch.setattr(routing.pagelinks, "links_if_small", links)
     one = OneSite(pages=8)
     root = await crawl_site(tmp_path, one, max_internal_errors=1, site_retries=1)
     pages = [h.target for h in one.hits if h.target != "/robots.txt"]

@@ -14,7 +14,8 @@ from archiver.crawl.stats import Stats
 def context() -> CrawlContext:
     unused: Any = None  # the pause touches none of the stores
     return CrawlContext(config=Config(), bundle=unused, spool=unused, resolver=unused, stats=Stats(),
-                        slots=unused, lookup=unused, crawl_queues=unused)
+                        slots=unused, sink=unused, dedupe=unused, crawl_queues=unused,
+                        bodies=unused)
 
 
 async def test_fetching_resumes_only_when_neither_the_disk_nor_the_local_limit_holds_it():
