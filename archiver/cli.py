@@ -945,7 +945,7 @@ def parser() -> argparse.ArgumentParser:
                         "spool files done (no links run meanwhile)")
     links_reshard.add_argument("--config", required=True, help="the TOML config file")
     links_reshard.add_argument("--partitions", required=True, type=_partitions,
-                               help="the new slice count (set links.partitions to it too)")
+                               help="the new slice count (set links.slices to it too)")
     links_reshard.add_argument(
         "--allow-missing", action="store_true",
         help="rebuild even if spool files the ledger lists were pruned from outlinks/done: their "

@@ -221,7 +221,7 @@ class CatalogConfig:
 
 
 @dataclass(frozen=True)
-class OutlinksConfig:
+class SpoolConfig:
     max_lines: int = 100_000
     max_age: float = 300.0
 
@@ -237,8 +237,8 @@ class LinksConfig:
     # Seconds between looks for new spool files when running as a service (without --once).
     poll_interval: float = 60.0
     # The bitmap is split into this many slices by a hash of the normalised URL
-    # (archiver.links.partition), each sized for expected_urls / partitions.
-    partitions: int = 4
+    # (archiver.links.partition), each sized for expected_urls / slices.
+    slices: int = 4
     # "local": in this process; "dask": on a Dask cluster, at `scheduler` ("tcp://host:8786"),
     # or, when that is empty, on a LocalCluster of `workers` processes started for the run.
     engine: str = "local"
@@ -312,7 +312,7 @@ class Config:
     store: StoreConfig = field(default_factory=StoreConfig)
     s3: S3Config = field(default_factory=S3Config)
     catalog: CatalogConfig = field(default_factory=CatalogConfig)
-    outlinks: OutlinksConfig = field(default_factory=OutlinksConfig)
+    spool: SpoolConfig = field(default_factory=SpoolConfig)
     links: LinksConfig = field(default_factory=LinksConfig)
     replay: ReplayConfig = field(default_factory=ReplayConfig)
     import_: ImportConfig = field(default_factory=ImportConfig)  # [import]: a Python keyword
@@ -334,6 +334,11 @@ RETIRED = {
     ("crawl", "backoff_recovery"): "the back-off now recovers linearly: see "
                                    "crawl.backoff_recovery_fetches",
 }
+# Sections and keys renamed (issue 39: one word per thing): the old name is read, with a notice,
+# until the next release.
+RENAMED_SECTIONS = {"outlinks": "spool"}
+RENAMED_KEYS = {("links", "partitions"): "slices"}
+
 
 def section_name(attribute: str) -> str:
     """The TOML section a Config attribute holds: its name without the ``_`` a keyword takes."""
@@ -365,10 +370,10 @@ _POSITIVE = {
     ("store", "retry_max"),
     ("dns", "timeout"), ("dns", "refresh_interval"),
     ("dns", "concurrency"), ("warc", "max_size"),
-    ("outlinks", "max_lines"), ("outlinks", "max_age"), ("catalog", "shards"),
+    ("spool", "max_lines"), ("spool", "max_age"), ("catalog", "shards"),
     ("import", "max_temp_bytes"),
     ("links", "expected_urls"), ("links", "bits_per_url"), ("links", "checkpoint_urls"),
-    ("links", "poll_interval"), ("links", "partitions"), ("links", "workers"),
+    ("links", "poll_interval"), ("links", "slices"), ("links", "workers"),
     ("replay", "scan_slice_rows"), ("replay", "scan_max_rows"), ("replay", "scan_deadline"),
     ("replay", "timemap_page"), ("replay", "scan_listings"),
     ("replay", "rewrite_workers"), ("replay", "search_workers"), ("replay", "max_waiting"),
@@ -519,6 +524,7 @@ def from_dict(data: dict[str, Any], path: Path | None = None) -> Config:
     base = path.resolve().parent if path else Path.cwd()
     sections: dict[str, Any] = {}
     notices: list[str] = []
+    data = _renamed(where, data, notices)
     for name, value in data.items():
         if name == "sheets":
             continue  # read once [crawl] is (a sheet's rests are checked against it)
@@ -632,6 +638,30 @@ def _plugins(where: str, values: dict[str, Any]) -> PluginsConfig:
     if len(set(enable)) != len(enable):
         raise ConfigError(f"{where}: plugins.enable: a plugin is named twice")
     return PluginsConfig(enable=enable, tables=tables)
+
+
+def _renamed(where: str, data: dict[str, Any], notices: list[str]) -> dict[str, Any]:
+    """``data`` with the renamed sections and keys under their new names (a notice for each);
+    ConfigError if a file holds both names of one."""
+    data = dict(data)
+    for old, new in RENAMED_SECTIONS.items():
+        if old in data:
+            if new in data:
+                raise ConfigError(f"{where}: [{old}] and [{new}] are one section ([{old}] is its "
+                                  f"old name): keep [{new}] only")
+            notices.append(f"{where}: [{old}] is now [{new}]; rename it (the old name is read "
+                           "until the next release)")
+            data[new] = data.pop(old)
+    for (name, old), new in RENAMED_KEYS.items():
+        section = data.get(name)
+        if isinstance(section, dict) and old in section:
+            if new in section:
+                raise ConfigError(f"{where}: {name}.{old} and {name}.{new} are one key ({old} is "
+                                  f"its old name): keep {new} only")
+            notices.append(f"{where}: {name}.{old} is now {name}.{new}; rename it (the old name "
+                           "is read until the next release)")
+            data[name] = {new if key == old else key: value for key, value in section.items()}
+    return data
 
 
 def _section_class(name: str) -> type:

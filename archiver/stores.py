@@ -176,7 +176,7 @@ def _lock_file(root: Path, role: str, number: int | None) -> ProcessLock:
 
 def _spool_writer(config: Config, process: int) -> SpoolWriter:
     from archiver.queues.spool import SpoolWriter
-    o = config.outlinks
+    o = config.spool
     return SpoolWriter(config.root / "outlinks", process, max_lines=o.max_lines, max_age=o.max_age)
 
 

@@ -37,7 +37,7 @@ from tests.support.crawls import write_config
 # Quick group commits and spool rotation, so that the batch sees links within a fraction of a
 # second; a small links bitmap (the web is small).
 _QUICK = (
-    "\n[warc]\nsync_interval = 0.1\n[outlinks]\nmax_age = 0.1\n"
+    "\n[warc]\nsync_interval = 0.1\n[spool]\nmax_age = 0.1\n"
     "[links]\nexpected_urls = 100000\ncheckpoint_urls = 100000\n"
 )
 _LIMIT = 120.0  # seconds: a run that takes longer has gone wrong

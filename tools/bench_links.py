@@ -51,7 +51,7 @@ from archiver.store.shipping import ship_closed
 from archiver.stores import SharedStores, open_stores
 from tools.bench_crawl import shared_stores
 
-LINES_PER_FILE = 100_000  # outlinks.max_lines
+LINES_PER_FILE = 100_000  # spool.max_lines
 
 
 def generate(root: Path, urls: int, sites: int, seed: int = 1) -> None:
@@ -93,7 +93,7 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--urls", type=int, default=10_000_000)
     parser.add_argument("--sites", type=int, default=100_000)
-    parser.add_argument("--partitions", type=int, default=4, help="links.partitions")
+    parser.add_argument("--partitions", type=int, default=4, help="links.slices")
     parser.add_argument("--checkpoint-urls", type=int, default=config.LinksConfig.checkpoint_urls,
                         help="links.checkpoint_urls (default: the config's)")
     parser.add_argument("--engine", choices=("local", "dask"), default="local", help="links.engine")

@@ -63,7 +63,7 @@ timeout = 0.5
 refresh_interval = 1.0
 retry_base = 1.0
 retry_max = 2.0
-[outlinks]
+[spool]
 max_age = 1.0
 [links]
 poll_interval = 0.5

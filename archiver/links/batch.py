@@ -6,7 +6,7 @@ tests-and-sets it in the global Bloom bitmap. A new URL goes to its site's crawl
 inbox: a database row); a site's in-link count (distinct other sites linking to it) orders the
 site queues, and a site seen for the first time joins the queue of the one process that owns it.
 
-The bitmap is split into ``links.partitions`` slices by a hash of the key (archiver.links.partition,
+The bitmap is split into ``links.slices`` slices by a hash of the key (archiver.links.partition,
 archiver.links.slices), each a Bloom bitmap of its own, saved as its own file (or object) with its
 own generation. ``LinkBatch`` is the driver: it picks the files, hands each checkpoint's steps
 (archiver.links.steps) to an engine (archiver.links.engine: in this process, or on a Dask
@@ -201,7 +201,7 @@ class LinkBatch:
         slices has its one bitmap copied as slice 0 of 1 (recorded at the next checkpoint)."""
         legacy = self.state.legacy_bitmap()
         generations = self.state.slice_generations()
-        wanted = self.config.links.partitions
+        wanted = self.config.links.slices
         if legacy is not None:
             slices = self.slice_store(1)
             slices.remove_stale(())
@@ -217,7 +217,7 @@ class LinkBatch:
         slices.remove_stale({slice_name(p, slices.partitions, g) for p, g in enumerate(generations)})
         if slices.partitions != wanted:
             event(log, logging.WARNING, "links-partitions", state=slices.partitions, config=wanted,
-                  note=f"the links state has {slices.partitions} slices and links.partitions says "
+                  note=f"the links state has {slices.partitions} slices and links.slices says "
                        f"{wanted}; going on with {slices.partitions}: run `archiver links reshard "
                        f"--partitions {wanted}` to rebuild them")
         return slices, generations

@@ -2,7 +2,7 @@
 
 A spool line is ``URL <TAB> linking origin <TAB> 14-digit time <TAB> hops <TAB> priority``, or
 the first three alone in a file from before hops (archiver.queues.spool: read as hops 0, priority
-0). The batch reads a whole file (``outlinks.max_lines`` lines) at once: pyarrow's CSV reader splits
+0). The batch reads a whole file (``spool.max_lines`` lines) at once: pyarrow's CSV reader splits
 it into five columns (tab-separated, no quoting; a line with any other number of fields is counted
 by its ``invalid_row_handler``; in a file with lines of three fields, those are given the two they
 lack, ``_padded``, and the file is read again), and the checks run over whole columns with RE2 regexes

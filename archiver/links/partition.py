@@ -1,6 +1,6 @@
 """Which slice of the global bitmap holds a key: a stable on-disk contract.
 
-The links batch splits its global Bloom bitmap into ``partitions`` slices (``links.partitions``),
+The links batch splits its global Bloom bitmap into ``partitions`` slices (``links.slices``),
 each a bitmap of its own (archiver.links.slices). A key (a normalised URL, or a site pair's key)
 belongs to slice
 

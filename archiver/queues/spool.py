@@ -235,7 +235,7 @@ class ObjectSpool:
         return sorted((n for n in names if "/" not in n and n.endswith(".tsv")), key=spool_order)
 
     def read(self, name: str) -> bytes:
-        """The whole file in one ranged GET (a spool file is ``outlinks.max_lines`` lines, and the
+        """The whole file in one ranged GET (a spool file is ``spool.max_lines`` lines, and the
         batch holds one in memory anyway)."""
         key = self.prefix + name
         size = self.store.size(key)

@@ -59,14 +59,14 @@ def links_config(directory: Path, *, processes: int = 2, checkpoint: int = 1000,
     path = directory / "archiver.toml"
     path.write_text(f'[archive]\nroot = "archive"\n[crawl]\nprocesses = {processes}\n'
                     'allowed_networks = ["127.0.0.0/8"]\n'
-                    + LINKS.format(checkpoint=checkpoint) + f"partitions = {partitions}\n")
+                    + LINKS.format(checkpoint=checkpoint) + f"slices = {partitions}\n")
     return config.load(path)
 
 
 def with_partitions(cfg: config.Config, partitions: int) -> config.Config:
-    """The same config with another links.partitions."""
+    """The same config with another links.slices."""
     text = cfg.path.read_text()
-    cfg.path.write_text(re.sub(r"(?m)^partitions = \d+$", f"partitions = {partitions}", text))
+    cfg.path.write_text(re.sub(r"(?m)^slices = \d+$", f"slices = {partitions}", text))
     return config.load(cfg.path)
 
 

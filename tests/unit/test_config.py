@@ -22,7 +22,7 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_shipped_config_lists_every_default():
     cfg = config.load(SHIPPED)
     defaults = config.Config()
-    for section in ("crawl", "scope", "plugins", "warc", "store", "s3", "catalog", "outlinks",
+    for section in ("crawl", "scope", "plugins", "warc", "store", "s3", "catalog", "spool",
                     "links", "replay", "import_", "log"):
         assert getattr(cfg, section) == getattr(defaults, section), section
     assert cfg.root == SHIPPED.parent / "archive"
@@ -122,6 +122,25 @@ def test_retired_keys_load_with_a_notice(tmp_path):
     assert "crawl.retries_per_url" in cfg.notices[0] and "no longer used" in cfg.notices[0]
     assert cfg.crawl == config.CrawlConfig()
     assert config.load(SHIPPED).notices == ()
+
+
+def test_renamed_section_and_key_are_read_under_their_old_names_with_a_notice(tmp_path):
+    cfg = config.load(write(tmp_path, "[outlinks]\nmax_lines = 7\n[links]\npartitions = 3\n"))
+    assert cfg.spool.max_lines == 7 and cfg.links.slices == 3
+    assert len(cfg.notices) == 2
+    assert "[outlinks] is now [spool]" in cfg.notices[0]
+    assert "links.partitions is now links.slices" in cfg.notices[1]
+    assert config.load(write(tmp_path, "[spool]\nmax_lines = 7\n")).notices == ()
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("[outlinks]\nmax_lines = 7\n[spool]\nmax_age = 1.0\n", "keep [spool] only"),
+    ("[links]\npartitions = 3\nslices = 3\n", "keep slices only"),
+    ("[outlinks]\nmax_lines = 0\n", "spool.max_lines: must be greater than 0"),
+])
+def test_a_renamed_name_beside_its_new_one_or_a_bad_value_is_refused(tmp_path, text, needle):
+    with pytest.raises(config.ConfigError, match=re.escape(needle)):
+        config.load(write(tmp_path, text))
 
 
 def test_new_robustness_keys_are_checked(tmp_path):

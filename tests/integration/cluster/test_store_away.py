@@ -75,7 +75,7 @@ def test_crawlers_keep_their_bundles_while_the_store_is_away_and_lose_nothing(
         for config in configs:  # spool files closed every 2 outlinks: some wait too
             config.write_text(config.read_text().replace('region = "us-east-1"\n', 'region = "us-east-1"\n'
                                                          f"timeout = {S3_TIMEOUT}\n")
-                              + "[outlinks]\nmax_lines = 2\n")
+                              + "[spool]\nmax_lines = 2\n")
         roots = [load(config).root for config in configs]
         seed(configs[0], web, tmp_path)
         crawlers = [crawler(config, n, "--until-idle") for n, config in enumerate(configs)]

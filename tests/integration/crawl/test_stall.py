@@ -182,7 +182,7 @@ async def test_no_fsync_or_file_lock_on_the_event_loop_while_crawling(tmp_path, 
         web, _ = await start_demo(nursery, WebSpec(sites=6, pages_per_site=20, port=0, trap=False))
         path = write_config(tmp_path, web, min_rest=0.0)
         path.write_text(path.read_text() + "[warc]\nmax_size = 40000\nsync_interval = 0.05\n"
-                        "[outlinks]\nmax_lines = 3\n")
+                        "[spool]\nmax_lines = 3\n")
         config = load(path)
         enqueue_seeds(config, 0, [o + "/" for o in web.origins()])
         crawler = Crawler(config, until_idle=True)

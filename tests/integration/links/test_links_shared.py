@@ -33,7 +33,7 @@ GROUP = 3000  # lines per checkpoint: two synthetic spool files
 
 
 def slices(generation: int) -> list[str]:
-    """The keys of the 4 slices (links.partitions) at ``generation``."""
+    """The keys of the 4 slices (links.slices) at ``generation``."""
     return [f"links/slice-{p}of4-{generation}.bloom" for p in range(4)]
 
 

@@ -72,7 +72,7 @@ def test_a_reshard_killed_midway_leaves_the_old_slices_and_runs_again_from_the_s
     with_partitions(cfg, 3)
     run = links("run", "--once", "--config", str(cfg.path))    # the old layout is in force
     assert run.returncode == 0, run.stderr
-    assert "the links state has 2 slices and links.partitions says 3" in run.stderr
+    assert "the links state has 2 slices and links.slices says 3" in run.stderr
     assert {p.name: p.read_bytes() for p in (cfg.root / "links").glob("*.bloom")} == before
     again = links("reshard", "--partitions", "3", "--config", str(cfg.path))
     assert again.returncode == 0, again.stderr
@@ -81,7 +81,7 @@ def test_a_reshard_killed_midway_leaves_the_old_slices_and_runs_again_from_the_s
     synthetic_spool(partial(write_spool, fresh.root), files=7)
     run = links("run", "--once", "--config", str(cfg.path))
     assert run.returncode == 0, run.stderr
-    assert "links.partitions" not in run.stderr
+    assert "links.slices" not in run.stderr
     run_batch(fresh, once=True)
     assert snapshot(cfg.root, 2) == snapshot(fresh.root, 2)
 

@@ -54,7 +54,7 @@ from tests.support.secrets import assert_no_secret
 
 # Small bundles: a demo crawl leaves a dozen of them, so a migrate spends a while on them. Small
 # spool files, so one can be closed after the links batch ran; a small bitmap for the batch.
-SETTINGS = "[warc]\nmax_size = 32768\n[outlinks]\nmax_lines = 2\n[links]\nexpected_urls = 4000\n"
+SETTINGS = "[warc]\nmax_size = 32768\n[spool]\nmax_lines = 2\n[links]\nexpected_urls = 4000\n"
 INBOX = [("/late-a", 1), ("/late-b", 2)]
 ACTIVE_ORIGIN = "http://unvisited.example:8080"
 INBOX_ONLY_ORIGIN = "http://linked-to.example"  # inbox rows, no crawl-queue folder
@@ -242,7 +242,7 @@ def check_everything(old: config.Config, url: str, bucket: Any) -> None:
 
 
 def old_slices(root: Path) -> list[Path]:
-    """OLD's slice files in force, slice 0 first (4: links.partitions)."""
+    """OLD's slice files in force, slice 0 first (4: links.slices)."""
     with closing(sqlite3.connect(f"file:{root / 'links' / 'state.sqlite'}?mode=ro", uri=True)) as db:
         generations = [g for (g,) in db.execute("SELECT generation FROM slices ORDER BY slice")]
     assert len(generations) == 4

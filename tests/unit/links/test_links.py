@@ -77,7 +77,7 @@ def test_batch_queues_new_urls_counts_distinct_linking_sites_and_keeps_a_ledger(
     sites, queues = snapshot(root, 2)
     assert sites["http://b.test"][1:] == ("waiting", 2) and sites["http://a.test"][1:] == ("waiting", 3)
     assert queues["http://b.test"] == ["http://b.test/", "http://b.test/new"]
-    # Each of the 4 slices (links.partitions) at the second checkpoint's generation, nothing else.
+    # Each of the 4 slices (links.slices) at the second checkpoint's generation, nothing else.
     assert sorted(p.name for p in (root / "links").glob("*.bloom")) == [
         f"slice-{p}of4-2.bloom" for p in range(4)]
 
