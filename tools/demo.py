@@ -8,6 +8,7 @@ where the WARC bundles are. Run from the repository root: ``python -m tools.demo
 from __future__ import annotations
 
 import argparse
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -43,6 +44,20 @@ nameservers = ["127.0.0.1:9"]
 """
 
 
+def _shown(path: Path) -> str:
+    """``path`` relative to the current folder if it lies under it, else absolute."""
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
+
+
+def _archiver() -> str:
+    """How to run ``archiver`` from here: the script beside this Python (a venv's ``bin/``, which
+    need not be on PATH), else this Python with ``-m archiver``."""
+    script = Path(sys.executable).parent / "archiver"
+    if script.is_file():
+        return shlex.quote(_shown(script))
+    return f"{shlex.quote(sys.executable)} -m archiver"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", default="demo-archive", help="working folder (default: %(default)s)")
@@ -70,11 +85,12 @@ def main() -> int:
     print(f"\n{len(warcs)} WARC file(s), {size / 2**20:.1f} MiB, in {work / 'archive' / 'warcs'}")
     for path in warcs:
         print(f"  {path.name}")
-    print(f"status: archiver status --config {work / 'archiver.toml'}")
-    print(f"external links spooled for the batch: {work / 'archive' / 'outlinks'} "
-          f"(archiver links run --once --config {work / 'archiver.toml'})")
-    print(f"replay: archiver replay --config {work / 'archiver.toml'}  "
-          "(then open http://127.0.0.1:8080/)")
+    archiver, config = _archiver(), shlex.quote(_shown(work / "archiver.toml"))
+    print("\nNext steps, each as printed from this folder:")
+    for what, verb in (("the crawl's progress", "status"),
+                       ("the links batch: spooled external links to new URLs and sites", "links run --once"),
+                       ("the replay, then open http://127.0.0.1:8080/ in a browser", "replay run")):
+        print(f"  {what}:\n    {archiver} {verb} --config {config}")
     return 0
 
 

@@ -76,6 +76,7 @@ from functools import partial
 from importlib import resources
 from itertools import groupby
 from typing import Any
+from urllib.parse import urlencode
 
 import trio
 from starlette.applications import Starlette
@@ -186,6 +187,11 @@ _EXPOSED = "Memento-Datetime, Link, Content-Range, Accept-Ranges, Content-Length
 SAFE_REQUEST_HEADERS = frozenset(
     ("accept", "accept-language", "content-language", "content-type", "range", "x-requested-with")
 )
+# Sites on one home page, and the captures counted per site (past it: "1,000+").
+SITES_PAGE = 100
+SITE_COUNTED = 1000
+# A host as the catalog's keys hold it (the home page's ``after``).
+_SURT_HOST = re.compile(r"[0-9a-z_\-.,:\[\]]{1,300}", re.ASCII)
 # URLs shown by a prefix listing (the Wayback Machine's URL listing pages hold a few hundred).
 PREFIX_ROWS = 1000
 _HTML = frozenset(("text/html", "application/xhtml+xml"))
@@ -435,8 +441,31 @@ def _memento_links(request: Request, url: str, near: Around, current: str | None
 # --- the replay's own pages ------------------------------------------------------------------
 
 
+def _sites(after: str, scan: Scan) -> tuple[list[pages.SiteRow], str | None]:
+    """A page of the archive's sites from the host after ``after`` on (CatalogStore.hosts: each
+    an index seek and at most SITE_COUNTED rows counted), each with its front page's latest
+    capture (one seek), and the host to start the next page after (None on the last page)."""
+    sites: list[pages.SiteRow] = []
+    for tally in scan.catalog.hosts(after=after, at_most=SITE_COUNTED):
+        scan.examine(tally.captures + 1)
+        if len(sites) == SITES_PAGE:
+            return sites, sites[-1].tally.host
+        front = urls.origin(tally.url) + "/"
+        sites.append(pages.SiteRow(tally, next(scan.rows(scan.catalog.walk(front, _LATEST, forward=False)),
+                                               None)))
+    return sites, None
+
+
 async def home(request: Request) -> Response:
-    return _html(pages.home(prefix=_prefix(request)))
+    """The home page, with a page of the archive's sites (``?after=<host>``: the page after it,
+    the host as the catalog's keys hold it)."""
+    after = request.query_params.get("after", "")
+    if after and not _SURT_HOST.fullmatch(after):
+        raise ValueError(f"bad after={after[:40]!r}: follow the home page's link to more sites")
+    sites, last = await _archive(request).scanner.collect(partial(_sites, after))
+    prefix = _prefix(request)
+    return _html(pages.home(prefix=prefix, content=_content(request), sites=sites, counted=SITE_COUNTED,
+                            next_href=f"{prefix}/?{urlencode({'after': last})}" if last else None))
 
 
 async def search(request: Request) -> Response:

@@ -33,7 +33,7 @@ from archiver.replay.calendar import (
 from archiver.replay.coherence import PARAMETER, Coherence
 from archiver.replay.rewrite import archive_url
 from archiver.replay.why import Answer
-from archiver.store.catalog import Capture
+from archiver.store.catalog import Capture, HostTally
 from archiver.web.timestamps import to_iso
 
 _ENV = Environment(
@@ -117,8 +117,36 @@ def banner(
     )
 
 
-def home(*, prefix: str) -> str:
-    return _ENV.get_template("home.html").render(prefix=prefix)
+@dataclass(frozen=True)
+class SiteRow:
+    """One site of the home page: its host's tally (``CatalogStore.hosts``, counted up to
+    ``counted``) and the latest capture of its front page, if it has one."""
+
+    tally: HostTally
+    root: Capture | None
+
+
+def home(*, prefix: str, content: str, sites: list[SiteRow], counted: int, next_href: str | None) -> str:
+    """The home page: the search forms, a page of the archive's sites (each with its number of
+    captures, its latest capture and a link to its front page's latest capture), sorted by name
+    within the page, and the replay's addresses."""
+    shown: list[dict[str, Any]] = []
+    for site in sites:
+        tally, root = site.tally, site.root
+        netloc = urlsplit(root.url if root else tally.url).netloc
+        latest = max(tally.latest, root.timestamp) if root else tally.latest
+        complete = tally.captures < counted
+        shown.append({
+            "name": netloc,
+            "calendar": f"{prefix}/calendar/{netloc}",
+            "captures": f"{tally.captures:,}" if complete else f"{counted:,}+",
+            "latest": _when(latest) if complete else f"{_when(latest)} or later",
+            "root_href": archive_url(content, root.timestamp, "", root.url) if root else None,
+            "list_href": list_url(prefix, root.url) if root else None,
+        })
+    shown.sort(key=lambda row: row["name"])
+    return _ENV.get_template("home.html").render(prefix=prefix, sites=shown, next_href=next_href,
+                                                 counted=f"{counted:,}")
 
 
 def _plural(count: int, unit: str) -> str:

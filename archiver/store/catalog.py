@@ -64,6 +64,9 @@ _HOST = re.compile(r"(?:[0-9a-z_\-.,]+|[0-9a-f:.\[\]]+)(?::\d+)?")
 # A scheme-less "host:port[/...]" as users type it.
 _HOST_PORT = re.compile(r"[^/:?#]+:\d+(?:[/?#]|\Z)")
 _PORT = re.compile(r":\d+\Z")
+# Above every key of a host "h": its keys start "h)", a deeper label "h," and a port "h:", and no
+# character of a host lies between ")" and "*".
+HOST_END = "*"
 _REVISIT_MIME = "warc/revisit"
 _DIGESTS = "digests.sqlite"
 _DIGEST_SCHEMA = """
@@ -140,6 +143,11 @@ _CHUNK_END = ("SELECT ts, file, pos FROM captures WHERE urlkey = ? AND (ts, file
 _CHUNK_COUNTS = ("SELECT substr(ts, 1, ?), count(*) FROM captures WHERE urlkey = ?"
                  " AND (ts, file, pos) > (?, ?, ?) AND (ts, file, pos) <= (?, ?, ?) GROUP BY 1 ORDER BY 1")
 _COUNT = "SELECT count(*) FROM (SELECT 1 FROM captures WHERE urlkey = ? LIMIT ?)"
+# A host listing (Catalog.hosts): the first key at or past a place, then a host's captures
+# counted up to a bound with their latest timestamp.
+_NEXT_KEY = "SELECT urlkey, url FROM captures WHERE urlkey >= ? ORDER BY urlkey LIMIT 1"
+_HOST_COUNT = ("SELECT count(*), max(ts) FROM (SELECT ts FROM captures WHERE urlkey >= ? AND urlkey < ?"
+               " LIMIT ?)")
 # Rows one chunk of span_counts counts: a few milliseconds of the database's time.
 TALLY_ROWS = 10_000
 _STAMP = re.compile(r"\d{14}", re.ASCII)
@@ -255,6 +263,19 @@ class Capture:
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a CDXJ capture line ({exc!r}): {line[:200]!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class HostTally:
+    """One host of the catalog (``CatalogStore.hosts``): ``host``, the host part of its keys as
+    ``shard_host`` gives it; ``url``, the URL of its first capture in key order; ``captures``,
+    its captures counted no further than asked; ``latest``, the latest timestamp among those
+    counted (the host's latest when ``captures`` is below the bound)."""
+
+    host: str
+    url: str
+    captures: int
+    latest: str
 
 
 def labels_text(labels: Mapping[str, str]) -> str:
@@ -529,6 +550,26 @@ class Catalog:
         key = surt_key(url)
         conn = self._conn(shard_of(key, self.shards), create=False)
         return 0 if conn is None else int(conn.execute(_COUNT, (key, at_most)).fetchone()[0])
+
+    def hosts(self, *, after: str = "", at_most: int) -> Iterator[HostTally]:
+        """Each host of the catalog once (see HostTally), in the catalog's order: by shard, then
+        by key; those past the host ``after`` (a ``shard_host``, "" from the start). Lazily: one
+        index seek per host and per shard, and at most ``at_most`` rows counted per host."""
+        start = shard_of(after, self.shards) if after else 0
+        for shard in self._existing():
+            if shard < start:
+                continue
+            place = after + HOST_END if after and shard == start else ""
+            while (conn := self._conn(shard, create=False)) is not None:
+                found = conn.execute(_NEXT_KEY, (place,)).fetchone()
+                if found is None:
+                    break
+                host, sep, _ = found[0].partition(")")
+                place = host + HOST_END
+                if not sep:  # not a key made from a URL with a host: no host to list
+                    continue
+                count, latest = conn.execute(_HOST_COUNT, (host + ")", place, at_most)).fetchone()
+                yield HostTally(host, found[1], count, latest)
 
     def span_counts(self, url: str, digits: int, *, from_: str = "0" * 14, to: str = "9" * 14
                     ) -> Iterator[tuple[str, int]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
-from archiver.store.catalog import Capture
+from archiver.store.catalog import Capture, HostTally
 from archiver.store.dnshistory import DnsRow, NameState, Observation, Resolved
 from archiver.store.fulltext import DocumentKey, IndexedCapture, SearchHit
 from archiver.store.warcindex import OpenRecord, Stored
@@ -46,6 +46,10 @@ class CatalogStore(Protocol):
                     ) -> Iterator[tuple[str, int]]:
         """Captures of ``url`` per span of timestamps sharing their first ``digits`` digits,
         within the bounds, in time order, a chunk of rows at a time (a span may come in pieces)."""
+
+    def hosts(self, *, after: str = "", at_most: int) -> Iterator[HostTally]:
+        """Each host once, by shard then key, past the host ``after``: its captures counted up
+        to ``at_most`` and their latest; an index seek per host and per shard, read lazily."""
 
     def list(self, url: str, match: str, *, limit: int | None = None) -> Iterator[Capture]: ...
 

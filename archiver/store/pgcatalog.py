@@ -45,10 +45,12 @@ import psycopg
 
 from archiver.store.catalog import (
     ABOVE,
+    HOST_END,
     SHARD_FUNCTION,
     TALLY_ROWS,
     Capture,
     CatalogError,
+    HostTally,
     _key_range,
     _Range,
     check_stamp,
@@ -80,7 +82,8 @@ _SPAN = (
     f"SELECT {_COLUMNS} FROM catalog_captures WHERE shard = %s AND urlkey = %s AND ts >= %s AND ts <= %s"
     " ORDER BY ts, file, pos LIMIT %s"
 )
-_KEY = "FROM catalog_captures WHERE shard = %s AND urlkey = %s"
+_IN_SHARD = "FROM catalog_captures WHERE shard = %s"
+_KEY = f"{_IN_SHARD} AND urlkey = %s"
 # A walk's pages (PgCatalog.walk): keyset on (ts, file, pos) within one key, either way.
 _FORWARD = f"SELECT {_COLUMNS} {_KEY} AND (ts, file, pos) > (%s, %s, %s) ORDER BY ts, file, pos LIMIT %s"
 _BACKWARD = (f"SELECT {_COLUMNS} {_KEY} AND (ts, file, pos) < (%s, %s, %s)"
@@ -95,6 +98,14 @@ _HOLDER = (f"SELECT {_COLUMNS} {_KEY} AND ts <= %s AND digest = %s AND NOT revis
            " ORDER BY ts DESC, file DESC, pos DESC LIMIT 1")
 _Row = tuple[Any, ...]
 
+
+
+# A host listing (PgCatalog.hosts): the next shard holding entries, the first key of a shard at
+# or past a place, a host's captures counted up to a bound with their latest timestamp.
+_NEXT_SHARD = "SELECT min(shard) FROM catalog_captures WHERE shard > %s"
+_NEXT_KEY = f"SELECT urlkey, url {_IN_SHARD} AND urlkey >= %s ORDER BY urlkey LIMIT 1"
+_HOST_COUNT = (f"SELECT count(*), max(ts) FROM (SELECT ts {_IN_SHARD} AND urlkey >= %s AND urlkey < %s"
+               " LIMIT %s) c")
 
 
 def _primary_key(row: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -190,6 +201,23 @@ class PgCatalog:
         key = surt_key(url)
         found = self._db.execute(_COUNT, (shard_of(key, self.shards), key, at_most)).fetchone()
         return int(found[0]) if found else 0
+
+    def hosts(self, *, after: str = "", at_most: int) -> Iterator[HostTally]:
+        """As ``Catalog.hosts``: each host once, by shard then key, past the host ``after``; a
+        seek per host and one query per shard holding entries (a seek per partition)."""
+        shard = shard_of(after, self.shards) if after else self._next_shard(-1)
+        place = after + HOST_END if after else ""
+        while shard is not None:
+            while found := self._db.read(_NEXT_KEY, (shard, place)):
+                host, sep, _ = found[0][0].partition(")")
+                place = host + HOST_END
+                if sep:  # else not a key made from a URL with a host: no host to list
+                    count, latest = self._db.read(_HOST_COUNT, (shard, host + ")", place, at_most))[0]
+                    yield HostTally(host, found[0][1], int(count), latest)
+            shard, place = self._next_shard(shard), ""
+
+    def _next_shard(self, shard: int) -> int | None:
+        return self._db.read(_NEXT_SHARD, (shard,))[0][0]
 
     def span_counts(self, url: str, digits: int, *, from_: str = "0" * 14, to: str = "9" * 14
                     ) -> Iterator[tuple[str, int]]:

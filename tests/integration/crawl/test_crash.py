@@ -147,15 +147,17 @@ def wait_line(proc: subprocess.Popen[str], needle: str, pages_over: int | None =
 
 
 def test_the_dns_links_and_replay_services_reload_on_sighup_and_stop_cleanly(tmp_path):
+    # Both replay listeners on free ports: the defaults may be taken (the demo's replay).
     good = ('[archive]\nroot = "archive"\n[dns]\nhosts_file = ""\nnameservers = ["127.0.0.1:9"]\n'
-            'timeout = 0.2\n[log]\nlevel = "info"\n')
+            'timeout = 0.2\n[replay]\nlisten = "127.0.0.1:0"\ncontent_listen = "127.0.0.1:0"\n'
+            '[log]\nlevel = "info"\n')
     services = {}
     try:
         # The three start together (their start-ups overlap), each on an archive and a config
         # file of its own, which the test then edits under it.
         for command, ready in ((("dns",), "event=dns-pass"),
                                (("links", "run"), "event=service-ready"),
-                               (("replay", "--listen", "127.0.0.1:0"), "Running on")):
+                               (("replay",), "Running on")):
             cfg = tmp_path / command[0] / "archiver.toml"
             cfg.parent.mkdir()
             cfg.write_text(good)

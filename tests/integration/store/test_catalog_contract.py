@@ -289,6 +289,29 @@ def test_count_captures_counts_no_further_than_asked(catalog: CatalogStore) -> N
     assert catalog.count_captures("http://nowhere.example/", at_most=100) == 0
 
 
+def test_hosts_lists_each_host_once_by_shard_with_bounded_counts(open_catalog: OpenCatalog) -> None:
+    c = open_catalog(7)
+    c.add([
+        cap("http://a.test/", "20200101000000"), cap("http://a.test/x", "20230101000000", offset=1),
+        cap("https://www.a.test/y", "20210101000000", offset=2),  # www folds into a.test's keys
+        cap("http://sub.a.test/", "20220101000000", offset=3),  # a host of its own
+        cap("http://a.test:8080/", "20240101000000", offset=4),  # and so is another port
+        cap("http://b.test/p", "20190101000000", offset=5),
+        *(cap(f"http://many.test/{n}", f"2018010100{n:04d}", offset=10 + n) for n in range(30)),
+    ])
+    listed = list(c.hosts(at_most=10))
+    order = [(shard_of(t.host, 7), t.host) for t in listed]
+    assert order == sorted(order)  # by shard, then key; each host once
+    tally = {t.host: (t.captures, t.latest) for t in listed}
+    assert tally == {"test,a": (3, "20230101000000"), "test,a,sub": (1, "20220101000000"),
+                     "test,a:8080": (1, "20240101000000"), "test,b": (1, "20190101000000"),
+                     "test,many": (10, "20180101000017")}  # the first ten keys: /0, /1, /10 ... /17
+    assert {t.host: t.url for t in listed}["test,b"] == "http://b.test/p"
+    for n, first in enumerate(listed):  # from any host on: the hosts after it, as listed
+        assert list(c.hosts(after=first.host, at_most=10)) == listed[n + 1:]
+    assert [t.host for t in open_catalog(7, readonly=True).hosts(at_most=5)] == [t.host for t in listed]
+
+
 def add_up(pieces: Iterator[tuple[str, int]]) -> list[tuple[str, int]]:
     """Span counts with each span's pieces added up, checking that pieces come together."""
     out: list[tuple[str, int]] = []
