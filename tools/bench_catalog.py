@@ -12,7 +12,7 @@ by init_schema; the database's catalog must be empty): the same inserts and look
 connection, and no cold-open figure (a server keeps no per-shard files to open). The lookups are
 timed twice: right after the load, while autovacuum and the checkpointer work through it, and
 "settled", after ``VACUUM (ANALYZE)`` and ``CHECKPOINT``. ``--store postgres`` starts a throwaway
-local server with fsync on and the settings the README recommends for a catalog server
+local server with fsync on and the settings docs/cluster.md recommends for a catalog server
 (``SERVER_SETTINGS``).
 
 --order crawl (default) writes captures as crawlers do: each host visited once in each of three
@@ -54,7 +54,7 @@ ROUNDS = 3  # crawls of every host over the 30 years
 SLOTS = 64  # sites crawled at once, their captures interleaved in the WARC files
 PATHS = 60  # pages per host
 LOOKUPS = 10_000
-# The README's settings for a PostgreSQL server holding a catalog, scaled to this 24 GiB machine: a
+# docs/cluster.md's settings for a PostgreSQL server holding a catalog, scaled to this 24 GiB machine: a
 # bulk of inserts checkpoints rarely (each checkpoint makes the next writes of every page log a full
 # page image), and the WAL is compressed.
 SERVER_SETTINGS = {"shared_buffers": "4GB", "max_wal_size": "16GB", "checkpoint_timeout": "30min",

@@ -75,7 +75,7 @@ from tools.pgserver import (
 from tools.s3server import CREDENTIALS, REGION, StoppableEndpoint, running_moto
 
 KINDS = ("kill", "freeze", "pg-restart", "pg-failover", "s3-away")
-# The crawlers' log events of faults and recoveries (README, "Running on several machines").
+# The crawlers' log events of faults and recoveries (docs/cluster.md, "Faults at a glance").
 EVENT = re.compile(r"event=(bundle-lost|bundle-recovered|bundle-reopened|bundle-waiting|lease-lost"
                    r"|fenced-write|store-unavailable|store-recovered|local-limit|disk-full)\b")
 WARC = {"max_age": 2.0, "sync_interval": 0.5}  # bundles ship every 2 s: faults meet them in flight

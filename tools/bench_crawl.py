@@ -13,7 +13,7 @@ runs the crawler with ``RLIMIT_NOFILE`` N, soft and hard.
     python -m tools.bench_crawl [--sites 200] [--pages 100] [--slots 64] [--nofile N]
         [--store sqlite | postgresql://... | postgres] [--warc-store FOLDER | s3]
 
-``--store`` runs the same crawl on the shared stores (README "Running on several machines"): a
+``--store`` runs the same crawl on the shared stores (docs/cluster.md): a
 PostgreSQL URL (an empty database: the benchmark runs ``archiver store init`` on it) or
 ``postgres`` for a throwaway local server with fsync on (``tools.pgserver``). Closed bundles are
 then shipped to ``--warc-store``: a folder (default: one in the work folder) or ``s3`` for a

@@ -1,5 +1,5 @@
-"""The README's worked example, config/examples/collection.toml: it loads, and its rules, sheets
-and policies do what its comments and the README say."""
+"""The worked example of docs/configuration.md, config/examples/collection.toml: it loads, and its
+rules, sheets and policies do what its comments and that page say."""
 
 from datetime import UTC, datetime
 
@@ -18,8 +18,8 @@ def collection() -> config.Config:
     return config.load(EXAMPLE)
 
 
-def test_the_readme_shows_the_example_as_it_is():
-    assert EXAMPLE.read_text() in (ROOT / "README.md").read_text()
+def test_the_configuration_page_shows_the_example_as_it_is():
+    assert EXAMPLE.read_text() in (ROOT / "docs" / "configuration.md").read_text()
 
 
 @pytest.mark.parametrize("url, decision, rule", [

@@ -36,7 +36,7 @@ from tests.support.crawls import FAST, load, warcio_check, write_seeds
 from tests.support.repo import ARCHIVER
 
 LEASE_TTL = 3.0
-# What a kill may cost in fetches made twice: see README "Running on several machines".
+# What a kill may cost in fetches made twice: see docs/cluster.md.
 WARC = {"max_age": 2.0, "sync_interval": 0.5}
 
 
