@@ -276,7 +276,7 @@ class LinkBatch:
             files, lines, done = self._reading
             event(log, logging.INFO, "links-progress", summary=self.totals.line(),
                   checkpoint=f"{files} files, {lines} URLs read, "
-                             f"{done}/{self.slices.partitions} partitions done")
+                             f"{done}/{self.slices.partitions} slices done")
 
     # -- checkpoints ----------------------------------------------------------------------------
 

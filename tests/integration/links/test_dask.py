@@ -121,8 +121,8 @@ def test_both_engines_queue_the_same_over_many_checkpoints(tmp_path, caplog):
     # Progress as with the local engine: each checkpoint's files read, then its slices done.
     progress = [r.fields["checkpoint"] for r in caplog.records
                 if r.getMessage() == "links-progress"]
-    assert progress.count("2 files, 3000 URLs read, 4/4 partitions done") == got.checkpoints
-    assert progress[0] == "1 files, 1500 URLs read, 0/4 partitions done"
+    assert progress.count("2 files, 3000 URLs read, 4/4 slices done") == got.checkpoints
+    assert progress[0] == "1 files, 1500 URLs read, 0/4 slices done"
     assert all("URLs/s" in r.fields["summary"] for r in caplog.records
                if r.getMessage() == "links-progress")
 

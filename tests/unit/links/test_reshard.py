@@ -146,6 +146,6 @@ def test_progress_says_files_urls_and_partitions_done(tmp_path, caplog):
             LinkBatch(cfg, progress_interval=0) as batch:
         batch.run(once=True)
     progress = [r.fields for r in caplog.records if r.getMessage() == "links-progress"]
-    assert progress[2]["checkpoint"] == "3 files, 30 URLs read, 0/4 partitions done"
-    assert progress[-1]["checkpoint"] == "3 files, 30 URLs read, 4/4 partitions done"
+    assert progress[2]["checkpoint"] == "3 files, 30 URLs read, 0/4 slices done"
+    assert progress[-1]["checkpoint"] == "3 files, 30 URLs read, 4/4 slices done"
     assert "URLs/s" in progress[-1]["summary"]
