@@ -18,7 +18,7 @@ from archiver.crawl.bodies import BodyWork
 from archiver.crawl.capture import CaptureSink
 from archiver.crawl.dedupe import Dedupe
 from archiver.crawl.stats import Stats
-from archiver.dns.lookup import Resolver
+from archiver.dns.lookup import Lookup
 from archiver.queues.interfaces import CrawlQueues, CrawlQueueStore, SpoolWriterStore
 from archiver.queues.leases import Leases
 from archiver.store.bundles import BundleWriter
@@ -35,7 +35,7 @@ class CrawlContext:
     config: Config
     bundle: BundleWriter
     spool: SpoolWriterStore
-    resolver: Resolver
+    lookup: Lookup
     stats: Stats
     slots: AddressSlots
     sink: CaptureSink  # where every fetched exchange goes (archiver.crawl.capture)

@@ -31,8 +31,8 @@ from archiver.crawl.policy import Outcome
 from archiver.crawl.recovery import CommitPoint, commit_path, recover
 from archiver.crawl.stats import Stats
 from archiver.crawl.visit import SiteVisit
-from archiver.dns.lookup import Resolver
-from archiver.dns.resolver import DnsResolver
+from archiver.dns.lookup import Lookup
+from archiver.dns.resolver import Resolver
 from archiver.logs import event
 from archiver.queues.crawlqueue import CrawlQueueBusy
 from archiver.queues.interfaces import CrawlQueueStore, SiteQueueStore
@@ -219,8 +219,8 @@ class Crawler:
             dedupe=Dedupe(self.lookup, stores.warcs(), bodies), bodies=bodies,
             crawl_queues=stores.crawl_queues(),
             slots=AddressSlots(config.crawl.connections_per_address),
-            resolver=Resolver(hosts_file=config.dns.hosts_file, history=self.dns_history,
-                              dns=DnsResolver(nameservers=config.dns.nameservers,
+            lookup=Lookup(hosts_file=config.dns.hosts_file, history=self.dns_history,
+                              dns=Resolver(nameservers=config.dns.nameservers,
                                               timeout=config.dns.timeout),
                               min_age=config.dns.min_age, max_age=config.dns.max_age,
                               retry_base=config.dns.retry_base, retry_max=config.dns.retry_max),

@@ -111,7 +111,7 @@ class SiteVisit:
         if self.policy.beyond_max_hops():
             ctx.stats.skipped["scope"] += 1
             return Outcome("done", f"{MAX_HOPS_RULE}: {self.policy.hops} hops from a seed site")
-        resolution = await ctx.resolver.resolve(self.host)
+        resolution = await ctx.lookup.resolve(self.host)
         if not resolution.addresses:
             ctx.stats.errors["dns"] += 1
             event(log, logging.WARNING, "dns-failed", site=self.origin, error=resolution.error)
@@ -362,7 +362,7 @@ class SiteVisit:
 
     async def _address(self, host: str) -> str | None:
         if host not in self.addresses:
-            resolution = await self.ctx.resolver.resolve(host)
+            resolution = await self.ctx.lookup.resolve(host)
             if not resolution.addresses:
                 return None
             self.addresses[host] = resolution.addresses[0]

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from archiver.dns.resolver import Answer, DnsResolver, next_check
+from archiver.dns.resolver import Answer, Resolver, next_check
 from archiver.logs import event
 from archiver.store.dnshistory import NameState, Observation, Resolved
 from archiver.store.interfaces import DnsHistoryStore
@@ -59,10 +59,10 @@ def parse_hosts(text: str) -> dict[str, list[str]]:
     return table
 
 
-class Resolver:
+class Lookup:
     """A site host's addresses: literal, hosts file, DNS history (cached), else DNS inline."""
 
-    def __init__(self, *, hosts_file: Path | None, history: DnsHistoryStore, dns: DnsResolver,
+    def __init__(self, *, hosts_file: Path | None, history: DnsHistoryStore, dns: Resolver,
                  min_age: float, max_age: float, retry_base: float, retry_max: float,
                  cache_size: int = 4096) -> None:
         self.hosts: dict[str, list[str]] = {}

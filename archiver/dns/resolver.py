@@ -65,7 +65,7 @@ def _is_literal(name: str) -> bool:
     return True
 
 
-class DnsResolver:
+class Resolver:
     """A and AAAA of one name at a time, through the given nameservers (or the system's)."""
 
     def __init__(self, *, nameservers: Sequence[str], timeout: float) -> None:
@@ -183,7 +183,7 @@ def next_check(
 
 async def refresh(
     history: DnsHistoryStore,
-    resolver: DnsResolver,
+    resolver: Resolver,
     names: Iterable[str],
     *,
     now: Callable[[], float],

@@ -18,7 +18,7 @@ import trio
 
 from archiver.config import Config
 from archiver.dns.lookup import parse_hosts
-from archiver.dns.resolver import DnsResolver, RefreshStats, refresh
+from archiver.dns.resolver import RefreshStats, Resolver, refresh
 from archiver.logs import event
 from archiver.service import Service
 from archiver.store.interfaces import DnsHistoryStore
@@ -64,7 +64,7 @@ async def refresh_pass(config: Config, history: DnsHistoryStore, extra: Iterable
             event(log, logging.INFO, "dns-progress", asked=stats.asked, ok=stats.ok,
                   changed=stats.changed, failed=sum(stats.failed.values()))
 
-    stats = await refresh(history, DnsResolver(nameservers=d.nameservers, timeout=d.timeout),
+    stats = await refresh(history, Resolver(nameservers=d.nameservers, timeout=d.timeout),
                           names, now=time.time, force=force, concurrency=d.concurrency,
                           min_age=d.min_age, max_age=d.max_age, retry_base=d.retry_base,
                           retry_max=d.retry_max, progress=progress)

@@ -23,8 +23,8 @@ import trio
 import trio.testing
 
 from archiver.crawl.crawler import Crawler, enqueue_seeds
-from archiver.dns.lookup import Resolver
-from archiver.dns.resolver import DnsResolver
+from archiver.dns.lookup import Lookup
+from archiver.dns.resolver import Resolver
 from archiver.queues import sitequeue
 from archiver.queues.sitequeue import SiteQueue, queue_path
 from archiver.store import sqlite
@@ -148,8 +148,8 @@ async def test_a_dns_history_busy_past_its_timeout_does_not_hold_up_the_resoluti
     hosts = tmp_path / "hosts"
     hosts.write_text("127.0.0.5 www.demo\n")
     with DnsHistory(tmp_path / "dns.sqlite") as history:
-        resolver = Resolver(hosts_file=hosts, history=history,
-                            dns=DnsResolver(nameservers=("127.0.0.1:9",), timeout=1),
+        resolver = Lookup(hosts_file=hosts, history=history,
+                            dns=Resolver(nameservers=("127.0.0.1:9",), timeout=1),
                             min_age=60, max_age=3600, retry_base=10, retry_max=100)
         holder = await LockHolder.start(tmp_path / "dns.sqlite")
         with caplog.at_level(logging.WARNING, logger="archiver.dns.lookup"):

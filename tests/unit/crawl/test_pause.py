@@ -13,7 +13,7 @@ from archiver.crawl.stats import Stats
 
 def context() -> CrawlContext:
     unused: Any = None  # the pause touches none of the stores
-    return CrawlContext(config=Config(), bundle=unused, spool=unused, resolver=unused, stats=Stats(),
+    return CrawlContext(config=Config(), bundle=unused, spool=unused, lookup=unused, stats=Stats(),
                         slots=unused, sink=unused, dedupe=unused, crawl_queues=unused,
                         bodies=unused)
 

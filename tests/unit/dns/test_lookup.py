@@ -1,8 +1,8 @@
 """Hosts-file parsing, nameserver parsing, and the resolver's hosts/literal paths."""
 
 
-from archiver.dns.lookup import Resolver, parse_hosts
-from archiver.dns.resolver import DnsResolver, parse_nameserver
+from archiver.dns.lookup import Lookup, parse_hosts
+from archiver.dns.resolver import Resolver, parse_nameserver
 from archiver.store.dnshistory import DnsHistory
 
 
@@ -31,8 +31,8 @@ async def test_resolver_uses_literals_and_hosts_file(tmp_path):
     hosts = tmp_path / "hosts"
     hosts.write_text("127.0.0.5 www.demo\n")
     history = DnsHistory(tmp_path / "dns.sqlite")
-    r = Resolver(hosts_file=hosts, history=history,
-                 dns=DnsResolver(nameservers=("127.0.0.1:9",), timeout=1),
+    r = Lookup(hosts_file=hosts, history=history,
+                 dns=Resolver(nameservers=("127.0.0.1:9",), timeout=1),
                  min_age=60, max_age=3600, retry_base=10, retry_max=100)
     got = await r.resolve("www.demo")
     assert got.addresses == ("127.0.0.5",) and got.source == "hosts"

@@ -2,8 +2,8 @@
 
 import trio
 
-from archiver.dns.lookup import Resolution, Resolver
-from archiver.dns.resolver import DnsResolver
+from archiver.dns.lookup import Lookup, Resolution
+from archiver.dns.resolver import Resolver
 from archiver.store.dnshistory import DnsHistory
 from tests.support.dnsserver import LOCAL, TestZone, start_dns
 
@@ -14,8 +14,8 @@ async def test_an_inline_answer_the_history_refuses_is_an_error(tmp_path, nurser
     zone.set("10.1", a=["192.0.2.1"])
     port = await start_dns(nursery, zone)
     with DnsHistory(tmp_path / "dns.sqlite") as history:
-        r = Resolver(hosts_file=None, history=history,
-                     dns=DnsResolver(nameservers=(f"{LOCAL}:{port}",), timeout=0.5),
+        r = Lookup(hosts_file=None, history=history,
+                     dns=Resolver(nameservers=(f"{LOCAL}:{port}",), timeout=0.5),
                      min_age=60, max_age=3600, retry_base=10, retry_max=100)
         assert await r.resolve("odd.test") == Resolution("odd.test", (), "dns", "error")
         state = history.state("odd.test")

@@ -12,7 +12,7 @@ import dns.rcode
 import pytest
 import trio
 
-from archiver.dns.resolver import Answer, DnsResolver, RefreshStats, refresh
+from archiver.dns.resolver import Answer, RefreshStats, Resolver, refresh
 from archiver.store.dnshistory import DnsHistory, Observation
 from tests.support.dnsserver import LOCAL, DnsServer, TestZone, start_dns
 
@@ -21,11 +21,11 @@ AGES = {"min_age": 100.0, "max_age": 1000.0, "retry_base": 10.0, "retry_max": 80
 
 
 @pytest.fixture
-async def served(nursery: trio.Nursery) -> tuple[TestZone, DnsServer, DnsResolver, int]:
+async def served(nursery: trio.Nursery) -> tuple[TestZone, DnsServer, Resolver, int]:
     zone = TestZone()
     server = DnsServer(zone)
     port = await nursery.start(server.serve)
-    return zone, server, DnsResolver(nameservers=[f"{LOCAL}:{port}"], timeout=TIMEOUT), port
+    return zone, server, Resolver(nameservers=[f"{LOCAL}:{port}"], timeout=TIMEOUT), port
 
 
 async def test_server_answers_like_an_authoritative_server(served):
@@ -145,7 +145,7 @@ async def test_closed_port_is_a_timeout_not_an_exception():
     await sock.bind((LOCAL, 0))
     port = sock.getsockname()[1]
     sock.close()
-    answer = await DnsResolver(nameservers=[f"{LOCAL}:{port}"], timeout=0.3).resolve("www.test")
+    answer = await Resolver(nameservers=[f"{LOCAL}:{port}"], timeout=0.3).resolve("www.test")
     assert answer.outcome == "timeout" and answer.observation is None
 
 
@@ -182,7 +182,7 @@ async def test_answer_the_history_refuses_is_recorded_as_an_error(nursery: trio.
     zone.set("odd.test", cname="10.1")  # valid DNS, but "10.1" reads as an address to the history
     zone.set("10.1", a=["192.0.2.1"])
     zone.set("fine.test", a=["192.0.2.2"])
-    resolver = DnsResolver(nameservers=[f"{LOCAL}:{await start_dns(nursery, zone)}"], timeout=TIMEOUT)
+    resolver = Resolver(nameservers=[f"{LOCAL}:{await start_dns(nursery, zone)}"], timeout=TIMEOUT)
     with DnsHistory(tmp_path / "dns.sqlite") as history:
         stats = await refresh(
             history, resolver, ["odd.test", "fine.test"], now=lambda: 50.0, force=True, **AGES
