@@ -19,6 +19,18 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+def write_durably(path: Path, data: bytes) -> None:
+    """``data`` as the file ``path``: written beside it, fsynced, then renamed over it (a crash
+    leaves the old file or the new one, never a part of either)."""
+    temporary = path.with_name(path.name + ".tmp")
+    with temporary.open("wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temporary, path)
+    fsync_directory(path.parent)
+
+
 def fsync_all(fds: list[int]) -> None:
     """fsync, then close, each descriptor in order.
 
