@@ -34,12 +34,16 @@ from archiver.commands import (
     store,
     why,
 )
-from archiver.commands.common import fail, store_failure
+from archiver.commands.common import deprecated, fail, store_failure
 from archiver.stores import StoreUnavailable
 
 # In the order ``archiver --help`` lists them.
 VERBS = (crawl, seeds, links, replay, status, robots, why, scope, focus, search, imports, export,
          catalog, store, dns)
+# The verbs whose old spelling had no sub-verb (``archiver crawl --config F``, ``archiver dns
+# --config F``, ``archiver search WORDS``): the sub-verb that spelling means now. It keeps working,
+# with a warning, until the next release.
+FIRST_WORDS = {"crawl": "run", "dns": "run", "replay": "run", "search": "query"}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -50,6 +54,48 @@ def parser() -> argparse.ArgumentParser:
     for module in VERBS:
         module.add(verbs)
     return p
+
+
+def new_spelling(p: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``argv`` in the current spelling: the sub-verb ``FIRST_WORDS`` names put in where an old
+    spelling leaves it out (saying so on stderr), and a sub-verb given after options put first."""
+    if not argv or argv[0] not in FIRST_WORDS:
+        return argv
+    name, rest = argv[0], argv[1:]
+    sub_verbs = _sub_verbs(p, name)
+    taking_values = {option for sub in sub_verbs.values() for action in sub._actions
+                     if action.nargs != 0 for option in action.option_strings}
+    first = _first_positional(rest, taking_values)
+    if first is not None and rest[first] in sub_verbs:
+        return [name, rest[first], *rest[:first], *rest[first + 1:]]
+    if not rest or (first is None and {"-h", "--help"} & set(rest)):
+        return argv  # the verb's own help, or its usage error
+    word = FIRST_WORDS[name]
+    rest_shown = " WORDS" if word == "query" else " ..."
+    deprecated(f"archiver {name}{rest_shown}", f"archiver {name} {word}{rest_shown}")
+    return [name, word, *rest]
+
+
+def _sub_verbs(p: argparse.ArgumentParser, name: str) -> dict[str, argparse.ArgumentParser]:
+    """The sub-verbs of the verb ``name``, by name."""
+    verbs = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+    group = next(a for a in verbs.choices[name]._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(group.choices)
+
+
+def _first_positional(args: list[str], taking_values: set[str]) -> int | None:
+    """The index of the first argument that is neither an option nor an option's value."""
+    skip = False
+    for n, arg in enumerate(args):
+        if skip:
+            skip = False
+        elif arg == "--":
+            return n + 1 if n + 1 < len(args) else None
+        elif arg.startswith("-") and len(arg) > 1:
+            skip = arg in taking_values
+        else:
+            return n
+    return None
 
 
 def _store_errors() -> tuple[type[Exception], ...]:
@@ -64,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     # What archiver creates is readable by its own user and group only (directories 0750, files
     # 0640): an archive holds whatever the crawled web served, cookies and all.
     os.umask(0o027)
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(new_spelling(p, sys.argv[1:] if argv is None else list(argv)))
     try:
         return args.func(args)
     except _store_errors() as e:

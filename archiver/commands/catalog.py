@@ -8,21 +8,26 @@ import json
 import re
 import sys
 from collections.abc import Callable
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from archiver import config
 from archiver.commands.common import (
     DATE_HELP,
+    SELECTOR_OPTIONS,
     InputError,
     Run,
     Verbs,
     add_config,
     add_json,
+    add_selector,
     catalog,
     date,
+    deprecated,
     fail,
     group,
     load_config,
+    selected,
     url,
     verb,
 )
@@ -59,10 +64,12 @@ def add(verbs: Verbs) -> None:
     captures_.add_argument("--to", metavar="DATE", help=DATE_HELP)
     captures_.add_argument("--limit", type=int, metavar="N", help="at most N captures")
     add_json(captures_, JSON_HELP)
-    listing = sub("list", "captures under a URL prefix, a host, or a domain", FOUND, list_)
-    listing.add_argument("url", metavar="URL", help=URL_HELP)
-    listing.add_argument("--match", choices=("exact", "prefix", "host", "domain"), default="prefix",
-                         help="how URL selects (default: prefix)")
+    listing = sub("list", "captures of a URL, under a URL prefix, of a host, or of a domain",
+                  FOUND, list_)
+    add_selector(listing, required=False, matches=("exact", "prefix", "host", "domain"))
+    # The last release's spelling: URL [--match exact|prefix|host|domain].
+    listing.add_argument("url", nargs="?", help=argparse.SUPPRESS)
+    listing.add_argument("--match", choices=("exact", "prefix", "host", "domain"), help=argparse.SUPPRESS)
     listing.add_argument("--limit", type=int, metavar="N", help="at most N captures")
     add_json(listing, JSON_HELP)
     get_ = sub("get", "the archived payload of the capture nearest to a date",
@@ -133,9 +140,23 @@ def captures(cfg: config.Config, args: argparse.Namespace) -> int:
 
 
 def list_(cfg: config.Config, args: argparse.Namespace) -> int:
-    wanted = url(args.url)
+    from archiver.store.exports import listed
+
+    selection = selected(args)
+    if args.url is None:
+        if selection is None or args.match is not None:
+            raise InputError("catalog list: give one of --url, --prefix, --host or --domain")
+        match, wanted = selection[0], url(selection[1])
+    else:  # URL [--match MATCH]: the catalog's own listing, as in the last release
+        if selection is not None:
+            raise InputError("catalog list: give --url, --prefix, --host or --domain, not a URL too")
+        match = args.match or "prefix"
+        option = SELECTOR_OPTIONS[match]
+        deprecated(f"archiver catalog list URL --match {match}", f"archiver catalog list {option} URL")
+        wanted = url(args.url)
     with contextlib.closing(catalog(cfg)) as opened:
-        found = list(opened.list(wanted, args.match, limit=args.limit))
+        taken = opened.list(wanted, match) if args.url is not None else listed(opened, wanted, match)
+        found = list(islice(taken, args.limit))
     print_captures(found, args.json)
     return 0 if found else 1
 

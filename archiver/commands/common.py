@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 Verbs = argparse._SubParsersAction  # what ``add_subparsers`` returns
 Run = Callable[[argparse.Namespace], int]
 
+SELECTOR_OPTIONS = {"exact": "--url", "prefix": "--prefix", "host": "--host", "domain": "--domain"}
 DATE_HELP = "ISO 8601 (2026-11-22T03:15:00Z) or an archive timestamp of 4 to 14 digits"
 USAGE_EXITS = {2: "bad usage or bad input (config, arguments, files)"}
 
@@ -82,21 +83,20 @@ def add_selector(parser: argparse.ArgumentParser, *, required: bool, matches: tu
     """The URL selector: exactly one of ``--url``, ``--prefix``, ``--host`` (and ``--domain``
     where ``matches`` has it); ``selected`` reads it."""
     which = parser.add_mutually_exclusive_group(required=required)
-    helps = {"exact": ("--url", "URL", "the captures of this URL"),
-             "prefix": ("--prefix", "URL", "the captures of every URL under this one"),
-             "host": ("--host", "HOST", "the captures of every URL of this host, any scheme and "
-                                        "port (HOST:PORT: that port only)"),
-             "domain": ("--domain", "DOMAIN", "the captures of every URL of this domain and its "
-                                              "subdomains")}
+    helps = {"exact": ("URL", "this URL"),
+             "prefix": ("URL", "every URL under this one (a URL ending in / : that folder)"),
+             "host": ("HOST", "every URL of this host, any scheme and port (HOST:PORT: that port "
+                              "only)"),
+             "domain": ("DOMAIN", "every URL of this domain and its subdomains, any port")}
     for match in matches:
-        option, metavar, help_ = helps[match]
-        which.add_argument(option, dest=f"select_{match}", metavar=metavar, help=help_)
+        metavar, help_ = helps[match]
+        which.add_argument(SELECTOR_OPTIONS[match], dest=f"select_{match}", metavar=metavar, help=help_)
     return which
 
 
 def selected(args: argparse.Namespace) -> tuple[str, str] | None:
     """The URL selector's (match, URL as given), or None if none was given."""
-    for match in ("exact", "prefix", "host", "domain"):
+    for match in SELECTOR_OPTIONS:
         given = getattr(args, f"select_{match}", None)
         if given is not None:
             return match, given
@@ -128,6 +128,24 @@ def deprecated(old: str, new: str) -> None:
     """Say once on stderr that the spelling ``old`` is going: the next release drops it."""
     print(f"archiver: warning: `{old}` is deprecated and goes in the next release; use `{new}`",
           file=sys.stderr)
+
+
+class _Renamed(argparse.Action):
+    """The old spelling of an option: sets what the new one sets, and says it is deprecated."""
+
+    def __init__(self, option_strings: list[str], dest: str, *, new: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)  # type: ignore[arg-type]
+        self.new = new
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        deprecated(f"{parser.prog} {option_string}", f"{parser.prog} {self.new}")
+        setattr(namespace, self.dest, values)
+
+
+def add_renamed(parser: argparse.ArgumentParser, old: str, new: str, dest: str) -> None:
+    """Accept ``old``, the option's spelling of the last release (hidden from the help), as ``new``."""
+    parser.add_argument(old, dest=dest, action=_Renamed, new=new, metavar=new.upper().lstrip("-"))
 
 
 def storage_errors(*more: type[Exception]) -> tuple[type[Exception], ...]:

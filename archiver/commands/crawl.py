@@ -1,4 +1,4 @@
-"""``archiver crawl``: run a crawler process."""
+"""``archiver crawl run``: run a crawler process (``archiver crawl`` alone: the old spelling)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,16 @@ import sys
 from pathlib import Path
 
 from archiver import config, logs
-from archiver.commands.common import Verbs, add_config, fail, load_config, storage_errors, store_failure, verb
+from archiver.commands.common import (
+    Verbs,
+    add_config,
+    fail,
+    group,
+    load_config,
+    storage_errors,
+    store_failure,
+    verb,
+)
 from archiver.stores import ProcessBusy
 
 EXITS = {0: "the crawler stopped cleanly (a signal, or --until-idle with nothing left)",
@@ -15,11 +24,8 @@ EXITS = {0: "the crawler stopped cleanly (a signal, or --until-idle with nothing
 
 
 def add(verbs: Verbs) -> None:
-    crawl = verb(verbs, "crawl", "run a crawler process", exits=EXITS, run=run)
-    add_arguments(crawl)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+    crawl = group(verbs, "crawl", "the crawler processes (`crawl run` runs one)", "crawl_verb")
+    parser = verb(crawl, "run", "run a crawler process", exits=EXITS, run=run)
     add_config(parser)
     parser.add_argument("--seeds", metavar="FILE", help="file of seed URLs or host names, one a line")
     parser.add_argument("--process", type=int, default=0, metavar="N", help="process number (0-based)")

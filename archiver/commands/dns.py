@@ -13,9 +13,11 @@ from archiver import config, logs
 from archiver.commands.common import (
     InputError,
     Verbs,
+    add_config,
     add_json,
     date,
     fail,
+    group,
     iso,
     load_config,
     verb,
@@ -33,23 +35,20 @@ FOUND = {0: "the host has a record", 1: "none"}
 
 
 def add(verbs: Verbs) -> None:
-    dns = verb(verbs, "dns", "the DNS history service and its queries (without a sub-verb: run "
-               "the service)", exits=SERVICE_EXITS, run=run)
-    dns.add_argument("--config", metavar="FILE", help="the TOML config file of the archive")
-    dns.add_argument("--hosts", metavar="FILE", help="also keep these names fresh (one a line)")
-    dns.set_defaults(dns_verb=None)
-    dns_verbs = dns.add_subparsers(dest="dns_verb")
+    dns_verbs = group(verbs, "dns", "the DNS history service (`dns run` runs it) and its queries",
+                      "dns_verb")
 
     def sub(name: str, description: str, exits: dict[int, str]) -> argparse.ArgumentParser:
         parser = verb(dns_verbs, name, description, exits=exits, run=run)
-        parser.add_argument("--config", default=argparse.SUPPRESS, metavar="FILE",
-                            help="the TOML config file of the archive")
+        add_config(parser)
         return parser
 
+    service = sub("run", "run the DNS history service: resolve the queued sites' hosts ahead of "
+                  "the crawl", SERVICE_EXITS)
+    service.add_argument("--hosts", metavar="FILE", help="also keep these names fresh (one a line)")
     refresh_ = sub("refresh", "resolve the queued sites' hosts that are due", REFRESH_EXITS)
     refresh_.add_argument("--once", action="store_true", help="one pass, then exit")
-    refresh_.add_argument("--hosts", default=argparse.SUPPRESS, metavar="FILE",
-                          help="also these names (one a line)")
+    refresh_.add_argument("--hosts", metavar="FILE", help="also these names (one a line)")
     refresh_.add_argument("--force", action="store_true", help="every name, due or not")
     lookup = sub("lookup", "a host's addresses, canonical name and aliases as of a date", FOUND)
     lookup.add_argument("host", metavar="HOST", help="the host name")
@@ -84,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         extra = _host_names(Path(args.hosts)) if getattr(args, "hosts", None) else []
     except OSError as e:
         return fail(f"{args.hosts}: cannot read host names: {e.strerror}")
-    if args.dns_verb in (None, "refresh"):
+    if args.dns_verb in ("run", "refresh"):
         cfg.root.mkdir(parents=True, exist_ok=True)
         return _dns_service(cfg, args, extra)
     try:
@@ -131,12 +130,12 @@ def _host_names(path: Path) -> list[str]:
 
 
 def _dns_service(cfg: config.Config, args: argparse.Namespace, extra: list[str]) -> int:
-    """``dns`` and ``dns refresh``: run the DNS service, or one refresh pass with ``--once``."""
+    """``dns run`` and ``dns refresh``: run the DNS service, or one refresh pass with ``--once``."""
     import trio
 
     from archiver.dns.service import refresh_pass, run_service
 
-    if args.dns_verb is None or not args.once:
+    if args.dns_verb == "run" or not args.once:
         trio.run(run_service, cfg, extra)
         return 0
 

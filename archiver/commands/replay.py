@@ -1,21 +1,18 @@
-"""``archiver replay``: serve the archive as a website, by date."""
+"""``archiver replay run``: serve the archive as a website, by date."""
 
 from __future__ import annotations
 
 import argparse
 
 from archiver import logs
-from archiver.commands.common import Verbs, add_config, load_config, verb
+from archiver.commands.common import Verbs, add_config, group, load_config, verb
 
 EXITS = {0: "the service stopped on a signal", 1: "the service could not start or failed"}
 
 
 def add(verbs: Verbs) -> None:
-    replay = verb(verbs, "replay", "serve the archive as a website, by date", exits=EXITS, run=run)
-    add_arguments(replay)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+    replay = group(verbs, "replay", "the replay service (`replay run` runs it)", "replay_verb")
+    parser = verb(replay, "run", "serve the archive as a website, by date", exits=EXITS, run=run)
     add_config(parser)
     parser.add_argument("--listen", metavar="ADDRESS:PORT",
                         help="where the replay's own pages are served (default: replay.listen in "

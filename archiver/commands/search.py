@@ -10,27 +10,35 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from archiver import config, logs
+from archiver import logs
 from archiver.commands.common import (
+    SELECTOR_OPTIONS,
     InputError,
     Verbs,
     add_config,
     add_json,
+    add_selector,
     catalog,
     count,
     date,
     fail,
+    group,
     load_config,
+    selected,
     storage_errors,
     store_failure,
+    url,
     verb,
 )
 from archiver.stores import open_stores
 
 if TYPE_CHECKING:
     from archiver.store.catalog import Capture
+    from archiver.store.fulltext import SearchHit
     from archiver.store.fulltextindex import IndexTotals
+    from archiver.store.interfaces import FullTextStore
     from archiver.store.warcindex import WarcError
+    from archiver.web.textquery import SearchQuery
 
 # Results by default, and capture dates listed per result in the text form.
 SEARCH_LIMIT = 20
@@ -38,24 +46,28 @@ SEARCH_MAX_LIMIT = 1000
 SEARCH_DATES_SHOWN = 10
 _SEARCH_LOG = logging.getLogger("archiver.search")
 
-EXITS = {0: "pages matched (with `index`: the index was built)", 1: "no page matched",
-         2: "bad usage or bad input, or no index yet"}
+QUERY_EXITS = {0: "pages matched", 1: "no page matched", 2: "bad usage or bad input, or no index yet"}
+INDEX_EXITS = {0: "the index was built", 1: "a store failed, named on stderr"}
 
 
 def add(verbs: Verbs) -> None:
-    search = verb(verbs, "search", "full-text search of the archived HTML pages (`search index` "
-                  "builds the index)", exits=EXITS, run=run)
-    search.add_argument("words", nargs="+", metavar="QUERY",
+    search = group(verbs, "search", "full-text search of the archived HTML pages (`search index` "
+                   "builds the index, `search query` asks it)", "search_verb")
+    query_ = verb(search, "query", "the archived pages holding all the words, best first",
+                  exits=QUERY_EXITS, run=query)
+    query_.add_argument("words", nargs="+", metavar="WORD",
                         help='words and "phrases", all required (an argument with spaces is a '
-                             "phrase); `index` alone builds the index from the catalog (to search "
-                             "for the word, quote it: '\"index\"')")
-    search.add_argument("--at", metavar="DATE",
+                             "phrase)")
+    query_.add_argument("--at", metavar="DATE",
                         help="only captures at or before this date: ISO 8601 or 4 to 14 digits")
-    add_json(search, "a JSON array of results: url, title, snippet, timestamps")
-    search.add_argument("--limit", type=limit, help=f"results (default {SEARCH_LIMIT})")
-    search.add_argument("--rebuild", action="store_true",
-                        help="with `index`: forget the index and build it again")
-    add_config(search)
+    add_json(query_, "a JSON array of results: url, title, snippet, timestamps")
+    query_.add_argument("--limit", type=limit, metavar="N", help=f"results (default {SEARCH_LIMIT})")
+    add_selector(query_, required=False, matches=tuple(SELECTOR_OPTIONS))
+    add_config(query_)
+    index_ = verb(search, "index", "build the full-text index from the catalog (the entries it "
+                  "lacks)", exits=INDEX_EXITS, run=index)
+    index_.add_argument("--rebuild", action="store_true", help="forget the index and build it again")
+    add_config(index_)
 
 
 def limit(text: str) -> int:
@@ -65,29 +77,20 @@ def limit(text: str) -> int:
     return count
 
 
-def run(args: argparse.Namespace) -> int:
+def query(args: argparse.Namespace) -> int:
     """The archived pages holding the words, best first, one result per URL with its matching
     captures."""
-    cfg = load_config(args)
-    if args.words == ["index"]:
-        if args.at or args.json or args.limit is not None:
-            return fail("`archiver search index` takes --config and --rebuild only (to search for "
-                        "the word index, quote it: archiver search '\"index\"')")
-        return index(cfg, rebuild=args.rebuild)
-    if args.rebuild:
-        return fail("--rebuild goes with `archiver search index`")
-    return query(cfg, args)
-
-
-def query(cfg: config.Config, args: argparse.Namespace) -> int:
     from archiver.store.fulltext import FullTextMissing
     from archiver.web.textquery import QueryError, parse_query, plain_snippet
 
+    cfg = load_config(args)
     try:
         parsed = parse_query(query_text(args.words))
         at = date(args.at, upper=True) if args.at else None
+        selection = selected(args)
+        chosen = None if selection is None else (selection[0], url(selection[1]))
         with contextlib.closing(open_stores(cfg).fulltext(readonly=True)) as fulltext:
-            hits = fulltext.search(parsed, at=at, limit=args.limit or SEARCH_LIMIT)
+            hits = _search(fulltext, parsed, at, args.limit or SEARCH_LIMIT, chosen)
     except (InputError, QueryError, FullTextMissing) as e:
         return fail(str(e))
     if args.json:
@@ -104,15 +107,52 @@ def query(cfg: config.Config, args: argparse.Namespace) -> int:
     return 0 if hits else 1
 
 
+def _search(fulltext: FullTextStore, parsed: SearchQuery, at: str | None, wanted: int,
+            chosen: tuple[str, str] | None) -> list[SearchHit]:
+    """The best ``wanted`` hits, of the URLs the selector ``chosen`` (match, URL) takes if given:
+    the index is read a page of results at a time until that many are found or it has no more."""
+    if chosen is None:
+        return fulltext.search(parsed, at=at, limit=wanted)
+    match, selector = chosen
+    hits: list[SearchHit] = []
+    offset = 0
+    while len(hits) < wanted:
+        page = fulltext.search(parsed, at=at, limit=SEARCH_MAX_LIMIT, offset=offset)
+        hits += [hit for hit in page if selects(match, selector, hit.url)]
+        if len(page) < SEARCH_MAX_LIMIT:
+            break
+        offset += len(page)
+    return hits[:wanted]
+
+
+def selects(match: str, selector: str, url: str) -> bool:
+    """Whether the URL selector (``match``, ``selector``) takes ``url``, as ``exports.listed``
+    would: compared by their SURT keys."""
+    from archiver.store.catalog import host_name, shard_host, surt_key
+
+    wanted, key = surt_key(selector), surt_key(url)
+    if match == "exact":
+        return key == wanted
+    if match == "prefix":
+        folder = selector.split("#")[0].split("?")[0].endswith("/") and not wanted.endswith("/")
+        return key.startswith(wanted) and (not folder or key[len(wanted):len(wanted) + 1] in ("", "/", "?"))
+    if match == "host" and shard_host(wanted) != host_name(wanted):  # HOST:PORT, that port only
+        return shard_host(key) == shard_host(wanted)
+    if match == "host":
+        return host_name(key) == host_name(wanted)
+    return host_name(key) == host_name(wanted) or host_name(key).startswith(host_name(wanted) + ",")
+
+
 def query_text(words: list[str]) -> str:
     """The query the command line gives: its arguments, one with spaces (and no quote) a phrase."""
     return " ".join(f'"{word}"' if '"' not in word and len(word.split()) > 1 else word for word in words)
 
 
-def index(cfg: config.Config, *, rebuild: bool) -> int:
-    """Take the catalog entries the index lacks (``rebuild``: all of them, the index cleared)."""
+def index(args: argparse.Namespace) -> int:
+    """Take the catalog entries the index lacks (``--rebuild``: all of them, the index cleared)."""
     from archiver.store.fulltextindex import build_index
 
+    cfg = load_config(args)
     logs.setup(cfg.log.level)
     stores = open_stores(cfg)
     try:
@@ -135,7 +175,7 @@ def index(cfg: config.Config, *, rebuild: bool) -> int:
 
     try:
         with contextlib.closing(opened), contextlib.closing(stores.fulltext()) as fulltext:
-            if rebuild:
+            if args.rebuild:
                 fulltext.clear()
             totals = build_index(opened, stores.warcs(), fulltext, progress=progress, broken=broken)
             documents, captures = fulltext.counts()

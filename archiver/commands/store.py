@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from archiver import config
-from archiver.commands.common import Verbs, add_config, fail, group, load_config, verb
+from archiver.commands.common import Verbs, add_config, add_renamed, fail, group, load_config, verb
 
 INIT_EXITS = {0: "the schema is at the current version", 1: "the database failed, named on stderr"}
 MIGRATE_EXITS = {0: "the archive was moved and verified",
@@ -21,10 +21,13 @@ def add(verbs: Verbs) -> None:
     add_config(init_)
     migrate_ = verb(store, "migrate", "move an embedded archive into PostgreSQL and object storage "
                     "(resumable, verified)", exits=MIGRATE_EXITS, run=migrate)
-    migrate_.add_argument("--from", dest="old", required=True, metavar="OLD.toml",
-                          help="the config of the embedded archive (store.url = \"sqlite\")")
-    migrate_.add_argument("--to", dest="new", required=True, metavar="NEW.toml",
-                          help="the config naming the PostgreSQL store.url and warc.store")
+    migrate_.add_argument("--source", dest="old", metavar="OLD.toml",
+                          help="the config of the embedded archive (store.url = \"sqlite\"); "
+                               "required")
+    migrate_.add_argument("--target", dest="new", metavar="NEW.toml",
+                          help="the config naming the PostgreSQL store.url and warc.store; required")
+    add_renamed(migrate_, "--from", "--source", "old")  # --from and --to are dates elsewhere
+    add_renamed(migrate_, "--to", "--target", "new")
 
 
 def init(args: argparse.Namespace) -> int:
@@ -54,6 +57,9 @@ def migrate(args: argparse.Namespace) -> int:
     from archiver.migrate import Migration, MigrationFailed, MigrationRefused
     from archiver.store.catalog import CatalogError
 
+    missing = [option for option, path in (("--source", args.old), ("--target", args.new)) if not path]
+    if missing:
+        return fail(f"store migrate: {' and '.join(missing)} required (the configs to move from and to)")
     configs = []
     for path in (args.old, args.new):
         try:

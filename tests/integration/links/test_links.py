@@ -199,7 +199,7 @@ def test_a_second_crawler_with_the_same_process_number_is_refused(tmp_path):
     cfg = links_config(tmp_path)
     first = Crawler(cfg, process=1)
     try:
-        done = subprocess.run([*ARCHIVER, "crawl", "--process", "1", "--until-idle", "--config",
+        done = subprocess.run([*ARCHIVER, "crawl", "run", "--process", "1", "--until-idle", "--config",
                                str(cfg.path)], capture_output=True, text=True, timeout=60, check=False)
         assert done.returncode == 2 and "crawler process 1 is already running" in done.stderr
     finally:
