@@ -34,7 +34,7 @@ from archiver.commands import (
     store,
     why,
 )
-from archiver.commands.common import deprecated, fail, store_failure
+from archiver.commands.common import InputError, deprecated, fail, file_error, store_failure
 from archiver.stores import StoreUnavailable
 
 # In the order ``archiver --help`` lists them.
@@ -117,11 +117,15 @@ def main(argv: list[str] | None = None) -> int:
     except _store_errors() as e:
         # a store the config names cannot be used
         return fail(str(e))
+    except InputError as e:  # bad input a verb found past its own checks (no catalog yet, ...)
+        return fail(str(e))
     except sqlite3.DatabaseError as e:  # an archive's SQLite file that cannot be read (corrupt)
         return store_failure(args.verb, e)
     except BrokenPipeError:  # the reader went away (``| head``): stop quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by it
+    except OSError as e:  # a file or folder that cannot be made, written or read (archive.root...)
+        return store_failure(args.verb, file_error(e))
 
 
 if __name__ == "__main__":

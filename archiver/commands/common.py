@@ -159,7 +159,14 @@ def storage_errors(*more: type[Exception]) -> tuple[type[Exception], ...]:
     return *more, OSError, sqlite3.Error, psycopg.Error, ObjectStoreError
 
 
-def store_failure(verb: str, error: Exception) -> int:
+def file_error(error: OSError) -> OSError | str:
+    """An OSError as a reader wants it: "FILE: what went wrong" (``[Errno 20] ...`` dropped)."""
+    if error.filename is None or not error.strerror:
+        return error
+    return f"{error.filename}: {error.strerror}"
+
+
+def store_failure(verb: str, error: Exception | str) -> int:
     """Report a store's failure of ``verb`` (any password in a database URL masked): exit status 1."""
     from archiver.store.pgschema import redact
 

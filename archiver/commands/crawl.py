@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
     if args.seeds:
         try:
             seeds = read_seeds(Path(args.seeds))
-            enqueue_seeds(cfg, args.process, seeds, recrawl=args.recrawl)
+            enqueue_seeds(cfg, args.process, seeds.urls, recrawl=args.recrawl,
+                          refused_lines=seeds.refused)
         except SeedError as e:
             return fail(str(e))
     try:

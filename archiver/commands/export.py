@@ -14,6 +14,7 @@ from archiver.commands.common import (
     add_config,
     add_dates,
     add_selector,
+    catalog,
     count,
     date,
     fail,
@@ -24,7 +25,10 @@ from archiver.commands.common import (
 )
 from archiver.stores import open_stores
 
-EXITS = {0: "the file was written", 2: "bad usage or bad input, or no capture matches (nothing written)"}
+EXITS = {0: "the file was written",
+         1: "a store failed or the file could not be written, named on stderr",
+         2: "bad usage or bad input, no capture matches, or the file exists without --force "
+            "(nothing written)"}
 
 
 def add(verbs: Verbs) -> None:
@@ -34,6 +38,7 @@ def add(verbs: Verbs) -> None:
     add_dates(export)
     export.add_argument("-o", "--output", required=True, metavar="FILE",
                         help="the file to write: a WACZ package if it ends in .wacz, else a WARC")
+    export.add_argument("--force", action="store_true", help="overwrite the file if it exists")
     add_config(export)
 
 
@@ -50,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
         to = date(args.to, upper=True) if args.to else None
     except InputError as e:
         return fail(str(e))
+    output = Path(args.output)
+    if output.exists() and not args.force:
+        return fail(f"{output} exists: give --force to overwrite it (nothing written)")
     stores = open_stores(cfg)
     shown = [time.monotonic()]
 
@@ -59,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"archiver export: {done}/{total} records", file=sys.stderr, flush=True)
 
     try:
-        with contextlib.closing(stores.catalog(readonly=True)) as catalog:
-            done = export(catalog, stores.warcs(), url=wanted, match=match, output=Path(args.output),
+        with contextlib.closing(catalog(cfg)) as opened:
+            done = export(opened, stores.warcs(), url=wanted, match=match, output=output,
                           from_=from_, to=to, progress=progress)
     except ExportError as e:
         return fail(f"{e} (nothing written)")

@@ -17,7 +17,7 @@ from archiver.commands.common import (
     verb,
 )
 
-EXITS = {0: "the URL is in scope", 1: "it is out of scope", 2: "a bad URL or config"}
+EXITS = {0: "the URL is in scope", 1: "it is out of scope", 2: "bad usage, a bad URL or a bad config"}
 
 
 def add(verbs: Verbs) -> None:

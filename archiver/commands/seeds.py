@@ -8,7 +8,10 @@ from pathlib import Path
 from archiver import logs
 from archiver.commands.common import Verbs, add_config, fail, load_config, verb
 
-EXITS = {0: "the seeds were queued (any refused are named on stderr)"}
+EXITS = {0: "the seeds were queued; lines that are no URL or host name, and seeds out of scope, "
+            "are refused, counted and each named on stderr",
+         1: "the archive could not be written, named on stderr",
+         2: "bad usage or bad input: a config, or a seeds file with no usable line"}
 
 
 def add(verbs: Verbs) -> None:
@@ -26,9 +29,9 @@ def run(args: argparse.Namespace) -> int:
     logs.setup(cfg.log.level)
     try:
         seeds = read_seeds(Path(args.file))
-        done = enqueue_seeds(cfg, 0, seeds, recrawl=args.recrawl)
+        done = enqueue_seeds(cfg, 0, seeds.urls, recrawl=args.recrawl, refused_lines=seeds.refused)
     except SeedError as e:
         return fail(str(e))
-    refused = f", {done.refused} refused (see the warnings)" if done.refused else ""
-    print(f"seeds: {done.queued} queued{refused}, {done.new_sites} sites new to the queues")
+    said = f", {done.refused} refused (see the warnings)" if done.refused else ""
+    print(f"seeds: {done.queued} queued{said}, {done.new_sites} sites new to the queues")
     return 0

@@ -7,16 +7,16 @@ import contextlib
 import json
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from archiver import config
 from archiver.commands.common import Verbs, add_config, add_json, iso, load_config, verb
-from archiver.stores import EmbeddedStores, SharedStores, open_stores
+from archiver.stores import EmbeddedStores, SharedStores, lock_held, open_stores
 
 if TYPE_CHECKING:
     from archiver.queues.sitequeue import SiteRow
 
-EXITS = {0: "the status was printed",
+EXITS = {0: "the status was printed: each crawler process, running or stopped (and when last seen)",
          2: "bad usage, or the shared store is away (this machine's local status files are "
             "printed instead)"}
 
@@ -24,7 +24,8 @@ EXITS = {0: "the status was printed",
 def add(verbs: Verbs) -> None:
     status = verb(verbs, "status", "print the crawler processes' progress", exits=EXITS, run=run)
     add_config(status)
-    add_json(status, "a JSON array of the processes' statuses (with --sites: one JSON object a site)")
+    add_json(status, "a JSON array of the processes' statuses, each with running (true, false, or "
+                     "null: cannot tell) and last_seen_s (with --sites: one JSON object a site)")
     status.add_argument("--sites", action="store_true",
                         help="list every site of the site queues: state, next visit, change rate")
 
@@ -48,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         stores = open_stores(cfg)
         with contextlib.closing(stores.status()) as status:
             statuses = status.read_all()
+    with_running(statuses, cfg, by_heartbeat=isinstance(stores, SharedStores))
     if args.json:
         print(json.dumps(statuses, indent=1, sort_keys=True))
     elif not statuses:
@@ -66,7 +68,7 @@ def _local_status(cfg: config.Config, error: Exception, *, as_json: bool) -> int
 
     print(f"archiver status: {error}; this machine's crawlers, from their local status files:",
           file=sys.stderr)
-    statuses = StatusFiles(cfg.root).read_all()
+    statuses = with_running(StatusFiles(cfg.root).read_all(), cfg, by_heartbeat=False)
     if as_json:
         print(json.dumps(statuses, indent=1, sort_keys=True))
     elif not statuses:
@@ -74,6 +76,23 @@ def _local_status(cfg: config.Config, error: Exception, *, as_json: bool) -> int
     else:
         print("\n".join(format_status(s, stale_after=cfg.crawl.lease_ttl) for s in statuses))
     return 2
+
+
+def with_running(statuses: list[dict[str, Any]], cfg: config.Config, *, by_heartbeat: bool,
+                 now: float | None = None) -> list[dict[str, Any]]:
+    """Each status with ``running`` (None: this machine cannot tell) and ``last_seen_s`` (seconds
+    since it last wrote its status or heartbeat). A shared store's heartbeat older than
+    ``crawl.lease_ttl`` means stopped; on one machine the kernel tells whether the process holds
+    its lock (``stores.lock_held``: probed, not taken)."""
+    now = time.time() if now is None else now
+    for s in statuses:
+        if by_heartbeat and "heartbeat_age" in s:
+            s["running"] = s["heartbeat_age"] <= cfg.crawl.lease_ttl
+            s["last_seen_s"] = s["heartbeat_age"]
+        else:
+            s["running"] = lock_held(cfg.root, "crawl", s["process"])
+            s["last_seen_s"] = round(max(now - s["time"], 0.0), 1) if "time" in s else None
+    return statuses
 
 
 def _site_status(stores: EmbeddedStores | SharedStores, *, as_json: bool) -> int:
