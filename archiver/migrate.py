@@ -178,7 +178,7 @@ class _State:
 
 
 class Migration:
-    """One ``archiver store migrate --from OLD --to NEW``: ``run`` does it, printing each part's
+    """One ``archiver store migrate --source OLD --target NEW``: ``run`` does it, printing each part's
     result on ``out`` and progress lines on ``err``."""
 
     def __init__(self, old: Config, new: Config, *, out: TextIO, err: TextIO) -> None:
@@ -267,7 +267,7 @@ class Migration:
             names = ", ".join(p.name for p in open_files[:5]) + (", ..." if len(open_files) > 5 else "")
             raise MigrationRefused(
                 f"{self.old.root} has files a crawler left open ({names})"
-                ": start `archiver crawl --config OLD --process N` of the process named in each file "
+                ": start `archiver crawl run --config OLD --process N` of the process named in each file "
                 "(it repairs and closes them as it starts), stop it with SIGTERM, then migrate")
 
     def _begin(self, part: str, tables: tuple[str, ...]) -> None:

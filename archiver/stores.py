@@ -156,13 +156,34 @@ class EmbeddedStores:
         return _lock_file(self.root, role, number)
 
 
-def _lock_file(root: Path, role: str, number: int | None) -> ProcessLock:
-    """``flock`` the lock file of a role on this machine (see ``EmbeddedStores.lock``)."""
+def _lock_path(root: Path, role: str, number: int | None) -> Path:
     from archiver.queues.sitequeue import queue_path
     if role == "crawl" and number is not None:
-        path = queue_path(root, number).with_suffix(".lock")
-    else:
-        path = root / "state" / f"{role}.lock"
+        return queue_path(root, number).with_suffix(".lock")
+    return root / "state" / f"{role}.lock"
+
+
+def lock_held(root: Path, role: str, number: int | None = None) -> bool | None:
+    """Whether a process on this machine holds the lock of a role (see ``EmbeddedStores.lock``),
+    read from the kernel's list of locks (``/proc/locks``) without taking it: a probe that took
+    it, even for an instant, could make the process starting then refuse to run. None where that
+    list cannot be read."""
+    try:
+        found = os.stat(_lock_path(root, role, number))
+    except FileNotFoundError:
+        return False
+    try:
+        locks = Path("/proc/locks").read_text(encoding="ascii")
+    except OSError:
+        return None
+    # "1: FLOCK  ADVISORY  WRITE 1234 fe:00:2146533 0 EOF"; a waiter's line has "->" before it
+    device = f"{os.major(found.st_dev):02x}:{os.minor(found.st_dev):02x}:{found.st_ino}"
+    return any(fields[1:2] == ["FLOCK"] and device in fields for fields in map(str.split, locks.splitlines()))
+
+
+def _lock_file(root: Path, role: str, number: int | None) -> ProcessLock:
+    """``flock`` the lock file of a role on this machine (see ``EmbeddedStores.lock``)."""
+    path = _lock_path(root, role, number)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o640)
     try:

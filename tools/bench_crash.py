@@ -1,7 +1,7 @@
 """What a ``kill -9`` costs: crawl a demo web, kill the crawler at random moments, count refetches.
 
 The demo web runs in its own process and logs every request it answers; the crawler is a real
-``archiver crawl --until-idle`` child, sent SIGKILL after a random number of fetches and started
+``archiver crawl run --until-idle`` child, sent SIGKILL after a random number of fetches and started
 again, then left to finish. A refetch is a request for a URL that an earlier run (one ended by a
 kill) had already requested. For each kill it reports the sites active at the kill (from the
 crawler's own log: visits started and not ended) and the refetches it caused: pages (URLs

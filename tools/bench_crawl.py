@@ -1,7 +1,7 @@
 """Crawl benchmark: pages/s, CPU per page, peak memory and WARC MB/s of one crawler process.
 
 Generates a demo web (default 200 sites x 100 pages plus assets), serves it from a separate
-process on 127.0.0.1, and crawls it with ``archiver crawl --until-idle`` and ``min_rest = 0`` as a
+process on 127.0.0.1, and crawls it with ``archiver crawl run --until-idle`` and ``min_rest = 0`` as a
 real child process, WARCs written. CPU and peak RSS are the crawler child's own (getrusage), so the
 server's work is not counted. Targets on the project's 2-core machine: >= 500 pages/s, <= 2 ms of
 CPU per page, and peak memory bounded by active sites, not by URLs crawled (compare two sizes).
@@ -134,7 +134,7 @@ def run(sites: int, pages: int, slots: int, work: Path, store: str = "sqlite", w
             prepare(config, url)
         (work / "seeds.txt").write_text("".join(f"{o}/\n" for o in web.origins()))
         started = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "archiver", "crawl", "--config", str(config),
+        proc = subprocess.Popen([sys.executable, "-m", "archiver", "crawl", "run", "--config", str(config),
                                  "--seeds", str(work / "seeds.txt"), "--until-idle"],
                                 stdout=subprocess.DEVNULL, preexec_fn=limit_files(nofile))
         stop, peak = threading.Event(), [Counter[str]()]

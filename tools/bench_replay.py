@@ -3,7 +3,7 @@ home page takes to answer while hostile documents are served, what a large paylo
 how replay of an unrelated capture fares while many full-text searches run.
 
 Builds a temporary archive (written as another tool would: warcio records, then ``catalog
-reindex``'s functions), starts ``archiver replay`` in a child process, and measures with
+reindex``'s functions), starts ``archiver replay run`` in a child process, and measures with
 http.client from threads of this one:
 
 - ``stall``: each hostile document (a page dense with links, a script the lexer must read
@@ -126,10 +126,10 @@ def indexed(config: Config) -> None:
 
 
 class Replay:
-    """``archiver replay`` over ``config`` in a child process."""
+    """``archiver replay run`` over ``config`` in a child process."""
 
     def __init__(self, config: Config) -> None:
-        command = [sys.executable, "-m", "archiver", "replay", "--config", str(config.path)]
+        command = [sys.executable, "-m", "archiver", "replay", "run", "--config", str(config.path)]
         self.process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
         seen = b""
         while len(found := re.findall(rb"Running on (http://127\.0\.0\.1:\d+)", seen)) < 2:

@@ -4,7 +4,7 @@ Makes an archive whose catalog holds ``--captures`` captures of one URL, a minut
 are written straight into the catalog, each pointing at one of two WARC records (a response and,
 every tenth capture, a revisit of it without WARC-Refers-To headers, as another tool may write;
 ``tests/support/manycaptures.py``, which the replay memory test shares).
-Starts ``archiver replay`` on it in a child process and measures, for each request, the answer
+Starts ``archiver replay run`` on it in a child process and measures, for each request, the answer
 time, its size and the replay process's memory growth: its peak RSS during the request (VmHWM,
 reset through ``/proc/<pid>/clear_refs`` before it) over its RSS before. The requests: a memento
 (a response, a revisit), a TimeGate, both TimeMaps, four JSON TimeMaps at once, the calendar, a
@@ -61,7 +61,7 @@ def free_port() -> int:
 
 
 class Replay:
-    """``archiver replay`` in a child process, and its memory as /proc shows it."""
+    """``archiver replay run`` in a child process, and its memory as /proc shows it."""
 
     def __init__(self, root: Path, pythonpath: str | None, deadline: float = 600.0) -> None:
         self.app, self.content = free_port(), free_port()
@@ -71,8 +71,8 @@ class Replay:
         if pythonpath:
             env["PYTHONPATH"] = pythonpath
         # Run from the archive's folder: "-m" puts the working directory first on sys.path.
-        self.process = subprocess.Popen([sys.executable, "-m", "archiver", "replay", "--config", str(config)],
-                                        env=env, cwd=root, stdout=subprocess.DEVNULL)
+        self.process = subprocess.Popen([sys.executable, "-m", "archiver", "replay", "run", "--config",
+                                         str(config)], env=env, cwd=root, stdout=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
         while True:
             try:

@@ -1,6 +1,6 @@
 """Soak benchmark: a crawler daemon revisiting a demo web for a set time, one line per interval.
 
-Serves a demo web from a child process and runs ``archiver crawl`` as a daemon on it (no
+Serves a demo web from a child process and runs ``archiver crawl run`` as a daemon on it (no
 ``--until-idle``, no rests), with every site revisited ``--revisit`` seconds after its visit ends
 (``crawl.revisit_interval``, ``revisit_min`` and ``revisit_max`` all set to it), so the same pages
 are fetched again and again for ``--minutes``. Every ``--every`` seconds it prints the daemon's
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace, work: Path) -> list[Interval]:
         (work / "seeds.txt").write_text("".join(f"{o}/\n" for o in web.origins()))
         with (work / "crawler.log").open("w") as log:
             daemon = subprocess.Popen(
-                [sys.executable, "-m", "archiver", "crawl", "--config", str(config),
+                [sys.executable, "-m", "archiver", "crawl", "run", "--config", str(config),
                  "--seeds", str(work / "seeds.txt")], stdout=subprocess.DEVNULL, stderr=log)
         started = time.monotonic()
         rows: list[Interval] = []

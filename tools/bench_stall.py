@@ -4,7 +4,7 @@ Serves a demo web from a child process and runs, for ``--seconds``, a crawler pr
 slots, short rests) together with the writers that share its archive: ``archiver links run`` (merges
 in-link counts and new sites into the site queue every poll), ``archiver seeds --recrawl`` in a loop
 (the demo sites plus ``--extra-seeds`` unresolvable ones: thousands of small site-queue writes per
-run, and recrawls that restart finished sites) and ``archiver dns`` (DNS history writes every
+run, and recrawls that restart finished sites) and ``archiver dns run`` (DNS history writes every
 second; the crawler's inline resolutions of the unresolvable seeds write failures there too). With
 ``--hold S``, the tool itself also takes the write lock of the site queue and of the DNS history for S
 seconds every ``--every`` seconds, as a links batch merging a million new sites or a slow disk would.
@@ -197,7 +197,7 @@ def run(sites: int, pages: int, seconds: float, extra: int, hold: float, every: 
                                        stdout=subprocess.PIPE, stderr=log, text=True)
         others = [subprocess.Popen(_archiver(*verb, "--config", str(cfg)), stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL)
-                  for verb in (("links", "run"), ("dns",))]
+                  for verb in (("links", "run"), ("dns", "run"))]
         stop, runs, held = threading.Event(), [0], [0]
         helpers = [threading.Thread(target=hammer_seeds, args=(cfg, [demo, unresolvable], stop, runs))]
         if hold > 0:

@@ -1,7 +1,7 @@
 """Crawl the embedded demo web: the README's first command.
 
 Starts the demo web server on 127.0.0.1 (a free port), writes a config, a hosts file and a seeds
-file under ``demo-archive/``, runs ``archiver crawl --until-idle`` as a real process, and prints
+file under ``demo-archive/``, runs ``archiver crawl run --until-idle`` as a real process, and prints
 where the WARC bundles are. Run from the repository root: ``python -m tools.demo``.
 """
 
@@ -74,7 +74,7 @@ def main() -> int:
         (work / "archiver.toml").write_text(CONFIG)
         (work / "seeds.txt").write_text("# one URL or host name a line\n"
                                         + "".join(f"{o}/\n" for o in web.origins()))
-        crawl = subprocess.run([sys.executable, "-m", "archiver", "crawl",
+        crawl = subprocess.run([sys.executable, "-m", "archiver", "crawl", "run",
                                 "--config", str(work / "archiver.toml"),
                                 "--seeds", str(work / "seeds.txt"), "--until-idle"], check=False)
     if crawl.returncode != 0:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import re
 import sqlite3
 import time
 from collections.abc import Callable
@@ -60,46 +61,63 @@ SHIP_RETRY_MAX = 30.0
 _DISK_FULL = 'the disk is full (crawl.on_disk_full = "exit")'
 
 
+_TRAILING_COMMENT = re.compile(r"\s+#.*$")
+_SPACE = re.compile(r"\s")
+
+
 class SeedError(Exception):
     """A seeds file that cannot be used at all."""
 
 
-def read_seeds(path: Path) -> list[str]:
+class Seeds(NamedTuple):
+    """The seed URLs of a seeds file, and how many of its lines were refused (each logged)."""
+
+    urls: list[str]
+    refused: int
+
+
+def read_seeds(path: Path) -> Seeds:
     """Seed URLs from ``path``: one URL or host name a line; blank lines and ``#`` comments allowed.
 
-    A line that is not a usable URL is logged and skipped; a file with no usable line is an error.
+    A line that is not a usable URL (one with a space in it among them: "https://exa mple.com/"
+    is no seed of https://exa) is logged with its number and why, and skipped; a file with no
+    usable line is an error.
     """
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as e:
         raise SeedError(f"{path}: cannot read seeds: {e.strerror}") from None
     seeds = []
+    refused = 0
     for number, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
+        line = _TRAILING_COMMENT.sub("", line).strip()  # "URL  # a comment" keeps the URL
         if not line or line.startswith("#"):
             continue
-        line = line.split()[0]  # "URL  # a trailing comment" keeps the URL
-        url = urls.site_of_seed(line)
+        url = None if _SPACE.search(line) else urls.site_of_seed(line)
         if url is None:
-            event(log, logging.WARNING, "bad-seed", file=str(path), line=number, value=line)
+            reason = ("a space in it (one URL or host name a line)" if _SPACE.search(line)
+                      else "not an http or https URL or a host name")
+            event(log, logging.WARNING, "bad-seed", file=str(path), line=number, value=line[:200],
+                  reason=reason)
+            refused += 1
             continue
         seeds.append(url)
     if not seeds:
         raise SeedError(f"{path}: no usable seed (want URLs or host names, one a line)")
-    return seeds
+    return Seeds(seeds, refused)
 
 
 class SeedsQueued(NamedTuple):
-    """What enqueue_seeds did: seeds queued, sites new to a queue, and seeds refused (out of scope,
-    or a host no crawl queue can hold; each with a warning)."""
+    """What enqueue_seeds did: seeds queued, sites new to a queue, and seeds refused (lines of the
+    file that are no seed, out of scope, or a host no crawl queue can hold; each with a warning)."""
 
     queued: int
     new_sites: int
     refused: int
 
 
-def enqueue_seeds(config: Config, process: int, seeds: list[str], *, recrawl: bool = False
-                  ) -> SeedsQueued:
+def enqueue_seeds(config: Config, process: int, seeds: list[str], *, recrawl: bool = False,
+                  refused_lines: int = 0) -> SeedsQueued:
     """Put each seed's site in the queue of the process that owns it.
 
     The seed URL (and "/") go into the site's crawl queue, so a visit starts from both; a site
@@ -108,7 +126,8 @@ def enqueue_seeds(config: Config, process: int, seeds: list[str], *, recrawl: bo
     are handed to their queues, which is how several processes share one seed list.
 
     Seeds out of scope (``[scope]``) are refused, each with a warning, and "/" is queued only if
-    it is in scope; SeedError if no seed is in scope.
+    it is in scope; SeedError if no seed is in scope. ``refused_lines``: the lines of the seeds
+    file ``read_seeds`` refused, counted with the seeds refused here.
     """
     scope = config.scope.rules()
     decided = [(url, scope.decide(url)) for url in seeds]
@@ -155,9 +174,10 @@ def enqueue_seeds(config: Config, process: int, seeds: list[str], *, recrawl: bo
         for queue in queues.values():
             queue.close()
         crawl_queues.close()
-    event(log, logging.INFO, "seeds-queued", seeds=queued, new_sites=added, refused=given - queued,
+    refused_count = given - queued + refused_lines
+    event(log, logging.INFO, "seeds-queued", seeds=queued, new_sites=added, refused=refused_count,
           own=sum(process_for(urls.origin(u), processes) == process for u in seeds))
-    return SeedsQueued(queued, added, given - queued)
+    return SeedsQueued(queued, added, refused_count)
 
 
 class Crawler:

@@ -216,10 +216,10 @@ class LinkBatch:
             generations = [slices.empty_at] * wanted
         slices.remove_stale({slice_name(p, slices.partitions, g) for p, g in enumerate(generations)})
         if slices.partitions != wanted:
-            event(log, logging.WARNING, "links-partitions", state=slices.partitions, config=wanted,
+            event(log, logging.WARNING, "links-slices", state=slices.partitions, config=wanted,
                   note=f"the links state has {slices.partitions} slices and links.slices says "
                        f"{wanted}; going on with {slices.partitions}: run `archiver links reshard "
-                       f"--partitions {wanted}` to rebuild them")
+                       f"--slices {wanted}` to rebuild them")
         return slices, generations
 
     def _slice_counts(self, *, rebuilding: bool = False) -> SliceCounts:

@@ -20,7 +20,7 @@ themselves get shares of the keys that differ by at most ``partitions / 2**24`` 
 taken mod ``partitions``).
 
 Every existing slice was filled with this function: changing it, or the slice count, means
-rebuilding the slices (``archiver links reshard --partitions N``).
+rebuilding the slices (``archiver links reshard --slices N``).
 """
 
 from __future__ import annotations

@@ -104,12 +104,15 @@ def select(catalog: CatalogStore, url: str, match: str, *, from_: str | None, to
            ) -> list[Capture]:
     """The captures of the slice, in time order (``match``: one of MATCHES). ``host`` is every
     capture of the URL's host, any scheme and any port, unless the URL names a port."""
-    found = [c for c in _listed(catalog, url, match)
+    found = [c for c in listed(catalog, url, match)
              if (from_ is None or c.timestamp >= from_) and (to is None or c.timestamp <= to)]
     return sorted(found, key=lambda c: (c.timestamp, c.url))
 
 
-def _listed(catalog: CatalogStore, url: str, match: str) -> Iterable[Capture]:
+def listed(catalog: CatalogStore, url: str, match: str) -> Iterable[Capture]:
+    """The captures the command line's URL selector takes (``match``: exact, prefix, host or
+    domain), as ``catalog.list`` sorts them; ``host`` takes any scheme and port unless ``url``
+    names a port."""
     key = surt_key(url)
     if match != "host" or shard_host(key) != host_name(key):  # not a host, or one with its port
         return catalog.list(url, match)

@@ -54,6 +54,14 @@ def summary_line(s: dict[str, Any]) -> str:
             + (f" bundles_waiting={s['bundles_waiting']}" if s.get("bundles_waiting") else ""))
 
 
+def _ago(seconds: float) -> str:
+    """A time span as a reader takes it in: 45s, 4m, 3h, 2d."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:.0f}{unit}"
+    return f"{seconds:.0f}s"
+
+
 def _counts(counts: dict[str, int]) -> str:
     return ",".join(f"{k}:{v}" for k, v in sorted(counts.items())) or "0"
 
@@ -63,7 +71,7 @@ def format_status(s: dict[str, Any], now: float | None = None, *,
     """Multi-line text for ``archiver status``. A status from the shared store also names the
     process's host and its heartbeat's age, marked when older than ``stale_after`` seconds (the
     lease TTL: its sites go to other processes); one registered but not reporting yet has no
-    numbers."""
+    numbers. A status with ``running`` (and ``last_seen_s``) says whether the process runs."""
     now = time.time() if now is None else now
     where = f" on {s['host']}" if "host" in s else ""
     said = [f"status written {now - s['time']:.0f}s ago"] if "time" in s else ["no status yet"]
@@ -71,7 +79,13 @@ def format_status(s: dict[str, Any], now: float | None = None, *,
         age = s["heartbeat_age"]
         gone = " (past crawl.lease_ttl: gone?)" if stale_after is not None and age > stale_after else ""
         said.append(f"heartbeat {age:.0f}s ago{gone}")
-    lines = [f"process {s['process']}{where} (pid {s['pid']}), {', '.join(said)}"]
+    if s.get("running") is None:
+        lines = [f"process {s['process']}{where} (pid {s['pid']}), {', '.join(said)}"]
+    else:
+        seen = s.get("last_seen_s")
+        state = "running" if s["running"] else (
+            "stopped" + ("" if seen is None else f" (last seen {_ago(seen)} ago)"))
+        lines = [f"process {s['process']}{where}: {state}, pid {s['pid']}, {', '.join(said)}"]
     if "pages" in s:
         lines.append("  " + summary_line(s))
     for site, info in s.get("active", {}).items():

@@ -51,7 +51,7 @@ def test_crawl_until_idle_then_status(tmp_path):
         cfg = write_config(tmp_path, web)
         hosts = [o.split("://")[1] for o in web.origins()]
         seeds = write_seeds(tmp_path / "seeds.txt", [*hosts[:1], *(o + "/" for o in web.origins())])
-        done = archiver("crawl", "--config", str(cfg), "--seeds", str(seeds), "--until-idle")
+        done = archiver("crawl", "run", "--config", str(cfg), "--seeds", str(seeds), "--until-idle")
     assert done.returncode == 0, done.stderr
     root = load(cfg).root
     assert "WARCs in" in done.stdout and str(root / "warcs") in done.stdout
@@ -72,7 +72,7 @@ def test_warc_store_names_another_folder_for_the_bundles(tmp_path):
         cfg = write_config(tmp_path, web)
         cfg.write_text(cfg.read_text() + '[warc]\nstore = "bundles"\n')
         seeds = write_seeds(tmp_path / "seeds.txt", [o + "/" for o in web.origins()])
-        done = archiver("crawl", "--config", str(cfg), "--seeds", str(seeds), "--until-idle")
+        done = archiver("crawl", "run", "--config", str(cfg), "--seeds", str(seeds), "--until-idle")
     assert done.returncode == 0, done.stderr
     bundles = sorted((tmp_path / "bundles").glob("*.warc.gz"))
     assert bundles and str(tmp_path / "bundles") in done.stdout
@@ -101,7 +101,7 @@ def test_sigterm_stops_cleanly_and_a_restart_resumes(tmp_path):
         cfg = write_config(tmp_path, web)
         root = load(cfg).root
         seeds = write_seeds(tmp_path / "seeds.txt", [o + "/" for o in web.origins()])
-        daemon = subprocess.Popen([*ARCHIVER, "crawl", "--config", str(cfg), "--seeds", str(seeds)],
+        daemon = subprocess.Popen([*ARCHIVER, "crawl", "run", "--config", str(cfg), "--seeds", str(seeds)],
                                   stderr=subprocess.PIPE, text=True)
         try:
             wait_for(lambda: pages_reported(root) >= 20, what="20 pages in the status file")
@@ -120,7 +120,7 @@ def test_sigterm_stops_cleanly_and_a_restart_resumes(tmp_path):
         assert queue.counts()["active"] == 0 and queue.counts()["waiting"] >= 1
         queue.close()
 
-        again = archiver("crawl", "--config", str(cfg), "--until-idle")
+        again = archiver("crawl", "run", "--config", str(cfg), "--until-idle")
     assert again.returncode == 0, again.stderr
     caps = captures(root)
     expected = web.expected("archiver") - {u for u in web.expected("archiver") if "robots500" in u}
@@ -139,7 +139,7 @@ def test_bad_config_exits_2_naming_the_key(tmp_path, text, needle, run):
     cfg = tmp_path / "bad.toml"
     cfg.write_text(text)
     seeds = write_seeds(tmp_path / "seeds.txt", ["http://a.demo/"])
-    result = run("crawl", "--config", str(cfg), "--seeds", str(seeds), "--until-idle")
+    result = run("crawl", "run", "--config", str(cfg), "--seeds", str(seeds), "--until-idle")
     assert result.returncode == 2
     assert needle in result.stderr and str(cfg) in result.stderr
     assert not (tmp_path / "archive").exists()
@@ -149,15 +149,15 @@ def test_bad_seeds(tmp_path):
     cfg = tmp_path / "ok.toml"
     cfg.write_text('[archive]\nroot = "archive"\n[dns]\nhosts_file = ""\nnameservers = ["127.0.0.1:9"]\n')
     empty = write_seeds(tmp_path / "seeds.txt", ["mailto:someone@example.org", "::::"])
-    result = archiver("crawl", "--config", str(cfg), "--seeds", str(empty), "--until-idle")
+    result = archiver("crawl", "run", "--config", str(cfg), "--seeds", str(empty), "--until-idle")
     assert result.returncode == 2 and "no usable seed" in result.stderr
     assert "event=bad-seed" in result.stderr and "line=3" in result.stderr
-    missing = archiver_here_text("crawl", "--config", str(cfg), "--seeds", str(tmp_path / "nope"))
+    missing = archiver_here_text("crawl", "run", "--config", str(cfg), "--seeds", str(tmp_path / "nope"))
     assert missing.returncode == 2 and "cannot read seeds" in missing.stderr
 
 
 @pytest.mark.parametrize(("verb", "named"), [(["links", "run", "--once"], "links"),
-                                             (["links", "reshard", "--partitions", "2"], "links reshard")])
+                                             (["links", "reshard", "--slices", "2"], "links reshard")])
 def test_a_store_that_fails_is_named_with_exit_status_1(tmp_path, verb, named):
     (tmp_path / "archive" / "links").mkdir(parents=True)
     (tmp_path / "archive" / "links" / "state.sqlite").write_bytes(b"not a database " * 20)
@@ -175,7 +175,7 @@ def test_a_crawler_whose_site_queue_is_not_a_database_names_it_with_exit_status_
     queue.write_bytes(b"not a database " * 20)
     config = tmp_path / "archiver.toml"
     config.write_text(f'[archive]\nroot = "{tmp_path / "archive"}"\n')
-    done = archiver_here_text("crawl", "--until-idle", "--config", str(config))
+    done = archiver_here_text("crawl", "run", "--until-idle", "--config", str(config))
     assert done.returncode == 1
     assert done.stderr.splitlines()[-1] == f"archiver: crawl: {queue}: file is not a database"
     assert "Traceback" not in done.stderr

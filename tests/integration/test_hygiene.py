@@ -22,7 +22,7 @@ async def crawl_cli(tmp_path, site: OneSite) -> None:
         (tmp_path / "seeds.txt").write_text(site.origin + "/\n")
         old = os.umask(0o022)                         # what a login shell has
         try:
-            await trio.run_process([*ARCHIVER, "crawl", "--config", str(path), "--seeds",
+            await trio.run_process([*ARCHIVER, "crawl", "run", "--config", str(path), "--seeds",
                                     str(tmp_path / "seeds.txt"), "--until-idle"],
                                    capture_stderr=True)
         finally:

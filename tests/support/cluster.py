@@ -160,7 +160,7 @@ class Cluster:
         stands for a new machine with the same number and an empty disk."""
         with (self.directory / f"machine{n}.log").open("a") as log:
             self.procs[n] = subprocess.Popen(
-                [*ARCHIVER, "crawl", "--config", str(self.configs[n]), "--process", str(n), *args],
+                [*ARCHIVER, "crawl", "run", "--config", str(self.configs[n]), "--process", str(n), *args],
                 stdout=subprocess.DEVNULL, stderr=log, text=True)
         return self.procs[n]
 

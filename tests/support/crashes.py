@@ -53,7 +53,7 @@ def _field(line: str, name: str) -> str:
 
 
 def crawl(cfg: Path, *extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([*ARCHIVER, "crawl", "--config", str(cfg), "--until-idle", *extra],
+    return subprocess.Popen([*ARCHIVER, "crawl", "run", "--config", str(cfg), "--until-idle", *extra],
                             stderr=subprocess.PIPE, text=True)
 
 
@@ -97,7 +97,7 @@ def kill_and_restart(cfg: Path, seeds: Path, *, kills: int, max_fetches: int,
         run.killed = True
         runs.append(run)
     runs.append(Run(time.time()))
-    final = subprocess.run([*ARCHIVER, "crawl", "--config", str(cfg), "--until-idle"],
+    final = subprocess.run([*ARCHIVER, "crawl", "run", "--config", str(cfg), "--until-idle"],
                            capture_output=True, text=True, timeout=600, check=False)
     runs[-1].log = final.stderr.splitlines(keepends=True)
     return runs, final

@@ -31,7 +31,7 @@ async def replay_process(config: Path, *, wrapper: Sequence[str] = ()) -> AsyncI
     given), once both listeners run (Hypercorn reports the replay's pages first, then content);
     its log is read meanwhile into ``log``. Killed at the end."""
     process = await trio.lowlevel.open_process(
-        [*wrapper, sys.executable, "-m", "archiver", "replay", "--config", str(config)],
+        [*wrapper, sys.executable, "-m", "archiver", "replay", "run", "--config", str(config)],
         cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
     assert process.stderr is not None
     stderr = process.stderr

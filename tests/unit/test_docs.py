@@ -197,12 +197,12 @@ def test_every_config_key_is_in_the_configuration_page() -> None:
 
 
 STALE = """\
-Run `archiver crawl --config FILE --seed x` and `archiver crawl --until-idle`, then
+Run `archiver crawl run --config FILE --seed x` and `archiver crawl run --until-idle`, then
 `archiver frobnicate --config FILE`, `archiver links walk`, `archiver dns lookup|glance HOST`.
 
 ```sh
-archiver search WORDS --json | head -3 --nope          # a pipe ends the command
-archiver export (--url URL | --prefix URL | --domain D) -o FILE
+archiver search query WORDS --json | head -3 --nope    # a pipe ends the command
+archiver export (--url URL | --prefix URL | --site D) -o FILE
 ```
 
 Keys: `crawl.min_rest`, `crawl.min_rested`, `replay.listen = "x"`, `store.bundles` (a module),
@@ -228,11 +228,11 @@ anything = 1
 def test_each_check_names_the_page_and_the_wrong_name() -> None:
     found = problems(ROOT / "docs" / "stale.md", STALE)
     assert sorted(found) == sorted(f"docs/stale.md: {p}" for p in [
-        "`archiver crawl` has no flag --seed",
+        "`archiver crawl run` has no flag --seed",
         "`archiver frobnicate`: no such command",
         "`archiver links walk`: no such command",
         "`archiver dns lookup|glance`: no such command",
-        "`archiver export` has no flag --domain",
+        "`archiver export` has no flag --site",
         "no config key crawl.min_rested",
         "no config key warc.nothing",
         "no config key crawl.min_resting",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from archiver.cli import describe_site, site_line
+from archiver.commands.status import describe_site, site_line
 from archiver.queues.revisits import ChangeHistory
 from archiver.queues.sitequeue import SiteRow
 

@@ -44,10 +44,10 @@ def test_exec_start_is_a_valid_archiver_command(service):
     args = cli.parser().parse_args(argv[1:])
     assert args.config == CONFIG == f"/etc/{one(service, 'Service.ConfigurationDirectory')}/archiver.toml"
     expected = {
-        "archiver-crawl@.service": ["crawl", "--process", "0"],
-        "archiver-dns.service": ["dns"],
+        "archiver-crawl@.service": ["crawl", "run", "--process", "0"],
+        "archiver-dns.service": ["dns", "run"],
         "archiver-links.service": ["links", "run", "--once"],
-        "archiver-replay.service": ["replay"],
+        "archiver-replay.service": ["replay", "run"],
     }[service]
     assert [a for a in argv[1:] if a not in ("--config", CONFIG)] == expected
 

@@ -48,7 +48,7 @@ def crawl_through_fault(tmp_path: Path, url: str, bucket: S3Bucket,
         for n, (config, err) in enumerate(zip(configs, errs, strict=True)):
             with err.open("w") as out:
                 crawlers.append(subprocess.Popen(
-                    [*ARCHIVER, "crawl", "--config", str(config), "--process", str(n),
+                    [*ARCHIVER, "crawl", "run", "--config", str(config), "--process", str(n),
                      "--until-idle"], stdout=subprocess.DEVNULL, stderr=out))
         try:
             wait_for(lambda: len(requests(log)) >= 30, "the crawl to be under way")

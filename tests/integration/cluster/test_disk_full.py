@@ -42,7 +42,7 @@ def test_a_full_disk_pauses_a_shared_crawler_which_ships_what_it_can_and_resumes
         subprocess.run([*ARCHIVER, "seeds", "--config", str(path), str(seeds)], check=True,
                        capture_output=True, timeout=60)
         # The log goes to a pipe (no file-size limit on a pipe), read as it comes.
-        proc = subprocess.Popen([*ARCHIVER, "crawl", "--config", str(path), "--process", "0",
+        proc = subprocess.Popen([*ARCHIVER, "crawl", "run", "--config", str(path), "--process", "0",
                                  "--until-idle"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 text=True)
         lines: list[str] = []

@@ -55,8 +55,9 @@ def test_survivors_finish_the_sites_of_a_crawler_that_vanished(tmp_path, pg_stor
         assert queued.returncode == 0, queued.stderr
 
         def crawler(n: int, *extra: str) -> subprocess.Popen[str]:
-            return subprocess.Popen([*ARCHIVER, "crawl", "--config", str(configs[n]), "--process", str(n),
-                                     *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            return subprocess.Popen([*ARCHIVER, "crawl", "run", "--config", str(configs[n]),
+                                     "--process", str(n), *extra],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
         doomed = crawler(0)
         try:

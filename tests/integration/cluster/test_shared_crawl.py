@@ -26,7 +26,7 @@ def test_a_crawl_on_the_shared_stores_ships_every_bundle_and_catalogues_it(tmp_p
     with run_demo_process(spec) as (web, _port, _proc):
         cfg = shared_config(tmp_path / "m0", web, store_url=pg_store_url, bucket=s3_bucket)
         seeds = write_seeds(tmp_path / "seeds.txt", [o + "/" for o in web.origins()])
-        done = archiver("crawl", "--config", str(cfg), "--seeds", str(seeds), "--until-idle")
+        done = archiver("crawl", "run", "--config", str(cfg), "--seeds", str(seeds), "--until-idle")
         assert done.returncode == 0, done.stderr[-3000:]
     config = load(cfg)
     assert not list((config.root / "bundles").glob("*.warc.gz*")), "a closed bundle stayed local"
@@ -58,7 +58,8 @@ def test_a_password_given_in_pgpassword_is_in_no_log_line_of_a_crawl(tmp_path, p
         seeds = write_seeds(tmp_path / "seeds.txt", [o + "/" for o in web.origins()])
         runs = [subprocess.run([*ARCHIVER, *verb, "--config", str(cfg)], capture_output=True, text=True,
                                timeout=300, check=False, env=env)
-                for verb in (["crawl", "--seeds", str(seeds), "--until-idle"], ["links", "run", "--once"])]
+                for verb in (["crawl", "run", "--seeds", str(seeds), "--until-idle"],
+                             ["links", "run", "--once"])]
     for run in runs:
         assert run.returncode == 0, run.stderr[-3000:]
     assert "event=site-done" in runs[0].stderr  # the crawl logged its work

@@ -33,8 +33,9 @@ def crawler(config: Path, process: int, *extra: str) -> subprocess.Popen[str]:
     """``archiver crawl``, its log in ``stderr_of(config)`` (a file: a pipe nobody reads while
     the test waits would fill and block it)."""
     with stderr_of(config).open("w") as stderr:
-        return subprocess.Popen([*ARCHIVER, "crawl", "--config", str(config), "--process", str(process),
-                                 *extra], stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+        return subprocess.Popen([*ARCHIVER, "crawl", "run", "--config", str(config),
+                                 "--process", str(process), *extra],
+                                stdout=subprocess.DEVNULL, stderr=stderr, text=True)
 
 
 def stderr_of(config: Path) -> Path:
@@ -143,7 +144,7 @@ def test_crawlers_keep_their_bundles_while_the_store_is_away_and_lose_nothing(
 @contextlib.contextmanager
 def replay(config: Path) -> Iterator[tuple[str, str]]:
     """``archiver replay``: the (host:port) of its own pages and of archived content."""
-    proc = subprocess.Popen([*ARCHIVER, "replay", "--config", str(config)], stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen([*ARCHIVER, "replay", "run", "--config", str(config)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None

@@ -103,7 +103,7 @@ def test_sigterm_drains_within_the_configured_time_and_sighup_reloads(tmp_path):
         cfg = write_config(tmp_path, web, min_rest=20.0, max_rest=30.0, drain_timeout=5.0)
         seeds = tmp_path / "seeds.txt"
         seeds.write_text("".join(o + "/\n" for o in web.origins()))
-        proc = subprocess.Popen([*ARCHIVER, "crawl", "--config", str(cfg), "--seeds", str(seeds)],
+        proc = subprocess.Popen([*ARCHIVER, "crawl", "run", "--config", str(cfg), "--seeds", str(seeds)],
                                 stderr=subprocess.PIPE, text=True)
         assert proc.stderr is not None
         try:
@@ -155,9 +155,9 @@ def test_the_dns_links_and_replay_services_reload_on_sighup_and_stop_cleanly(tmp
     try:
         # The three start together (their start-ups overlap), each on an archive and a config
         # file of its own, which the test then edits under it.
-        for command, ready in ((("dns",), "event=dns-pass"),
+        for command, ready in ((("dns", "run"), "event=dns-pass"),
                                (("links", "run"), "event=service-ready"),
-                               (("replay",), "Running on")):
+                               (("replay", "run"), "Running on")):
             cfg = tmp_path / command[0] / "archiver.toml"
             cfg.parent.mkdir()
             cfg.write_text(good)
@@ -188,7 +188,7 @@ def test_a_fetch_that_hangs_is_cancelled_when_the_drain_time_runs_out(tmp_path):
         hostile = next(o for o in web.origins() if "//hostile." in o)
         seeds = tmp_path / "seeds.txt"
         seeds.write_text(f"{hostile}/hang\n")
-        proc = subprocess.Popen([*ARCHIVER, "crawl", "--config", str(cfg), "--seeds", str(seeds)],
+        proc = subprocess.Popen([*ARCHIVER, "crawl", "run", "--config", str(cfg), "--seeds", str(seeds)],
                                 stderr=subprocess.PIPE, text=True)
         try:
             status = load(cfg).root / "state" / "crawl-0.json"

@@ -33,7 +33,7 @@ def _crawl(config: Path, seeds: Path, *more: str, hard: int = LIMIT
            ) -> tuple[subprocess.CompletedProcess[str], int]:
     """Run ``archiver crawl --until-idle`` with RLIMIT_NOFILE ``LIMIT`` soft and ``hard`` hard:
     its outcome, and the most descriptors it held at once."""
-    proc = subprocess.Popen([sys.executable, "-m", "archiver", "crawl", "--config", str(config),
+    proc = subprocess.Popen([sys.executable, "-m", "archiver", "crawl", "run", "--config", str(config),
                              "--seeds", str(seeds), "--until-idle", *more], cwd=config.parent,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE,

@@ -143,5 +143,5 @@ async def test_plugins_steer_and_label_a_crawl_and_a_raising_one_is_isolated(tmp
 def test_a_plugin_that_is_not_installed_stops_the_crawler_at_start(tmp_path, capsys):
     path = tmp_path / "archiver.toml"
     path.write_text('[archive]\nroot = "archive"\n[plugins]\nenable = ["nosuch"]\n')
-    assert cli.main(["crawl", "--config", str(path), "--until-idle"]) == 2
+    assert cli.main(["crawl", "run", "--config", str(path), "--until-idle"]) == 2
     assert "plugins.enable: no installed plugin 'nosuch'" in capsys.readouterr().err

@@ -209,7 +209,7 @@ def test_a_hostile_response_never_holds_the_loop(tmp_path, heavy):
         path = write_config(tmp_path, web, min_rest=PACE, max_rest=PACE)
         seeds = tmp_path / "seeds.txt"
         seeds.write_text(f"{web.origin(PACED)}/\n{web.origin(HOSTILE)}/\n")
-        crawl = subprocess.run([sys.executable, "-m", "archiver", "crawl", "--config", str(path),
+        crawl = subprocess.run([sys.executable, "-m", "archiver", "crawl", "run", "--config", str(path),
                                 "--seeds", str(seeds), "--until-idle"],
                                cwd=tmp_path, capture_output=True, text=True, timeout=GUARD * 2)
         sent = web.sent()

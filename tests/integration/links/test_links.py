@@ -108,7 +108,7 @@ def test_a_missing_or_damaged_slice_is_rebuilt_by_the_reshard_its_error_names(tm
     run = subprocess.run([*ARCHIVER, "links", "run", "--once", "--config", str(cfg.path)],
                          capture_output=True, text=True, timeout=60, check=False)
     assert run.returncode == 1 and "`archiver links reshard`" in run.stderr
-    reshard = subprocess.run([*ARCHIVER, "links", "reshard", "--partitions", "4", "--config",
+    reshard = subprocess.run([*ARCHIVER, "links", "reshard", "--slices", "4", "--config",
                               str(cfg.path)], capture_output=True, text=True, timeout=60, check=False)
     assert reshard.returncode == 0, reshard.stderr
     assert reshard.stderr.count("event=slice-unreadable") == 2
@@ -199,7 +199,7 @@ def test_a_second_crawler_with_the_same_process_number_is_refused(tmp_path):
     cfg = links_config(tmp_path)
     first = Crawler(cfg, process=1)
     try:
-        done = subprocess.run([*ARCHIVER, "crawl", "--process", "1", "--until-idle", "--config",
+        done = subprocess.run([*ARCHIVER, "crawl", "run", "--process", "1", "--until-idle", "--config",
                                str(cfg.path)], capture_output=True, text=True, timeout=60, check=False)
         assert done.returncode == 2 and "crawler process 1 is already running" in done.stderr
     finally:

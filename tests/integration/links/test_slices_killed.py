@@ -60,7 +60,7 @@ def test_a_reshard_killed_midway_leaves_the_old_slices_and_runs_again_from_the_s
     synthetic_spool(partial(write_spool, cfg.root), files=5)
     run_batch(cfg, once=True)
     before = {p.name: p.read_bytes() for p in (cfg.root / "links").glob("*.bloom")}
-    proc = subprocess.Popen([*ARCHIVER, "links", "reshard", "--partitions", "3", "--config",
+    proc = subprocess.Popen([*ARCHIVER, "links", "reshard", "--slices", "3", "--config",
                              str(cfg.path)], stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
     for line in proc.stderr:                      # wait for the rebuild to be under way, then kill
@@ -74,7 +74,7 @@ def test_a_reshard_killed_midway_leaves_the_old_slices_and_runs_again_from_the_s
     assert run.returncode == 0, run.stderr
     assert "the links state has 2 slices and links.slices says 3" in run.stderr
     assert {p.name: p.read_bytes() for p in (cfg.root / "links").glob("*.bloom")} == before
-    again = links("reshard", "--partitions", "3", "--config", str(cfg.path))
+    again = links("reshard", "--slices", "3", "--config", str(cfg.path))
     assert again.returncode == 0, again.stderr
     assert "links reshard: 3 slices rebuilt from 5 spool files, 7500 URLs read" in again.stdout
     synthetic_spool(partial(write_spool, cfg.root), files=7, first=5)
@@ -92,9 +92,9 @@ def test_a_reshard_missing_files_is_refused_with_what_to_do(tmp_path):
     run_batch(cfg, once=True)
     for done in (cfg.root / "outlinks" / "done").iterdir():
         done.unlink()                             # the operator pruned them
-    refused = links("reshard", "--partitions", "2", "--config", str(cfg.path))
+    refused = links("reshard", "--slices", "2", "--config", str(cfg.path))
     assert refused.returncode == 1
     assert "2 of the 2 spool files the ledger lists are no longer in" in refused.stderr
     assert "--allow-missing" in refused.stderr
-    bad = links("reshard", "--partitions", "0", "--config", str(cfg.path))
+    bad = links("reshard", "--slices", "0", "--config", str(cfg.path))
     assert bad.returncode == 2 and "must be 1 to 16777216" in bad.stderr

@@ -47,7 +47,7 @@ def captures_of(two: TwoDates, path: str) -> tuple[Capture, Capture]:
 
 def search(two: TwoDates, *words: str, at: str | None = None) -> dict[str, list[str]]:
     """``archiver search WORDS --json`` in this process: each result's URL and timestamps."""
-    done = archiver_here("search", *words, "--json", "--config", str(two.config.path),
+    done = archiver_here("search", "query", *words, "--json", "--config", str(two.config.path),
                          *(["--at", at] if at else []))
     assert done.returncode in (0, 1), done.stderr
     return {hit["url"]: hit["timestamps"] for hit in json.loads(done.stdout)}
@@ -63,7 +63,7 @@ def phrase_only_in(ours: bytes, theirs: bytes) -> str:
 def test_the_json_of_a_search_run_as_a_child_process(two):
     first, second = captures_of(two, PAGE1)
     title = f"{two.web0.hosts[0]}: page 1"
-    done = subprocess.run([*ARCHIVER, "search", title, "--json", "--config", str(two.config.path)],
+    done = subprocess.run([*ARCHIVER, "search", "query", title, "--json", "--config", str(two.config.path)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     hits = json.loads(done.stdout)
@@ -94,19 +94,19 @@ def test_at_keeps_the_captures_at_or_before_the_date(two):
 
 def test_exit_codes_and_messages(two, tmp_path):
     config = str(two.config.path)
-    nothing = archiver_here("search", "zqxwvj", "--config", config)
+    nothing = archiver_here("search", "query", "zqxwvj", "--config", config)
     assert nothing.returncode == 1 and b"no page of the archive matches" in nothing.stderr
     for args, message in [
-        (["!!!"], b"nothing to search for"),
-        (["harbour", "--at", "2026-13"], b"month 13"),
-        (["index", "--json"], b"to search for the word index, quote it"),
-        (["harbour", "--rebuild"], b"--rebuild goes with"),
-        (["x" * 501], b"at most 500"),
+        (["query", "!!!"], b"nothing to search for"),
+        (["query", "harbour", "--at", "2026-13"], b"month 13"),
+        (["index", "--json"], b"unrecognized arguments: --json"),
+        (["query", "harbour", "--rebuild"], b"unrecognized arguments: --rebuild"),
+        (["query", "x" * 501], b"at most 500"),
     ]:
         done = archiver_here("search", *args, "--config", config)
         assert done.returncode == 2 and message in done.stderr, (args, done.stderr)
     (tmp_path / "empty.toml").write_text(f'[archive]\nroot = "{tmp_path / "none"}"\n')
-    missing = archiver_here("search", "harbour", "--config", str(tmp_path / "empty.toml"))
+    missing = archiver_here("search", "query", "harbour", "--config", str(tmp_path / "empty.toml"))
     assert missing.returncode == 2 and b"run `archiver search index` first" in missing.stderr
 
 

@@ -66,7 +66,7 @@ def replay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Replay]:
     (directory / "archiver.toml").write_text(CONFIG)
     errors = directory / "stderr"
     with errors.open("wb") as sink:
-        process = subprocess.Popen([sys.executable, "-m", "archiver", "replay", "--config",
+        process = subprocess.Popen([sys.executable, "-m", "archiver", "replay", "run", "--config",
                                     str(directory / "archiver.toml")],
                                    cwd=ROOT, stdout=subprocess.DEVNULL, stderr=sink)
     try:

@@ -21,7 +21,7 @@ async def test_replay_reads_a_read_only_archive(tmp_path):
         path.write_text(path.read_text() + '[replay]\nlisten = "127.0.0.1:0"\n'
                         'content_listen = "127.0.0.1:0"\n')
         (tmp_path / "seeds.txt").write_text(site.origin + "/\n")
-        await trio.run_process([*ARCHIVER, "crawl", "--config", str(path), "--seeds",
+        await trio.run_process([*ARCHIVER, "crawl", "run", "--config", str(path), "--seeds",
                                 str(tmp_path / "seeds.txt"), "--until-idle"], capture_stderr=True)
         nursery.cancel_scope.cancel()
     root = tmp_path / "archive"

@@ -104,7 +104,7 @@ def test_queries_from_the_command_line(crawled):
     assert closest.returncode == 0
     found = json.loads(closest.stdout)
     assert found["url"] == home and found["status"] in (200, "200")
-    listed = archiver(crawled, "list", "--match", "host", home, "--json")
+    listed = archiver(crawled, "list", "--host", home, "--json")
     urls = [json.loads(line)["url"] for line in listed.stdout.splitlines()]
     assert home in urls and all(u.startswith(web.origin(web.hosts[0])) for u in urls)
     none = archiver(crawled, "captures", "http://never.example/", "--json")

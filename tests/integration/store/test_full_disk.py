@@ -116,7 +116,7 @@ def test_on_disk_full_exit_stops_with_75_and_the_next_start_repairs(tmp_path):
         path = write_config(tmp_path, web, min_rest=0.02, on_disk_full="exit")
         seeds = tmp_path / "seeds.txt"
         seeds.write_text("".join(o + "/\n" for o in web.origins()))
-        command = [sys.executable, "-m", "archiver", "crawl", "--config", str(path), "--until-idle"]
+        command = [sys.executable, "-m", "archiver", "crawl", "run", "--config", str(path), "--until-idle"]
         full = subprocess.run([*command, "--seeds", str(seeds)], capture_output=True, text=True,
                               timeout=120, preexec_fn=limited, check=False)
         assert full.returncode == 75, full.stderr

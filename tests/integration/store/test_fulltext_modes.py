@@ -27,7 +27,7 @@ def test_index_and_search_in_either_mode(mode_archive, tmp_path: Path):
     built = archiver_here("search", "index", "--config", config)
     assert built.returncode == 0, built.stderr
     assert b"3 pages extracted" in built.stdout and b"3 captures taken with their text" in built.stdout
-    found = archiver_here("search", "harbour", "--json", "--config", config)
+    found = archiver_here("search", "query", "harbour", "--json", "--config", config)
     assert found.returncode == 0, found.stderr
     hits = json.loads(found.stdout)
     assert [(h["url"], h["title"]) for h in hits] == [("http://a.test/", "Harbour"),

@@ -68,7 +68,7 @@ def archiver(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
 
 def migrate_here(old: Path, new: Path) -> subprocess.CompletedProcess[str]:
     """``archiver store migrate`` run in this process; each test also runs one as a child."""
-    return archiver_here_text("store", "migrate", "--from", str(old), "--to", str(new))
+    return archiver_here_text("store", "migrate", "--source", str(old), "--target", str(new))
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +83,7 @@ def crawled_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
         path.write_text(path.read_text() + SETTINGS)
         seeds = directory / "seeds.txt"
         seeds.write_text("".join(o + "/\n" for o in web.origins()))
-        done = archiver("crawl", "--config", str(path), "--seeds", str(seeds), "--until-idle")
+        done = archiver("crawl", "run", "--config", str(path), "--seeds", str(seeds), "--until-idle")
     assert done.returncode == 0, done.stderr
     cfg = config.load(path)
     spool = cfg.root / "outlinks"
@@ -356,7 +356,7 @@ def check_captures_read_back(old: config.Config, url: str, bucket: Any) -> int:
 def test_migrate_moves_every_part_and_verifies_it(old: config.Config, pg_store_url: str, s3_bucket: Any,
                                                   tmp_path: Path) -> None:
     new = new_config(tmp_path, pg_store_url, s3_bucket)
-    done = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+    done = archiver("store", "migrate", "--source", str(old.path), "--target", str(new))
     assert done.returncode == 0, done.stderr
     for part in ("sites:", "crawl queues:", "DNS history:", "bundles:", "catalog:", "spool:",
                  "links bitmap: 4 copied", "links:", "done:"):
@@ -422,12 +422,12 @@ def test_replay_from_the_new_stores_serves_every_capture_with_its_bytes(
         old: config.Config, pg_store_url: str, s3_bucket: Any, tmp_path: Path) -> None:
     new = new_config(tmp_path, pg_store_url, s3_bucket)
     new.write_text(new.read_text() + '[replay]\nlisten = "127.0.0.1:0"\ncontent_listen = "127.0.0.1:0"\n')
-    done = archiver("store", "migrate", "--from", str(old.path), "--to", str(new))
+    done = archiver("store", "migrate", "--source", str(old.path), "--target", str(new))
     assert done.returncode == 0, done.stderr
     expected = expected_payloads(old)
     assert sum(len(group) for group in expected.values()) > 100
     shutil.rmtree(old.root)  # every byte served now comes from the new stores
-    with subprocess.Popen([*ARCHIVER, "replay", "--config", str(new)], stdout=subprocess.DEVNULL,
+    with subprocess.Popen([*ARCHIVER, "replay", "run", "--config", str(new)], stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True) as proc:
         try:
             host, port = replay_listeners(proc)
@@ -459,12 +459,12 @@ def test_a_password_given_in_pgpassword_is_in_no_output_log_line_or_state_file(
     new.write_text(new.read_text() + '[replay]\nlisten = "127.0.0.1:0"\ncontent_listen = "127.0.0.1:0"\n'
                    '[log]\nlevel = "debug"\n')
     env = {**os.environ, "PGPASSWORD": PASSWORD}
-    runs = [archiver("store", "migrate", "--from", str(old.path), "--to", str(new), env=env)]
+    runs = [archiver("store", "migrate", "--source", str(old.path), "--target", str(new), env=env)]
     assert runs[0].returncode == 0, runs[0].stderr
     for verb in (["links", "run", "--once"], ["catalog", "verify"], ["status"]):
         runs.append(archiver(*verb, "--config", str(new), env=env))
         assert runs[-1].returncode in (0, 1), runs[-1].stderr
-    with subprocess.Popen([*ARCHIVER, "replay", "--config", str(new)], stdout=subprocess.DEVNULL,
+    with subprocess.Popen([*ARCHIVER, "replay", "run", "--config", str(new)], stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True, env=env) as proc:
         logged: list[str] = []
         try:
@@ -486,7 +486,7 @@ def test_a_password_given_in_pgpassword_is_in_no_output_log_line_or_state_file(
 def test_a_migrate_killed_part_way_finishes_when_run_again(old: config.Config, pg_store_url: str,
                                                           s3_bucket: Any, tmp_path: Path) -> None:
     new = new_config(tmp_path, pg_store_url, s3_bucket)
-    command = [*ARCHIVER, "store", "migrate", "--from", str(old.path), "--to", str(new)]
+    command = [*ARCHIVER, "store", "migrate", "--source", str(old.path), "--target", str(new)]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         assert proc.stderr is not None
         for line in proc.stderr:
@@ -522,7 +522,7 @@ def test_migrate_refuses_what_it_cannot_do(old: config.Config, pg_url: str, pg_s
     # NEW's server unreachable (nothing listens on port 9): a clear error, not a traceback.
     gone = tmp_path / "gone.toml"
     gone.write_text(new.read_text().replace(pg_store_url, "postgresql://migrator@127.0.0.1:9/archive"))
-    failed = archiver("store", "migrate", "--from", str(old.path), "--to", str(gone))  # a child
+    failed = archiver("store", "migrate", "--source", str(old.path), "--target", str(gone))  # a child
     assert failed.returncode == 1 and "cannot connect to the PostgreSQL store" in failed.stderr
     assert "Traceback" not in failed.stderr
     # A crawler running on OLD: its lock is held.

@@ -55,8 +55,8 @@ def test_the_state_rules_the_slice_count_and_the_config_gets_a_warning(tmp_path,
     caplog.clear()  # the first run's lines too, if an earlier test left INFO on
     with caplog.at_level(logging.INFO, logger="archiver.links.batch"):
         assert run_batch(cfg, once=True).new_urls == 1
-    warned = [r for r in caplog.records if r.getMessage() == "links-partitions"]
-    assert len(warned) == 1 and "archiver links reshard --partitions 5" in warned[0].fields["note"]
+    warned = [r for r in caplog.records if r.getMessage() == "links-slices"]
+    assert len(warned) == 1 and "archiver links reshard --slices 5" in warned[0].fields["note"]
     assert slice_files(cfg) == ["slice-0of2-2.bloom", "slice-1of2-2.bloom"]
     fp = [r.fields for r in caplog.records if r.getMessage() == "slice"]
     assert [f["slice"] for f in fp] == ["0/2", "1/2"] and all("fp_at_design_load" in f for f in fp)
