@@ -40,11 +40,10 @@ from archiver.web.timestamps import from_datetime, parse_date, to_datetime
 
 if TYPE_CHECKING:
     from archiver.dns.resolver import RefreshStats
-    from archiver.queues.sitequeue import SiteRow
-    from archiver.store.catalog import Capture
-    from archiver.store.dnshistory import DnsRow
+    from archiver.queues.models import SiteRow
     from archiver.store.fulltextindex import IndexTotals
     from archiver.store.interfaces import CatalogStore
+    from archiver.store.models import Capture, DnsRow
     from archiver.store.warcindex import WarcError
 
 # archiver search: results by default, and capture dates listed per result in the text form.
@@ -305,7 +304,7 @@ def _date(text: str, *, upper: bool = False) -> str:
 
 def _url(text: str) -> str:
     """A URL to look up (``example.org/x`` means ``http://example.org/x``), normalised."""
-    from archiver.store.catalog import surt_key
+    from archiver.store.catalogkeys import surt_key
 
     url = urls.normalize(text if "://" in text else "http://" + text)
     if url is None:
@@ -318,7 +317,7 @@ def _url(text: str) -> str:
 
 
 def _catalog(cfg: config.Config) -> CatalogStore:
-    from archiver.store.catalog import CatalogError
+    from archiver.store.models import CatalogError
 
     try:
         return open_stores(cfg).catalog(readonly=True)
@@ -890,7 +889,7 @@ def cmd_store(args: argparse.Namespace) -> int:
 def cmd_store_migrate(args: argparse.Namespace) -> int:
     """``store migrate``: move the embedded archive of ``--from`` into the stores of ``--to``."""
     from archiver.migrate import Migration, MigrationFailed, MigrationRefused
-    from archiver.store.catalog import CatalogError
+    from archiver.store.models import CatalogError
 
     configs = []
     for path in (args.old, args.new):

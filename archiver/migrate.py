@@ -76,8 +76,9 @@ from archiver.queues.inboxes import InboxDatabase, SiteInbox
 from archiver.queues.interfaces import LinksState
 from archiver.queues.linksstate import STATE as LINKS_STATE
 from archiver.queues.linksstate import EmbeddedLinksState, bitmap_path
+from archiver.queues.models import STATES
 from archiver.queues.pglinksstate import bitmap_key
-from archiver.queues.sitequeue import STATES, SiteQueue, queue_path
+from archiver.queues.sitequeue import SiteQueue, queue_path
 from archiver.queues.spool import OBJECT_PREFIX, SpoolDirectory
 from archiver.store.catalog import Catalog
 from archiver.store.dnshistory import DnsHistory

@@ -40,8 +40,8 @@ from archiver.crawl.stats import Stats
 from archiver.logs import event
 from archiver.queues.pgsitequeue import PgSiteQueue
 from archiver.store.bundles import OPEN, SUFFIX, repair_open_bundle
-from archiver.store.catalog import Capture
 from archiver.store.interfaces import CatalogStore
+from archiver.store.models import Capture
 from archiver.store.objectstore import (
     ObjectMismatch,
     ObjectStore,

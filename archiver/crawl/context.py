@@ -22,11 +22,12 @@ from archiver.queues.interfaces import CrawlQueues, CrawlQueueStore, SpoolWriter
 from archiver.queues.leases import Leases
 from archiver.queues.revisits import look_back
 from archiver.store.bundles import BundleWriter
-from archiver.store.catalog import Capture, CatalogError, payload_holder
 from archiver.store.durable import SyncJob, is_disk_error
 from archiver.store.interfaces import CatalogStore, WarcReader
+from archiver.store.models import Capture, CatalogError
 from archiver.store.objectstore import ObjectStoreError
 from archiver.store.offloop import OffLoop
+from archiver.store.originals import payload_holder
 from archiver.store.warcindex import WarcError
 from archiver.web.http import conditions as conditions_of
 from archiver.web.http import content_length

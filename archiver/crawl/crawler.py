@@ -31,13 +31,13 @@ from archiver.crawl.visit import SiteVisit
 from archiver.dns.lookup import Resolver
 from archiver.dns.resolver import DnsResolver
 from archiver.logs import event
-from archiver.queues.crawlqueue import CrawlQueueBusy
 from archiver.queues.interfaces import CrawlQueueStore, SiteQueueStore
+from archiver.queues.models import CrawlQueueBusy
 from archiver.queues.revisits import RevisitSchedule
-from archiver.queues.sitequeue import process_for
+from archiver.queues.sites import process_for
 from archiver.service import Service
-from archiver.store.catalog import Capture
 from archiver.store.durable import is_disk_error
+from archiver.store.models import Capture
 from archiver.store.offloop import OffLoop, is_busy
 from archiver.store.status import StatusFiles, summary_line
 from archiver.stores import EmbeddedStores, SharedStores, open_stores

@@ -43,11 +43,12 @@ from archiver.crawl.pluginhost import PluginHost, no_plugins, read_document, sma
 from archiver.crawl.policy import MAX_HOPS_RULE, Outcome, RobotsFetch, VisitPolicy, url_shape
 from archiver.logs import event
 from archiver.plugins import CaptureInfo, Document, LinkContext, VisitContext
-from archiver.queues.crawlqueue import Entry
+from archiver.queues.models import Entry
 from archiver.queues.revisits import PageChanges, ask_again
 from archiver.store.bundles import payload_digest
-from archiver.store.catalog import Capture, CatalogError, payload_holder
 from archiver.store.durable import is_disk_error
+from archiver.store.models import Capture, CatalogError
+from archiver.store.originals import payload_holder
 from archiver.store.warcindex import capture_fields
 from archiver.web import pagelinks, robots, urls
 from archiver.web.http import MAX_CODINGS, CodingError, content_codings, parse_retry_after

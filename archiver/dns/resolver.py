@@ -19,8 +19,8 @@ import dns.resolver
 import trio
 
 from archiver.config import parse_nameserver
-from archiver.store.dnshistory import Observation
 from archiver.store.interfaces import DnsHistoryStore
+from archiver.store.models import Observation
 
 # When the A and AAAA queries fail differently, the most telling outcome wins (an authoritative
 # NXDOMAIN over a server's failure, a failure over silence).

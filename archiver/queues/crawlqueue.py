@@ -58,7 +58,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, ClassVar, NamedTuple
+from typing import BinaryIO, ClassVar
 from urllib.parse import quote, unquote
 
 import mmh3
@@ -66,6 +66,7 @@ import mmh3
 from archiver.queues.bloom import GrowingBloom
 from archiver.queues.decisions import Decision, DecisionLog, read_decisions
 from archiver.queues.inboxes import INBOXES, InboxDatabase, SiteInbox
+from archiver.queues.models import CrawlQueueBusy, Entry, QueuePosition, parse_entry
 from archiver.store.durable import SyncJob, fsync_all, fsync_directory
 
 LOG = "queue.log"
@@ -127,22 +128,6 @@ def queue_origin(directory: Path) -> str:
     return f"{scheme}://{host}" + (f":{parts[2]}" if len(parts) == 3 else "")
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    url: str
-    depth: int
-    end: int  # byte offset in the log just after this entry's line
-
-
-class QueuePosition(NamedTuple):
-    """Where a URL stands in its site's crawl queue (``archiver why``)."""
-
-    depth: int
-    done: bool  # the cursor has passed it: handled by a visit (this one or the last)
-    ahead: int  # entries still to handle before it (0 when done)
-    pending: int  # entries still to handle in all
-
-
 def position_in(entries: Iterable[Entry], cursor: int, url: str) -> QueuePosition | None:
     """Where ``url`` stands among a queue's ``entries`` (log order) given its ``cursor``: its first
     entry not yet handled (a requeued URL is in the log twice), else its last; None if absent."""
@@ -165,18 +150,6 @@ def _check(url: str, depth: int) -> None:
 def _line(url: str, depth: int) -> bytes:
     _check(url, depth)
     return f"{depth}\t{url}\n".encode()
-
-
-def parse_entry(line: bytes) -> tuple[str, int] | None:
-    """(url, depth) from a complete log line, or None if it is not one."""
-    tab = line.find(b"\t")
-    digits = line[:tab]
-    if tab <= 0 or not digits.isdigit() or len(line) - tab <= 2:
-        return None
-    try:
-        return line[tab + 1 : -1].decode(), int(digits)
-    except UnicodeDecodeError:
-        return None
 
 
 def read_slots(fd: int) -> tuple[int, int, int, int]:
@@ -332,10 +305,6 @@ class Inbox:
         next merge."""
         if self.file is not None:
             self.file.close()
-
-
-class CrawlQueueBusy(RuntimeError):
-    """The site's crawl queue is open in another process (or another visit)."""
 
 
 class CrawlQueue:

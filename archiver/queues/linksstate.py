@@ -27,8 +27,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archiver.queues.bloom import BloomBitmap
+from archiver.queues.models import LinkedSite
 from archiver.queues.sitechanges import MARKED, SiteChanges
-from archiver.queues.sitequeue import LinkedSite, SiteQueue, owner_hash
+from archiver.queues.sitequeue import SiteQueue
+from archiver.queues.sites import owner_hash
 from archiver.store import sqlite
 
 if TYPE_CHECKING:
@@ -46,7 +48,7 @@ CREATE TABLE IF NOT EXISTS sites (
     dirty INTEGER NOT NULL DEFAULT 0,  -- 1: count to push, 2: also new URLs (wake the site)
     hops INTEGER NOT NULL DEFAULT 0,   -- the lowest hop count a link gave the site
     priority REAL NOT NULL DEFAULT 0,  -- the highest priority a link gave it
-    site_hash INTEGER                  -- sitequeue.owner_hash(origin): over the process count,
+    site_hash INTEGER                  -- sites.owner_hash(origin): over the process count,
 );                                     -- the owner's number
 CREATE INDEX IF NOT EXISTS sites_dirty ON sites (dirty) WHERE dirty > 0;
 CREATE TABLE IF NOT EXISTS slices (slice INTEGER PRIMARY KEY, generation INTEGER NOT NULL);

@@ -45,9 +45,9 @@ from types import TracebackType
 from typing import Any, Self
 
 from archiver.queues.bloom import GrowingBloom
-from archiver.queues.crawlqueue import CrawlQueueBusy, Entry, QueuePosition, parse_entry
 from archiver.queues.decisions import MAX_DETAIL, Decision, loggable
 from archiver.queues.leases import Leases, lost_to
+from archiver.queues.models import CrawlQueueBusy, Entry, QueuePosition, parse_entry
 from archiver.store.durable import SyncJob
 from archiver.store.pgconnection import NOT_DONE, NotDone, PgConnection, StoreWatch
 

@@ -31,9 +31,9 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from archiver.queues.bloom import BloomBitmap
+from archiver.queues.models import LinkedSite
 from archiver.queues.pgsitequeue import merge_staged_links, stage_linked_sites
 from archiver.queues.sitechanges import SiteChanges
-from archiver.queues.sitequeue import LinkedSite
 from archiver.store.objectstore import NoSuchObject, ObjectStore, open_object
 from archiver.store.pgconnection import NOT_DONE, NotDone, PgConnection, StoreWatch, retried
 from archiver.store.pgschema import Connection, StoreError

@@ -29,16 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 from archiver.logs import event
 from archiver.queues.leases import Leases, lost_to
+from archiver.queues.models import STATES, SiteRow
 from archiver.queues.revisits import ChangeHistory, PageChanges, RevisitSchedule, visit_ended
-from archiver.queues.sitequeue import (
-    SITE_COLUMNS,
-    STATES,
-    SiteRow,
-    backoff,
-    linked_site,
-    ready_states,
-    site_row,
-)
+from archiver.queues.sites import SITE_COLUMNS, backoff, linked_site, ready_states, site_row
 from archiver.store.pgconnection import NOT_DONE, NotDone, PgConnection, StoreWatch, retried
 
 if TYPE_CHECKING:

@@ -32,11 +32,11 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-import mmh3
-
+from archiver.queues.models import STATES, SiteRow
 from archiver.queues.revisits import ChangeHistory, PageChanges, RevisitSchedule, visit_ended
+from archiver.queues.sites import SITE_COLUMNS, backoff, linked_site, ready_states, site_row
 from archiver.store import sqlite
 
 _SCHEMA = """
@@ -65,63 +65,11 @@ DROP INDEX IF EXISTS sites_ready;
 CREATE INDEX IF NOT EXISTS sites_order ON sites (state, priority DESC, inlinks DESC, due);
 """
 
-STATES = ("waiting", "active", "retry", "deferred", "revisit", "done")
 # Columns added since the first queues, with their definitions (added to an older queue on open).
 _ADDED = {"restart": "INTEGER NOT NULL DEFAULT 0", "next_visit": "REAL NOT NULL DEFAULT 0",
           "compared": "REAL NOT NULL DEFAULT 0", "changed": "REAL NOT NULL DEFAULT 0",
           "compared_seconds": "REAL NOT NULL DEFAULT 0", "hops": "INTEGER NOT NULL DEFAULT 0",
           "priority": "REAL NOT NULL DEFAULT 0"}
-
-
-class SiteRow(NamedTuple):
-    """One site of a queue as stored."""
-
-    origin: str
-    state: str
-    due: float
-    inlinks: int
-    attempts: int
-    added: float
-    visits: int
-    note: str
-    restart: bool
-    next_visit: float
-    history: ChangeHistory
-    hops: int = 0
-    priority: float = 0.0
-
-
-class LinkedSite(NamedTuple):
-    """What the links batch tells a site queue of one site: its in-link count, whether it has new
-    URLs (to wake it), its lowest hop count and highest priority."""
-
-    origin: str
-    inlinks: int
-    woken: bool
-    hops: int = 0
-    priority: float = 0.0
-
-
-def linked_site(site: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A LinkedSite's five fields from it or from its first fields."""
-    return site if len(site) == 5 else LinkedSite(*site)
-
-
-# The columns of a SiteRow, in its order, as both site queues select them (``site_row``).
-SITE_COLUMNS = ("origin, state, due, inlinks, attempts, added, visits, note, restart, next_visit,"
-                " compared, changed, compared_seconds, hops, priority")
-
-
-def site_row(row: tuple[Any, ...]) -> SiteRow:
-    """A SiteRow from the values of SITE_COLUMNS."""
-    return SiteRow._make((*row[:8], bool(row[8]), row[9], ChangeHistory(*row[10:13]), row[13],
-                          row[14]))
-
-
-def ready_states(include_deferred: bool, include_revisits: bool) -> tuple[str, ...]:
-    """The states a slot may take a site from: deferred sites and revisits only in a daemon."""
-    return (("waiting", "retry") + (("deferred",) if include_deferred else ())
-            + (("revisit",) if include_revisits else ()))
 
 
 def _ready(include_deferred: bool, include_revisits: bool) -> tuple[tuple[str, ...], str]:
@@ -132,17 +80,6 @@ def _ready(include_deferred: bool, include_revisits: bool) -> tuple[tuple[str, .
 
 def queue_path(root: Path, process: int) -> Path:
     return root / "sites" / f"{process}.sqlite"
-
-
-def process_for(origin: str, processes: int) -> int:
-    """The crawler process that owns ``origin``: a stable hash of the site key over ``processes``."""
-    return owner_hash(origin) % processes
-
-
-def owner_hash(origin: str) -> int:
-    """The hash of ``origin`` that ``process_for`` takes over the process count (what a store of
-    many sites may keep, to find each one's owner without Python)."""
-    return mmh3.hash(origin, 0, signed=False)
 
 
 def stage_linked_sites(db: sqlite3.Connection) -> None:
@@ -176,17 +113,6 @@ def merge_staged_links(db: sqlite3.Connection, now: float) -> int:
         " OR priority < excluded.priority", (now,))
     (added,) = db.execute("SELECT count(*) FROM main.sites WHERE rowid > ?", (last,)).fetchone()
     return int(added)
-
-
-def backoff(attempts: int, *, delay: float, max_attempts: int, defer_delay: float, now: float
-            ) -> tuple[str, float, int]:
-    """(state, due, attempts) after one more failed visit of a site that failed ``attempts``
-    times: "retry" after ``delay`` doubled per attempt, or "deferred" for ``defer_delay`` once
-    ``max_attempts`` is reached (its count starts again)."""
-    attempts += 1
-    if attempts >= max_attempts:
-        return "deferred", now + defer_delay, 0
-    return "retry", now + delay * 2 ** (attempts - 1), attempts
 
 
 class SiteQueue:

@@ -133,7 +133,7 @@ from archiver.replay.rewrite import (
 from archiver.replay.scan import Scan, ScanLimit
 from archiver.replay.workers import Busy, WorkerLost
 from archiver.store.bundles import NOT_MODIFIED_PROFILE
-from archiver.store.catalog import Capture
+from archiver.store.models import Capture
 from archiver.store.objectstore import ObjectStoreUnavailable
 from archiver.store.warcindex import PIECE, OpenRecord, WarcError
 from archiver.stores import SharedStores

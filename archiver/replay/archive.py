@@ -25,8 +25,10 @@ from archiver.logs import event
 from archiver.replay.scan import Scan, Scanner
 from archiver.replay.why import Answer, explain, gather
 from archiver.replay.workers import Workers
-from archiver.store.catalog import Capture, original_of, surt_key
+from archiver.store.catalogkeys import surt_key
 from archiver.store.interfaces import DnsHistoryStore
+from archiver.store.models import Capture
+from archiver.store.originals import original_of
 from archiver.store.warcindex import OpenRecord
 from archiver.stores import SharedStores, open_stores
 from archiver.web.timestamps import from_datetime
@@ -75,7 +77,7 @@ class ReplayArchive:
     async def original(self, revisit: Capture, stored: OpenRecord) -> tuple[Capture, OpenRecord] | None:
         """The response a revisit record stands for, with its record; None if it is not archived.
 
-        See :func:`archiver.store.catalog.original_of`; the catalog is read as a lookup.
+        See :func:`archiver.store.originals.original_of`; the catalog is read as a lookup.
         """
         def referred(scan: Scan) -> Capture | None:
             return original_of(scan.catalog, revisit, stored.warc_headers, scan.rows)

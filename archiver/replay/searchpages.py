@@ -29,7 +29,8 @@ from starlette.routing import Route
 from archiver.replay.pages import list_url
 from archiver.replay.rewrite import archive_url
 from archiver.replay.workers import Busy
-from archiver.store.fulltext import FullTextMissing, SearchHit, SearchTimeout
+from archiver.store.fulltext import FullTextMissing
+from archiver.store.models import SearchHit, SearchTimeout
 from archiver.web.textquery import MAX_QUERY, SearchQuery, parse_query, snippet_parts
 from archiver.web.timestamps import parse_date, to_iso
 

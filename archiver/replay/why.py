@@ -36,12 +36,11 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from archiver.config import Config
-from archiver.queues.crawlqueue import QueuePosition
 from archiver.queues.decisions import Decision
-from archiver.queues.sitequeue import SiteRow
+from archiver.queues.models import QueuePosition, SiteRow
 from archiver.store import robotstxt
-from archiver.store.catalog import Capture
 from archiver.store.interfaces import CatalogStore, WarcReader
+from archiver.store.models import Capture
 from archiver.stores import EmbeddedStores, SharedStores
 from archiver.web import robots, urls
 from archiver.web.scope import ScopeDecision

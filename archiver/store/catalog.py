@@ -37,34 +37,34 @@ import resource
 import sqlite3
 import uuid
 from collections import OrderedDict, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
-from itertools import islice, takewhile
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import mmh3
-import surt
 
 from archiver.store import sqlite
+from archiver.store.catalogkeys import (
+    ABOVE,
+    SHARD_FUNCTION,
+    TALLY_ROWS,
+    KeyRange,
+    check_dates,
+    check_stamp,
+    key_range,
+    nearest,
+    shard_of,
+    surt_key,
+)
 from archiver.store.durable import fsync_directory
-from archiver.web.timestamps import parse_date, to_datetime
+from archiver.store.models import Capture, CatalogError
 
 if TYPE_CHECKING:
-    from archiver.store.interfaces import CatalogStore
+    pass
 
-# Recorded in catalog.json; bump it if shard_of ever changes, and reindex.
-SHARD_FUNCTION = "mmh3_32(surt host part, seed 0, unsigned) % shards, v1"
 _META = "catalog.json"
 _SHARD_NAME = re.compile(r"(\d{3,})\.sqlite")
-# What the host part of a SURT key may hold: reversed DNS labels (IDNA already applied by surt)
-# or an IP address, then an optional port. Anything else (a "%20", no ")" at all) means surt met
-# something that was not a URL with a host: "" -> "-", "dns:x" -> "dns:x", "a b" -> "a%20b)/".
-_HOST = re.compile(r"(?:[0-9a-z_\-.,]+|[0-9a-f:.\[\]]+)(?::\d+)?")
-# A scheme-less "host:port[/...]" as users type it.
-_HOST_PORT = re.compile(r"[^/:?#]+:\d+(?:[/?#]|\Z)")
-_PORT = re.compile(r":\d+\Z")
-_REVISIT_MIME = "warc/revisit"
 _DIGESTS = "digests.sqlite"
 _DIGEST_SCHEMA = """
 CREATE TABLE IF NOT EXISTS digests (
@@ -129,8 +129,6 @@ _SPAN = f"{_SELECT} WHERE urlkey = ? AND ts >= ? AND ts <= ? ORDER BY ts, file, 
 _FORWARD = f"{_SELECT} WHERE urlkey = ? AND (ts, file, pos) > (?, ?, ?) ORDER BY ts, file, pos LIMIT ?"
 _BACKWARD = (f"{_SELECT} WHERE urlkey = ? AND (ts, file, pos) < (?, ?, ?)"
              " ORDER BY ts DESC, file DESC, pos DESC LIMIT ?")
-# Above every file id and offset: (at, ABOVE, ABOVE) follows every capture of the second at.
-ABOVE = 2**62
 # The latest response of a key up to a second with a payload digest (Catalog.payload_holder).
 _HOLDER = (f"{_SELECT} WHERE urlkey = ? AND ts <= ? AND digest = ? AND NOT revisit"
            " ORDER BY ts DESC, file DESC, pos DESC LIMIT 1")
@@ -140,249 +138,7 @@ _CHUNK_END = ("SELECT ts, file, pos FROM captures WHERE urlkey = ? AND (ts, file
 _CHUNK_COUNTS = ("SELECT substr(ts, 1, ?), count(*) FROM captures WHERE urlkey = ?"
                  " AND (ts, file, pos) > (?, ?, ?) AND (ts, file, pos) <= (?, ?, ?) GROUP BY 1 ORDER BY 1")
 _COUNT = "SELECT count(*) FROM (SELECT 1 FROM captures WHERE urlkey = ? LIMIT ?)"
-# Rows one chunk of span_counts counts: a few milliseconds of the database's time.
-TALLY_ROWS = 10_000
-_STAMP = re.compile(r"\d{14}", re.ASCII)
 _Row = tuple[str, str, int, int, str, int | None, str, str, str | None, int, int, str | None]
-# A label's field in CDXJ and /cdx: "label." and its name.
-LABEL_FIELD = "label."
-
-
-@dataclass(frozen=True, slots=True)
-class Capture:
-    """One catalog entry: where one response (or revisit) record of a URL lies in the WARC files.
-
-    ``mime`` is the media type without parameters, ``"-"`` when the response had no Content-Type,
-    and ``"warc/revisit"`` for a revisit record, all as cdxj-indexer gives it (pywb tells revisits
-    by that mime). ``digest`` is the WARC-Payload-Digest as written (``sha1:BASE32``).
-    ``rectype`` is "response" or "revisit"; the catalog stores whether it is a revisit.
-    ``labels`` are the plugins' labels of the capture (archiver.plugins) as stored: a JSON
-    object's text with sorted names (``labels_text``), ``""`` for none; ``label_map`` reads them.
-    """
-
-    urlkey: str
-    timestamp: str
-    url: str
-    status: int | None
-    mime: str
-    digest: str
-    redirect: str | None
-    filename: str
-    offset: int
-    length: int
-    rectype: str = "response"
-    labels: str = ""
-
-    @property
-    def label_map(self) -> dict[str, str]:
-        """The labels as a dict (empty when none)."""
-        return json.loads(self.labels) if self.labels else {}
-
-    def to_json(self) -> dict[str, object]:
-        """For our own JSON output: CDXJ field names with native types (numbers as numbers).
-
-        ``status`` is always there (null when unknown), ``redirect`` only for a redirect, and
-        ``rectype`` always. Use to_cdxj for files that pywb and other CDXJ tools read.
-        """
-        out: dict[str, object] = {
-            "urlkey": self.urlkey,
-            "timestamp": self.timestamp,
-            "url": self.url,
-            "mime": self.mime,
-            "status": self.status,
-            "digest": self.digest,
-            "length": self.length,
-            "offset": self.offset,
-            "filename": self.filename,
-        }
-        if self.redirect is not None:
-            out["redirect"] = self.redirect
-        out["rectype"] = self.rectype
-        if self.labels:
-            out["labels"] = self.label_map
-        return out
-
-    def to_cdxj(self) -> str:
-        """``<urlkey> <timestamp> <json>`` as cdxj-indexer writes it: its field order, its string
-        values for status/length/offset, no mime when unknown, no status when None.
-
-        Additions: ``redirect`` (the CDX 11 field of that name) after the others when set, then
-        one ``label.<name>`` field per label. pywb keeps unknown CDXJ fields and ignores them,
-        and from_cdxj reads them back.
-        """
-        return f"{self.urlkey} {self.timestamp} {json.dumps(self.cdxj_fields())}"
-
-    def cdxj_fields(self) -> dict[str, str]:
-        """The JSON part of ``to_cdxj``, in its order: string values, absent when unknown."""
-        fields: dict[str, str] = {"url": self.url}
-        mime = _REVISIT_MIME if self.rectype == "revisit" else self.mime
-        if mime != "-":
-            fields["mime"] = mime
-        if self.status is not None:
-            fields["status"] = str(self.status)
-        fields["digest"] = self.digest
-        fields["length"] = str(self.length)
-        fields["offset"] = str(self.offset)
-        fields["filename"] = self.filename
-        if self.redirect is not None:
-            fields["redirect"] = self.redirect
-        for name, value in self.label_map.items():
-            fields[LABEL_FIELD + name] = value
-        return fields
-
-    @classmethod
-    def from_cdxj(cls, line: str) -> Capture:
-        """Parse one CDXJ line (ours or cdxj-indexer's); ValueError if it is not one."""
-        try:
-            urlkey, timestamp, text = line.rstrip("\r\n").split(" ", 2)
-            fields = json.loads(text)
-            status = fields.get("status", "")
-            mime = fields.get("mime", "-")
-            return cls(
-                urlkey=urlkey,
-                timestamp=timestamp,
-                url=fields["url"],
-                status=int(status) if status.isdigit() else None,
-                mime=mime,
-                digest=fields["digest"],
-                redirect=fields.get("redirect"),
-                filename=fields["filename"],
-                offset=int(fields["offset"]),
-                length=int(fields["length"]),
-                rectype="revisit" if mime == _REVISIT_MIME else "response",
-                labels=labels_text({name.removeprefix(LABEL_FIELD): value for name, value
-                                    in fields.items() if name.startswith(LABEL_FIELD)}),
-            )
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ValueError(f"not a CDXJ capture line ({exc!r}): {line[:200]!r}") from None
-
-
-def labels_text(labels: Mapping[str, str]) -> str:
-    """How a capture stores ``labels``: compact JSON, names sorted; ``""`` for none."""
-    if not labels:
-        return ""
-    return json.dumps(dict(labels), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-
-
-class CatalogError(Exception):
-    """The catalog on disk cannot be used as asked (missing, other shard count, read-only)."""
-
-
-def payload_holder(captures: Iterable[Capture], digest: str) -> Capture | None:
-    """The latest response with payload ``digest`` among a URL's ``captures`` (oldest first): the
-    capture a revisit with that digest stands for; None if the payload is not among them."""
-    found = None
-    for capture in captures:
-        if capture.rectype == "response" and capture.digest == digest:
-            found = capture
-    return found
-
-
-def original_of(catalog: CatalogStore, revisit: Capture, warc_headers: list[tuple[str, str]],
-                rows: Callable[[Iterable[Capture]], Iterable[Capture]] = iter) -> Capture | None:
-    """The response a revisit record stands for: the capture of its WARC-Refers-To-Target-URI at
-    its WARC-Refers-To-Date with the same payload digest (WARC 1.1 section 6.7.2); without those
-    headers, or when that capture is not catalogued, the latest response of its own URL up to it
-    with that digest. Read by walks back in time from those dates, to the first match, so no
-    more than the captures in between are read. ``rows`` sees every row read (replay's listing
-    limits); None if the payload is not in the catalog."""
-    headers = {name.lower(): value for name, value in warc_headers}
-    target, date = headers.get("warc-refers-to-target-uri"), headers.get("warc-refers-to-date")
-
-    def holder(found: Iterable[Capture]) -> Capture | None:
-        return next((c for c in found if c.rectype == "response" and c.digest == revisit.digest), None)
-
-    if target and date:
-        try:
-            at = parse_date(date)
-        except ValueError:
-            at = ""
-        if at and (found := holder(takewhile(lambda c: c.timestamp == at,
-                                             rows(catalog.walk(target, at, forward=False))))):
-            return found
-    return holder(rows(catalog.walk(revisit.url, revisit.timestamp, forward=False)))
-
-
-def check_stamp(text: str) -> str:
-    """``text`` if it is 14 ASCII digits (compared as text with the catalog's timestamps, a date
-    or not); ValueError otherwise."""
-    if not _STAMP.fullmatch(text):
-        raise ValueError(f"not a 14-digit timestamp: {text[:40]!r}")
-    return text
-
-
-def surt_key(url: str) -> str:
-    """The SURT key of ``url`` as pywb and cdxj-indexer make it; ValueError if it names no host."""
-    if _HOST_PORT.match(url):
-        url = "http://" + url  # surt would read "example.org:8080" as scheme "example.org"
-    try:
-        key = surt.surt(url)
-    except Exception as exc:
-        raise ValueError(f"not a usable URL for the catalog: {url!r} ({exc})") from None
-    host, sep, _ = key.partition(")")
-    if not sep or not _HOST.fullmatch(host):
-        raise ValueError(f"not a usable URL for the catalog: {url!r} (no host; its SURT key is {key!r})")
-    return key
-
-
-def shard_host(urlkey: str) -> str:
-    """The host part of a SURT key as it stands there ("org,example,www2:8080"): text before ")".
-
-    A key without ")" (not made from a URL with a host) is its own host part.
-    """
-    return urlkey.partition(")")[0]
-
-
-def host_name(urlkey: str) -> str:
-    """The host part of a SURT key without its port ("org,example,www2")."""
-    return _PORT.sub("", shard_host(urlkey))
-
-
-def shard_of(urlkey: str, shards: int) -> int:
-    """The shard holding ``urlkey``: unsigned 32-bit MurmurHash3 (seed 0) of its host part, mod shards.
-
-    A stable on-disk contract: every existing catalog was laid out with it, so changing this
-    function or the shard count means reindexing (catalog.json records both).
-    """
-    return mmh3.hash(urlkey.partition(")")[0], 0, False) % shards
-
-
-class _Range(NamedTuple):
-    """Keys ``lo <= k < hi`` (hi None: no end) whose character at 1-based ``cut`` is in ``allowed``
-    ("" past the end; ``allowed`` None: no such test)."""
-
-    lo: str
-    hi: str | None
-    cut: int = 0
-    allowed: tuple[str, ...] | None = None
-
-
-def _after(text: str) -> str:
-    """The smallest string greater than every string that starts with ``text``."""
-    return text[:-1] + chr(ord(text[-1]) + 1)
-
-
-def _key_range(url: str, match: str) -> tuple[str, _Range]:
-    """The urlkey and the key range of a listing (see Catalog.list)."""
-    key = surt_key(url)
-    host = shard_host(key)
-    if match == "exact":
-        return key, _Range(key, key + "\0")  # key + NUL: the least string above key
-    if match == "prefix":
-        # SURT drops a path's trailing slash ("/dir/" -> ".../dir"): a bare key prefix would take
-        # "/dir2" along. When the URL asks for a folder, keep the folder itself and what lies
-        # under it or behind its "?". pywb appends "/" instead, which loses the folder page.
-        if url.split("#")[0].split("?")[0].endswith("/") and not key.endswith("/"):
-            return key, _Range(key, _after(key), len(key) + 1, ("", "/", "?"))
-        return key, _Range(key, _after(key))
-    if match == "host":
-        return key, _Range(host + ")", host + "*")
-    if match == "domain":
-        # The host itself on any port and its subdomains: ")" ends the host, "," starts a deeper
-        # label, ":" a port. pywb's domain match is the same range less the other ports.
-        domain = host_name(key)
-        return key, _Range(domain + ")", domain + ";", len(domain) + 1, (")", ",", ":"))
-    raise ValueError(f"unknown match {match!r}: use exact, prefix, host or domain")
 
 
 def _order(capture: Capture) -> tuple[str, str]:
@@ -469,7 +225,7 @@ class Catalog:
         the first after it, captures of one second being in (file id, offset) order there.
         ValueError if ``at`` is not a valid 14-digit timestamp or ``url`` has no host.
         """
-        target = to_datetime(at)
+        check_dates(at)
         key = surt_key(url)
         shard = shard_of(key, self.shards)
         conn = self._conn(shard, create=False)
@@ -477,20 +233,14 @@ class Catalog:
             return None
         before = conn.execute(_BEFORE, (key, at)).fetchone()
         after = conn.execute(_AFTER, (key, at)).fetchone()
-        if before is None or after is None:
-            row = before or after
-        else:
-            earlier_gap = target - to_datetime(before[1])
-            row = before if earlier_gap <= to_datetime(after[1]) - target else after
+        row = nearest(before, after, at)
         return None if row is None else self._capture(shard, conn, row)
 
     def captures(
         self, url: str, *, from_: str | None = None, to: str | None = None, limit: int | None = None
     ) -> list[Capture]:
         """Captures of ``url`` in time order, within the inclusive 14-digit bounds if given."""
-        for bound in (from_, to):
-            if bound is not None:
-                to_datetime(bound)
+        check_dates(from_, to)
         key = surt_key(url)
         shard = shard_of(key, self.shards)
         conn = self._conn(shard, create=False)
@@ -558,7 +308,7 @@ class Catalog:
 
         The iterator reads lazily, a page at a time; a bad ``url`` or ``match`` raises at once.
         """
-        key, rng = _key_range(url, match)
+        key, rng = key_range(url, match)
         found: Iterator[Capture]
         if match == "domain":
             found = heapq.merge(*(self._read(s, rng) for s in self._existing()), key=_order)
@@ -568,7 +318,7 @@ class Catalog:
 
     def iter_all(self) -> Iterator[Capture]:
         """Every entry, sorted by (urlkey, timestamp) across shards (a heap merge of shard scans)."""
-        everything = _Range("", None)
+        everything = KeyRange("", None)
         return heapq.merge(*(self._read(s, everything) for s in self._existing()), key=_order)
 
     def count(self) -> int:
@@ -741,7 +491,7 @@ class Catalog:
         ]
         return conn.executemany(_INSERT, rows).rowcount
 
-    def _read(self, shard: int, rng: _Range) -> Iterator[Capture]:
+    def _read(self, shard: int, rng: KeyRange) -> Iterator[Capture]:
         """Captures of one shard in ``rng``, in key order, fetched _PAGE at a time by keyset paging."""
         sql = f"{_SELECT} WHERE (urlkey, ts, file, pos) > (?, ?, ?, ?)"
         fixed: list[object] = []

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from archiver.store.catalog import Capture, Catalog
+from archiver.store.catalog import Catalog
 from archiver.store.interfaces import CatalogStore, WarcReader
+from archiver.store.models import Capture
 from archiver.store.objectstore import NoSuchObject, ObjectRangeError, ObjectStore, open_object
 from archiver.store.warcindex import (
     HEAD_BYTES,

@@ -45,25 +45,27 @@ may be a different thread each time); several processes may share the file.
 
 from __future__ import annotations
 
-import ipaddress
-import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Any, Protocol
 
 from archiver.store import sqlite
+from archiver.store.dnsrows import (
+    HistoryWriter,
+    checked_name,
+    checked_observation,
+    is_address,
+    normalize,
+    resolved_from,
+)
+from archiver.store.models import DnsRow, NameState, Observation, Resolved
 
-CANONICAL, ADDRESS, ALIAS = "canonical", "address", "alias"
 SCHEMA_VERSION = 1
-# Writers wait this long for another process's write transaction (SQLite's busy timeout).
-_SPACE = re.compile(r"\s")
 # Names per "IN (...)" query in due(); SQLite allows 32766 parameters since 3.32.
 _CHUNK = 500
 
-# SQL for "the value is an address", as _is_address says; dns_address_now is made with it, and a
+# SQL for "the value is an address", as dnsrows.is_address says; dns_address_now is made with it, and a
 # query can use that index only when its WHERE holds these very words.
 _ADDRESS = "(instr(value, ':') > 0 OR value NOT GLOB '*[^0-9.]*')"
 _SCHEMA = f"""
@@ -116,102 +118,15 @@ _HOST_ADDRESSES = f"SELECT row, value, type FROM dns WHERE id = ? AND superseded
 _INSERT = "INSERT INTO dns (id, value, type, entered, superseded, source) VALUES (?, ?, ?, ?, NULL, ?)"
 
 
-
-@dataclass(frozen=True, slots=True)
-class DnsRow:
-    row: int
-    id: int
-    value: str
-    type: str  # "canonical", "address" or "alias"
-    entered: float
-    superseded: float | None
-    source: str  # "dns", "hosts" (the hosts-file override) or "inline" (resolved by the crawler)
-
-
-@dataclass(frozen=True, slots=True)
-class Observation:
-    name: str  # the name asked for (lower-case, no trailing dot)
-    canonical: str  # the end of its CNAME chain (== name when there is no CNAME)
-    chain: tuple[str, ...]  # CNAME names from name to canonical, excluding canonical (empty when none)
-    addresses: tuple[str, ...]  # A then AAAA addresses as answered (IPv6 compressed form)
-    ttl: float  # smallest TTL seen in the answers, seconds (the caller turns it into next_check)
-    source: str = "dns"
-
-
-@dataclass(frozen=True, slots=True)
-class Resolved:
-    name: str
-    id: int
-    canonical: str
-    addresses: tuple[str, ...]  # addresses[0] is the `address` row, then the alias addresses
-    aliases: tuple[str, ...]  # alias names, in entry order
-    rows: tuple[DnsRow, ...]  # rows of that id valid at the asked time, by entered then row
-
-
-@dataclass(frozen=True, slots=True)
-class NameState:
-    name: str
-    checked: float | None
-    next_check: float
-    outcome: str  # "ok", "no-address" (an answer without A/AAAA), "nxdomain", "servfail", "timeout"...
-    failures: int  # consecutive failed checks (reset by any answer)
-
-
-def normalize(name: str) -> str:
-    """A name as stored: lower-case, no trailing dot."""
-    return name.lower().rstrip(".")
-
-
-def _is_address(value: str) -> bool:
-    # Exact for stored values (addresses are normalised by ipaddress, names refused when they
-    # match); the same test as _ADDRESS in SQL.
-    return ":" in value or not value.strip("0123456789.")
-
-
-def _name(raw: str) -> str:
-    name = normalize(raw)
-    if not name or _is_address(name) or _SPACE.search(name):
-        raise ValueError(f"not a host name: {raw!r}")
-    return name
-
-
-def _addresses(raw: Iterable[str]) -> tuple[str, ...]:
-    out: dict[str, None] = {}
-    for text in raw:
-        try:
-            out[str(ipaddress.ip_address(text))] = None
-        except ValueError:
-            raise ValueError(f"not an IP address: {text!r}") from None
-    return tuple(out)
-
-
-def _check(obs: Observation) -> tuple[str, str, tuple[str, ...], tuple[str, ...]]:
-    """The observation's name, canonical, chain and addresses, normalised; ValueError if incoherent."""
-    name, canonical = _name(obs.name), _name(obs.canonical)
-    chain = tuple(_name(n) for n in obs.chain)
-    if chain and chain[0] != name:
-        raise ValueError(f"CNAME chain {chain} does not start at {name!r}")
-    if not chain and canonical != name:
-        raise ValueError(f"{name!r} has canonical {canonical!r} but no CNAME chain")
-    if canonical in chain or len(set(chain)) != len(chain):
-        raise ValueError(f"CNAME chain {chain} -> {canonical!r} loops")
-    return name, canonical, chain, _addresses(obs.addresses)
-
-
-def _resolved(name: str, rows: list[DnsRow]) -> Resolved | None:
-    if not rows:
-        return None
-    canonical, address = "", ()  # type: tuple[str, tuple[str, ...]]
-    aliases: list[str] = []
-    extra: list[str] = []
-    for r in rows:
-        if r.type == CANONICAL:
-            canonical = r.value
-        elif r.type == ADDRESS:
-            address = (r.value,)
-        else:
-            (extra if _is_address(r.value) else aliases).append(r.value)
-    return Resolved(name, rows[0].id, canonical, (*address, *extra), tuple(aliases), tuple(rows))
+class _Writer(HistoryWriter):
+    ID_OF = "SELECT id FROM dns WHERE value = ? AND type = 'canonical' LIMIT 1"
+    NEXT_ID = "SELECT coalesce(max(id), 0) + 1 FROM dns"
+    ROLES = "SELECT row, id, type FROM dns WHERE value = ? AND superseded IS NULL"
+    INSERT = _INSERT
+    SUPERSEDE = "UPDATE dns SET superseded = ? WHERE row = ?"
+    RETIRE_HOST = "UPDATE dns SET superseded = ? WHERE id = ? AND superseded IS NULL"
+    HOST_ADDRESSES = _HOST_ADDRESSES
+    CLOCK = "UPDATE clock SET last = ?"
 
 
 class DnsHistory:
@@ -249,7 +164,7 @@ class DnsHistory:
         Recording the same observation again changes no row, only the name's state (checked,
         next_check, outcome "ok" or "no-address", failures 0).
         """
-        name, canonical, chain, addresses = _check(obs)
+        name, canonical, chain, addresses = checked_observation(obs)
         with self._transaction(now) as now:
             write = _Writer(self._db, now, obs.source)
             write.observation(canonical, chain, addresses)
@@ -265,7 +180,7 @@ class DnsHistory:
     def record_failure(self, name: str, outcome: str, now: float, *, next_check: float) -> None:
         """Count a failed check of ``name`` in its state; an ``nxdomain`` also supersedes its rows
         (all rows of its host when it was a canonical name, else its alias row)."""
-        name = _name(name)
+        name = checked_name(name)
         if outcome in ("ok", ""):
             raise ValueError(f"not a failure outcome: {outcome!r}")
         with self._transaction(now) as now:
@@ -285,21 +200,21 @@ class DnsHistory:
     def current(self, name: str) -> Resolved | None:
         """What ``name`` resolves to now, as last observed; None if it has no current rows."""
         name = normalize(name)
-        if _is_address(name):
+        if is_address(name):
             return None
-        return _resolved(name, self._rows(_CURRENT, {"name": name}))
+        return resolved_from(name, self._rows(_CURRENT, {"name": name}))
 
     def at(self, name: str, when: float) -> Resolved | None:
         """What ``name`` resolved to at ``when``; None if it had no rows valid then."""
         name = normalize(name)
-        if _is_address(name):
+        if is_address(name):
             return None
-        return _resolved(name, self._rows(AT_QUERY, {"name": name, "when": when}))
+        return resolved_from(name, self._rows(AT_QUERY, {"name": name, "when": when}))
 
     def history(self, name: str) -> list[DnsRow]:
         """Every row ever about the hosts ``name`` ever belonged to, by entered then row."""
         name = normalize(name)
-        return [] if _is_address(name) else self._rows(_HISTORY, (name,))
+        return [] if is_address(name) else self._rows(_HISTORY, (name,))
 
     def state(self, name: str) -> NameState | None:
         found = self._db.execute(
@@ -368,111 +283,6 @@ class DnsHistory:
         with sqlite.transaction(self._db):
             (last,) = self._db.execute("SELECT last FROM clock").fetchone()
             yield max(now, last)
-
-
-class _Cursor(Protocol):
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> list[Any]: ...
-
-
-class SqlConnection(Protocol):
-    """What _Writer needs of a database connection (sqlite3's, psycopg's)."""
-
-    def execute(self, sql: str, params: Sequence[object], /) -> _Cursor: ...
-
-
-class _Writer:
-    """The row changes of one write transaction, all dated ``now``. The statements are SQLite's; a
-    subclass gives another database's (``store.pgdnshistory``)."""
-
-    ID_OF = "SELECT id FROM dns WHERE value = ? AND type = 'canonical' LIMIT 1"
-    NEXT_ID = "SELECT coalesce(max(id), 0) + 1 FROM dns"
-    ROLES = "SELECT row, id, type FROM dns WHERE value = ? AND superseded IS NULL"
-    INSERT = _INSERT
-    SUPERSEDE = "UPDATE dns SET superseded = ? WHERE row = ?"
-    RETIRE_HOST = "UPDATE dns SET superseded = ? WHERE id = ? AND superseded IS NULL"
-    HOST_ADDRESSES = _HOST_ADDRESSES
-    CLOCK = "UPDATE clock SET last = ?"
-
-    def __init__(self, db: SqlConnection, now: float, source: str = "dns") -> None:
-        self.db, self.now, self.source = db, now, source
-        self.changed = False
-
-    def observation(self, canonical: str, chain: tuple[str, ...], addresses: tuple[str, ...]) -> None:
-        """Make the rows say what one checked observation says (see the module doc)."""
-        target = self.id_of(canonical)
-        roles = self.roles(canonical)
-        for row, _, kind in roles:
-            if kind == ALIAS:  # a former alias, now a canonical name of its own
-                self.supersede(row)
-        if not any(kind == CANONICAL for _, _, kind in roles):
-            self.insert(target, canonical, CANONICAL)
-        for alias in chain:
-            roles = self.roles(alias)
-            if (target, ALIAS) not in {(rid, kind) for _, rid, kind in roles}:
-                self.retire(roles)
-                self.insert(target, alias, ALIAS)
-        self.addresses(target, addresses)
-
-    def id_of(self, canonical: str) -> int:
-        """The id of a canonical name: the one it always had, or a new one."""
-        found = self.db.execute(self.ID_OF, (canonical,)).fetchone()
-        if found is None:
-            found = self.db.execute(self.NEXT_ID, ()).fetchone()
-        return int(found[0])
-
-    def roles(self, name: str) -> list[tuple[int, int, str]]:
-        """(row, id, type) of the current rows whose value is ``name``."""
-        return self.db.execute(self.ROLES, (name,)).fetchall()
-
-    def insert(self, rid: int, value: str, kind: str) -> None:
-        self.db.execute(self.INSERT, (rid, value, kind, self.now, self.source))
-        self.changed = True
-
-    def supersede(self, row: int) -> None:
-        self.db.execute(self.SUPERSEDE, (self.now, row))
-        self.changed = True
-
-    def retire(self, roles: list[tuple[int, int, str]]) -> None:
-        """End a name's ``roles``: an alias row alone; a canonical row with all of its host's rows."""
-        for row, rid, kind in roles:
-            if kind == CANONICAL:
-                self.db.execute(self.RETIRE_HOST, (self.now, rid))
-                self.changed = True
-            else:
-                self.supersede(row)
-
-    def addresses(self, rid: int, answered: tuple[str, ...]) -> None:
-        """Make the current address rows of host ``rid`` the ``answered`` set (see module doc)."""
-        first: tuple[int, str] | None = None
-        extra: dict[str, int] = {}
-        for row, value, kind in self.db.execute(self.HOST_ADDRESSES, (rid,)).fetchall():
-            if kind == ADDRESS:
-                first = (row, value)
-            else:
-                extra[value] = row
-        primary: str | None
-        if first is not None and first[1] in answered:
-            primary = first[1]
-        else:
-            if first is not None:
-                self.supersede(first[0])
-            primary = answered[0] if answered else None
-            if primary is not None:
-                self.insert(rid, primary, ADDRESS)
-        for value, row in extra.items():
-            if value == primary or value not in answered:
-                self.supersede(row)
-        for value in answered:
-            if value != primary and value not in extra:
-                self.insert(rid, value, ALIAS)
-
-    def commit_clock(self) -> bool:
-        """Move the clock to ``now`` if rows changed; return whether they did."""
-        if self.changed:
-            self.db.execute(self.CLOCK, (self.now,))
-        return self.changed
 
 
 def _chunks(items: list[str]) -> Iterator[list[str]]:

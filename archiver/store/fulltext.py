@@ -28,21 +28,15 @@ import math
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from archiver.store import sqlite
+from archiver.store.models import LATEST, SNIPPET_WORDS, DocumentKey, IndexedCapture, SearchHit, SearchTimeout
 from archiver.web.pagetext import PageText
 from archiver.web.textquery import QueryError, SearchQuery, cut_snippet
 
-# A page's text as the index keys it: (URL, payload digest).
-DocumentKey = tuple[str, str]
 # SQLite's wait for another process's write transaction: each one is a batch of a few hundred pages.
 _TIMEOUT = 60.0
-# Words around the matches in a snippet.
-SNIPPET_WORDS = 24
-# The date a search without one is made at: every capture is at or before it.
-LATEST = "99999999999999"
 # SQLite virtual machine steps between two looks at a search's deadline (well under a millisecond).
 _PROGRESS_STEPS = 10_000
 _SCHEMA = """
@@ -85,35 +79,8 @@ class FullTextMissing(FileNotFoundError):
     """No full-text index has been built yet (``archiver search index`` makes it)."""
 
 
-class SearchTimeout(Exception):
-    """A search ran past its deadline (a query whose words are on very many pages)."""
-
-
 class _PastDeadline(Exception):
     """The clock passed a search's deadline between two statements."""
-
-
-@dataclass(frozen=True)
-class IndexedCapture:
-    """One catalog entry as the index records it: its record (WARC file and offset), its
-    14-digit timestamp, and the document holding its text (None: it has none)."""
-
-    filename: str
-    offset: int
-    timestamp: str
-    document: DocumentKey | None
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    """One result: a URL, the title and a snippet of its best-matching capture (matches between
-    ``web.textquery.MARK_START`` and ``MARK_END``), and the 14-digit timestamps of all its
-    matching captures, oldest first."""
-
-    url: str
-    title: str
-    snippet: str
-    timestamps: list[str]
 
 
 class FtsIndex:

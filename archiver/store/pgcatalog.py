@@ -43,21 +43,21 @@ from typing import Any
 import mmh3
 import psycopg
 
-from archiver.store.catalog import (
+from archiver.store.catalogkeys import (
     ABOVE,
     SHARD_FUNCTION,
     TALLY_ROWS,
-    Capture,
-    CatalogError,
-    _key_range,
-    _Range,
+    KeyRange,
+    check_dates,
     check_stamp,
+    key_range,
+    nearest,
     shard_of,
     surt_key,
 )
+from archiver.store.models import Capture, CatalogError
 from archiver.store.pgconnection import PgConnection, StoreWatch, retried
 from archiver.store.pgschema import Connection, connect
-from archiver.web.timestamps import to_datetime
 
 # Captures per COPY and INSERT: bounds the client's memory when given a long iterator (a reindex).
 _CHUNK = 50_000
@@ -144,16 +144,12 @@ class PgCatalog:
     def closest(self, url: str, at: str) -> Capture | None:
         """The capture of ``url`` nearest to the 14-digit timestamp ``at``; a tie goes to the earlier.
         ValueError if ``at`` is not a valid 14-digit timestamp or ``url`` has no host."""
-        target = to_datetime(at)
+        check_dates(at)
         key = surt_key(url)
         params = {"shard": shard_of(key, self.shards), "key": key, "at": at}
         found = {row[0]: row[1:] for row in self._db.execute(_CLOSEST, params).fetchall()}
         before, after = found.get(0), found.get(1)
-        if before is None or after is None:
-            row = before or after
-        else:
-            earlier_gap = target - to_datetime(before[1])
-            row = before if earlier_gap <= to_datetime(after[1]) - target else after
+        row = nearest(before, after, at)
         return None if row is None else self._captures([row])[0]
 
     @retried
@@ -161,9 +157,7 @@ class PgCatalog:
         self, url: str, *, from_: str | None = None, to: str | None = None, limit: int | None = None
     ) -> list[Capture]:
         """Captures of ``url`` in time order, within the inclusive 14-digit bounds if given."""
-        for bound in (from_, to):
-            if bound is not None:
-                to_datetime(bound)
+        check_dates(from_, to)
         key = surt_key(url)
         span = (shard_of(key, self.shards), key, from_ or "0" * 14, to or "9" * 14, limit)
         return self._captures(self._db.execute(_SPAN, span).fetchall())
@@ -207,7 +201,7 @@ class PgCatalog:
         (exact, prefix, host, domain: see ``Catalog.list``). A domain spans shards: each page is
         one indexed range read per shard, merged by the server. Lazy; a bad ``url`` or ``match``
         raises at once."""
-        key, rng = _key_range(url, match)
+        key, rng = key_range(url, match)
         shards = list(range(self.shards)) if match == "domain" else [shard_of(key, self.shards)]
         found = self._read(shards, rng)
         return found if limit is None else islice(found, limit)
@@ -388,7 +382,7 @@ class PgCatalog:
             for row in rows:
                 copy.write_row(row)
 
-    def _read(self, shards: builtins.list[int], rng: _Range) -> Iterator[Capture]:
+    def _read(self, shards: builtins.list[int], rng: KeyRange) -> Iterator[Capture]:
         """Captures of ``shards`` in ``rng``, in key order, a page at a time by keyset paging."""
         where = "shard = s.shard AND (urlkey, ts, file, pos) > (%(k)s, %(t)s, %(f)s, %(p)s)"
         params: dict[str, object] = {"shards": shards, "page": _PAGE}

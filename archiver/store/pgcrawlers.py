@@ -36,8 +36,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from archiver.store.catalog import Capture
 from archiver.store.interfaces import CatalogStore
+from archiver.store.models import Capture
 from archiver.store.pgconnection import NOT_DONE, NotDone, PgConnection, StoreWatch, retried
 from archiver.web import urls
 

@@ -1,7 +1,7 @@
 """The temporal DNS history in PostgreSQL: the behaviour of ``store.dnshistory.DnsHistory``.
 
 The same rows, rules and decisions (see that module): tables ``dns``, ``dns_names`` and
-``dns_clock`` (schema in ``store.pgschema``), written by the same ``_Writer`` with PostgreSQL's
+``dns_clock`` (schema in ``store.pgschema``), written by the same ``dnsrows.HistoryWriter`` with PostgreSQL's
 statements. Every write transaction starts by locking the clock row (``FOR UPDATE``), so writers
 take turns as SQLite's single writer does: the next id (``max(id) + 1``) and the never-backwards
 clock stay right with several processes on several machines. Reads are single statements on an
@@ -14,18 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from archiver.store.dnshistory import (
-    DnsRow,
-    NameState,
-    Observation,
-    Resolved,
-    _check,
-    _is_address,
-    _name,
-    _resolved,
-    _Writer,
+from archiver.store.dnsrows import (
+    HistoryWriter,
+    checked_name,
+    checked_observation,
+    is_address,
     normalize,
+    resolved_from,
 )
+from archiver.store.models import DnsRow, NameState, Observation, Resolved
 from archiver.store.pgconnection import PgConnection, StoreWatch, retried
 
 _COLUMNS = "r.row, r.id, r.value, r.type, r.entered, r.superseded, r.source"
@@ -48,7 +45,7 @@ _HISTORY = (
 )
 
 
-class _PgWriter(_Writer):
+class _PgWriter(HistoryWriter):
     ID_OF = "SELECT id FROM dns WHERE value = %s AND type = 'canonical' LIMIT 1"
     NEXT_ID = "SELECT coalesce(max(id), 0) + 1 FROM dns"
     ROLES = "SELECT row, id, type FROM dns WHERE value = %s AND superseded IS NULL"
@@ -91,7 +88,7 @@ class PgDnsHistory:
     @retried
     def record(self, obs: Observation, now: float, *, next_check: float) -> bool:
         """Apply one observation made at ``now`` in one transaction; True if any row changed."""
-        name, canonical, chain, addresses = _check(obs)
+        name, canonical, chain, addresses = checked_observation(obs)
         with self._db.transaction():
             write = _PgWriter(self._db, self._now(now), obs.source)
             write.observation(canonical, chain, addresses)
@@ -102,7 +99,7 @@ class PgDnsHistory:
     @retried
     def record_failure(self, name: str, outcome: str, now: float, *, next_check: float) -> None:
         """Count a failed check of ``name``; an ``nxdomain`` also supersedes its rows."""
-        name = _name(name)
+        name = checked_name(name)
         if outcome in ("ok", ""):
             raise ValueError(f"not a failure outcome: {outcome!r}")
         with self._db.transaction():
@@ -118,23 +115,23 @@ class PgDnsHistory:
     def current(self, name: str) -> Resolved | None:
         """What ``name`` resolves to now, as last observed; None if it has no current rows."""
         name = normalize(name)
-        if _is_address(name):
+        if is_address(name):
             return None
-        return _resolved(name, self._rows(_CURRENT, {"name": name}))
+        return resolved_from(name, self._rows(_CURRENT, {"name": name}))
 
     @retried
     def at(self, name: str, when: float) -> Resolved | None:
         """What ``name`` resolved to at ``when``; None if it had no rows valid then."""
         name = normalize(name)
-        if _is_address(name):
+        if is_address(name):
             return None
-        return _resolved(name, self._rows(_AT, {"name": name, "when": when}))
+        return resolved_from(name, self._rows(_AT, {"name": name, "when": when}))
 
     @retried
     def history(self, name: str) -> list[DnsRow]:
         """Every row ever about the hosts ``name`` ever belonged to, by entered then row."""
         name = normalize(name)
-        return [] if _is_address(name) else self._rows(_HISTORY, {"name": name})
+        return [] if is_address(name) else self._rows(_HISTORY, {"name": name})
 
     @retried
     def state(self, name: str) -> NameState | None:

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 
 import psycopg
 
-from archiver.store.fulltext import (
+from archiver.store.models import (
     LATEST,
     SNIPPET_WORDS,
     DocumentKey,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from archiver.config import Config, from_dict
 from archiver.crawl.recovery import recover
-from archiver.queues.crawlqueue import Entry
+from archiver.queues.models import Entry
 from archiver.store.bundles import BundleWriter
 from archiver.store.catalog import Catalog
 from archiver.stores import open_stores

@@ -23,8 +23,7 @@ from archiver import config
 from archiver.config import WarcConfig
 from archiver.queues.sitequeue import SiteQueue, queue_path
 from archiver.store.bundles import BundleWriter
-from archiver.store.catalog import Capture
-from archiver.store.dnshistory import Observation
+from archiver.store.models import Capture, Observation
 from archiver.store.objectstore import S3Store
 from archiver.store.shipping import ship_closed
 from archiver.store.warcindex import index_warc

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from archiver.queues.crawlqueue import EmbeddedCrawlQueues, QueuePosition
+from archiver.queues.crawlqueue import EmbeddedCrawlQueues
 from archiver.queues.interfaces import CrawlQueues, CrawlQueueStore
 from archiver.queues.leases import Leases
+from archiver.queues.models import QueuePosition
 from archiver.queues.pgcrawlqueue import PgCrawlQueues
 from archiver.queues.pgsitequeue import PgSiteQueue
 from archiver.store.durable import SyncJob

@@ -18,7 +18,8 @@ from archiver.queues.interfaces import LinksState, SiteQueueStore, SpoolFiles
 from archiver.queues.linksstate import EmbeddedLinksState
 from archiver.queues.pglinksstate import PgLinksState
 from archiver.queues.pgsitequeue import PgSiteQueue
-from archiver.queues.sitequeue import SiteQueue, process_for, queue_path
+from archiver.queues.sitequeue import SiteQueue, queue_path
+from archiver.queues.sites import process_for
 from archiver.queues.spool import OBJECT_PREFIX, ObjectSpool, SpoolDirectory, spool_order
 from archiver.store.objectstore import S3Store
 from archiver.store.shipping import ship_closed

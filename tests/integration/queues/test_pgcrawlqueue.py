@@ -6,7 +6,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from archiver.queues.crawlqueue import CrawlQueueBusy
+from archiver.queues.models import CrawlQueueBusy
 from archiver.store.durable import SyncJob
 from tests.support.pgqueues import PgProcess
 

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from archiver.store.catalog import TALLY_ROWS, Capture, Catalog, CatalogError, shard_of, surt_key
+from archiver.store.catalog import Catalog
+from archiver.store.catalogkeys import TALLY_ROWS, shard_of, surt_key
 from archiver.store.interfaces import CatalogStore
+from archiver.store.models import Capture, CatalogError
 from archiver.store.pgcatalog import PgCatalog
 
 OpenCatalog = Callable[..., CatalogStore]

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from archiver.store.dnshistory import DnsHistory, NameState, Observation
+from archiver.store.dnshistory import DnsHistory
 from archiver.store.interfaces import DnsHistoryStore
+from archiver.store.models import NameState, Observation
 from archiver.store.pgdnshistory import PgDnsHistory
 
 A, B, C, D = "192.0.2.1", "192.0.2.2", "2001:db8::c", "198.51.100.4"

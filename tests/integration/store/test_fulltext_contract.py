@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from archiver.store.fulltext import FtsIndex, IndexedCapture, SearchTimeout
+from archiver.store.fulltext import FtsIndex
 from archiver.store.interfaces import FullTextStore
+from archiver.store.models import IndexedCapture, SearchTimeout
 from archiver.store.pgfulltext import PgFullText
 from archiver.web.pagetext import PageText
 from archiver.web.textquery import parse_query, plain_snippet, snippet_parts

@@ -38,9 +38,10 @@ from archiver.queues.inboxes import SiteInbox
 from archiver.queues.pglinksstate import PgLinksState
 from archiver.queues.sitequeue import SiteQueue, queue_path
 from archiver.queues.spool import SpoolDirectory
-from archiver.store.catalog import Capture, Catalog
+from archiver.store.catalog import Catalog
 from archiver.store.catalog_maintenance import ObjectWarcs, WarcFiles
 from archiver.store.dnshistory import DnsHistory
+from archiver.store.models import Capture
 from archiver.store.objectstore import S3Store
 from archiver.store.pgcatalog import PgCatalog
 from archiver.store.pgdnshistory import PgDnsHistory

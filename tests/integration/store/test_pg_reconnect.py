@@ -18,7 +18,7 @@ from archiver.queues.leases import Leases
 from archiver.queues.pgcrawlqueue import PgCrawlQueues
 from archiver.queues.pglinksstate import PgLinksState
 from archiver.queues.pgsitequeue import PgSiteQueue
-from archiver.store.catalog import Capture
+from archiver.store.models import Capture
 from archiver.store.objectstore import S3Store
 from archiver.store.pgcatalog import PgCatalog
 from archiver.store.pgconnection import StoreAway, StoreWatch

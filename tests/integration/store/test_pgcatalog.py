@@ -9,7 +9,8 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from archiver.store.catalog import Capture, shard_of, surt_key
+from archiver.store.catalogkeys import shard_of, surt_key
+from archiver.store.models import Capture
 from archiver.store.pgcatalog import _CLOSEST, PgCatalog
 from archiver.store.warcindex import WarcError
 

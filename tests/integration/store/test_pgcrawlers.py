@@ -6,7 +6,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from archiver.store.catalog import Capture, surt_key
+from archiver.store.catalogkeys import surt_key
+from archiver.store.models import Capture
 from archiver.store.pgcatalog import PgCatalog
 from archiver.store.pgcrawlers import BundleLedger, CrawlerBusy, CrawlerRoster, Lost
 

@@ -1,6 +1,7 @@
 """The per-process site queue (SQLite)."""
 
-from archiver.queues.sitequeue import SiteQueue, backoff, process_for, queue_path
+from archiver.queues.sitequeue import SiteQueue, queue_path
+from archiver.queues.sites import backoff, process_for
 from tests.support.sitequeues import first_site_queue
 
 

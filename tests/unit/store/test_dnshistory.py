@@ -4,17 +4,9 @@ import sqlite3
 
 import pytest
 
-from archiver.store.dnshistory import (
-    _ADDRESS,
-    _CURRENT,
-    _HOST_ADDRESSES,
-    AT_QUERY,
-    DnsHistory,
-    DnsRow,
-    NameState,
-    Observation,
-    _is_address,
-)
+from archiver.store.dnshistory import _ADDRESS, _CURRENT, _HOST_ADDRESSES, AT_QUERY, DnsHistory
+from archiver.store.dnsrows import is_address
+from archiver.store.models import DnsRow, NameState, Observation
 
 A, B, C, D = "192.0.2.1", "192.0.2.2", "2001:db8::c", "198.51.100.4"
 
@@ -337,14 +329,14 @@ def test_a_host_shared_by_many_names_reads_only_its_addresses_when_recording(tmp
     db = sqlite3.connect(path)
     plan = [detail for *_, detail in db.execute(f"EXPLAIN QUERY PLAN {_HOST_ADDRESSES}", (1,))]
     assert plan == ["SEARCH dns USING INDEX dns_address_now (id=?)"]
-    # The index's SQL test and _is_address agree on every kind of value stored.
+    # The index's SQL test and is_address agree on every kind of value stored.
     values = ["example.org", "host1", "a1.b2", "1a.test", A, C, "::1", "::ffff:10.0.0.1", "10.0.0.1"]
     db.executemany(
         "INSERT INTO dns (id, value, type, entered, source) VALUES (9, ?, 'alias', 0, 'x')",
         [(v,) for v in values],
     )
     stored = {v for (v,) in db.execute(f"SELECT value FROM dns WHERE id = 9 AND {_ADDRESS}")}
-    assert stored == {v for v in values if _is_address(v)} == {A, C, "::1", "::ffff:10.0.0.1", "10.0.0.1"}
+    assert stored == {v for v in values if is_address(v)} == {A, C, "::1", "::ffff:10.0.0.1", "10.0.0.1"}
     db.close()
 
 
