@@ -89,7 +89,7 @@ def _storage_errors(*more: type[Exception]) -> tuple[type[Exception], ...]:
 
 def _store_failure(verb: str, error: Exception) -> int:
     """Report a store's failure of ``verb`` (any password in a database URL masked): exit status 1."""
-    from archiver.store.pgschema import redact
+    from archiver.store.postgres.schema import redact
 
     print(f"archiver: {verb}: {redact(str(error)).strip()}", file=sys.stderr)
     return 1
@@ -207,7 +207,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.sites:
         return _site_status(open_stores(cfg), as_json=args.json)
     if config.database_url(cfg.store.url) is not None:  # the cluster's status lives in its database
-        from archiver.store.pgschema import StoreError
+        from archiver.store.postgres.schema import StoreError
 
         try:
             stores = open_stores(cfg)
@@ -532,7 +532,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     """``archiver search QUERY``: the archived pages holding the words, best first, one result per
     URL with its matching captures; ``archiver search index``: build the index from the catalog.
     Exit 0 with results, 1 without, 2 for bad input (or no index yet)."""
-    from archiver.store.fulltext import FullTextMissing
+    from archiver.store.embedded.fulltext import FullTextMissing
     from archiver.web.textquery import QueryError, parse_query, plain_snippet
 
     cfg = _config(args)
@@ -866,7 +866,7 @@ def _dns_service(cfg: config.Config, args: argparse.Namespace, extra: list[str])
 
 def cmd_store(args: argparse.Namespace) -> int:
     """``store init``: create or upgrade the PostgreSQL schema of ``store.url``."""
-    from archiver.store.pgschema import CURRENT_VERSION, StoreError, init_schema
+    from archiver.store.postgres.schema import CURRENT_VERSION, StoreError, init_schema
 
     cfg = _config(args, stores_built=False)
     url = config.database_url(cfg.store.url)
@@ -1124,7 +1124,7 @@ def _store_errors() -> tuple[type[Exception], ...]:
     """The errors of a store the config names that cannot be used: StoreUnavailable, and the
     PostgreSQL stores' StoreError if a verb has loaded them (nothing raises it before), so that
     ``main`` catches it without importing psycopg."""
-    pgschema = sys.modules.get("archiver.store.pgschema")
+    pgschema = sys.modules.get("archiver.store.postgres.schema")
     return (StoreUnavailable,) if pgschema is None else (StoreUnavailable, pgschema.StoreError)
 
 

@@ -80,10 +80,10 @@ from archiver.queues.models import STATES
 from archiver.queues.pglinksstate import bitmap_key
 from archiver.queues.sitequeue import SiteQueue, queue_path
 from archiver.queues.spool import OBJECT_PREFIX, SpoolDirectory
-from archiver.store.catalog import Catalog
-from archiver.store.dnshistory import DnsHistory
+from archiver.store.embedded.catalog import Catalog
+from archiver.store.embedded.dnshistory import DnsHistory
 from archiver.store.objectstore import Fingerprint, ObjectStore, ObjectStoreError, put
-from archiver.store.pgschema import Connection, SchemaError, StoreError, connect, redact
+from archiver.store.postgres.schema import Connection, SchemaError, StoreError, connect, redact
 from archiver.stores import EmbeddedStores, ProcessBusy, ProcessLock, SharedStores, open_stores
 
 STATE_FILE = "migrate.json"

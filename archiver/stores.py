@@ -38,7 +38,7 @@ if TYPE_CHECKING:
         WarcReader,
     )
     from archiver.store.objectstore import ObjectStore
-    from archiver.store.pgconnection import StoreWatch
+    from archiver.store.postgres.connection import StoreWatch
 
 
 class ProcessBusy(Exception):
@@ -90,19 +90,19 @@ class EmbeddedStores:
                 max_open: int | None = None) -> CatalogStore:
         """The card catalog (``digests``: responses added go to its digest index too;
         ``max_open``: shard connections kept open, by default from the soft RLIMIT_NOFILE)."""
-        from archiver.store.catalog import Catalog
+        from archiver.store.embedded.catalog import Catalog
         return Catalog(self.root / "catalog", self.config.catalog.shards, readonly=readonly,
                        digests=digests, max_open=max_open)
 
     def dns_history(self, *, readonly: bool = False) -> DnsHistoryStore:
         """The DNS history (created by a writer; FileNotFoundError for a reader when absent)."""
-        from archiver.store.dnshistory import DnsHistory
+        from archiver.store.embedded.dnshistory import DnsHistory
         return DnsHistory(self.root / "dns.sqlite", readonly=readonly)
 
     def fulltext(self, *, readonly: bool = False) -> FullTextStore:
         """The full-text index, ``search/fulltext.sqlite`` (created by a writer;
-        ``store.fulltext.FullTextMissing`` for a reader when absent)."""
-        from archiver.store.fulltext import FtsIndex
+        ``store.embedded.fulltext.FullTextMissing`` for a reader when absent)."""
+        from archiver.store.embedded.fulltext import FtsIndex
         return FtsIndex(self.root / "search" / "fulltext.sqlite", readonly=readonly)
 
     def bundle_writer(self, process: int) -> BundleWriter:
@@ -204,7 +204,7 @@ class SharedStores:
     ``archive.root``: the open bundles (``bundles/``), the open spool files (``outlinks/``), the
     lock files (``state/``); each process's status is in PostgreSQL (table ``crawlers``).
 
-    Every PostgreSQL store opened here shares ``watch`` (archiver.store.pgconnection): whether the
+    Every PostgreSQL store opened here shares ``watch`` (archiver.store.postgres.connection): whether the
     database answers, and whether calls wait for it when it does not (``wait``: a service that
     waits rather than fails while it restarts or fails over)."""
 
@@ -213,7 +213,7 @@ class SharedStores:
         self.root = config.root
         self.url = url
         from archiver.queues.leases import Leases
-        from archiver.store.pgconnection import PgConnection, StoreWatch
+        from archiver.store.postgres.connection import PgConnection, StoreWatch
         self.leases = Leases(config.crawl.lease_ttl)  # this process's site leases
         self.watch: StoreWatch = StoreWatch(wait=wait, retry_max=config.store.retry_max)
         PgConnection(url, readonly=True, watch=self.watch).close()  # the schema checked
@@ -244,7 +244,8 @@ class SharedStores:
 
     def objects(self) -> ObjectStore:
         """Where closed bundles and spool files go: the S3 bucket or the folder ``warc.store`` names."""
-        from archiver.store.objectstore import FolderStore, S3Store
+        from archiver.store.objectstore import FolderStore
+        from archiver.store.s3.objectstore import S3Store
         target = self.config.warc.store
         if target.startswith("s3:"):
             return S3Store.from_config(target, self.config.s3)
@@ -255,17 +256,17 @@ class SharedStores:
     def catalog(self, *, readonly: bool = False, digests: bool = False,
                 max_open: int | None = None) -> CatalogStore:
         """``max_open`` is for the files of an embedded catalog: a PostgreSQL one opens none."""
-        from archiver.store.pgcatalog import PgCatalog
+        from archiver.store.postgres.catalog import PgCatalog
         return PgCatalog(self.url, self.config.catalog.shards, readonly=readonly, digests=digests,
                          watch=self.watch)
 
     def dns_history(self, *, readonly: bool = False) -> DnsHistoryStore:
-        from archiver.store.pgdnshistory import PgDnsHistory
+        from archiver.store.postgres.dnshistory import PgDnsHistory
         return PgDnsHistory(self.url, readonly=readonly, watch=self.watch)
 
     def fulltext(self, *, readonly: bool = False) -> FullTextStore:
         """The full-text index, tables ``fulltext_documents`` and ``fulltext_captures``."""
-        from archiver.store.pgfulltext import PgFullText
+        from archiver.store.postgres.fulltext import PgFullText
         return PgFullText(self.url, readonly=readonly, watch=self.watch)
 
     def warc_directory(self) -> Path:
@@ -304,7 +305,7 @@ class SharedStores:
         """Rebuild the catalog from the bundles ``names`` in one transaction (see
         ``catalog_maintenance.reindex_in_place``: safe while crawlers run)."""
         from archiver.store.catalog_maintenance import reindex_in_place
-        from archiver.store.pgcatalog import PgCatalog
+        from archiver.store.postgres.catalog import PgCatalog
         with PgCatalog(self.url, self.config.catalog.shards, watch=self.watch) as catalog:
             return reindex_in_place(catalog, warcs, names, progress)
 
@@ -315,7 +316,7 @@ class SharedStores:
 
     def status(self) -> StatusStore:
         """Every crawler process of the cluster (table crawlers)."""
-        from archiver.store.pgstatus import PgStatus
+        from archiver.store.postgres.status import PgStatus
         return PgStatus(self.url, watch=self.watch)
 
     def queued_origins(self, revisits_due_by: float = 0.0) -> list[str]:

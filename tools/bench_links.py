@@ -46,7 +46,7 @@ from pathlib import Path
 from archiver import config
 from archiver.links import quiet_blas
 from archiver.queues.spool import OBJECT_PREFIX
-from archiver.store.pgschema import init_schema
+from archiver.store.postgres.schema import init_schema
 from archiver.store.shipping import ship_closed
 from archiver.stores import SharedStores, open_stores
 from tools.bench_crawl import shared_stores

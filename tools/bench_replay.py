@@ -50,7 +50,7 @@ from warcio.warcwriter import WARCWriter
 
 from archiver.config import Config, load
 from archiver.store.catalog_maintenance import WarcFiles, reindex
-from archiver.store.fulltext import FtsIndex
+from archiver.store.embedded.fulltext import FtsIndex
 from archiver.store.models import IndexedCapture
 from archiver.web.pagetext import PageText
 

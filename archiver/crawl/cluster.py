@@ -49,7 +49,7 @@ from archiver.store.objectstore import (
     ObjectStoreUnavailable,
     open_object,
 )
-from archiver.store.pgcrawlers import BundleLedger, CrawlerBusy, CrawlerRoster
+from archiver.store.postgres.crawlers import BundleLedger, CrawlerBusy, CrawlerRoster
 from archiver.store.shipping import Shipped, ship_closed, ship_file
 from archiver.store.warcindex import index_stream
 from archiver.stores import ProcessBusy, SharedStores

@@ -180,7 +180,7 @@ class Crawler:
         event(log, logging.INFO, "open-files", limit=limit, hard=hard, was=was,
               sites=config.crawl.sites_per_process,
               catalog_connections=self.files.catalog_connections)
-        # A crawler waits for a database that restarts or fails over (archiver.store.pgconnection).
+        # A crawler waits for a database that restarts or fails over (archiver.store.postgres.connection).
         self.stores = stores = open_stores(config, wait=True)
         if isinstance(stores, SharedStores):  # the database away, lost leases, fenced writes: faults
             stores.watch.report = self._database_fault

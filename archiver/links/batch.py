@@ -140,7 +140,7 @@ class LinkBatch:
         """``rebuilding``: for a reshard, which replaces the slices in force: one that is missing
         or damaged is logged (``slice-unreadable``), not an error."""
         self.config = config
-        # A database that restarts or fails over is waited for (archiver.store.pgconnection).
+        # A database that restarts or fails over is waited for (archiver.store.postgres.connection).
         self.stores = open_stores(config, wait=True)
         self.shared = isinstance(self.stores, SharedStores)
         with contextlib.ExitStack() as opened:  # closed in reverse: the locks go last

@@ -19,7 +19,7 @@ again) and stay. A crash between the log's fsync and the delete leaves the rows,
 merge adds again and the bitmap drops; so the delete need not be durable.
 
 Crawler processes, the links batch and seeds runs use the file at once: every transaction is
-short, and a writer waits for another's lock up to ``store.sqlite.INBOX_TIMEOUT``. ``waiting``
+short, and a writer waits for another's lock up to ``store.embedded.sqlite.INBOX_TIMEOUT``. ``waiting``
 (a crawler's event loop asks it when a queue runs dry) reads through a read-only connection that
 never waits. Only ``commit`` creates the file; readers of an absent one find no rows.
 """
@@ -32,8 +32,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from archiver.store import sqlite
 from archiver.store.durable import fsync_directory
+from archiver.store.embedded import sqlite
 
 INBOXES = "inbox.sqlite"
 # A links checkpoint writes tens of megabytes of lines at once: with 16 KiB pages a quarter of the

@@ -31,7 +31,7 @@ from archiver.queues.models import LinkedSite
 from archiver.queues.sitechanges import MARKED, SiteChanges
 from archiver.queues.sitequeue import SiteQueue
 from archiver.queues.sites import owner_hash
-from archiver.store import sqlite
+from archiver.store.embedded import sqlite
 
 if TYPE_CHECKING:
     from archiver.queues.interfaces import SiteQueueStore

@@ -1,6 +1,6 @@
 """Each site's crawl queue in PostgreSQL, so that any machine can continue any site.
 
-Tables (``store.pgschema`` version 2): ``crawl_entries`` holds a site's URLs in discovery order
+Tables (``store.postgres.schema`` version 2): ``crawl_entries`` holds a site's URLs in discovery order
 (``seq`` from 1: the embedded queue's log), ``crawl_cursors`` the seq of the last finished entry
 with the site's page and byte totals (its cursor file) and the epoch allowed to write, and
 ``crawl_inbox`` the URLs other processes queued for the site (its inbox).
@@ -27,7 +27,7 @@ seen them, but their records are gone. A refetch is queued once, and not if the 
 its URL itself (still ahead, or fetched since: after the capture that was lost); it goes into the
 bitmap, so the visit that finds it again queues it no more.
 
-A call is run again on a new connection if the server went away (``store.pgconnection``). A write
+A call is run again on a new connection if the server went away (``store.postgres.connection``). A write
 of entries whose answer was lost is settled by reading whether its last entry (or decision) is
 there under our epoch; the cursor, the budget and the inbox rows deleted are set, so they may be
 written twice; inbox rows appended twice are dropped by the site's bitmap when merged.
@@ -49,7 +49,7 @@ from archiver.queues.decisions import MAX_DETAIL, Decision, loggable
 from archiver.queues.leases import Leases, lost_to
 from archiver.queues.models import CrawlQueueBusy, Entry, QueuePosition, parse_entry
 from archiver.store.durable import SyncJob
-from archiver.store.pgconnection import NOT_DONE, NotDone, PgConnection, StoreWatch
+from archiver.store.postgres.connection import NOT_DONE, NotDone, PgConnection, StoreWatch
 
 log = logging.getLogger("archiver.queues.pgcrawlqueue")
 

@@ -1,7 +1,7 @@
 """The external-link batch's state on several machines: PostgreSQL and the object store.
 
 The behaviour of :class:`archiver.queues.linksstate.EmbeddedLinksState`, one table per SQLite table
-(schema versions 3 and 4 in :mod:`archiver.store.pgschema`): ``links_ledger`` (spool files done),
+(schema versions 3 and 4 in :mod:`archiver.store.postgres.schema`): ``links_ledger`` (spool files done),
 ``links_sites`` (in-link counts and what is still to be pushed), ``links_meta`` (the checkpoint
 generation), ``links_slices`` (each slice's generation). The slices themselves are objects under
 ``links/`` (archiver.links.slices), uploaded and verified before a commit names them. A state from
@@ -16,7 +16,7 @@ machine, is refused (:class:`LinksBatchBusy`) with the holder's host and process
 the batch is refused rather than overwritten.
 
 When the server goes away (a restart, a failover) the lock goes with the connection: the batch
-waits for the store (``store.pgconnection``), takes the lock again on the new connection before
+waits for the store (``store.postgres.connection``), takes the lock again on the new connection before
 anything else (LinksBatchBusy if another batch took it meanwhile: this one stops, and a rerun
 redoes its files), and runs the call again. A commit whose answer was lost is settled by reading
 the generation: moved to the commit's, it committed; else it is made again.
@@ -35,8 +35,8 @@ from archiver.queues.models import LinkedSite
 from archiver.queues.pgsitequeue import merge_staged_links, stage_linked_sites
 from archiver.queues.sitechanges import SiteChanges
 from archiver.store.objectstore import NoSuchObject, ObjectStore, open_object
-from archiver.store.pgconnection import NOT_DONE, NotDone, PgConnection, StoreWatch, retried
-from archiver.store.pgschema import Connection, StoreError
+from archiver.store.postgres.connection import NOT_DONE, NotDone, PgConnection, StoreWatch, retried
+from archiver.store.postgres.schema import Connection, StoreError
 
 if TYPE_CHECKING:
     from archiver.queues.interfaces import SiteQueueStore

@@ -1,4 +1,4 @@
-"""The shared site queue in PostgreSQL (table ``sites``, see ``store.pgschema``): every crawler
+"""The shared site queue in PostgreSQL (table ``sites``, see ``store.postgres.schema``): every crawler
 process of every machine takes its sites from it, under a lease.
 
 A claim picks, in one statement, a site whose lease expired (its holder died or stalled) or else
@@ -14,7 +14,7 @@ leaves the site waiting, due at once, instead of finished. States and due times 
 embedded queue (``queues.sitequeue``); times are seconds since the epoch, like there.
 
 A PgSiteQueue is used from one thread at a time (the crawler's ``OffLoop``). A call is run again
-on a new connection if the server went away (``store.pgconnection``); the writes whose answer may
+on a new connection if the server went away (``store.postgres.connection``); the writes whose answer may
 be lost are settled by reading what they did (``claim``: a claim of ours not in our leases is the
 one whose answer was lost; ``_held_write``: the row still names our epoch, and is no longer
 active once the write committed); the others may run twice.
@@ -32,7 +32,7 @@ from archiver.queues.leases import Leases, lost_to
 from archiver.queues.models import STATES, SiteRow
 from archiver.queues.revisits import ChangeHistory, PageChanges, RevisitSchedule, visit_ended
 from archiver.queues.sites import SITE_COLUMNS, backoff, linked_site, ready_states, site_row
-from archiver.store.pgconnection import NOT_DONE, NotDone, PgConnection, StoreWatch, retried
+from archiver.store.postgres.connection import NOT_DONE, NotDone, PgConnection, StoreWatch, retried
 
 if TYPE_CHECKING:
     import psycopg

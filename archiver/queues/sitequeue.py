@@ -37,7 +37,7 @@ from typing import Any
 from archiver.queues.models import STATES, SiteRow
 from archiver.queues.revisits import ChangeHistory, PageChanges, RevisitSchedule, visit_ended
 from archiver.queues.sites import SITE_COLUMNS, backoff, linked_site, ready_states, site_row
-from archiver.store import sqlite
+from archiver.store.embedded import sqlite
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sites (

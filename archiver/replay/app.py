@@ -231,7 +231,7 @@ def create_apps(config: Config) -> ReplayApps:
         ValueError: _bad_request, WarcError: _unreadable, ScanLimit: _too_much, Busy: _busy,
         ObjectStoreUnavailable: _objects_away, 404: _not_found}
     if isinstance(archive.stores, SharedStores):  # (an embedded replay never loads psycopg)
-        from archiver.store.pgconnection import StoreAway
+        from archiver.store.postgres.connection import StoreAway
         handlers[StoreAway] = _database_away
     app = Starlette(
         routes=[

@@ -34,7 +34,7 @@ from archiver.stores import SharedStores, open_stores
 from archiver.web.timestamps import from_datetime
 
 if TYPE_CHECKING:  # psycopg: only the shared stores load it
-    from archiver.store.pgcrawlers import UnshippedCaptures
+    from archiver.store.postgres.crawlers import UnshippedCaptures
 
 log = logging.getLogger("archiver.replay.archive")
 
@@ -59,7 +59,7 @@ class ReplayArchive:
         self._dns: DnsHistoryStore | None = None
         self._unshipped: UnshippedCaptures | None = None
         if isinstance(self.stores, SharedStores):
-            from archiver.store.pgcrawlers import UnshippedCaptures
+            from archiver.store.postgres.crawlers import UnshippedCaptures
 
             self._unshipped = UnshippedCaptures(self.stores.url, watch=self.stores.watch)
         # CPU-heavy work, bounded (archiver.replay.workers): rewriting in worker processes,

@@ -17,7 +17,7 @@ from pathlib import Path
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from archiver.store.catalog import Catalog
+from archiver.store.embedded.catalog import Catalog
 from archiver.store.models import Capture
 from archiver.store.warcindex import index_warc
 

@@ -24,7 +24,7 @@ from archiver.config import WarcConfig
 from archiver.queues.sitequeue import SiteQueue, queue_path
 from archiver.store.bundles import BundleWriter
 from archiver.store.models import Capture, Observation
-from archiver.store.objectstore import S3Store
+from archiver.store.s3.objectstore import S3Store
 from archiver.store.shipping import ship_closed
 from archiver.store.warcindex import index_warc
 from archiver.stores import EmbeddedStores, SharedStores, open_stores

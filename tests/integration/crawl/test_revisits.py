@@ -22,7 +22,7 @@ from archiver.crawl.crawler import Crawler, enqueue_seeds
 from archiver.queues.models import SiteRow
 from archiver.queues.revisits import LOOK_BACK, RevisitSchedule
 from archiver.queues.sitequeue import SiteQueue, queue_path
-from archiver.store.catalog import Catalog
+from archiver.store.embedded.catalog import Catalog
 from archiver.store.models import Capture
 from archiver.web.timestamps import from_datetime, to_datetime
 from demoweb import DemoWeb, WebSpec, start_demo

@@ -27,9 +27,9 @@ from archiver.dns.lookup import Resolver
 from archiver.dns.resolver import DnsResolver
 from archiver.queues import sitequeue
 from archiver.queues.sitequeue import SiteQueue, queue_path
-from archiver.store import sqlite
 from archiver.store.bundles import payload_digest
-from archiver.store.dnshistory import DnsHistory
+from archiver.store.embedded import sqlite
+from archiver.store.embedded.dnshistory import DnsHistory
 from archiver.store.status import status_path
 from demoweb import WebSpec, start_demo
 from tests.support.crawls import captures, load, records, write_config

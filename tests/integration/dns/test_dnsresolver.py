@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from archiver.dns.resolver import Answer, DnsResolver, RefreshStats, refresh
-from archiver.store.dnshistory import DnsHistory
+from archiver.store.embedded.dnshistory import DnsHistory
 from archiver.store.models import Observation
 from tests.support.dnsserver import LOCAL, DnsServer, TestZone, start_dns
 

@@ -21,7 +21,7 @@ from archiver.queues.pgsitequeue import PgSiteQueue
 from archiver.queues.sitequeue import SiteQueue, queue_path
 from archiver.queues.sites import process_for
 from archiver.queues.spool import OBJECT_PREFIX, ObjectSpool, SpoolDirectory, spool_order
-from archiver.store.objectstore import S3Store
+from archiver.store.s3.objectstore import S3Store
 from archiver.store.shipping import ship_closed
 from tests.support.linkbatch import site_changes
 

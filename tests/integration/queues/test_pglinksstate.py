@@ -7,8 +7,8 @@ import psycopg
 import pytest
 
 from archiver.queues.pglinksstate import LinksBatchBusy, PgLinksState
-from archiver.store.objectstore import S3Store
-from archiver.store.pgschema import StoreError
+from archiver.store.postgres.schema import StoreError
+from archiver.store.s3.objectstore import S3Store
 from tests.support.linkbatch import site_changes
 
 FILE = ("0-20261122000000-00001.tsv", 3, 2, 0)

@@ -14,7 +14,7 @@ import pytest
 
 from archiver.config import Config, load
 from archiver.replay.searchpages import PAGE_SIZE
-from archiver.store.fulltext import FtsIndex
+from archiver.store.embedded.fulltext import FtsIndex
 from archiver.store.models import Capture, SearchTimeout
 from tests.support.rawhttp import get
 from tests.support.replayarchive import TwoDates, copy_of, serving, write_archive

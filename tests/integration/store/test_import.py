@@ -18,8 +18,8 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from archiver.config import load
-from archiver.store.catalog import Catalog
 from archiver.store.catalog_maintenance import WarcFiles
+from archiver.store.embedded.catalog import Catalog
 from archiver.store.imports import ImportRefused, import_file
 from archiver.store.objectstore import FolderStore, ObjectStore
 from archiver.stores import EmbeddedStores, SharedStores

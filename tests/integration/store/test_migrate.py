@@ -38,13 +38,13 @@ from archiver.queues.inboxes import SiteInbox
 from archiver.queues.pglinksstate import PgLinksState
 from archiver.queues.sitequeue import SiteQueue, queue_path
 from archiver.queues.spool import SpoolDirectory
-from archiver.store.catalog import Catalog
 from archiver.store.catalog_maintenance import ObjectWarcs, WarcFiles
-from archiver.store.dnshistory import DnsHistory
+from archiver.store.embedded.catalog import Catalog
+from archiver.store.embedded.dnshistory import DnsHistory
 from archiver.store.models import Capture
-from archiver.store.objectstore import S3Store
-from archiver.store.pgcatalog import PgCatalog
-from archiver.store.pgdnshistory import PgDnsHistory
+from archiver.store.postgres.catalog import PgCatalog
+from archiver.store.postgres.dnshistory import PgDnsHistory
+from archiver.store.s3.objectstore import S3Store
 from archiver.store.warcindex import read_record
 from archiver.stores import EmbeddedStores, SharedStores, open_stores
 from demoweb import WebSpec, run_demo_process

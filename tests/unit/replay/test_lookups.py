@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from archiver.replay import lookups
 from archiver.replay.calendar import CapturesInMemory, tally_captures
 from archiver.replay.scan import Scan, Scanner
-from archiver.store.catalog import Catalog
 from archiver.store.catalogkeys import surt_key
+from archiver.store.embedded.catalog import Catalog
 from archiver.store.models import Capture
 from archiver.web.timestamps import to_datetime
 

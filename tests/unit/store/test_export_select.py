@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from archiver.store.catalog import Catalog
 from archiver.store.catalogkeys import surt_key
+from archiver.store.embedded.catalog import Catalog
 from archiver.store.exports import select
 from archiver.store.models import Capture
 

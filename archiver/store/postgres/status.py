@@ -14,8 +14,8 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
-from archiver.store.pgconnection import PgConnection, StoreWatch, retried
-from archiver.store.pgschema import StoreError
+from archiver.store.postgres.connection import PgConnection, StoreWatch, retried
+from archiver.store.postgres.schema import StoreError
 
 _READ = (
     "SELECT process, epoch, host, pid, started, extract(epoch FROM now() - heartbeat)::float8, status"
@@ -26,7 +26,7 @@ _READ = (
 class PgStatus:
     """Each crawler process's status in the PostgreSQL database at ``url`` (a StatusStore).
 
-    One connection, made again if the server went away (``store.pgconnection``), used from one
+    One connection, made again if the server went away (``store.postgres.connection``), used from one
     thread at a time (psycopg serialises the calls of several).
     """
 

@@ -1,4 +1,4 @@
-"""``store.sqlite.insert_rows``: many rows a statement give what one row a statement gives; a file
+"""``store.embedded.sqlite.insert_rows``: many rows a statement give what one row a statement gives; a file
 that is not a database is named in the error ``open_writer`` or ``open_reader`` raises."""
 
 import sqlite3
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archiver.store import sqlite
+from archiver.store.embedded import sqlite
 from tests.support.fuzzing import examples
 
 SCHEMA = """

@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from archiver.store import sqlite
+from archiver.store.embedded import sqlite
 from archiver.store.models import LATEST, SNIPPET_WORDS, DocumentKey, IndexedCapture, SearchHit, SearchTimeout
 from archiver.web.pagetext import PageText
 from archiver.web.textquery import QueryError, SearchQuery, cut_snippet

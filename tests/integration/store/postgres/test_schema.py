@@ -10,8 +10,8 @@ import psycopg
 import pytest
 
 from archiver import cli
-from archiver.store.pgcatalog import PgCatalog
-from archiver.store.pgschema import (
+from archiver.store.postgres.catalog import PgCatalog
+from archiver.store.postgres.schema import (
     CURRENT_VERSION,
     MIGRATIONS,
     SchemaError,

@@ -8,8 +8,8 @@ import pytest
 
 from archiver.store.catalogkeys import surt_key
 from archiver.store.models import Capture
-from archiver.store.pgcatalog import PgCatalog
-from archiver.store.pgcrawlers import BundleLedger, CrawlerBusy, CrawlerRoster, Lost
+from archiver.store.postgres.catalog import PgCatalog
+from archiver.store.postgres.crawlers import BundleLedger, CrawlerBusy, CrawlerRoster, Lost
 
 BUNDLE = "ARCHIVER-20260101000000-0-00000.warc.gz"
 

@@ -47,7 +47,7 @@ from typing import Any, Concatenate, Final, ParamSpec, Protocol, TypeVar
 import psycopg
 
 from archiver.logs import event
-from archiver.store.pgschema import (
+from archiver.store.postgres.schema import (
     Connection,
     StoreError,
     check_version,
@@ -56,7 +56,7 @@ from archiver.store.pgschema import (
     redact,
 )
 
-log = logging.getLogger("archiver.store.pgconnection")
+log = logging.getLogger("archiver.store.postgres.connection")
 
 P = ParamSpec("P")
 T = TypeVar("T")

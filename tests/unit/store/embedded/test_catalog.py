@@ -17,8 +17,8 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from archiver.store.catalog import Catalog
 from archiver.store.catalogkeys import shard_host, shard_of, surt_key
+from archiver.store.embedded.catalog import Catalog
 from archiver.store.models import Capture, CatalogError
 from archiver.web.timestamps import parse_date
 

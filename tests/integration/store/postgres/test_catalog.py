@@ -11,7 +11,7 @@ import pytest
 
 from archiver.store.catalogkeys import shard_of, surt_key
 from archiver.store.models import Capture
-from archiver.store.pgcatalog import _CLOSEST, PgCatalog
+from archiver.store.postgres.catalog import _CLOSEST, PgCatalog
 from archiver.store.warcindex import WarcError
 
 PAGE = "http://example.org/page"

@@ -40,7 +40,7 @@ seed site, the lowest found; ``scope.max_hops``) and ``priority`` (the highest a
 and the site queue's claim order ``priority DESC, inlinks DESC, due`` its index; rows from before
 read as hops 0 and priority 0.
 
-Version 8 holds the full-text index (archiver.store.pgfulltext): ``fulltext_documents``, one
+Version 8 holds the full-text index (archiver.store.postgres.fulltext): ``fulltext_documents``, one
 row per distinct page text (URL and payload digest) with its ``tsvector`` under a GIN index, and
 ``fulltext_captures``, every catalog entry indexed (WARC file and offset) with its document.
 

@@ -1,13 +1,14 @@
-"""The temporal DNS history in PostgreSQL: the behaviour of ``store.dnshistory.DnsHistory``.
+"""The temporal DNS history in PostgreSQL: the behaviour of ``store.embedded.dnshistory.DnsHistory``.
 
 The same rows, rules and decisions (see that module): tables ``dns``, ``dns_names`` and
-``dns_clock`` (schema in ``store.pgschema``), written by the same ``dnsrows.HistoryWriter`` with PostgreSQL's
-statements. Every write transaction starts by locking the clock row (``FOR UPDATE``), so writers
-take turns as SQLite's single writer does: the next id (``max(id) + 1``) and the never-backwards
-clock stay right with several processes on several machines. Reads are single statements on an
-autocommit connection; no transaction stays open between calls. A call is run again on a new
-connection if the server went away (``store.pgconnection``): an observation applied twice changes
-nothing the second time (a failure's count may count one more).
+``dns_clock`` (schema in ``store.postgres.schema``), written by the same ``dnsrows.HistoryWriter``
+with PostgreSQL's statements. Every write transaction starts by locking the clock row
+(``FOR UPDATE``), so writers take turns as SQLite's single writer does: the next id
+(``max(id) + 1``) and the never-backwards clock stay right with several processes on several
+machines. Reads are single statements on an autocommit connection; no transaction stays open
+between calls. A call is run again on a new connection if the server went away
+(``store.postgres.connection``): an observation applied twice changes nothing the second time (a
+failure's count may count one more).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from archiver.store.dnsrows import (
     resolved_from,
 )
 from archiver.store.models import DnsRow, NameState, Observation, Resolved
-from archiver.store.pgconnection import PgConnection, StoreWatch, retried
+from archiver.store.postgres.connection import PgConnection, StoreWatch, retried
 
 _COLUMNS = "r.row, r.id, r.value, r.type, r.entered, r.superseded, r.source"
 _ADDRESS = "(strpos(value, ':') > 0 OR value !~ '[^0-9.]')"  # as dns_address_now says it

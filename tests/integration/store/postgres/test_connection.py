@@ -1,4 +1,4 @@
-"""The PostgreSQL stores' one reconnecting connection (archiver.store.pgconnection) against a real
+"""The PostgreSQL stores' one reconnecting connection (archiver.store.postgres.connection) against a real
 server that restarts, stops and comes back, and against a proxy that loses the answer to a
 statement that committed: a waiting store waits and goes on, one that does not wait says when to
 ask again, and a write whose answer was lost is settled by reading what it did, never made twice.
@@ -19,11 +19,11 @@ from archiver.queues.pgcrawlqueue import PgCrawlQueues
 from archiver.queues.pglinksstate import PgLinksState
 from archiver.queues.pgsitequeue import PgSiteQueue
 from archiver.store.models import Capture
-from archiver.store.objectstore import S3Store
-from archiver.store.pgcatalog import PgCatalog
-from archiver.store.pgconnection import StoreAway, StoreWatch
-from archiver.store.pgcrawlers import BundleLedger
-from archiver.store.pgschema import StoreError
+from archiver.store.postgres.catalog import PgCatalog
+from archiver.store.postgres.connection import StoreAway, StoreWatch
+from archiver.store.postgres.crawlers import BundleLedger
+from archiver.store.postgres.schema import StoreError
+from archiver.store.s3.objectstore import S3Store
 from archiver.stores import EmbeddedStores, SharedStores, open_stores
 from tests.support.cluster import wait_for
 from tests.support.linkbatch import site_changes
@@ -104,7 +104,7 @@ def test_a_waiting_store_opened_while_the_server_is_down_waits_for_it(own_postgr
         open_stores(cfg)
     opened: list[EmbeddedStores | SharedStores] = []
     opening = threading.Thread(target=lambda: opened.append(open_stores(cfg, wait=True)))
-    with caplog.at_level(logging.WARNING, logger="archiver.store.pgconnection"):
+    with caplog.at_level(logging.WARNING, logger="archiver.store.postgres.connection"):
         opening.start()
         wait_for(lambda: "store-unavailable" in caplog.text, "the open to find the store away")
         assert opening.is_alive(), "the open did not wait for the store"

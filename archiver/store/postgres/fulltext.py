@@ -1,6 +1,7 @@
-"""The full-text index in PostgreSQL: the behaviour of ``store.fulltext.FtsIndex``, two shared tables.
+"""The full-text index in PostgreSQL: the behaviour of ``store.embedded.fulltext.FtsIndex``, two shared
+tables.
 
-``fulltext_documents`` (schema version 8 in ``store.pgschema``) holds one row per distinct page
+``fulltext_documents`` (schema version 8 in ``store.postgres.schema``) holds one row per distinct page
 text, keyed by (URL, payload digest), with a ``tsvector`` under a GIN index (``words``): the
 text's folded words (``web.textquery.folded_words``) with their positions, the title weighing
 A, the headings B, the body C. The vector is built here, not by a text search configuration, so
@@ -17,7 +18,7 @@ every matching page's vector, and keeps one result per URL; ``web.textquery.cut_
 the snippet (``ts_headline`` would parse the whole text again: 2 to 6 ms a result on the
 benchmark's pages). The connection is in autocommit: each ``add`` is one transaction, each search
 one read-only transaction (where its ``statement_timeout`` holds). Each call is run again on a
-new connection if the server went away (``store.pgconnection``): the adds skip what is there.
+new connection if the server went away (``store.postgres.connection``): the adds skip what is there.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from archiver.store.models import (
     SearchHit,
     SearchTimeout,
 )
-from archiver.store.pgconnection import PgConnection, StoreWatch, retried
+from archiver.store.postgres.connection import PgConnection, StoreWatch, retried
 from archiver.web.pagetext import PageText
 from archiver.web.textquery import QueryError, SearchQuery, cut_snippet, folded_words
 

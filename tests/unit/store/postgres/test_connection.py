@@ -1,5 +1,5 @@
 """The reconnecting connection's pure parts: its back-off, what counts as a lost connection, and
-the one report per outage (the connection itself: tests/integration/store/test_pg_reconnect.py)."""
+the one report per outage (the connection itself: tests/integration/store/postgres/test_connection.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from archiver.store.pgconnection import (
+from archiver.store.postgres.connection import (
     FIRST_DELAY,
     NOT_DONE,
     StoreAway,

@@ -50,7 +50,6 @@ from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
 
-from archiver.store import sqlite
 from archiver.store.dnsrows import (
     HistoryWriter,
     checked_name,
@@ -59,6 +58,7 @@ from archiver.store.dnsrows import (
     normalize,
     resolved_from,
 )
+from archiver.store.embedded import sqlite
 from archiver.store.models import DnsRow, NameState, Observation, Resolved
 
 SCHEMA_VERSION = 1

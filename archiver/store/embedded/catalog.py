@@ -44,7 +44,6 @@ from typing import TYPE_CHECKING
 
 import mmh3
 
-from archiver.store import sqlite
 from archiver.store.catalogkeys import (
     ABOVE,
     SHARD_FUNCTION,
@@ -58,6 +57,7 @@ from archiver.store.catalogkeys import (
     surt_key,
 )
 from archiver.store.durable import fsync_directory
+from archiver.store.embedded import sqlite
 from archiver.store.models import Capture, CatalogError
 
 if TYPE_CHECKING:

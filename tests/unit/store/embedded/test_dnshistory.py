@@ -4,8 +4,8 @@ import sqlite3
 
 import pytest
 
-from archiver.store.dnshistory import _ADDRESS, _CURRENT, _HOST_ADDRESSES, AT_QUERY, DnsHistory
 from archiver.store.dnsrows import is_address
+from archiver.store.embedded.dnshistory import _ADDRESS, _CURRENT, _HOST_ADDRESSES, AT_QUERY, DnsHistory
 from archiver.store.models import DnsRow, NameState, Observation
 
 A, B, C, D = "192.0.2.1", "192.0.2.2", "2001:db8::c", "198.51.100.4"

@@ -1,6 +1,6 @@
-"""The card catalog in PostgreSQL: the behaviour of ``store.catalog.Catalog``, one shared table.
+"""The card catalog in PostgreSQL: the behaviour of ``store.embedded.catalog.Catalog``, one shared table.
 
-``catalog_captures`` (schema in ``store.pgschema``) holds every entry under the primary key
+``catalog_captures`` (schema in ``store.postgres.schema``) holds every entry under the primary key
 ``(shard, urlkey, ts, file, pos)``, where ``shard`` is ``catalog.shard_of(urlkey, shards)``, the
 SQLite catalog's shard of the key; the table is hash-partitioned on it. Closest-capture is two
 seeks of that key, sent as one statement; a listing of one host reads one shard's key range.
@@ -26,7 +26,7 @@ valid (they are read again after a failover, which a standby may have received l
 
 The connection is in autocommit: every call is its own transaction or statement, and no reader
 holds a transaction open between calls. A call is run again on a new connection if the server
-went away (``store.pgconnection``): an add skips what committed, a listing reads its page again.
+went away (``store.postgres.connection``): an add skips what committed, a listing reads its page again.
 Listings read a page at a time by keyset; ``iter_all`` streams one sorted query through a
 server-side cursor on a connection of its own, open while the iterator is. A PgCatalog is used
 from one thread at a time, like the SQLite one.
@@ -56,8 +56,8 @@ from archiver.store.catalogkeys import (
     surt_key,
 )
 from archiver.store.models import Capture, CatalogError
-from archiver.store.pgconnection import PgConnection, StoreWatch, retried
-from archiver.store.pgschema import Connection, connect
+from archiver.store.postgres.connection import PgConnection, StoreWatch, retried
+from archiver.store.postgres.schema import Connection, connect
 
 # Captures per COPY and INSERT: bounds the client's memory when given a long iterator (a reindex).
 _CHUNK = 50_000
@@ -107,7 +107,7 @@ class PgCatalog:
     def __init__(self, url: str, shards: int, *, readonly: bool = False, digests: bool = False,
                  watch: StoreWatch | None = None) -> None:
         """``digests``: responses added also go to the digest index (table ``catalog_digests``,
-        as ``Catalog``'s \"digests.sqlite\"); ``watch``: the process's (store.pgconnection)."""
+        as ``Catalog``'s \"digests.sqlite\"); ``watch``: the process's (store.postgres.connection)."""
         if shards < 1:
             raise ValueError(f"shards must be at least 1, not {shards}")
         self.url = url

@@ -18,7 +18,7 @@ was only paused, or too slow to ship at exit) is catalogued from its own records
 store, so the catalog names it too (each record once: the catalog's key holds its file and
 offset); a URL it holds that was sent back meanwhile is captured twice, no more.
 
-A call is run again on a new connection if the server went away (``store.pgconnection``):
+A call is run again on a new connection if the server went away (``store.postgres.connection``):
 registering and beating set what they set; ``record`` whose answer was lost is settled by reading
 whether its last entry is pending, ``shipped`` by reading whether the bundle is marked shipped;
 ``lose`` finds a bundle it declared lost already lost (and says None).
@@ -38,7 +38,7 @@ from typing import Any
 
 from archiver.store.interfaces import CatalogStore
 from archiver.store.models import Capture
-from archiver.store.pgconnection import NOT_DONE, NotDone, PgConnection, StoreWatch, retried
+from archiver.store.postgres.connection import NOT_DONE, NotDone, PgConnection, StoreWatch, retried
 from archiver.web import urls
 
 _EXPIRED = "c.heartbeat < now() - make_interval(secs => %(ttl)s)"
