@@ -61,7 +61,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from archiver.config import Config, database_url
 from archiver.links.slices import OBJECT_PREFIX as SLICE_PREFIX
 from archiver.links.slices import slice_name
-from archiver.queues.crawlqueue import (
+from archiver.queues.decisions import Decision, read_all_decisions
+from archiver.queues.embedded.crawlqueue import (
     inbox_database,
     queue_dir,
     queue_origin,
@@ -71,14 +72,13 @@ from archiver.queues.crawlqueue import (
     read_log,
     read_restarted,
 )
-from archiver.queues.decisions import Decision, read_all_decisions
-from archiver.queues.inboxes import InboxDatabase, SiteInbox
+from archiver.queues.embedded.inboxes import InboxDatabase, SiteInbox
+from archiver.queues.embedded.linksstate import STATE as LINKS_STATE
+from archiver.queues.embedded.linksstate import EmbeddedLinksState, bitmap_path
+from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
 from archiver.queues.interfaces import LinksState
-from archiver.queues.linksstate import STATE as LINKS_STATE
-from archiver.queues.linksstate import EmbeddedLinksState, bitmap_path
 from archiver.queues.models import STATES
-from archiver.queues.pglinksstate import bitmap_key
-from archiver.queues.sitequeue import SiteQueue, queue_path
+from archiver.queues.postgres.linksstate import bitmap_key
 from archiver.queues.spool import OBJECT_PREFIX, SpoolDirectory
 from archiver.store.embedded.catalog import Catalog
 from archiver.store.embedded.dnshistory import DnsHistory

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING
 from archiver.config import Config, database_url
 
 if TYPE_CHECKING:
-    from archiver.queues.crawlqueue import EmbeddedCrawlQueues
+    from archiver.queues.embedded.crawlqueue import EmbeddedCrawlQueues
     from archiver.queues.interfaces import LinksState, SiteQueueStore, SpoolFiles, SpoolWriterStore
-    from archiver.queues.pgcrawlqueue import PgCrawlQueues
-    from archiver.queues.pgsitequeue import PgSiteQueue
+    from archiver.queues.postgres.crawlqueue import PgCrawlQueues
+    from archiver.queues.postgres.sitequeue import PgSiteQueue
     from archiver.queues.spool import SpoolWriter
     from archiver.store.bundles import BundleWriter
     from archiver.store.catalog_maintenance import Verification
@@ -57,7 +57,7 @@ class EmbeddedStores:
     def site_queue(self, process: int, *, recover: bool = False) -> SiteQueueStore:
         """The site queue of crawler ``process``; ``recover`` (only its owner) puts the sites a
         crash left active back to waiting."""
-        from archiver.queues.sitequeue import SiteQueue, queue_path
+        from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
         return SiteQueue(queue_path(self.root, process), recover=recover)
 
     def site_queue_numbers(self) -> list[int]:
@@ -68,7 +68,7 @@ class EmbeddedStores:
 
     def crawl_queues(self, *, bulk: bool = False) -> EmbeddedCrawlQueues:
         """``bulk``: for the links batch, which calls ``settle`` after its syncs."""
-        from archiver.queues.crawlqueue import EmbeddedCrawlQueues
+        from archiver.queues.embedded.crawlqueue import EmbeddedCrawlQueues
         c = self.config.crawl
         return EmbeddedCrawlQueues(self.root, bulk=bulk, bloom_bits=c.site_bitmap_bits,
                                    max_fp=c.site_bitmap_max_fp, max_decisions=c.max_decisions)
@@ -81,7 +81,7 @@ class EmbeddedStores:
         return SpoolDirectory(self.root / "outlinks")
 
     def links_state(self) -> LinksState:
-        from archiver.queues.linksstate import EmbeddedLinksState
+        from archiver.queues.embedded.linksstate import EmbeddedLinksState
         return EmbeddedLinksState(self.root / "links")
 
     # -- stores
@@ -158,7 +158,7 @@ class EmbeddedStores:
 
 def _lock_file(root: Path, role: str, number: int | None) -> ProcessLock:
     """``flock`` the lock file of a role on this machine (see ``EmbeddedStores.lock``)."""
-    from archiver.queues.sitequeue import queue_path
+    from archiver.queues.embedded.sitequeue import queue_path
     if role == "crawl" and number is not None:
         path = queue_path(root, number).with_suffix(".lock")
     else:
@@ -223,13 +223,13 @@ class SharedStores:
     def site_queue(self, process: int | None = None, *, recover: bool = False) -> PgSiteQueue:
         """The shared site queue; claims are made for crawler ``process``. (``recover`` is the
         embedded queue's: here expired leases are taken over at claim time.)"""
-        from archiver.queues.pgsitequeue import PgSiteQueue
+        from archiver.queues.postgres.sitequeue import PgSiteQueue
         return PgSiteQueue(self.url, process=process, leases=self.leases, watch=self.watch)
 
     def crawl_queues(self, *, bulk: bool = False) -> PgCrawlQueues:
         """(``bulk`` changes nothing here: PostgreSQL checkpoints by itself.)"""
         c = self.config.crawl
-        from archiver.queues.pgcrawlqueue import PgCrawlQueues
+        from archiver.queues.postgres.crawlqueue import PgCrawlQueues
         return PgCrawlQueues(self.url, self.leases, bloom_bits=c.site_bitmap_bits,
                              max_fp=c.site_bitmap_max_fp, max_decisions=c.max_decisions,
                              watch=self.watch)
@@ -289,7 +289,7 @@ class SharedStores:
     def links_state(self) -> LinksState:
         """The links batch's state, which holds the cluster's links lock while open (ProcessBusy
         if another batch, on any machine, holds it)."""
-        from archiver.queues.pglinksstate import LinksBatchBusy, PgLinksState
+        from archiver.queues.postgres.linksstate import LinksBatchBusy, PgLinksState
         try:
             return PgLinksState(self.url, self.objects(), watch=self.watch)
         except LinksBatchBusy as e:

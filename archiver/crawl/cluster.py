@@ -38,7 +38,7 @@ from pathlib import Path
 from archiver.config import Config
 from archiver.crawl.stats import Stats
 from archiver.logs import event
-from archiver.queues.pgsitequeue import PgSiteQueue
+from archiver.queues.postgres.sitequeue import PgSiteQueue
 from archiver.store.bundles import OPEN, SUFFIX, repair_open_bundle
 from archiver.store.interfaces import CatalogStore
 from archiver.store.models import Capture

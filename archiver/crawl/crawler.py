@@ -582,7 +582,7 @@ class Crawler:
     async def _renew(self, cluster: ClusterMember) -> None:
         """Renew the site leases and the heartbeat at a third of the TTL; declare lost the
         bundles of crawlers that stopped beating. A lost lease wakes its visit, which stops."""
-        from archiver.queues.pgsitequeue import PgSiteQueue
+        from archiver.queues.postgres.sitequeue import PgSiteQueue
 
         assert isinstance(self.queue, PgSiteQueue)
         queue = self.queue

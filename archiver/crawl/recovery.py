@@ -80,7 +80,7 @@ from warcio.timeutils import iso_date_to_datetime
 
 from archiver.config import Config
 from archiver.logs import event
-from archiver.queues.crawlqueue import CrawlQueue, EmbeddedCrawlQueues, read_slots, write_slot
+from archiver.queues.embedded.crawlqueue import CrawlQueue, EmbeddedCrawlQueues, read_slots, write_slot
 from archiver.queues.interfaces import SpoolWriterStore
 from archiver.queues.models import CrawlQueueBusy, Entry
 from archiver.queues.sites import process_for

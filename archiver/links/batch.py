@@ -11,7 +11,7 @@ archiver.links.slices), each a Bloom bitmap of its own, saved as its own file (o
 own generation. ``LinkBatch`` is the driver: it picks the files, hands each checkpoint's steps
 (archiver.links.steps) to an engine (archiver.links.engine: in this process, or on a Dask
 cluster), and commits what they found. Its state (the ledger of spool files done, in-link counts,
-each slice's generation) is a store of its own: archiver.queues.linksstate.
+each slice's generation) is a store of its own: archiver.queues.embedded.linksstate.
 
 A checkpoint is one atomic step over a group of spool files: (1) the engine tests every slice with
 the group's keys and saves each as its next generation, (2) the new URLs are appended to the
@@ -45,11 +45,11 @@ generation of the slices saved: stale like the others, and removed at the next s
 On several machines (``store.url`` naming PostgreSQL) the batch runs on any one of them: it reads
 the spool files the crawlers shipped to the object store (``outlinks/``, moved to
 ``outlinks/done/`` once done), keeps its ledger and counts in PostgreSQL and its slices in the
-object store (archiver.queues.pglinksstate, which also holds the one-batch-per-cluster lock), and
+object store (archiver.queues.postgres.linksstate, which also holds the one-batch-per-cluster lock), and
 feeds the one shared site queue and the sites' inboxes in PostgreSQL; the steps are the same.
 When PostgreSQL restarts or fails over, the batch waits for it (``store-unavailable``,
 ``store-recovered``), takes its lock again and goes on; a commit whose answer was lost is settled
-by reading the generation (archiver.queues.pglinksstate). If another batch took the lock
+by reading the generation (archiver.queues.postgres.linksstate). If another batch took the lock
 meanwhile, this one stops with a one-line error, and a rerun redoes what it had not committed.
 
 Site pairs (source, target) share the bitmap with URLs under a prefix no URL can have, which keeps
@@ -82,7 +82,7 @@ from archiver.links.partition import PARTITION_FUNCTION, check_partitions
 from archiver.links.slices import SliceFiles, SliceObjects, SliceStore, slice_name, slice_shape
 from archiver.logs import event
 from archiver.queues.bloom import false_positive_rate
-from archiver.queues.crawlqueue import QueueNames
+from archiver.queues.embedded.crawlqueue import QueueNames
 from archiver.queues.interfaces import LinksState, SiteQueueStore, SpoolFiles
 from archiver.queues.spool import spool_order
 from archiver.service import Service

@@ -2,7 +2,7 @@
 
 Processes get them from :func:`archiver.stores.open_stores` (see :mod:`archiver.store.interfaces`).
 A site is crawled by one holder at a time: the embedded site queue marks it ``active`` for the
-crawler process that claimed it; the shared one (``queues.pgsitequeue``) gives the claim a lease.
+crawler process that claimed it; the shared one (``queues.postgres.sitequeue``) gives the claim a lease.
 """
 
 from __future__ import annotations

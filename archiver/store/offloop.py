@@ -11,8 +11,8 @@ time per store, since each store is one connection used by one thread at a time.
 The busy timeouts are set, with their reasons, in :mod:`archiver.store.embedded.sqlite`. Off the loop they
 bound how long one slot waits for its store, not how long the process stops; when one runs out:
 
-- site queue (:class:`~archiver.queues.sitequeue.SiteQueue`): the other writers' transactions are short
-  (a links checkpoint merges one batch of sites; a seeds run adds a site per transaction), so 30 s runs
+- site queue (:class:`~archiver.queues.embedded.sitequeue.SiteQueue`): the other writers' transactions are
+  short (a links checkpoint merges one batch of sites; a seeds run adds a site per transaction), so 30 s runs
   out only when something is wrong. When it does (:func:`is_busy`), the crawler logs
   ``site-queue-busy`` and asks again after ``crawl.poll_interval``: a claim or a visit's outcome is never
   dropped, and the process does not die of another process's long transaction.

@@ -21,7 +21,7 @@ import pytest
 
 from archiver import config
 from archiver.config import WarcConfig
-from archiver.queues.sitequeue import SiteQueue, queue_path
+from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
 from archiver.store.bundles import BundleWriter
 from archiver.store.models import Capture, Observation
 from archiver.store.s3.objectstore import S3Store

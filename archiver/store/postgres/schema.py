@@ -25,7 +25,7 @@ process; ``pending_captures`` holds the catalog entries of bundles not shipped y
 the catalog when their bundle is shipped (the catalog never names bytes the object store cannot
 serve) and back to their sites' inboxes when it is lost.
 
-Version 3 holds the external-link batch's state, as ``queues/linksstate.py`` keeps it in SQLite:
+Version 3 holds the external-link batch's state, as ``queues/embedded/linksstate.py`` keeps it in SQLite:
 ``links_ledger`` (the spool files done, each with the generation that committed it),
 ``links_sites`` (each target site's in-link count; ``dirty`` 1: the count is still to be pushed to
 the site queue, 2: new URLs too, so a finished site waits again) and ``links_meta`` (the

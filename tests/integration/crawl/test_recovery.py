@@ -8,7 +8,7 @@ import signal
 from pathlib import Path
 
 from archiver.config import Config
-from archiver.queues.crawlqueue import LOG, queue_dir
+from archiver.queues.embedded.crawlqueue import LOG, queue_dir
 from archiver.store.bundles import BundleWriter
 from archiver.store.embedded.catalog import Catalog
 from tests.support.recoveryscene import SITE, config_for, page, queue, run, state

@@ -19,9 +19,9 @@ import trio
 
 from archiver.config import Config
 from archiver.crawl.crawler import Crawler, enqueue_seeds
+from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
 from archiver.queues.models import SiteRow
 from archiver.queues.revisits import LOOK_BACK, RevisitSchedule
-from archiver.queues.sitequeue import SiteQueue, queue_path
 from archiver.store.embedded.catalog import Catalog
 from archiver.store.models import Capture
 from archiver.web.timestamps import from_datetime, to_datetime

@@ -25,8 +25,8 @@ import trio.testing
 from archiver.crawl.crawler import Crawler, enqueue_seeds
 from archiver.dns.lookup import Resolver
 from archiver.dns.resolver import DnsResolver
-from archiver.queues import sitequeue
-from archiver.queues.sitequeue import SiteQueue, queue_path
+from archiver.queues.embedded import sitequeue
+from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
 from archiver.store.bundles import payload_digest
 from archiver.store.embedded import sqlite
 from archiver.store.embedded.dnshistory import DnsHistory

@@ -24,8 +24,9 @@ import pytest
 
 from archiver import config, migrate
 from archiver.links.slices import slice_name
-from archiver.queues.crawlqueue import INBOX as INBOX_FILE
-from archiver.queues.crawlqueue import (
+from archiver.queues.decisions import read_all_decisions
+from archiver.queues.embedded.crawlqueue import INBOX as INBOX_FILE
+from archiver.queues.embedded.crawlqueue import (
     CrawlQueue,
     EmbeddedCrawlQueues,
     inbox_database,
@@ -33,10 +34,9 @@ from archiver.queues.crawlqueue import (
     queue_origin,
     read_inbox,
 )
-from archiver.queues.decisions import read_all_decisions
-from archiver.queues.inboxes import SiteInbox
-from archiver.queues.pglinksstate import PgLinksState
-from archiver.queues.sitequeue import SiteQueue, queue_path
+from archiver.queues.embedded.inboxes import SiteInbox
+from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
+from archiver.queues.postgres.linksstate import PgLinksState
 from archiver.queues.spool import SpoolDirectory
 from archiver.store.catalog_maintenance import ObjectWarcs, WarcFiles
 from archiver.store.embedded.catalog import Catalog

@@ -15,9 +15,9 @@ import pytest
 
 from archiver import config
 from archiver.queues.leases import Leases
-from archiver.queues.pgcrawlqueue import PgCrawlQueues
-from archiver.queues.pglinksstate import PgLinksState
-from archiver.queues.pgsitequeue import PgSiteQueue
+from archiver.queues.postgres.crawlqueue import PgCrawlQueues
+from archiver.queues.postgres.linksstate import PgLinksState
+from archiver.queues.postgres.sitequeue import PgSiteQueue
 from archiver.store.models import Capture
 from archiver.store.postgres.catalog import PgCatalog
 from archiver.store.postgres.connection import StoreAway, StoreWatch

@@ -1,6 +1,6 @@
 """The per-process site queue (SQLite)."""
 
-from archiver.queues.sitequeue import SiteQueue, queue_path
+from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
 from archiver.queues.sites import backoff, process_for
 from tests.support.sitequeues import first_site_queue
 

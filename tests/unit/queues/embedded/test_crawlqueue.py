@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archiver.queues.crawlqueue import CURSOR, DONE, LOG, QueueNames, queue_dir, queue_origin
+from archiver.queues.embedded.crawlqueue import CURSOR, DONE, LOG, QueueNames, queue_dir, queue_origin
 from archiver.queues.models import Entry
 from tests.support.crawlqueues import drain, open_queue
 from tests.support.fuzzing import examples

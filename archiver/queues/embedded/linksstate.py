@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archiver.queues.bloom import BloomBitmap
+from archiver.queues.embedded.sitequeue import SiteQueue
 from archiver.queues.models import LinkedSite
 from archiver.queues.sitechanges import MARKED, SiteChanges
-from archiver.queues.sitequeue import SiteQueue
 from archiver.queues.sites import owner_hash
 from archiver.store.embedded import sqlite
 

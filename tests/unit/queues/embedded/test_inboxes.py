@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from archiver.queues.crawlqueue import INBOX, LOG, inbox_database, queue_dir, read_inbox
-from archiver.queues.inboxes import INBOXES, PAGE_SIZE, SiteInbox
+from archiver.queues.embedded.crawlqueue import INBOX, LOG, inbox_database, queue_dir, read_inbox
+from archiver.queues.embedded.inboxes import INBOXES, PAGE_SIZE, SiteInbox
 from tests.support.crawlqueues import drain, embedded_queues
 
 A = "http://a.test"

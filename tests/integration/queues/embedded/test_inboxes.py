@@ -8,8 +8,8 @@ import sys
 from contextlib import closing
 from pathlib import Path
 
-from archiver.queues.crawlqueue import LOG, queue_dir
-from archiver.queues.inboxes import INBOXES
+from archiver.queues.embedded.crawlqueue import LOG, queue_dir
+from archiver.queues.embedded.inboxes import INBOXES
 from tests.support.crawlqueues import drain, embedded_queues
 from tests.support.repo import ROOT
 

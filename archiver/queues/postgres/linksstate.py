@@ -1,6 +1,6 @@
 """The external-link batch's state on several machines: PostgreSQL and the object store.
 
-The behaviour of :class:`archiver.queues.linksstate.EmbeddedLinksState`, one table per SQLite table
+The behaviour of :class:`archiver.queues.embedded.linksstate.EmbeddedLinksState`, one table per SQLite table
 (schema versions 3 and 4 in :mod:`archiver.store.postgres.schema`): ``links_ledger`` (spool files done),
 ``links_sites`` (in-link counts and what is still to be pushed), ``links_meta`` (the checkpoint
 generation), ``links_slices`` (each slice's generation). The slices themselves are objects under
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from archiver.queues.bloom import BloomBitmap
 from archiver.queues.models import LinkedSite
-from archiver.queues.pgsitequeue import merge_staged_links, stage_linked_sites
+from archiver.queues.postgres.sitequeue import merge_staged_links, stage_linked_sites
 from archiver.queues.sitechanges import SiteChanges
 from archiver.store.objectstore import NoSuchObject, ObjectStore, open_object
 from archiver.store.postgres.connection import NOT_DONE, NotDone, PgConnection, StoreWatch, retried

@@ -8,7 +8,8 @@ from tests.support.repo import ROOT
 
 def test_process_crash_after_commit_keeps_progress_and_links(tmp_path: Path):
     script = (
-        "import os, sys\nfrom pathlib import Path\nfrom archiver.queues.crawlqueue import CrawlQueue\n"
+        "import os, sys\nfrom pathlib import Path\n"
+        "from archiver.queues.embedded.crawlqueue import CrawlQueue\n"
         "f = CrawlQueue.open(Path(sys.argv[1]), bloom_bits=262_144, max_fp=1e-3)\n"
         "f.add('http://a/', 0)\n"
         "f.sync()\n"

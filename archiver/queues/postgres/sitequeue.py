@@ -11,7 +11,7 @@ holder that comes back late changes nothing: it learns that it lost the lease (`
 event ``lease-lost``; each write refused, event ``fenced-write``) and stops. A visit that ends
 while URLs wait in its site's inbox (queued since it last looked: a lost bundle's refetches)
 leaves the site waiting, due at once, instead of finished. States and due times are those of the
-embedded queue (``queues.sitequeue``); times are seconds since the epoch, like there.
+embedded queue (``queues.embedded.sitequeue``); times are seconds since the epoch, like there.
 
 A PgSiteQueue is used from one thread at a time (the crawler's ``OffLoop``). A call is run again
 on a new connection if the server went away (``store.postgres.connection``); the writes whose answer may
@@ -37,7 +37,7 @@ from archiver.store.postgres.connection import NOT_DONE, NotDone, PgConnection, 
 if TYPE_CHECKING:
     import psycopg
 
-log = logging.getLogger("archiver.queues.pgsitequeue")
+log = logging.getLogger("archiver.queues.postgres.sitequeue")
 
 _LEASE = "now() + make_interval(secs => %(ttl)s)"
 # A site whose lease expired: its holder is gone or stalled past its TTL.

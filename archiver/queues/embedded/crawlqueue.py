@@ -2,7 +2,7 @@
 
 A site's inbox holds the URLs other processes queued for it (the links batch, ``archiver seeds``
 while a crawler holds the site): rows of the one inbox database ``<root>/frontier/inbox.sqlite``
-(archiver.queues.inboxes), so appending to a new site creates no directory and no file. The queue
+(archiver.queues.embedded.inboxes), so appending to a new site creates no directory and no file. The queue
 merges them into its log through its bitmap when it opens and whenever it runs dry, so the log has
 one writer and external URLs are deduplicated like discovered ones.
 
@@ -65,7 +65,7 @@ import mmh3
 
 from archiver.queues.bloom import GrowingBloom
 from archiver.queues.decisions import Decision, DecisionLog, read_decisions
-from archiver.queues.inboxes import INBOXES, InboxDatabase, SiteInbox
+from archiver.queues.embedded.inboxes import INBOXES, InboxDatabase, SiteInbox
 from archiver.queues.models import CrawlQueueBusy, Entry, QueuePosition, parse_entry
 from archiver.store.durable import SyncJob, fsync_all, fsync_directory
 

@@ -1,6 +1,6 @@
 """Every site's inbox in one SQLite database, ``<root>/frontier/inbox.sqlite``: the URLs other
 processes queued for a site (the links batch; ``archiver seeds`` while a crawler holds the site),
-waiting for the site's crawl queue to merge them into its log (archiver.queues.crawlqueue).
+waiting for the site's crawl queue to merge them into its log (archiver.queues.embedded.crawlqueue).
 
 Table ``inbox``: one row per append, the site's origin and its ``depth<TAB>url\\n`` lines as one
 blob. A links checkpoint appends to tens of thousands of sites at once: one row each, in one

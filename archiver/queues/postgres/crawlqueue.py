@@ -51,7 +51,7 @@ from archiver.queues.models import CrawlQueueBusy, Entry, QueuePosition, parse_e
 from archiver.store.durable import SyncJob
 from archiver.store.postgres.connection import NOT_DONE, NotDone, PgConnection, StoreWatch
 
-log = logging.getLogger("archiver.queues.pgcrawlqueue")
+log = logging.getLogger("archiver.queues.postgres.crawlqueue")
 
 _FENCE = "UPDATE crawl_cursors SET {} WHERE origin = %(origin)s AND epoch = %(epoch)s"
 _HELD = "origin = %(origin)s AND epoch = %(epoch)s AND state = 'active'"  # the site's lease

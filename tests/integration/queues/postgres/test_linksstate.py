@@ -6,7 +6,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from archiver.queues.pglinksstate import LinksBatchBusy, PgLinksState
+from archiver.queues.postgres.linksstate import LinksBatchBusy, PgLinksState
 from archiver.store.postgres.schema import StoreError
 from archiver.store.s3.objectstore import S3Store
 from tests.support.linkbatch import site_changes
