@@ -28,11 +28,11 @@ from archiver import __version__, config, logs
 from archiver.links import compiled_loops_ahead, quiet_blas
 from archiver.links.partition import MAX_PARTITIONS
 from archiver.stores import (
-    EmbeddedStores,
     ProcessBusy,
-    SharedStores,
+    Stores,
     StoreUnavailable,
     check_stores,
+    open_embedded,
     open_stores,
 )
 from archiver.web import urls
@@ -151,7 +151,7 @@ def cmd_links(args: argparse.Namespace) -> int:
     logs.setup(cfg.log.level)
     # Only the embedded spool: listing an object store's would load boto3 and ask the network.
     embedded = config.database_url(cfg.store.url) is None
-    with compiled_loops_ahead(EmbeddedStores(cfg).spool_files() if embedded else None):
+    with compiled_loops_ahead(open_embedded(cfg).spool_files() if embedded else None):
         from archiver.links.batch import run_batch
 
         try:
@@ -222,8 +222,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(statuses, indent=1, sort_keys=True))
     elif not statuses:
-        where = stores.state_directory() if isinstance(stores, EmbeddedStores) else "the shared store"
-        print(f"no crawler status in {where}")
+        print(f"no crawler status in {stores.status_location}")
     else:
         print("\n".join(format_status(s, stale_after=cfg.crawl.lease_ttl) for s in statuses))
     return 0
@@ -247,12 +246,10 @@ def _local_status(cfg: config.Config, error: Exception, *, as_json: bool) -> int
     return 2
 
 
-def _site_status(stores: EmbeddedStores | SharedStores, *, as_json: bool) -> int:
+def _site_status(stores: Stores, *, as_json: bool) -> int:
     """``status --sites``: every site of the site queues, with its next visit and change rate."""
     now = time.time()
-    queues = (((n, stores.site_queue(n)) for n in stores.site_queue_numbers())  # one at a time
-              if isinstance(stores, EmbeddedStores) else iter([(None, stores.site_queue())]))
-    for number, queue in queues:
+    for number, queue in stores.site_queues():  # one at a time
         with contextlib.closing(queue):
             for row in queue.rows():
                 described = describe_site(row, now)
@@ -464,11 +461,9 @@ def _write_durably(path: Path, data: bytes) -> None:
 def cmd_import(args: argparse.Namespace) -> int:
     """``archiver import FILE...``: WARC files of other tools into the WARC store and catalog."""
     from archiver.store.imports import ImportRefused, import_file, shown
-    from archiver.store.objectstore import FolderStore
-
     cfg = _config(args)
     stores = open_stores(cfg)
-    warcs = stores.objects() if isinstance(stores, SharedStores) else FolderStore(stores.warc_directory())
+    warcs = stores.warc_store()
     refused = 0
 
     def say(line: str) -> None:

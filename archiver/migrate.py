@@ -84,7 +84,7 @@ from archiver.store.embedded.catalog import Catalog
 from archiver.store.embedded.dnshistory import DnsHistory
 from archiver.store.objectstore import Fingerprint, ObjectStore, ObjectStoreError, put
 from archiver.store.postgres.schema import Connection, SchemaError, StoreError, connect, redact
-from archiver.stores import EmbeddedStores, ProcessBusy, ProcessLock, SharedStores, open_stores
+from archiver.stores import ProcessBusy, ProcessLock, open_embedded, open_shared
 
 STATE_FILE = "migrate.json"
 # Catalog entries per batch (one transaction, then the state file records them).
@@ -194,16 +194,13 @@ class Migration:
         if not old.root.is_dir():
             raise MigrationRefused(f"{old.path}: no archive at {old.root}")
         self.url = url
-        source = open_stores(old)
-        assert isinstance(source, EmbeddedStores)
-        self.source = source
+        self.source = open_embedded(old)
         try:
-            target = open_stores(new)
+            target = open_shared(new)
         except SchemaError as e:
             raise MigrationRefused(f"{new.path}: {e}") from None
         except StoreError as e:
             raise MigrationFailed(str(e)) from None
-        assert isinstance(target, SharedStores)
         self.target = target
         self.objects: ObjectStore = target.objects()
 

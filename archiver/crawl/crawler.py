@@ -39,8 +39,8 @@ from archiver.service import Service
 from archiver.store.durable import is_disk_error
 from archiver.store.models import Capture
 from archiver.store.offloop import OffLoop, is_busy
-from archiver.store.status import StatusFiles, summary_line
-from archiver.stores import EmbeddedStores, SharedStores, open_stores
+from archiver.store.status import summary_line
+from archiver.stores import open_stores
 from archiver.web import urls
 from archiver.web.sheets import sheet_for
 
@@ -127,8 +127,7 @@ def enqueue_seeds(config: Config, process: int, seeds: list[str], *, recrawl: bo
     try:
         for url in seeds:
             origin = urls.origin(url)
-            # One shared site queue in a cluster; the embedded ones are split by process.
-            owner = process_for(origin, processes) if isinstance(stores, EmbeddedStores) else 0
+            owner = stores.site_queue_of(origin)  # one shared queue, or the owner process's
             if owner not in queues:
                 # Another process may be running on that queue: leave its active sites alone.
                 queues[owner] = stores.site_queue(owner)
@@ -182,20 +181,22 @@ class Crawler:
               catalog_connections=self.files.catalog_connections)
         # A crawler waits for a database that restarts or fails over (archiver.store.postgres.connection).
         self.stores = stores = open_stores(config, wait=True)
-        if isinstance(stores, SharedStores):  # the database away, lost leases, fenced writes: faults
+        # The database away, lost leases, fenced writes: faults, counted.
+        if stores.watch is not None:
             stores.watch.report = self._database_fault
+        if stores.leases is not None:
             stores.leases.report = self.stats.fault
         self._lock = stores.lock("crawl", process)
         self.queue = stores.site_queue(process, recover=True)
         self.catalog = stores.catalog(digests=config.crawl.dedupe == "digest",
                                       max_open=self.files.catalog_connections)
         self.cluster: ClusterMember | None = None
-        if isinstance(stores, EmbeddedStores):
-            recover(config, stores, process, self.catalog)
-        else:
+        if stores.embedded is not None:
+            recover(config, stores.embedded, process, self.catalog)
+        if stores.cluster is not None:
             from archiver.crawl.cluster import ClusterMember
 
-            self.cluster = ClusterMember(config, stores, process, self.catalog, stats=self.stats)
+            self.cluster = ClusterMember(config, stores.cluster, process, self.catalog, stats=self.stats)
             self.cluster.recover()
         self.bundle = stores.bundle_writer(process)
         self.commit_point = CommitPoint(commit_path(stores.state_directory(), process),
@@ -206,7 +207,7 @@ class Crawler:
         self.status_files = stores.status()
         # In a cluster the status lives in the database; a copy on this machine's disk is what
         # ``archiver status`` shows here while the database is away (waiting_for=database).
-        self.local_status = StatusFiles(config.root) if isinstance(stores, SharedStores) else None
+        self.local_status = stores.local_status()
         self.ctx = CrawlContext(
             config=config, bundle=self.bundle, spool=self.spool, stats=self.stats,
             crawl_queues=stores.crawl_queues(),
@@ -219,7 +220,7 @@ class Crawler:
         self.ctx.commit_captures = self._commit_captures
         self.ctx.clock = clock
         self.ctx.warcs = stores.warcs()
-        if isinstance(stores, SharedStores):
+        if stores.leases is not None:
             self.ctx.leases, self.ctx.published = stores.leases, []
 
     async def run(self) -> None:
@@ -228,7 +229,7 @@ class Crawler:
               slots=self.config.crawl.sites_per_process, root=str(self.config.root),
               until_idle=self.until_idle, plugins=describe(self.plugins.plugins))
         self._queue_calls = OffLoop()
-        if isinstance(self.stores, SharedStores):
+        if self.stores.watch is not None:
             token = trio.lowlevel.current_trio_token()
 
             def changed() -> None:  # from any thread; after the run, nothing waits any more
@@ -312,7 +313,7 @@ class Crawler:
     def _database_changed(self) -> None:
         """On the loop: fetching pauses while the database is away (a lease cannot be renewed,
         nor a capture catalogued), and goes on when it is back."""
-        assert isinstance(self.stores, SharedStores)
+        assert self.stores.watch is not None
         self.ctx.database(self.stores.watch.away)
 
     def _drain(self) -> None:

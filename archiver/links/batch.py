@@ -82,11 +82,10 @@ from archiver.links.partition import PARTITION_FUNCTION, check_partitions
 from archiver.links.slices import SliceFiles, SliceObjects, SliceStore, slice_name, slice_shape
 from archiver.logs import event
 from archiver.queues.bloom import false_positive_rate
-from archiver.queues.embedded.crawlqueue import QueueNames
 from archiver.queues.interfaces import LinksState, SiteQueueStore, SpoolFiles
 from archiver.queues.spool import spool_order
 from archiver.service import Service
-from archiver.stores import SharedStores, open_stores
+from archiver.stores import open_stores
 
 log = logging.getLogger("archiver.links.batch")
 
@@ -142,7 +141,6 @@ class LinkBatch:
         self.config = config
         # A database that restarts or fails over is waited for (archiver.store.postgres.connection).
         self.stores = open_stores(config, wait=True)
-        self.shared = isinstance(self.stores, SharedStores)
         with contextlib.ExitStack() as opened:  # closed in reverse: the locks go last
             opened.callback(self.stores.lock("links").release)
             self.state: LinksState = self.stores.links_state()  # (the cluster's lock, when shared)
@@ -191,9 +189,8 @@ class LinkBatch:
         bits, hashes = slice_shape(self.config.links.expected_urls, self.config.links.bits_per_url,
                                    check_partitions(partitions))
         directory = self.config.root / "links"
-        if isinstance(self.stores, SharedStores):
-            return SliceObjects(self.stores.objects(), directory, partitions, bits, hashes,
-                                empty_at)
+        if (objects := self.stores.shared_objects()) is not None:
+            return SliceObjects(objects, directory, partitions, bits, hashes, empty_at)
         return SliceFiles(directory, partitions, bits, hashes, empty_at)
 
     def _open_slices(self) -> tuple[SliceStore, list[int]]:
@@ -252,7 +249,7 @@ class LinkBatch:
         """What the engine works on: ``files`` (the spool by default) and ``slices``."""
         # The crawl queues' rule for sites, as the engine's workers can be given it: the shared
         # queues take any site (PgCrawlQueues.unfit is None).
-        unfit = None if self.shared else QueueNames(self.config.root)
+        unfit = self.stores.queue_name_rule()
         spool = steps.SpoolSource(self.spool if files is None else files, unfit)
         return Work(spool, slices, lambda: self.config.links.checkpoint_urls, self.stop_requested,
                     self)
@@ -385,8 +382,7 @@ class LinkBatch:
         """Hand the changed sites to the queues of the processes that own them (on several
         machines, to the one shared site queue, in the database itself)."""
         self._last_push = time.monotonic()
-        processes = 1 if self.shared else self.config.crawl.processes
-        sites, queues = self.state.push(self._site_queue, processes)
+        sites, queues = self.state.push(self._site_queue, self.stores.site_queue_count)
         if sites:
             event(log, logging.INFO, "links-pushed", sites=sites, queues=queues)
 

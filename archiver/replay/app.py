@@ -136,7 +136,6 @@ from archiver.store.bundles import NOT_MODIFIED_PROFILE
 from archiver.store.models import Capture
 from archiver.store.objectstore import ObjectStoreUnavailable
 from archiver.store.warcindex import PIECE, OpenRecord, WarcError
-from archiver.stores import SharedStores
 from archiver.web import urls
 from archiver.web.http import (
     UNSATISFIABLE,
@@ -230,7 +229,7 @@ def create_apps(config: Config) -> ReplayApps:
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         ValueError: _bad_request, WarcError: _unreadable, ScanLimit: _too_much, Busy: _busy,
         ObjectStoreUnavailable: _objects_away, 404: _not_found}
-    if isinstance(archive.stores, SharedStores):  # (an embedded replay never loads psycopg)
+    if archive.stores.watch is not None:  # (an embedded replay never loads psycopg)
         from archiver.store.postgres.connection import StoreAway
         handlers[StoreAway] = _database_away
     app = Starlette(

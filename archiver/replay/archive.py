@@ -30,7 +30,7 @@ from archiver.store.interfaces import DnsHistoryStore
 from archiver.store.models import Capture
 from archiver.store.originals import original_of
 from archiver.store.warcindex import OpenRecord
-from archiver.stores import SharedStores, open_stores
+from archiver.stores import open_stores
 from archiver.web.timestamps import from_datetime
 
 if TYPE_CHECKING:  # psycopg: only the shared stores load it
@@ -57,11 +57,7 @@ class ReplayArchive:
             listings=limits.scan_listings,
         )
         self._dns: DnsHistoryStore | None = None
-        self._unshipped: UnshippedCaptures | None = None
-        if isinstance(self.stores, SharedStores):
-            from archiver.store.postgres.crawlers import UnshippedCaptures
-
-            self._unshipped = UnshippedCaptures(self.stores.url, watch=self.stores.watch)
+        self._unshipped: UnshippedCaptures | None = self.stores.unshipped()
         # CPU-heavy work, bounded (archiver.replay.workers): rewriting in worker processes,
         # full-text searches in worker threads (SQLite leaves the GIL while it searches).
         self.rewriting = Workers("rewrites", workers=limits.rewrite_workers, waiting=limits.max_waiting,

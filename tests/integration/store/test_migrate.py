@@ -46,7 +46,7 @@ from archiver.store.postgres.catalog import PgCatalog
 from archiver.store.postgres.dnshistory import PgDnsHistory
 from archiver.store.s3.objectstore import S3Store
 from archiver.store.warcindex import read_record
-from archiver.stores import EmbeddedStores, SharedStores, open_stores
+from archiver.stores import EmbeddedStores, open_shared, open_stores
 from demoweb import WebSpec, run_demo_process
 from tests.support.crawls import write_config
 from tests.support.postgres import PASSWORD, PASSWORD_ROLE, PostgresServer
@@ -279,8 +279,7 @@ def check_links_state(root: Path, url: str) -> int:
 def check_links_batch_takes_over(old: config.Config, new: Path) -> None:
     """The shared links state opens at OLD's generation with OLD's slices, bit for bit, the
     spool files OLD's batch did as done and the same sites still to push."""
-    stores = open_stores(config.load(new))
-    assert isinstance(stores, SharedStores)
+    stores = open_shared(config.load(new))
     state = stores.links_state()
     assert isinstance(state, PgLinksState)
     try:
@@ -305,8 +304,7 @@ def check_shared_queues_continue(old: config.Config, new: Path) -> None:
     with SiteQueue(queue_path(old.root, 0), recover=False) as queue:
         expected = queue.counts()
     expected["waiting"] += expected.pop("active")
-    stores = open_stores(config.load(new))
-    assert isinstance(stores, SharedStores)
+    stores = open_shared(config.load(new))
     sites, queues = stores.site_queue(0), stores.crawl_queues()
     try:
         assert {k: v for k, v in sites.counts().items() if k != "active"} == expected

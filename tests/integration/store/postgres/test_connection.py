@@ -24,7 +24,7 @@ from archiver.store.postgres.connection import StoreAway, StoreWatch
 from archiver.store.postgres.crawlers import BundleLedger
 from archiver.store.postgres.schema import StoreError
 from archiver.store.s3.objectstore import S3Store
-from archiver.stores import EmbeddedStores, SharedStores, open_stores
+from archiver.stores import Stores, open_stores
 from tests.support.cluster import wait_for
 from tests.support.linkbatch import site_changes
 from tests.support.pgproxy import PgProxy
@@ -102,7 +102,7 @@ def test_a_waiting_store_opened_while_the_server_is_down_waits_for_it(own_postgr
     own_postgres.stop("fast")
     with pytest.raises(StoreError, match="cannot connect"):
         open_stores(cfg)
-    opened: list[EmbeddedStores | SharedStores] = []
+    opened: list[Stores] = []
     opening = threading.Thread(target=lambda: opened.append(open_stores(cfg, wait=True)))
     with caplog.at_level(logging.WARNING, logger="archiver.store.postgres.connection"):
         opening.start()
@@ -111,7 +111,7 @@ def test_a_waiting_store_opened_while_the_server_is_down_waits_for_it(own_postgr
         own_postgres.start()
         opening.join(30)
     assert "store-recovered" in caplog.text
-    assert len(opened) == 1 and isinstance(opened[0], SharedStores)
+    assert len(opened) == 1 and opened[0].cluster is not None
     queue = opened[0].site_queue(0)
     try:
         assert sum(queue.counts().values()) == 0
