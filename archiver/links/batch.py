@@ -77,7 +77,7 @@ import trio
 from archiver.config import Config
 from archiver.links import steps
 from archiver.links.columns import REPORTED
-from archiver.links.engine import Engine, LocalEngine, Work, open_engine
+from archiver.links.engine import Engine, LocalEngine, Work
 from archiver.links.partition import PARTITION_FUNCTION, check_partitions
 from archiver.links.slices import SliceFiles, SliceObjects, SliceStore, slice_name, slice_shape
 from archiver.logs import event
@@ -129,6 +129,15 @@ class SliceCounts:
         """The worst slice's estimated false-positive rate."""
         return max(false_positive_rate(b, k, h)
                    for b, h, k in zip(self.bits, self.hashes, self.keys, strict=True))
+
+
+def open_engine(config: Config, work: Work) -> Engine:
+    """The engine ``links.engine`` names (Dask imported only for it)."""
+    if config.links.engine == "dask":
+        from archiver.links.dask_engine import DaskEngine
+
+        return DaskEngine(config, work)
+    return LocalEngine(work)
 
 
 class LinkBatch:
