@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
 from archiver.store.models import ADDRESS, ALIAS, CANONICAL, DnsRow, Observation, Resolved
@@ -72,6 +72,15 @@ def resolved_from(name: str, rows: list[DnsRow]) -> Resolved | None:
             (extra if is_address(r.value) else aliases).append(r.value)
     return Resolved(name, rows[0].id, canonical, (*address, *extra), tuple(aliases), tuple(rows))
 
+
+
+def due_among(wanted: list[str], known: Mapping[str, float], now: float, limit: int | None) -> list[str]:
+    """Of the ``wanted`` names, those due by ``now`` given the ``known`` next checks (a name never
+    checked first), most overdue first; ties keep ``wanted``'s order."""
+    unseen = float("-inf")
+    found = [n for n in wanted if known.get(n, unseen) <= now]
+    found.sort(key=lambda n: known.get(n, unseen))  # stable
+    return found if limit is None else found[:limit]
 
 class _Cursor(Protocol):
     def fetchone(self) -> Any: ...

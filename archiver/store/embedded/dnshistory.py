@@ -54,6 +54,7 @@ from archiver.store.dnsrows import (
     HistoryWriter,
     checked_name,
     checked_observation,
+    due_among,
     is_address,
     normalize,
     resolved_from,
@@ -235,10 +236,7 @@ class DnsHistory:
             marks = ",".join("?" * len(chunk))
             sql = f"SELECT name, next_check FROM names WHERE name IN ({marks})"
             known.update(self._db.execute(sql, chunk).fetchall())
-        unseen = float("-inf")
-        found = [n for n in wanted if known.get(n, unseen) <= now]
-        found.sort(key=lambda n: known.get(n, unseen))  # stable: ties keep the caller's order
-        return found if limit is None else found[:limit]
+        return due_among(wanted, known, now, limit)
 
     def all_rows(self) -> Iterator[DnsRow]:
         """Every row, by row number (for ``archiver store migrate``)."""

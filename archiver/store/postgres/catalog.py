@@ -17,8 +17,8 @@ off``, for it alone): the flush cost more than the insert (85,600 -> 139,700 ins
 entries on the project's machine). Nothing is lost by it, because PostgreSQL writes its WAL in
 order and every writer of catalog entries follows its adds with a durable commit in the same
 database: a shipped bundle's entries are added, then its pending rows deleted and the bundle
-marked shipped (``pgcrawlers.BundleLedger.shipped``), and that commit's flush takes the entries with it; a
-server crash before it leaves the rows pending, and they are added again. ``store migrate``
+marked shipped (``postgres.crawlers.BundleLedger.shipped``), and that commit's flush takes the
+entries with it; a server crash before it leaves the rows pending, and they are added again. ``store migrate``
 counts the catalog when it resumes and copies it again if entries are missing; a reindex replaces
 in one durable transaction (``replace``). WARC file names live in ``catalog_files``, made before the batch
 in their own statement (a name without entries is harmless) and never deleted, so cached ids stay

@@ -19,6 +19,7 @@ from archiver.store.dnsrows import (
     HistoryWriter,
     checked_name,
     checked_observation,
+    due_among,
     is_address,
     normalize,
     resolved_from,
@@ -151,10 +152,7 @@ class PgDnsHistory:
         wanted = list(dict.fromkeys(normalize(n) for n in names))
         known: dict[str, float] = dict(self._db.read(
             "SELECT name, next_check FROM dns_names WHERE name = ANY(%s)", (wanted,)))
-        unseen = float("-inf")
-        found = [n for n in wanted if known.get(n, unseen) <= now]
-        found.sort(key=lambda n: known.get(n, unseen))  # stable: ties keep the caller's order
-        return found if limit is None else found[:limit]
+        return due_among(wanted, known, now, limit)
 
     # -- internals
 
