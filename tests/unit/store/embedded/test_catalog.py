@@ -17,7 +17,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from archiver.store.catalogkeys import shard_host, shard_of, surt_key
+from archiver.store.catalogkeys import shard_of, surt_key
 from archiver.store.embedded.catalog import Catalog
 from archiver.store.models import Capture, CatalogError
 from archiver.web.timestamps import parse_date
@@ -70,27 +70,6 @@ def catalog(tmp_path: Path) -> Iterator[Catalog]:
     )
     yield c
     c.close()
-
-
-# -- keys and shards
-
-
-def test_surt_key_folds_like_pywb_and_refuses_hostless_urls() -> None:
-    assert surt_key("https://WWW.Example.org/a?b=2&a=1") == "org,example)/a?a=1&b=2"
-    assert surt_key("example.org") == "org,example)/"
-    assert surt_key("Example.org:8080/a") == "org,example:8080)/a"  # not scheme "example.org"
-    for bad in ["", "dns:example.org", "not a url", "http://"]:
-        with pytest.raises(ValueError, match="not a usable URL"):
-            surt_key(bad)
-
-
-def test_shard_of_is_a_fixed_function_of_the_host_part() -> None:
-    # The on-disk contract: these numbers must never change (existing catalogs depend on them).
-    assert shard_host("org,example,www2:8080)/a/b") == "org,example,www2:8080"
-    assert shard_of("org,example)/", 1000) == 78
-    assert shard_of("org,example)/", 7) == 4
-    assert shard_of("org,example)/deep/path?q=1", 1000) == 78
-    assert shard_of(surt_key("http://www.example.org/x"), 1000) == shard_of(surt_key("example.org"), 1000)
 
 
 def test_shard_files_are_made_on_first_write_with_zero_padded_names(tmp_path: Path) -> None:
