@@ -102,7 +102,7 @@ def _store_errors() -> tuple[type[Exception], ...]:
     """The errors of a store the config names that cannot be used: StoreUnavailable, and the
     PostgreSQL stores' StoreError if a verb has loaded them (nothing raises it before), so that
     ``main`` catches it without importing psycopg."""
-    pgschema = sys.modules.get("archiver.store.pgschema")
+    pgschema = sys.modules.get("archiver.store.postgres.schema")
     return (StoreUnavailable,) if pgschema is None else (StoreUnavailable, pgschema.StoreError)
 
 

@@ -61,7 +61,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from archiver.config import Config, database_url
 from archiver.links.slices import OBJECT_PREFIX as SLICE_PREFIX
 from archiver.links.slices import slice_name
-from archiver.queues.crawlqueue import (
+from archiver.queues.decisions import Decision, read_all_decisions
+from archiver.queues.embedded.crawlqueue import (
     inbox_database,
     queue_dir,
     queue_origin,
@@ -71,19 +72,19 @@ from archiver.queues.crawlqueue import (
     read_log,
     read_restarted,
 )
-from archiver.queues.decisions import Decision, read_all_decisions
-from archiver.queues.inboxes import InboxDatabase, SiteInbox
+from archiver.queues.embedded.inboxes import InboxDatabase, SiteInbox
+from archiver.queues.embedded.linksstate import STATE as LINKS_STATE
+from archiver.queues.embedded.linksstate import EmbeddedLinksState, bitmap_path
+from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
 from archiver.queues.interfaces import LinksState
-from archiver.queues.linksstate import STATE as LINKS_STATE
-from archiver.queues.linksstate import EmbeddedLinksState, bitmap_path
-from archiver.queues.pglinksstate import bitmap_key
-from archiver.queues.sitequeue import STATES, SiteQueue, queue_path
+from archiver.queues.models import STATES
+from archiver.queues.postgres.linksstate import bitmap_key
 from archiver.queues.spool import OBJECT_PREFIX, SpoolDirectory
-from archiver.store.catalog import Catalog
-from archiver.store.dnshistory import DnsHistory
+from archiver.store.embedded.catalog import Catalog
+from archiver.store.embedded.dnshistory import DnsHistory
 from archiver.store.objectstore import Fingerprint, ObjectStore, ObjectStoreError, put
-from archiver.store.pgschema import Connection, SchemaError, StoreError, connect, redact
-from archiver.stores import EmbeddedStores, ProcessBusy, ProcessLock, SharedStores, open_stores
+from archiver.store.postgres.schema import Connection, SchemaError, StoreError, connect, redact
+from archiver.stores import ProcessBusy, ProcessLock, open_embedded, open_shared
 
 STATE_FILE = "migrate.json"
 # Catalog entries per batch (one transaction, then the state file records them).
@@ -193,16 +194,13 @@ class Migration:
         if not old.root.is_dir():
             raise MigrationRefused(f"{old.path}: no archive at {old.root}")
         self.url = url
-        source = open_stores(old)
-        assert isinstance(source, EmbeddedStores)
-        self.source = source
+        self.source = open_embedded(old)
         try:
-            target = open_stores(new)
+            target = open_shared(new)
         except SchemaError as e:
             raise MigrationRefused(f"{new.path}: {e}") from None
         except StoreError as e:
             raise MigrationFailed(str(e)) from None
-        assert isinstance(target, SharedStores)
         self.target = target
         self.objects: ObjectStore = target.objects()
 

@@ -7,6 +7,12 @@ Two implementations: the embedded default (SQLite files and plain files under ``
 laid out as README "Files" says), and the shared stores of several machines (PostgreSQL and an
 object store, README "Running on several machines").
 
+Callers see either as a :class:`Stores`: the stores themselves, and answers to the few questions
+whose answer depends on the backend (where the status lives, which site queue a site goes to,
+whether the database can go away...), so that no caller tells the backends apart; code that needs
+one kind by its nature (``archiver store migrate``, a cluster member) opens it with
+``open_embedded`` or ``open_shared``, or asks ``Stores.cluster``.
+
 Each store's module is imported where the store is opened, not at the top: every command imports
 this module, and a command should pay only for the stores it opens (an embedded archive never loads
 psycopg or boto3, a lookup never loads the crawler's; see ``archiver.cli``).
@@ -16,17 +22,24 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from archiver.config import Config, database_url
 
 if TYPE_CHECKING:
-    from archiver.queues.crawlqueue import EmbeddedCrawlQueues
-    from archiver.queues.interfaces import LinksState, SiteQueueStore, SpoolFiles, SpoolWriterStore
-    from archiver.queues.pgcrawlqueue import PgCrawlQueues
-    from archiver.queues.pgsitequeue import PgSiteQueue
+    from archiver.queues.embedded.crawlqueue import EmbeddedCrawlQueues, QueueNames
+    from archiver.queues.interfaces import (
+        CrawlQueues,
+        LinksState,
+        SiteQueueStore,
+        SpoolFiles,
+        SpoolWriterStore,
+    )
+    from archiver.queues.leases import Leases
+    from archiver.queues.postgres.crawlqueue import PgCrawlQueues
+    from archiver.queues.postgres.sitequeue import PgSiteQueue
     from archiver.queues.spool import SpoolWriter
     from archiver.store.bundles import BundleWriter
     from archiver.store.catalog_maintenance import Verification
@@ -38,11 +51,127 @@ if TYPE_CHECKING:
         WarcReader,
     )
     from archiver.store.objectstore import ObjectStore
-    from archiver.store.pgconnection import StoreWatch
+    from archiver.store.postgres.connection import StoreWatch
+    from archiver.store.postgres.crawlers import UnshippedCaptures
 
 
 class ProcessBusy(Exception):
     """Another process runs with the same role and number on this archive."""
+
+
+class Stores(Protocol):
+    """What every process asks of its stores, whichever backend holds them (``open_stores``)."""
+
+    config: Config
+    root: Path
+
+    # -- the stores
+
+    def site_queue(self, process: int, *, recover: bool = False) -> SiteQueueStore: ...
+
+    def crawl_queues(self, *, bulk: bool = False) -> CrawlQueues: ...
+
+    def spool_writer(self, process: int) -> SpoolWriterStore: ...
+
+    def spool_files(self) -> SpoolFiles: ...
+
+    def links_state(self) -> LinksState: ...
+
+    def catalog(self, *, readonly: bool = False, digests: bool = False,
+                max_open: int | None = None) -> CatalogStore: ...
+
+    def dns_history(self, *, readonly: bool = False) -> DnsHistoryStore: ...
+
+    def fulltext(self, *, readonly: bool = False) -> FullTextStore: ...
+
+    def bundle_writer(self, process: int) -> BundleWriter: ...
+
+    def warcs(self) -> WarcReader: ...
+
+    def reindex_catalog(self, warcs: WarcReader, names: list[str],
+                        progress: Callable[[int, int], None]) -> int: ...
+
+    def verify_catalog(self, catalog: CatalogStore, warcs: WarcReader,
+                       names: list[str]) -> Verification: ...
+
+    def status(self) -> StatusStore: ...
+
+    def queued_origins(self, revisits_due_by: float = 0.0) -> list[str]: ...
+
+    def warc_directory(self) -> Path: ...
+
+    def state_directory(self) -> Path: ...
+
+    def lock(self, role: str, number: int | None = None) -> ProcessLock: ...
+
+    # -- what depends on the backend
+
+    def site_queues(self) -> Iterator[tuple[int | None, SiteQueueStore]]:
+        """Every site queue with its crawler process number (None: the one shared queue), each
+        opened as it is reached; the caller closes it."""
+        ...
+
+    def site_queue_of(self, origin: str) -> int:
+        """The number of the site queue ``origin`` goes to (``site_queue``'s ``process``)."""
+        ...
+
+    @property
+    def site_queue_count(self) -> int:
+        """How many site queues the sites are split over (``queues.sites.process_for``)."""
+        ...
+
+    def queue_name_rule(self) -> QueueNames | None:
+        """The crawl queues' rule for sites as ``CrawlQueues.unfit`` applies it, picklable (the
+        links engine's workers are given it); None when the queues take any site."""
+        ...
+
+    @property
+    def status_location(self) -> str:
+        """Where the crawlers' status lives, for a message."""
+        ...
+
+    def local_status(self) -> StatusStore | None:
+        """A copy of each crawler's status on this machine's disk, for when the status store is
+        away; None when the status store is already on this machine's disk."""
+        ...
+
+    def warc_store(self) -> ObjectStore:
+        """Where closed bundles are kept, as an object store (``archiver import`` puts there)."""
+        ...
+
+    def shared_objects(self) -> ObjectStore | None:
+        """The object store the machines share (closed bundles, spool files, the links batch's
+        slices); None when everything is on this machine's disk."""
+        ...
+
+    def unshipped(self) -> UnshippedCaptures | None:
+        """The captures of bundles still on a crawler machine (replay answers 503 for them); None
+        when every catalogued bundle is where ``warcs`` reads."""
+        ...
+
+    @property
+    def watch(self) -> StoreWatch | None:
+        """The database's watch (whether it answers; faults to report); None when no store can go
+        away (files on this machine)."""
+        ...
+
+    @property
+    def leases(self) -> Leases | None:
+        """This process's site leases (another machine may take a site whose lease runs out);
+        None when sites are not leased."""
+        ...
+
+    @property
+    def embedded(self) -> EmbeddedStores | None:
+        """These stores when they are files on this machine (what crash recovery of the embedded
+        crawl queues needs); None when machines share them."""
+        ...
+
+    @property
+    def cluster(self) -> SharedStores | None:
+        """These stores when several machines share them (what a cluster member needs of its
+        database and object store); None for an embedded archive."""
+        ...
 
 
 class EmbeddedStores:
@@ -57,7 +186,7 @@ class EmbeddedStores:
     def site_queue(self, process: int, *, recover: bool = False) -> SiteQueueStore:
         """The site queue of crawler ``process``; ``recover`` (only its owner) puts the sites a
         crash left active back to waiting."""
-        from archiver.queues.sitequeue import SiteQueue, queue_path
+        from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
         return SiteQueue(queue_path(self.root, process), recover=recover)
 
     def site_queue_numbers(self) -> list[int]:
@@ -68,7 +197,7 @@ class EmbeddedStores:
 
     def crawl_queues(self, *, bulk: bool = False) -> EmbeddedCrawlQueues:
         """``bulk``: for the links batch, which calls ``settle`` after its syncs."""
-        from archiver.queues.crawlqueue import EmbeddedCrawlQueues
+        from archiver.queues.embedded.crawlqueue import EmbeddedCrawlQueues
         c = self.config.crawl
         return EmbeddedCrawlQueues(self.root, bulk=bulk, bloom_bits=c.site_bitmap_bits,
                                    max_fp=c.site_bitmap_max_fp, max_decisions=c.max_decisions)
@@ -81,7 +210,7 @@ class EmbeddedStores:
         return SpoolDirectory(self.root / "outlinks")
 
     def links_state(self) -> LinksState:
-        from archiver.queues.linksstate import EmbeddedLinksState
+        from archiver.queues.embedded.linksstate import EmbeddedLinksState
         return EmbeddedLinksState(self.root / "links")
 
     # -- stores
@@ -90,19 +219,19 @@ class EmbeddedStores:
                 max_open: int | None = None) -> CatalogStore:
         """The card catalog (``digests``: responses added go to its digest index too;
         ``max_open``: shard connections kept open, by default from the soft RLIMIT_NOFILE)."""
-        from archiver.store.catalog import Catalog
+        from archiver.store.embedded.catalog import Catalog
         return Catalog(self.root / "catalog", self.config.catalog.shards, readonly=readonly,
                        digests=digests, max_open=max_open)
 
     def dns_history(self, *, readonly: bool = False) -> DnsHistoryStore:
         """The DNS history (created by a writer; FileNotFoundError for a reader when absent)."""
-        from archiver.store.dnshistory import DnsHistory
+        from archiver.store.embedded.dnshistory import DnsHistory
         return DnsHistory(self.root / "dns.sqlite", readonly=readonly)
 
     def fulltext(self, *, readonly: bool = False) -> FullTextStore:
         """The full-text index, ``search/fulltext.sqlite`` (created by a writer;
-        ``store.fulltext.FullTextMissing`` for a reader when absent)."""
-        from archiver.store.fulltext import FtsIndex
+        ``store.embedded.fulltext.FullTextMissing`` for a reader when absent)."""
+        from archiver.store.embedded.fulltext import FtsIndex
         return FtsIndex(self.root / "search" / "fulltext.sqlite", readonly=readonly)
 
     def bundle_writer(self, process: int) -> BundleWriter:
@@ -155,9 +284,55 @@ class EmbeddedStores:
         (or the process ends, however it ends); ProcessBusy if another holds it."""
         return _lock_file(self.root, role, number)
 
+    # -- what depends on the backend (see Stores)
+
+    watch: StoreWatch | None = None
+    leases: Leases | None = None
+    cluster: SharedStores | None = None
+
+    @property
+    def embedded(self) -> EmbeddedStores | None:
+        return self
+
+    def site_queues(self) -> Iterator[tuple[int | None, SiteQueueStore]]:
+        for number in self.site_queue_numbers():
+            yield number, self.site_queue(number)
+
+    def site_queue_of(self, origin: str) -> int:
+        """The queue of the crawler process that owns ``origin``."""
+        from archiver.queues.sites import process_for
+        return process_for(origin, self.config.crawl.processes)
+
+    @property
+    def site_queue_count(self) -> int:
+        return self.config.crawl.processes
+
+    def queue_name_rule(self) -> QueueNames | None:
+        """A crawl queue is a folder named after its site (``QueueNames``)."""
+        from archiver.queues.embedded.crawlqueue import QueueNames
+        return QueueNames(self.root)
+
+    @property
+    def status_location(self) -> str:
+        return str(self.state_directory())
+
+    def local_status(self) -> StatusStore | None:
+        return None
+
+    def warc_store(self) -> ObjectStore:
+        """The WARC folder."""
+        from archiver.store.objectstore import FolderStore
+        return FolderStore(self.warc_directory())
+
+    def shared_objects(self) -> ObjectStore | None:
+        return None
+
+    def unshipped(self) -> UnshippedCaptures | None:
+        return None
+
 
 def _lock_path(root: Path, role: str, number: int | None) -> Path:
-    from archiver.queues.sitequeue import queue_path
+    from archiver.queues.embedded.sitequeue import queue_path
     if role == "crawl" and number is not None:
         return queue_path(root, number).with_suffix(".lock")
     return root / "state" / f"{role}.lock"
@@ -225,7 +400,7 @@ class SharedStores:
     ``archive.root``: the open bundles (``bundles/``), the open spool files (``outlinks/``), the
     lock files (``state/``); each process's status is in PostgreSQL (table ``crawlers``).
 
-    Every PostgreSQL store opened here shares ``watch`` (archiver.store.pgconnection): whether the
+    Every PostgreSQL store opened here shares ``watch`` (archiver.store.postgres.connection): whether the
     database answers, and whether calls wait for it when it does not (``wait``: a service that
     waits rather than fails while it restarts or fails over)."""
 
@@ -234,7 +409,7 @@ class SharedStores:
         self.root = config.root
         self.url = url
         from archiver.queues.leases import Leases
-        from archiver.store.pgconnection import PgConnection, StoreWatch
+        from archiver.store.postgres.connection import PgConnection, StoreWatch
         self.leases = Leases(config.crawl.lease_ttl)  # this process's site leases
         self.watch: StoreWatch = StoreWatch(wait=wait, retry_max=config.store.retry_max)
         PgConnection(url, readonly=True, watch=self.watch).close()  # the schema checked
@@ -244,13 +419,13 @@ class SharedStores:
     def site_queue(self, process: int | None = None, *, recover: bool = False) -> PgSiteQueue:
         """The shared site queue; claims are made for crawler ``process``. (``recover`` is the
         embedded queue's: here expired leases are taken over at claim time.)"""
-        from archiver.queues.pgsitequeue import PgSiteQueue
+        from archiver.queues.postgres.sitequeue import PgSiteQueue
         return PgSiteQueue(self.url, process=process, leases=self.leases, watch=self.watch)
 
     def crawl_queues(self, *, bulk: bool = False) -> PgCrawlQueues:
         """(``bulk`` changes nothing here: PostgreSQL checkpoints by itself.)"""
         c = self.config.crawl
-        from archiver.queues.pgcrawlqueue import PgCrawlQueues
+        from archiver.queues.postgres.crawlqueue import PgCrawlQueues
         return PgCrawlQueues(self.url, self.leases, bloom_bits=c.site_bitmap_bits,
                              max_fp=c.site_bitmap_max_fp, max_decisions=c.max_decisions,
                              watch=self.watch)
@@ -265,7 +440,8 @@ class SharedStores:
 
     def objects(self) -> ObjectStore:
         """Where closed bundles and spool files go: the S3 bucket or the folder ``warc.store`` names."""
-        from archiver.store.objectstore import FolderStore, S3Store
+        from archiver.store.objectstore import FolderStore
+        from archiver.store.s3.objectstore import S3Store
         target = self.config.warc.store
         if target.startswith("s3:"):
             return S3Store.from_config(target, self.config.s3)
@@ -276,17 +452,17 @@ class SharedStores:
     def catalog(self, *, readonly: bool = False, digests: bool = False,
                 max_open: int | None = None) -> CatalogStore:
         """``max_open`` is for the files of an embedded catalog: a PostgreSQL one opens none."""
-        from archiver.store.pgcatalog import PgCatalog
+        from archiver.store.postgres.catalog import PgCatalog
         return PgCatalog(self.url, self.config.catalog.shards, readonly=readonly, digests=digests,
                          watch=self.watch)
 
     def dns_history(self, *, readonly: bool = False) -> DnsHistoryStore:
-        from archiver.store.pgdnshistory import PgDnsHistory
+        from archiver.store.postgres.dnshistory import PgDnsHistory
         return PgDnsHistory(self.url, readonly=readonly, watch=self.watch)
 
     def fulltext(self, *, readonly: bool = False) -> FullTextStore:
         """The full-text index, tables ``fulltext_documents`` and ``fulltext_captures``."""
-        from archiver.store.pgfulltext import PgFullText
+        from archiver.store.postgres.fulltext import PgFullText
         return PgFullText(self.url, readonly=readonly, watch=self.watch)
 
     def warc_directory(self) -> Path:
@@ -309,7 +485,7 @@ class SharedStores:
     def links_state(self) -> LinksState:
         """The links batch's state, which holds the cluster's links lock while open (ProcessBusy
         if another batch, on any machine, holds it)."""
-        from archiver.queues.pglinksstate import LinksBatchBusy, PgLinksState
+        from archiver.queues.postgres.linksstate import LinksBatchBusy, PgLinksState
         try:
             return PgLinksState(self.url, self.objects(), watch=self.watch)
         except LinksBatchBusy as e:
@@ -325,7 +501,7 @@ class SharedStores:
         """Rebuild the catalog from the bundles ``names`` in one transaction (see
         ``catalog_maintenance.reindex_in_place``: safe while crawlers run)."""
         from archiver.store.catalog_maintenance import reindex_in_place
-        from archiver.store.pgcatalog import PgCatalog
+        from archiver.store.postgres.catalog import PgCatalog
         with PgCatalog(self.url, self.config.catalog.shards, watch=self.watch) as catalog:
             return reindex_in_place(catalog, warcs, names, progress)
 
@@ -336,7 +512,7 @@ class SharedStores:
 
     def status(self) -> StatusStore:
         """Every crawler process of the cluster (table crawlers)."""
-        from archiver.store.pgstatus import PgStatus
+        from archiver.store.postgres.status import PgStatus
         return PgStatus(self.url, watch=self.watch)
 
     def queued_origins(self, revisits_due_by: float = 0.0) -> list[str]:
@@ -347,6 +523,49 @@ class SharedStores:
             return list(dict.fromkeys([*queue.origins(), *queue.revisits_due(revisits_due_by)]))
         finally:
             queue.close()
+
+    # -- what depends on the backend (see Stores)
+
+    embedded: EmbeddedStores | None = None
+
+    @property
+    def cluster(self) -> SharedStores | None:
+        return self
+
+    def site_queues(self) -> Iterator[tuple[int | None, SiteQueueStore]]:
+        yield None, self.site_queue()
+
+    def site_queue_of(self, origin: str) -> int:
+        """The one shared queue (claims are made for a process, not by ownership)."""
+        return 0
+
+    @property
+    def site_queue_count(self) -> int:
+        return 1
+
+    def queue_name_rule(self) -> QueueNames | None:
+        """None: a crawl queue is rows in the database (``PgCrawlQueues.unfit``)."""
+        return None
+
+    @property
+    def status_location(self) -> str:
+        return "the shared store"
+
+    def local_status(self) -> StatusStore | None:
+        """``state/crawl-<p>.json`` on this machine (``archiver status`` reads it while the
+        database is away)."""
+        from archiver.store.status import StatusFiles
+        return StatusFiles(self.root)
+
+    def warc_store(self) -> ObjectStore:
+        return self.objects()
+
+    def shared_objects(self) -> ObjectStore | None:
+        return self.objects()
+
+    def unshipped(self) -> UnshippedCaptures | None:
+        from archiver.store.postgres.crawlers import UnshippedCaptures
+        return UnshippedCaptures(self.url, watch=self.watch)
 
 
 class StoreUnavailable(Exception):
@@ -362,11 +581,27 @@ def check_stores(config: Config) -> None:
             "(store.url = \"postgresql://...\"): the catalog must learn when each bundle is shipped")
 
 
-def open_stores(config: Config, *, wait: bool = False) -> EmbeddedStores | SharedStores:
+def open_stores(config: Config, *, wait: bool = False) -> Stores:
     """The stores ``config`` names: embedded (the default), or shared (PostgreSQL + object store;
     ``wait``: their calls wait for a database that went away, see ``SharedStores``)."""
     check_stores(config)
     url = database_url(config.store.url)
     if url is None:
         return EmbeddedStores(config)
+    return SharedStores(config, url, wait=wait)
+
+
+def open_embedded(config: Config) -> EmbeddedStores:
+    """The embedded stores of ``config``; StoreUnavailable if it names shared ones."""
+    if database_url(config.store.url) is not None:
+        raise StoreUnavailable(f"{config.path}: store.url is not \"sqlite\": not an embedded archive")
+    return EmbeddedStores(config)
+
+
+def open_shared(config: Config, *, wait: bool = False) -> SharedStores:
+    """The shared stores of ``config``; StoreUnavailable if it names embedded ones."""
+    check_stores(config)
+    url = database_url(config.store.url)
+    if url is None:
+        raise StoreUnavailable(f"{config.path}: store.url is \"sqlite\": no shared stores")
     return SharedStores(config, url, wait=wait)

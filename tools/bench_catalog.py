@@ -42,10 +42,12 @@ from pathlib import Path
 
 import psycopg
 
-from archiver.store.catalog import Capture, Catalog, surt_key
+from archiver.store.catalogkeys import surt_key
+from archiver.store.embedded.catalog import Catalog
 from archiver.store.interfaces import CatalogStore
-from archiver.store.pgcatalog import PgCatalog
-from archiver.store.pgschema import init_schema
+from archiver.store.models import Capture
+from archiver.store.postgres.catalog import PgCatalog
+from archiver.store.postgres.schema import init_schema
 from tools.pgserver import running_postgres
 
 HOSTS = 100_000

@@ -49,7 +49,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from archiver.store.objectstore import s3_client
+from archiver.store.s3.objectstore import s3_client
 from demoweb import WebSpec, run_demo_process
 from tests.support.cluster import (
     AGENT,

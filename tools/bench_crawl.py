@@ -39,7 +39,7 @@ from pathlib import Path
 
 import psycopg
 
-from archiver.store.objectstore import s3_client
+from archiver.store.s3.objectstore import s3_client
 from demoweb import WebSpec, run_demo_process
 from tools.benchconfig import demo_config
 from tools.pgserver import running_postgres

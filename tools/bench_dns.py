@@ -27,7 +27,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from archiver.store.dnshistory import AT_QUERY, DnsHistory, Observation
+from archiver.store.embedded.dnshistory import AT_QUERY, DnsHistory
+from archiver.store.models import Observation
 
 START = 820_454_400.0  # 1996-01-01
 SPAN = 30 * 365 * 86_400.0

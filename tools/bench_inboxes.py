@@ -18,7 +18,7 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 
 from archiver.config import CrawlConfig
-from archiver.queues.crawlqueue import EmbeddedCrawlQueues
+from archiver.queues.embedded.crawlqueue import EmbeddedCrawlQueues
 
 
 @contextmanager

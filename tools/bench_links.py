@@ -46,9 +46,9 @@ from pathlib import Path
 from archiver import config
 from archiver.links import quiet_blas
 from archiver.queues.spool import OBJECT_PREFIX
-from archiver.store.pgschema import init_schema
+from archiver.store.postgres.schema import init_schema
 from archiver.store.shipping import ship_closed
-from archiver.stores import SharedStores, open_stores
+from archiver.stores import open_stores
 from tools.bench_crawl import shared_stores
 
 LINES_PER_FILE = 100_000  # spool.max_lines
@@ -141,10 +141,10 @@ def bench(args: argparse.Namespace, work: Path, shared: str) -> None:
     if args.rounds:
         shutil.copytree(cfg.root, pristine)
     coreutils = sort_unique(cfg.root / "outlinks")
-    stores = open_stores(cfg)
-    if isinstance(stores, SharedStores):
+    objects = open_stores(cfg).shared_objects()
+    if objects is not None:
         started = time.monotonic()
-        ship_closed(cfg.root / "outlinks", stores.objects(), pattern="*.tsv", under=OBJECT_PREFIX)
+        ship_closed(cfg.root / "outlinks", objects, pattern="*.tsv", under=OBJECT_PREFIX)
         print(f"shipped the spool files to the object store's {OBJECT_PREFIX} "
               f"in {time.monotonic() - started:.1f} s")
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from archiver.config import WarcConfig
 from archiver.store.bundles import BundleWriter
 from archiver.store.catalog_maintenance import ObjectWarcs
-from archiver.store.objectstore import S3Store, s3_client
+from archiver.store.s3.objectstore import S3Store, s3_client
 from archiver.store.shipping import ship_closed
 from archiver.store.warcindex import index_warc
 from tools.s3server import CREDENTIALS, REGION, running_moto

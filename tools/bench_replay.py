@@ -50,7 +50,8 @@ from warcio.warcwriter import WARCWriter
 
 from archiver.config import Config, load
 from archiver.store.catalog_maintenance import WarcFiles, reindex
-from archiver.store.fulltext import FtsIndex, IndexedCapture
+from archiver.store.embedded.fulltext import FtsIndex
+from archiver.store.models import IndexedCapture
 from archiver.web.pagetext import PageText
 
 STAMP = "20260101000000"

@@ -39,11 +39,12 @@ import trio
 from archiver import config
 from archiver.crawl.crawler import Crawler, enqueue_seeds
 from archiver.store.catalog_maintenance import WarcFiles
-from archiver.store.fulltext import FtsIndex, IndexedCapture
+from archiver.store.embedded.fulltext import FtsIndex
 from archiver.store.fulltextindex import build_index
 from archiver.store.interfaces import FullTextStore
-from archiver.store.pgfulltext import PgFullText
-from archiver.store.pgschema import init_schema
+from archiver.store.models import IndexedCapture
+from archiver.store.postgres.fulltext import PgFullText
+from archiver.store.postgres.schema import init_schema
 from archiver.stores import EmbeddedStores
 from archiver.web.pagetext import MAX_BODY, PageText
 from archiver.web.textquery import parse_query

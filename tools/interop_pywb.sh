@@ -158,7 +158,7 @@ import urllib.request
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 
-from archiver.store.catalog import Capture
+from archiver.store.embedded.catalog import Capture
 from archiver.store.warcindex import WarcError, read_record
 from archiver.web.http import decode_body
 from archiver.web.timestamps import from_datetime

@@ -110,7 +110,7 @@ class PostgresServer:
 def store_database(server: PostgresServer, name: str = "archive") -> str:
     """A new database ``name`` on ``server`` at archiver's schema (``archiver store init``); its
     URL."""
-    from archiver.store.pgschema import init_schema
+    from archiver.store.postgres.schema import init_schema
 
     with psycopg.connect(server.url(), autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")

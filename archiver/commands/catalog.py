@@ -34,7 +34,7 @@ from archiver.commands.common import (
 from archiver.stores import open_stores
 
 if TYPE_CHECKING:
-    from archiver.store.catalog import Capture
+    from archiver.store.models import Capture
 
 _TERMINAL_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 FOUND = {0: "captures were found", 1: "none"}

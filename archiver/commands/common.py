@@ -171,7 +171,7 @@ def file_error(error: OSError) -> OSError | str:
 
 def store_failure(verb: str, error: Exception | str) -> int:
     """Report a store's failure of ``verb`` (any password in a database URL masked): exit status 1."""
-    from archiver.store.pgschema import redact
+    from archiver.store.postgres.schema import redact
 
     print(f"archiver: {verb}: {redact(str(error)).strip()}", file=sys.stderr)
     return 1
@@ -186,7 +186,7 @@ def date(text: str, *, upper: bool = False) -> str:
 
 def url(text: str) -> str:
     """A URL to look up (``example.org/x`` means ``http://example.org/x``), normalised."""
-    from archiver.store.catalog import surt_key
+    from archiver.store.catalogkeys import surt_key
 
     found = urls.normalize(text if "://" in text else "http://" + text)
     if found is None:
@@ -200,7 +200,7 @@ def url(text: str) -> str:
 
 def catalog(cfg: config.Config) -> CatalogStore:
     """The catalog, read-only; InputError if there is none to read."""
-    from archiver.store.catalog import CatalogError
+    from archiver.store.models import CatalogError
 
     try:
         return open_stores(cfg).catalog(readonly=True)

@@ -27,7 +27,7 @@ from archiver.web.timestamps import to_datetime
 
 if TYPE_CHECKING:
     from archiver.dns.resolver import RefreshStats
-    from archiver.store.dnshistory import DnsRow
+    from archiver.store.models import DnsRow
 
 SERVICE_EXITS = {0: "the service stopped on a signal"}
 REFRESH_EXITS = {0: "the names were asked (failures are counted in the report)"}

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from archiver.commands.common import Verbs, add_config, count, load_config, verb
-from archiver.stores import SharedStores, open_stores
+from archiver.stores import open_stores
 
 EXITS = {0: "every file was imported", 2: "bad usage, or a file was refused (named on stderr)"}
 
@@ -29,11 +29,9 @@ def add(verbs: Verbs) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from archiver.store.imports import ImportRefused, import_file, shown
-    from archiver.store.objectstore import FolderStore
-
     cfg = load_config(args)
     stores = open_stores(cfg)
-    warcs = stores.objects() if isinstance(stores, SharedStores) else FolderStore(stores.warc_directory())
+    warcs = stores.warc_store()
     refused = 0
 
     def say(line: str) -> None:

@@ -19,7 +19,7 @@ from archiver.commands.common import (
 )
 from archiver.links import compiled_loops_ahead, quiet_blas
 from archiver.links.partition import MAX_PARTITIONS
-from archiver.stores import EmbeddedStores, ProcessBusy
+from archiver.stores import ProcessBusy, open_embedded
 
 RUN_EXITS = {0: "the spool files were read (with --once: all there were)",
              1: "a store failed, named on stderr"}
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     logs.setup(cfg.log.level)
     # Only the embedded spool: listing an object store's would load boto3 and ask the network.
     embedded = config.database_url(cfg.store.url) is None
-    with compiled_loops_ahead(EmbeddedStores(cfg).spool_files() if embedded else None):
+    with compiled_loops_ahead(open_embedded(cfg).spool_files() if embedded else None):
         from archiver.links.batch import run_batch
 
         try:

@@ -33,10 +33,9 @@ from archiver.commands.common import (
 from archiver.stores import open_stores
 
 if TYPE_CHECKING:
-    from archiver.store.catalog import Capture
-    from archiver.store.fulltext import SearchHit
     from archiver.store.fulltextindex import IndexTotals
     from archiver.store.interfaces import FullTextStore
+    from archiver.store.models import Capture, SearchHit
     from archiver.store.warcindex import WarcError
     from archiver.web.textquery import SearchQuery
 
@@ -80,7 +79,7 @@ def limit(text: str) -> int:
 def query(args: argparse.Namespace) -> int:
     """The archived pages holding the words, best first, one result per URL with its matching
     captures."""
-    from archiver.store.fulltext import FullTextMissing
+    from archiver.store.embedded.fulltext import FullTextMissing
     from archiver.web.textquery import QueryError, parse_query, plain_snippet
 
     cfg = load_config(args)
@@ -128,7 +127,7 @@ def _search(fulltext: FullTextStore, parsed: SearchQuery, at: str | None, wanted
 def selects(match: str, selector: str, url: str) -> bool:
     """Whether the URL selector (``match``, ``selector``) takes ``url``, as ``exports.listed``
     would: compared by their SURT keys."""
-    from archiver.store.catalog import host_name, shard_host, surt_key
+    from archiver.store.catalogkeys import host_name, shard_host, surt_key
 
     wanted, key = surt_key(selector), surt_key(url)
     if match == "exact":

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from archiver import config
 from archiver.commands.common import Verbs, add_config, add_json, iso, load_config, verb
-from archiver.stores import EmbeddedStores, SharedStores, lock_held, open_stores
+from archiver.stores import Stores, lock_held, open_stores
 
 if TYPE_CHECKING:
-    from archiver.queues.sitequeue import SiteRow
+    from archiver.queues.models import SiteRow
 
 EXITS = {0: "the status was printed: each crawler process, running or stopped (and when last seen)",
          2: "bad usage, or the shared store is away (this machine's local status files are "
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     if args.sites:
         return _site_status(open_stores(cfg), as_json=args.json)
     if config.database_url(cfg.store.url) is not None:  # the cluster's status lives in its database
-        from archiver.store.pgschema import StoreError
+        from archiver.store.postgres.schema import StoreError
 
         try:
             stores = open_stores(cfg)
@@ -49,12 +49,11 @@ def run(args: argparse.Namespace) -> int:
         stores = open_stores(cfg)
         with contextlib.closing(stores.status()) as status:
             statuses = status.read_all()
-    with_running(statuses, cfg, by_heartbeat=isinstance(stores, SharedStores))
+    with_running(statuses, cfg, by_heartbeat=stores.cluster is not None)
     if args.json:
         print(json.dumps(statuses, indent=1, sort_keys=True))
     elif not statuses:
-        where = stores.state_directory() if isinstance(stores, EmbeddedStores) else "the shared store"
-        print(f"no crawler status in {where}")
+        print(f"no crawler status in {stores.status_location}")
     else:
         print("\n".join(format_status(s, stale_after=cfg.crawl.lease_ttl) for s in statuses))
     return 0
@@ -95,12 +94,10 @@ def with_running(statuses: list[dict[str, Any]], cfg: config.Config, *, by_heart
     return statuses
 
 
-def _site_status(stores: EmbeddedStores | SharedStores, *, as_json: bool) -> int:
+def _site_status(stores: Stores, *, as_json: bool) -> int:
     """``status --sites``: every site of the site queues, with its next visit and change rate."""
     now = time.time()
-    queues = (((n, stores.site_queue(n)) for n in stores.site_queue_numbers())  # one at a time
-              if isinstance(stores, EmbeddedStores) else iter([(None, stores.site_queue())]))
-    for number, queue in queues:
+    for number, queue in stores.site_queues():  # one at a time
         with contextlib.closing(queue):
             for row in queue.rows():
                 described = describe_site(row, now)

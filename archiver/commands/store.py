@@ -1,4 +1,5 @@
-"""``archiver store init|migrate``: the shared stores (``store.url``)."""
+"""``archiver store init|migrate|upgrade``: the stores themselves: the shared stores' schema
+(``store.url``), moving an embedded archive into them, and an archive's on-disk layout."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ INIT_EXITS = {0: "the schema is at the current version", 1: "the database failed
 MIGRATE_EXITS = {0: "the archive was moved and verified",
                  1: "the move failed (run it again to resume), named on stderr",
                  2: "bad usage, bad configs, or the move was refused"}
+UPGRADE_EXITS = {0: "the archive is laid out as this release writes it",
+                 1: "a folder could not be moved, named on stderr",
+                 2: "bad config, a service still runs, or a folder exists under both names"}
 
 
 def add(verbs: Verbs) -> None:
@@ -28,11 +32,15 @@ def add(verbs: Verbs) -> None:
                           help="the config naming the PostgreSQL store.url and warc.store; required")
     add_renamed(migrate_, "--from", "--source", "old")  # --from and --to are dates elsewhere
     add_renamed(migrate_, "--to", "--target", "new")
+    upgrade_ = verb(store, "upgrade", "move the embedded archive's folders to this release's "
+                    "names (frontier/ -> crawl-queues/, outlinks/ -> spool/) while no service "
+                    "runs", exits=UPGRADE_EXITS, run=upgrade)
+    add_config(upgrade_)
 
 
 def init(args: argparse.Namespace) -> int:
     """Create or upgrade the PostgreSQL schema of ``store.url``."""
-    from archiver.store.pgschema import CURRENT_VERSION, StoreError, init_schema
+    from archiver.store.postgres.schema import CURRENT_VERSION, StoreError, init_schema
 
     cfg = load_config(args, stores_built=False)
     url = config.database_url(cfg.store.url)
@@ -55,7 +63,7 @@ def init(args: argparse.Namespace) -> int:
 def migrate(args: argparse.Namespace) -> int:
     """Move the embedded archive of one config into the stores of the other."""
     from archiver.migrate import Migration, MigrationFailed, MigrationRefused
-    from archiver.store.catalog import CatalogError
+    from archiver.store.models import CatalogError
 
     missing = [option for option, path in (("--source", args.old), ("--target", args.new)) if not path]
     if missing:
@@ -73,4 +81,20 @@ def migrate(args: argparse.Namespace) -> int:
     except (MigrationFailed, CatalogError, OSError) as e:
         print(f"archiver: store migrate: {e}", file=sys.stderr)
         return 1
+    return 0
+
+
+def upgrade(args: argparse.Namespace) -> int:
+    """Move the archive under ``archive.root`` to the current layout (archiver.store.layout)."""
+    from archiver.store import layout
+
+    cfg = load_config(args)
+    try:
+        moved = layout.upgrade(cfg.root)
+    except layout.LayoutError as e:
+        return fail(f"store upgrade: {e}")
+    for old, new in moved:
+        print(f"store upgrade: {cfg.root / old} -> {cfg.root / new}")
+    print(f"store upgrade: {cfg.root} is at layout version {layout.VERSION}"
+          + ("" if moved else "; nothing to move"))
     return 0

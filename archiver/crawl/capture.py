@@ -28,7 +28,7 @@ from archiver.crawl.http import FetchResult
 from archiver.crawl.stats import Stats
 from archiver.logs import event
 from archiver.store.bundles import BundleWriter, Written
-from archiver.store.catalog import Capture
+from archiver.store.models import Capture
 from archiver.store.warcindex import capture_fields
 from archiver.web.timestamps import to_datetime
 

@@ -38,10 +38,10 @@ from pathlib import Path
 from archiver.config import Config
 from archiver.crawl.stats import Stats
 from archiver.logs import event
-from archiver.queues.pgsitequeue import PgSiteQueue
+from archiver.queues.postgres.sitequeue import PgSiteQueue
 from archiver.store.bundles import OPEN, SUFFIX, repair_open_bundle
-from archiver.store.catalog import Capture
 from archiver.store.interfaces import CatalogStore
+from archiver.store.models import Capture
 from archiver.store.objectstore import (
     ObjectMismatch,
     ObjectStore,
@@ -49,7 +49,7 @@ from archiver.store.objectstore import (
     ObjectStoreUnavailable,
     open_object,
 )
-from archiver.store.pgcrawlers import BundleLedger, CrawlerBusy, CrawlerRoster
+from archiver.store.postgres.crawlers import BundleLedger, CrawlerBusy, CrawlerRoster
 from archiver.store.shipping import Shipped, ship_closed, ship_file
 from archiver.store.warcindex import index_stream
 from archiver.stores import ProcessBusy, SharedStores
@@ -64,8 +64,10 @@ class ClusterMember:
     """One crawler process's part in the cluster (see the module docstring)."""
 
     def __init__(self, config: Config, stores: SharedStores, process: int, catalog: CatalogStore,
-                 *, stats: Stats) -> None:
-        """``stats``: the crawler's counters, where its faults are counted (``Stats.fault``)."""
+                 site_queue: PgSiteQueue, *, stats: Stats) -> None:
+        """``site_queue``: the crawler's, where it leases the sites it claims; ``stats``: the
+        crawler's counters, where its faults are counted (``Stats.fault``)."""
+        self.site_queue = site_queue
         ttl = config.crawl.lease_ttl
         self.stats = stats
         self.process = process
@@ -223,9 +225,9 @@ class ClusterMember:
             self._store_back()
         return len(shipped)
 
-    def renew(self, site_queue: PgSiteQueue) -> set[str]:
+    def renew(self) -> set[str]:
         """Renew the site leases and the heartbeat; the origins whose lease was lost."""
-        lost = site_queue.renew()
+        lost = self.site_queue.renew()
         if not self.roster.beat() and not self.fenced:
             self.fenced = True
             event(log, logging.ERROR, "crawler-superseded", process=self.process,

@@ -22,8 +22,8 @@ from archiver.dns.lookup import Lookup
 from archiver.queues.interfaces import CrawlQueues, CrawlQueueStore, SpoolWriterStore
 from archiver.queues.leases import Leases
 from archiver.store.bundles import BundleWriter
-from archiver.store.catalog import Capture
 from archiver.store.durable import SyncJob, is_disk_error
+from archiver.store.models import Capture
 
 log = logging.getLogger("archiver.crawl.crawler")
 

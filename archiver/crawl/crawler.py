@@ -35,15 +35,15 @@ from archiver.crawl.visit import SiteVisit
 from archiver.dns.lookup import Lookup
 from archiver.dns.resolver import Resolver
 from archiver.logs import event
-from archiver.queues.crawlqueue import CrawlQueueBusy
 from archiver.queues.interfaces import CrawlQueueStore, SiteQueueStore
+from archiver.queues.models import CrawlQueueBusy
 from archiver.queues.revisits import RevisitSchedule
-from archiver.queues.sitequeue import process_for
+from archiver.queues.sites import process_for
 from archiver.service import Service
 from archiver.store.durable import is_disk_error
 from archiver.store.offloop import OffLoop, is_busy
-from archiver.store.status import StatusFiles, summary_line
-from archiver.stores import EmbeddedStores, SharedStores, open_stores
+from archiver.store.status import summary_line
+from archiver.stores import open_stores
 from archiver.web import urls
 from archiver.web.sheets import sheet_for
 
@@ -148,8 +148,7 @@ def enqueue_seeds(config: Config, process: int, seeds: list[str], *, recrawl: bo
     try:
         for url in seeds:
             origin = urls.origin(url)
-            # One shared site queue in a cluster; the embedded ones are split by process.
-            owner = process_for(origin, processes) if isinstance(stores, EmbeddedStores) else 0
+            owner = stores.site_queue_of(origin)  # one shared queue, or the owner process's
             if owner not in queues:
                 # Another process may be running on that queue: leave its active sites alone.
                 queues[owner] = stores.site_queue(owner)
@@ -202,22 +201,28 @@ class Crawler:
         event(log, logging.INFO, "open-files", limit=limit, hard=hard, was=was,
               sites=config.crawl.sites_per_process,
               catalog_connections=self.files.catalog_connections)
-        # A crawler waits for a database that restarts or fails over (archiver.store.pgconnection).
+        # A crawler waits for a database that restarts or fails over (archiver.store.postgres.connection).
         self.stores = stores = open_stores(config, wait=True)
-        if isinstance(stores, SharedStores):  # the database away, lost leases, fenced writes: faults
+        # The database away, lost leases, fenced writes: faults, counted.
+        if stores.watch is not None:
             stores.watch.report = self._database_fault
+        if stores.leases is not None:
             stores.leases.report = self.stats.fault
         self._lock = stores.lock("crawl", process)
-        self.queue = stores.site_queue(process, recover=True)
+        shared = stores.cluster
+        # In a cluster, the one site queue, where this process leases the sites it claims.
+        leased = shared.site_queue(process) if shared is not None else None
+        self.queue = leased if leased is not None else stores.site_queue(process, recover=True)
         self.catalog = stores.catalog(digests=config.crawl.dedupe == "digest",
                                       max_open=self.files.catalog_connections)
         self.cluster: ClusterMember | None = None
-        if isinstance(stores, EmbeddedStores):
-            recover(config, stores, process, self.catalog)
-        else:
+        if stores.embedded is not None:
+            recover(config, stores.embedded, process, self.catalog)
+        if shared is not None and leased is not None:
             from archiver.crawl.cluster import ClusterMember
 
-            self.cluster = ClusterMember(config, stores, process, self.catalog, stats=self.stats)
+            self.cluster = ClusterMember(config, shared, process, self.catalog, leased,
+                                         stats=self.stats)
             self.cluster.recover()
         self.bundle = stores.bundle_writer(process)
         self.commit_point = CommitPoint(commit_path(stores.state_directory(), process),
@@ -228,7 +233,7 @@ class Crawler:
         self.status_files = stores.status()
         # In a cluster the status lives in the database; a copy on this machine's disk is what
         # ``archiver status`` shows here while the database is away (waiting_for=database).
-        self.local_status = StatusFiles(config.root) if isinstance(stores, SharedStores) else None
+        self.local_status = stores.local_status()
         bodies = BodyWork()
         # Where every capture goes: its records in the bundle; its catalog entry, once they are
         # durable, into the catalog (in a cluster: pending until its bundle is shipped).
@@ -245,7 +250,7 @@ class Crawler:
                               min_age=config.dns.min_age, max_age=config.dns.max_age,
                               retry_base=config.dns.retry_base, retry_max=config.dns.retry_max),
             clock=clock)
-        if isinstance(stores, SharedStores):
+        if stores.leases is not None:
             self.ctx.leases, self.ctx.published = stores.leases, []
 
     async def run(self) -> None:
@@ -254,7 +259,7 @@ class Crawler:
               slots=self.config.crawl.sites_per_process, root=str(self.config.root),
               until_idle=self.until_idle, plugins=describe(self.plugins.plugins))
         self._queue_calls = OffLoop()
-        if isinstance(self.stores, SharedStores):
+        if self.stores.watch is not None:
             token = trio.lowlevel.current_trio_token()
 
             def changed() -> None:  # from any thread; after the run, nothing waits any more
@@ -337,7 +342,7 @@ class Crawler:
     def _database_changed(self) -> None:
         """On the loop: fetching pauses while the database is away (a lease cannot be renewed,
         nor a capture catalogued), and goes on when it is back."""
-        assert isinstance(self.stores, SharedStores)
+        assert self.stores.watch is not None
         self.ctx.database(self.stores.watch.away)
 
     def _drain(self) -> None:
@@ -596,13 +601,9 @@ class Crawler:
     async def _renew(self, cluster: ClusterMember) -> None:
         """Renew the site leases and the heartbeat at a third of the TTL; declare lost the
         bundles of crawlers that stopped beating. A lost lease wakes its visit, which stops."""
-        from archiver.queues.pgsitequeue import PgSiteQueue
-
-        assert isinstance(self.queue, PgSiteQueue)
-        queue = self.queue
         while True:
             await trio.sleep(self.config.crawl.lease_ttl / 3)
-            lost = await self._queue(cluster.renew, queue)
+            lost = await self._queue(cluster.renew)
             if lost:
                 self.ctx.nudge()
             if cluster.fenced:

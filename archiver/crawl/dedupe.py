@@ -22,10 +22,11 @@ from archiver.crawl.http import FetchResult
 from archiver.logs import event
 from archiver.queues.revisits import look_back
 from archiver.store.bundles import payload_digest
-from archiver.store.catalog import Capture, CatalogError, payload_holder
 from archiver.store.interfaces import CatalogStore, WarcReader
+from archiver.store.models import Capture, CatalogError
 from archiver.store.objectstore import ObjectStoreError
 from archiver.store.offloop import OffLoop
+from archiver.store.originals import payload_holder
 from archiver.store.warcindex import WarcError
 from archiver.web.http import conditions as conditions_of
 from archiver.web.http import content_length

@@ -80,20 +80,14 @@ from warcio.timeutils import iso_date_to_datetime
 
 from archiver.config import Config
 from archiver.logs import event
-from archiver.queues.crawlqueue import (
-    CrawlQueue,
-    CrawlQueueBusy,
-    EmbeddedCrawlQueues,
-    Entry,
-    read_slots,
-    write_slot,
-)
+from archiver.queues.embedded.crawlqueue import CrawlQueue, EmbeddedCrawlQueues, read_slots, write_slot
 from archiver.queues.interfaces import SpoolWriterStore
-from archiver.queues.sitequeue import process_for
+from archiver.queues.models import CrawlQueueBusy, Entry
+from archiver.queues.sites import process_for
 from archiver.store.bundles import OPEN, SUFFIX, repair_open_bundle
-from archiver.store.catalog import Capture, labels_text
 from archiver.store.durable import fsync_directory
 from archiver.store.interfaces import CatalogStore
+from archiver.store.models import Capture, labels_text
 from archiver.store.warcindex import INDEXED, MAX_LABELS_RECORD, capture_of, labels_of
 from archiver.stores import EmbeddedStores
 from archiver.web import urls

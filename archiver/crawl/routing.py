@@ -20,8 +20,8 @@ from archiver.crawl.http import FetchResult
 from archiver.crawl.pluginhost import SitePlugins
 from archiver.crawl.policy import VisitPolicy, url_shape
 from archiver.plugins import LinkContext, VisitContext
-from archiver.queues.crawlqueue import Entry
 from archiver.queues.interfaces import CrawlQueueStore
+from archiver.queues.models import Entry
 from archiver.web import pagelinks, urls
 
 

@@ -46,11 +46,11 @@ from archiver.crawl.policy import MAX_HOPS_RULE, Outcome, RobotsFetch, VisitPoli
 from archiver.crawl.routing import LinkRouter, scope_detail
 from archiver.logs import event
 from archiver.plugins import CaptureInfo, Document, VisitContext
-from archiver.queues.crawlqueue import Entry
+from archiver.queues.models import Entry
 from archiver.queues.revisits import PageChanges, ask_again
 from archiver.store.bundles import Written
-from archiver.store.catalog import Capture
 from archiver.store.durable import is_disk_error
+from archiver.store.models import Capture
 from archiver.web import robots, urls
 from archiver.web.http import MAX_CODINGS, CodingError, content_codings, parse_retry_after
 from archiver.web.sheets import sheet_for

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from archiver.dns.resolver import Answer, Resolver, next_check
 from archiver.logs import event
-from archiver.store.dnshistory import NameState, Observation, Resolved
 from archiver.store.interfaces import DnsHistoryStore
+from archiver.store.models import NameState, Observation, Resolved
 from archiver.store.offloop import OffLoop, is_busy
 
 log = logging.getLogger("archiver.dns.lookup")

@@ -1,8 +1,9 @@
 """Resolving site hosts ahead of the crawl into the DNS history (dnspython's async resolver on trio).
 
 The crawler never waits on DNS: :func:`refresh` resolves the names that are due and records each answer in
-:class:`~archiver.store.dnshistory.DnsHistory`, which the crawler then reads. :func:`next_check` is the pure
-scheduling rule (the TTL clamped for answers, exponential back-off for failures).
+the DNS history (:class:`~archiver.store.interfaces.DnsHistoryStore`), which the crawler then reads.
+:func:`next_check` is the pure scheduling rule (the TTL clamped for answers, exponential back-off for
+failures).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import dns.resolver
 import trio
 
 from archiver.config import parse_nameserver
-from archiver.store.dnshistory import Observation
 from archiver.store.interfaces import DnsHistoryStore
+from archiver.store.models import Observation
 
 # When the A and AAAA queries fail differently, the most telling outcome wins (an authoritative
 # NXDOMAIN over a server's failure, a failure over silence).

@@ -22,13 +22,13 @@ from archiver.dns.resolver import RefreshStats, Resolver, refresh
 from archiver.logs import event
 from archiver.service import Service
 from archiver.store.interfaces import DnsHistoryStore
-from archiver.stores import EmbeddedStores, SharedStores, open_stores
+from archiver.stores import Stores, open_stores
 from archiver.web import urls
 
 log = logging.getLogger("archiver.dns")
 
 
-def queued_hosts(stores: EmbeddedStores | SharedStores, revisits_due_by: float = 0.0) -> list[str]:
+def queued_hosts(stores: Stores, revisits_due_by: float = 0.0) -> list[str]:
     """Hosts of the sites waiting, active, retrying or deferred in the site queues (every
     crawler's own in the embedded mode, the one shared queue with PostgreSQL), and of the finished
     sites whose revisit is due by ``revisits_due_by``."""

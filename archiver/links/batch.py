@@ -11,7 +11,7 @@ archiver.links.slices), each a Bloom bitmap of its own, saved as its own file (o
 own generation. ``LinkBatch`` is the driver: it picks the files, hands each checkpoint's steps
 (archiver.links.steps) to an engine (archiver.links.engine: in this process, or on a Dask
 cluster), and commits what they found. Its state (the ledger of spool files done, in-link counts,
-each slice's generation) is a store of its own: archiver.queues.linksstate.
+each slice's generation) is a store of its own: archiver.queues.embedded.linksstate.
 
 A checkpoint is one atomic step over a group of spool files: (1) the engine tests every slice with
 the group's keys and saves each as its next generation, (2) the new URLs are appended to the
@@ -45,11 +45,11 @@ generation of the slices saved: stale like the others, and removed at the next s
 On several machines (``store.url`` naming PostgreSQL) the batch runs on any one of them: it reads
 the spool files the crawlers shipped to the object store (``outlinks/``, moved to
 ``outlinks/done/`` once done), keeps its ledger and counts in PostgreSQL and its slices in the
-object store (archiver.queues.pglinksstate, which also holds the one-batch-per-cluster lock), and
+object store (archiver.queues.postgres.linksstate, which also holds the one-batch-per-cluster lock), and
 feeds the one shared site queue and the sites' inboxes in PostgreSQL; the steps are the same.
 When PostgreSQL restarts or fails over, the batch waits for it (``store-unavailable``,
 ``store-recovered``), takes its lock again and goes on; a commit whose answer was lost is settled
-by reading the generation (archiver.queues.pglinksstate). If another batch took the lock
+by reading the generation (archiver.queues.postgres.linksstate). If another batch took the lock
 meanwhile, this one stops with a one-line error, and a rerun redoes what it had not committed.
 
 Site pairs (source, target) share the bitmap with URLs under a prefix no URL can have, which keeps
@@ -77,16 +77,15 @@ import trio
 from archiver.config import Config
 from archiver.links import steps
 from archiver.links.columns import REPORTED
-from archiver.links.engine import Engine, LocalEngine, Work, open_engine
+from archiver.links.engine import Engine, LocalEngine, Work
 from archiver.links.partition import PARTITION_FUNCTION, check_partitions
 from archiver.links.slices import SliceFiles, SliceObjects, SliceStore, slice_name, slice_shape
 from archiver.logs import event
 from archiver.queues.bloom import false_positive_rate
-from archiver.queues.crawlqueue import QueueNames
 from archiver.queues.interfaces import LinksState, SiteQueueStore, SpoolFiles
 from archiver.queues.spool import spool_order
 from archiver.service import Service
-from archiver.stores import SharedStores, open_stores
+from archiver.stores import open_stores
 
 log = logging.getLogger("archiver.links.batch")
 
@@ -132,6 +131,15 @@ class SliceCounts:
                    for b, h, k in zip(self.bits, self.hashes, self.keys, strict=True))
 
 
+def open_engine(config: Config, work: Work) -> Engine:
+    """The engine ``links.engine`` names (Dask imported only for it)."""
+    if config.links.engine == "dask":
+        from archiver.links.dask_engine import DaskEngine
+
+        return DaskEngine(config, work)
+    return LocalEngine(work)
+
+
 class LinkBatch:
     """One run of the batch over an archive root; use as a context manager."""
 
@@ -140,9 +148,8 @@ class LinkBatch:
         """``rebuilding``: for a reshard, which replaces the slices in force: one that is missing
         or damaged is logged (``slice-unreadable``), not an error."""
         self.config = config
-        # A database that restarts or fails over is waited for (archiver.store.pgconnection).
+        # A database that restarts or fails over is waited for (archiver.store.postgres.connection).
         self.stores = open_stores(config, wait=True)
-        self.shared = isinstance(self.stores, SharedStores)
         with contextlib.ExitStack() as opened:  # closed in reverse: the locks go last
             opened.callback(self.stores.lock("links").release)
             self.state: LinksState = self.stores.links_state()  # (the cluster's lock, when shared)
@@ -191,9 +198,8 @@ class LinkBatch:
         bits, hashes = slice_shape(self.config.links.expected_urls, self.config.links.bits_per_url,
                                    check_partitions(partitions))
         directory = self.config.root / "links"
-        if isinstance(self.stores, SharedStores):
-            return SliceObjects(self.stores.objects(), directory, partitions, bits, hashes,
-                                empty_at)
+        if (objects := self.stores.shared_objects()) is not None:
+            return SliceObjects(objects, directory, partitions, bits, hashes, empty_at)
         return SliceFiles(directory, partitions, bits, hashes, empty_at)
 
     def _open_slices(self) -> tuple[SliceStore, list[int]]:
@@ -252,7 +258,7 @@ class LinkBatch:
         """What the engine works on: ``files`` (the spool by default) and ``slices``."""
         # The crawl queues' rule for sites, as the engine's workers can be given it: the shared
         # queues take any site (PgCrawlQueues.unfit is None).
-        unfit = None if self.shared else QueueNames(self.config.root)
+        unfit = self.stores.queue_name_rule()
         spool = steps.SpoolSource(self.spool if files is None else files, unfit)
         return Work(spool, slices, lambda: self.config.links.checkpoint_urls, self.stop_requested,
                     self)
@@ -385,8 +391,7 @@ class LinkBatch:
         """Hand the changed sites to the queues of the processes that own them (on several
         machines, to the one shared site queue, in the database itself)."""
         self._last_push = time.monotonic()
-        processes = 1 if self.shared else self.config.crawl.processes
-        sites, queues = self.state.push(self._site_queue, processes)
+        sites, queues = self.state.push(self._site_queue, self.stores.site_queue_count)
         if sites:
             event(log, logging.INFO, "links-pushed", sites=sites, queues=queues)
 

@@ -10,7 +10,8 @@ the next checkpoint finds them. ``close`` lets go of what the engine holds.
 
 ``links.engine = "local"``: ``LocalEngine``, every step in this process (spool files read ahead in
 a thread; the slices stay in this process's memory between checkpoints). ``"dask"``: the steps on
-a Dask cluster (archiver.links.dask_engine).
+a Dask cluster (archiver.links.dask_engine). The driver chooses (``batch.open_engine``), so that
+neither engine module imports the other.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
-from archiver.config import Config
 from archiver.links import steps
 from archiver.links.slices import SliceStore
 
@@ -124,12 +124,3 @@ class LocalEngine:
         self._loader.shutdown(wait=True)
         self._reads.clear()
         steps.forget_slices(self.work.slices)
-
-
-def open_engine(config: Config, work: Work) -> Engine:
-    """The engine ``links.engine`` names."""
-    if config.links.engine == "dask":
-        from archiver.links.dask_engine import DaskEngine
-
-        return DaskEngine(config, work)
-    return LocalEngine(work)

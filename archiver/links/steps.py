@@ -43,7 +43,7 @@ from archiver.links.partition import partitions_of
 from archiver.links.slices import SliceStore
 from archiver.logs import event
 from archiver.queues.bloom import BloomBitmap
-from archiver.queues.crawlqueue import QueueNames
+from archiver.queues.embedded.crawlqueue import QueueNames
 from archiver.queues.interfaces import SpoolFiles
 from archiver.queues.sitechanges import SiteChanges
 

@@ -2,7 +2,7 @@
 
 Processes get them from :func:`archiver.stores.open_stores` (see :mod:`archiver.store.interfaces`).
 A site is crawled by one holder at a time: the embedded site queue marks it ``active`` for the
-crawler process that claimed it; the shared one (``queues.pgsitequeue``) gives the claim a lease.
+crawler process that claimed it; the shared one (``queues.postgres.sitequeue``) gives the claim a lease.
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from archiver.queues.bloom import BloomBitmap
-from archiver.queues.crawlqueue import Entry, QueuePosition
 from archiver.queues.decisions import Decision
+from archiver.queues.models import Entry, LinkedSite, QueuePosition, SiteRow
 from archiver.queues.revisits import PageChanges, RevisitSchedule
-from archiver.queues.sitequeue import LinkedSite, SiteRow
 from archiver.store.durable import Retired, SyncJob
 
 if TYPE_CHECKING:  # (numpy: only the links batch loads it)
@@ -261,7 +260,7 @@ class LinksState(Protocol):
 
     def push(self, site_queue: Callable[[int], SiteQueueStore], processes: int) -> tuple[int, int]:
         """Hand the sites not pushed yet to their site queues (``site_queue(owner)``, the owner
-        ``sitequeue.process_for(origin, processes)``) as ``merge_links`` takes them, then mark
+        ``sites.process_for(origin, processes)``) as ``merge_links`` takes them, then mark
         them pushed; how many sites, and how many queues."""
 
     def close(self) -> None: ...

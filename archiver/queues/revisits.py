@@ -39,7 +39,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import islice
 
-from archiver.store.catalog import Capture
+from archiver.store.models import Capture
 
 # How much a visit's comparisons weigh at the next one: a change of habit shows within a few.
 DECAY = 0.8

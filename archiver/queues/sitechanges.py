@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archiver.queues.sitequeue import owner_hash
+from archiver.queues.sites import owner_hash
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -42,7 +42,7 @@ class SiteChanges:
     def rows(self, dirty: NDArray[np.int64], at: NDArray[np.intp] | None = None, *,
              hashed: bool = False) -> list[tuple[object, ...]]:
         """(origin, in-links gained, ``dirty``, hops, priority) of the sites ``at`` (None: all);
-        ``hashed``: each with its ``sitequeue.owner_hash`` last."""
+        ``hashed``: each with its ``sites.owner_hash`` last."""
         if at is None:
             at = np.arange(len(self.origins))
         origins = self.origins[at].tolist()

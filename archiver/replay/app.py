@@ -134,10 +134,9 @@ from archiver.replay.rewrite import (
 from archiver.replay.scan import Scan, ScanLimit
 from archiver.replay.workers import Busy, WorkerLost
 from archiver.store.bundles import NOT_MODIFIED_PROFILE
-from archiver.store.catalog import Capture
+from archiver.store.models import Capture
 from archiver.store.objectstore import ObjectStoreUnavailable
 from archiver.store.warcindex import PIECE, OpenRecord, WarcError
-from archiver.stores import SharedStores
 from archiver.web import urls
 from archiver.web.http import (
     UNSATISFIABLE,
@@ -236,8 +235,8 @@ def create_apps(config: Config) -> ReplayApps:
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         ValueError: _bad_request, WarcError: _unreadable, ScanLimit: _too_much, Busy: _busy,
         ObjectStoreUnavailable: _objects_away, 404: _not_found}
-    if isinstance(archive.stores, SharedStores):  # (an embedded replay never loads psycopg)
-        from archiver.store.pgconnection import StoreAway
+    if archive.stores.watch is not None:  # (an embedded replay never loads psycopg)
+        from archiver.store.postgres.connection import StoreAway
         handlers[StoreAway] = _database_away
     app = Starlette(
         routes=[

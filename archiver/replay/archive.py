@@ -25,14 +25,16 @@ from archiver.logs import event
 from archiver.replay.scan import Scan, Scanner
 from archiver.replay.why import Answer, explain, gather
 from archiver.replay.workers import Workers
-from archiver.store.catalog import Capture, original_of, surt_key
+from archiver.store.catalogkeys import surt_key
 from archiver.store.interfaces import DnsHistoryStore
+from archiver.store.models import Capture
+from archiver.store.originals import original_of
 from archiver.store.warcindex import OpenRecord
-from archiver.stores import SharedStores, open_stores
+from archiver.stores import open_stores
 from archiver.web.timestamps import from_datetime
 
 if TYPE_CHECKING:  # psycopg: only the shared stores load it
-    from archiver.store.pgcrawlers import UnshippedCaptures
+    from archiver.store.postgres.crawlers import UnshippedCaptures
 
 log = logging.getLogger("archiver.replay.archive")
 
@@ -55,11 +57,7 @@ class ReplayArchive:
             listings=limits.scan_listings,
         )
         self._dns: DnsHistoryStore | None = None
-        self._unshipped: UnshippedCaptures | None = None
-        if isinstance(self.stores, SharedStores):
-            from archiver.store.pgcrawlers import UnshippedCaptures
-
-            self._unshipped = UnshippedCaptures(self.stores.url, watch=self.stores.watch)
+        self._unshipped: UnshippedCaptures | None = self.stores.unshipped()
         # CPU-heavy work, bounded (archiver.replay.workers): rewriting in worker processes,
         # full-text searches in worker threads (SQLite leaves the GIL while it searches).
         self.rewriting = Workers("rewrites", workers=limits.rewrite_workers, waiting=limits.max_waiting,
@@ -75,7 +73,7 @@ class ReplayArchive:
     async def original(self, revisit: Capture, stored: OpenRecord) -> tuple[Capture, OpenRecord] | None:
         """The response a revisit record stands for, with its record; None if it is not archived.
 
-        See :func:`archiver.store.catalog.original_of`; the catalog is read as a lookup.
+        See :func:`archiver.store.originals.original_of`; the catalog is read as a lookup.
         """
         def referred(scan: Scan) -> Capture | None:
             return original_of(scan.catalog, revisit, stored.warc_headers, scan.rows)

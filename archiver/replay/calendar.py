@@ -19,7 +19,7 @@ from datetime import date, timedelta
 from itertools import islice, takewhile
 from typing import Protocol
 
-from archiver.store.catalog import Capture
+from archiver.store.models import Capture
 from archiver.web.timestamps import stamp_after
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",

@@ -62,7 +62,7 @@ from typing import Any
 import re2
 
 from archiver.plugins import LABEL_NAME
-from archiver.store.catalog import LABEL_FIELD, Capture
+from archiver.store.models import LABEL_FIELD, Capture
 from archiver.web.timestamps import parse_date, to_datetime
 
 FIELDS = (

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from archiver.replay.rewrite import FRAME, IFRAME, IMAGE, OBJECT, SCRIPT, STYLE, Embed
-from archiver.store.catalog import Capture
+from archiver.store.models import Capture
 from archiver.web import urls
 from archiver.web.timestamps import to_datetime
 

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from archiver.store.dnshistory import DnsRow, Resolved
+from archiver.store.models import DnsRow, Resolved
 from archiver.web.timestamps import parse_date, to_datetime, to_iso
 from archiver.web.urls import normalize, origin_parts, split_origin
 

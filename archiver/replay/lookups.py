@@ -33,7 +33,7 @@ from datetime import date
 
 from archiver.replay.calendar import CaptureTally, day_of, tally_captures
 from archiver.replay.scan import Scan
-from archiver.store.catalog import Capture
+from archiver.store.models import Capture
 from archiver.web.timestamps import stamp_after, stamp_before, to_datetime
 
 # A banner's count of captures stops here: past it, the banner says "10000+".

@@ -33,7 +33,7 @@ from archiver.replay.calendar import (
 from archiver.replay.coherence import PARAMETER, Coherence
 from archiver.replay.rewrite import archive_url
 from archiver.replay.why import Answer
-from archiver.store.catalog import Capture, HostTally
+from archiver.store.models import Capture, HostTally
 from archiver.web.timestamps import to_iso
 
 _ENV = Environment(

@@ -1,7 +1,7 @@
 """The replay's catalog access: one user at a time, off the event loop, a slice at a time, lookups
 first, and a bounded number of listings.
 
-Every request shares one read-only :class:`~archiver.store.catalog.Catalog`, whose connections and
+Every request shares one read-only :class:`~archiver.store.embedded.catalog.Catalog`, whose connections and
 caches must not be used by two threads at once, so every use holds the scanner's turn
 (:class:`Turns`): one holder at a time, handed on release to the longest-waiting lookup, else to
 the longest-waiting listing.

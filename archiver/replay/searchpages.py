@@ -1,6 +1,6 @@
 """Full-text search in the replay: ``GET /fulltext?q=WORDS[&at=DATE][&page=N]``.
 
-The same search as ``archiver search`` (archiver.store.fulltext): the archived pages holding the
+The same search as ``archiver search`` (archiver.store.embedded.fulltext): the archived pages holding the
 words, best first, one result per URL. Each result links to its latest matching capture on the
 content origin and lists its matching captures' dates, each a link to that capture (the first
 ``DATES_SHOWN``, then the URL's capture list). ``at`` keeps captures at or before a date (ISO
@@ -29,7 +29,8 @@ from starlette.routing import Route
 from archiver.replay.pages import list_url
 from archiver.replay.rewrite import archive_url
 from archiver.replay.workers import Busy
-from archiver.store.fulltext import FullTextMissing, SearchHit, SearchTimeout
+from archiver.store.embedded.fulltext import FullTextMissing
+from archiver.store.models import SearchHit, SearchTimeout
 from archiver.web.textquery import MAX_QUERY, SearchQuery, parse_query, snippet_parts
 from archiver.web.timestamps import parse_date, to_iso
 

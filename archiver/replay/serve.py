@@ -17,7 +17,7 @@ from hypercorn.trio import serve
 from archiver.config import Config, origin_of, parse_listen
 from archiver.replay.app import ReplayApps, create_apps
 from archiver.service import Service
-from archiver.store.catalog import CatalogError
+from archiver.store.models import CatalogError
 
 __all__ = ["ListenError", "Listeners", "hypercorn_config", "listeners", "parse_listen", "run", "serve_apps"]
 

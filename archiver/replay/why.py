@@ -36,13 +36,12 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from archiver.config import Config
-from archiver.queues.crawlqueue import QueuePosition
 from archiver.queues.decisions import Decision
-from archiver.queues.sitequeue import SiteRow
+from archiver.queues.models import QueuePosition, SiteRow
 from archiver.store import robotstxt
-from archiver.store.catalog import Capture
 from archiver.store.interfaces import CatalogStore, WarcReader
-from archiver.stores import EmbeddedStores, SharedStores
+from archiver.store.models import Capture
+from archiver.stores import Stores
 from archiver.web import robots, urls
 from archiver.web.scope import ScopeDecision
 from archiver.web.timestamps import from_datetime
@@ -246,7 +245,7 @@ def _count(n: int, noun: str) -> str:
 # -- reading the records
 
 
-def gather(stores: EmbeddedStores | SharedStores, catalog: CatalogStore, warcs: WarcReader,
+def gather(stores: Stores, catalog: CatalogStore, warcs: WarcReader,
            config: Config, url: str, at: str) -> Evidence:
     """Read what the archive records about ``url`` (a normalised URL) up to ``at`` (blocking).
 
@@ -298,13 +297,10 @@ def _robots_verdict(catalog: CatalogStore, warcs: WarcReader, origin: str, url: 
     return RobotsVerdict(current, rules.allowed(path), rule)
 
 
-def _site(stores: EmbeddedStores | SharedStores, origin: str) -> SiteRow | None:
+def _site(stores: Stores, origin: str) -> SiteRow | None:
     """The site queue's record of ``origin`` (each crawler's queue, embedded), or None."""
-    if isinstance(stores, SharedStores):
-        with contextlib.closing(stores.site_queue()) as queue:
-            return queue.site(origin)
-    for number in stores.site_queue_numbers():
-        with contextlib.closing(stores.site_queue(number)) as queue:
+    for _, queue in stores.site_queues():
+        with contextlib.closing(queue):
             if (row := queue.site(origin)) is not None:
                 return row
     return None

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from archiver.store.catalog import Capture, Catalog
+from archiver.store.embedded.catalog import Catalog
 from archiver.store.interfaces import CatalogStore, WarcReader
+from archiver.store.models import Capture
 from archiver.store.objectstore import NoSuchObject, ObjectRangeError, ObjectStore, open_object
 from archiver.store.warcindex import (
     HEAD_BYTES,
@@ -42,7 +43,7 @@ from archiver.store.warcindex import (
 )
 
 if TYPE_CHECKING:
-    from archiver.store.pgcatalog import PgCatalog  # psycopg: only the shared stores load it
+    from archiver.store.postgres.catalog import PgCatalog  # psycopg: only the shared stores load it
 
 BATCH = 10_000
 

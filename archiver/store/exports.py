@@ -60,8 +60,10 @@ from warcio.warcwriter import WARCWriter
 
 from archiver import __version__
 from archiver.store.bundles import LABELS_TYPE, NOT_MODIFIED_PROFILE, payload_digest
-from archiver.store.catalog import Capture, host_name, original_of, shard_host, surt_key
+from archiver.store.catalogkeys import host_name, shard_host, surt_key
 from archiver.store.interfaces import CatalogStore, WarcReader
+from archiver.store.models import Capture
+from archiver.store.originals import original_of
 from archiver.store.warcindex import WarcError, parse_record
 from archiver.web.timestamps import to_iso
 

@@ -27,9 +27,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from archiver.store.catalog import Capture
-from archiver.store.fulltext import DocumentKey, IndexedCapture
 from archiver.store.interfaces import CatalogStore, FullTextStore, WarcReader
+from archiver.store.models import Capture, DocumentKey, IndexedCapture
 from archiver.store.warcindex import WarcError
 from archiver.web.pagelinks import HTML_TYPES
 from archiver.web.pagetext import MAX_DECODED, PageText, response_text

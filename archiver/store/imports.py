@@ -47,8 +47,8 @@ from warcio.exceptions import ArchiveLoadFailed
 from warcio.warcwriter import WARCWriter
 
 from archiver.store.bundles import complete_prefix
-from archiver.store.catalog import Capture
 from archiver.store.interfaces import CatalogStore
+from archiver.store.models import Capture
 from archiver.store.objectstore import FolderStore, ObjectStore, ObjectStoreError, check_key, put
 from archiver.store.warcheads import HeadError, check_heads
 from archiver.store.warcindex import WarcError, index_stream

@@ -12,9 +12,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
-from archiver.store.catalog import Capture, HostTally
-from archiver.store.dnshistory import DnsRow, NameState, Observation, Resolved
-from archiver.store.fulltext import DocumentKey, IndexedCapture, SearchHit
+from archiver.store.models import (
+    Capture,
+    DnsRow,
+    DocumentKey,
+    HostTally,
+    IndexedCapture,
+    NameState,
+    Observation,
+    Resolved,
+    SearchHit,
+)
 from archiver.store.warcindex import OpenRecord, Stored
 from archiver.web.pagetext import PageText
 from archiver.web.textquery import SearchQuery
@@ -147,7 +155,7 @@ class FullTextStore(Protocol):
     def search(self, query: SearchQuery, *, at: str | None = None, limit: int = 20, offset: int = 0,
                deadline: float | None = None) -> list[SearchHit]:
         """The best-matching URLs with a matching capture at or before ``at``, best first;
-        ``store.fulltext.SearchTimeout`` past ``deadline`` seconds."""
+        ``store.models.SearchTimeout`` past ``deadline`` seconds."""
 
     def counts(self) -> tuple[int, int]: ...
 

@@ -4,7 +4,7 @@
 what the code, the config and the logs say: ``frontier/`` is ``crawl-queues/`` (every site's crawl
 queue and their inboxes) and ``outlinks/`` is ``spool/`` (the external-link spool). An archive
 laid out before is still read where it lies, with a warning (``archive-layout-old``), until the
-next release; ``archiver store migrate --config FILE`` (with no ``--source``) moves it, each
+next release; ``archiver store upgrade --config FILE`` moves it, each
 folder in one atomic rename, while no service runs.
 """
 
@@ -44,7 +44,7 @@ def folder(root: Path, name: str) -> Path:
     if old not in _warned:
         _warned.add(old)
         event(log, logging.WARNING, "archive-layout-old", folder=str(old), now=name,
-              note="run `archiver store migrate --config FILE` while no service runs to move it")
+              note="run `archiver store upgrade --config FILE` while no service runs to move it")
     return old
 
 

@@ -8,18 +8,18 @@ event loop, such a wait would stall every site slot of the process (all 64 fetch
 timeouts), so the crawler makes these calls through an :class:`OffLoop`: in a worker thread, one at a
 time per store, since each store is one connection used by one thread at a time.
 
-The busy timeouts are set, with their reasons, in :mod:`archiver.store.sqlite`. Off the loop they bound
-how long one slot waits for its store, not how long the process stops; when one runs out:
+The busy timeouts are set, with their reasons, in :mod:`archiver.store.embedded.sqlite`. Off the loop they
+bound how long one slot waits for its store, not how long the process stops; when one runs out:
 
-- site queue (:class:`~archiver.queues.sitequeue.SiteQueue`): the other writers' transactions are short
-  (a links checkpoint merges one batch of sites; a seeds run adds a site per transaction), so 30 s runs
+- site queue (:class:`~archiver.queues.embedded.sitequeue.SiteQueue`): the other writers' transactions are
+  short (a links checkpoint merges one batch of sites; a seeds run adds a site per transaction), so 30 s runs
   out only when something is wrong. When it does (:func:`is_busy`), the crawler logs
   ``site-queue-busy`` and asks again after ``crawl.poll_interval``: a claim or a visit's outcome is never
   dropped, and the process does not die of another process's long transaction.
-- DNS history (:mod:`archiver.store.dnshistory`): ``archiver dns`` must not fail a pass on one slow
+- DNS history (:mod:`archiver.store.embedded.dnshistory`): ``archiver dns`` must not fail a pass on one slow
   commit. An inline recording by the crawler that runs out is logged (``dns-history-busy``) and
   skipped: the resolution is used anyway and recorded at the name's next lookup.
-- catalog (:mod:`archiver.store.catalog`): a recrawl's lookups only read, and WAL readers do not wait
+- catalog (:mod:`archiver.store.embedded.catalog`): a recrawl's lookups only read, and WAL readers do not wait
   for writers; the timeout matters to the group commit's writes, which already run in a worker thread.
 
 Calls run with ``abandon_on_cancel=False`` (trio's default): a cancelled caller still waits for its

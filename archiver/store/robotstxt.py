@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import islice
 
-from archiver.store.catalog import Capture, original_of
 from archiver.store.interfaces import CatalogStore, WarcReader
+from archiver.store.models import Capture
+from archiver.store.originals import original_of
 from archiver.store.warcindex import WarcError
 from archiver.web.robots import MAX_ROBOTS_BYTES
 

@@ -2,7 +2,7 @@
 
 Each process rewrites ``<root>/state/crawl-<process>.json`` every few seconds (write, then rename, so
 a reader never sees half a file), or, with the shared stores, its row of table ``crawlers``
-(archiver.store.pgstatus); ``archiver status`` and the log's progress line print the same.
+(archiver.store.postgres.status); ``archiver status`` and the log's progress line print the same.
 ``loop_stall_max_ms`` is the longest the process's event loop was held by one task step since start
 (see :mod:`archiver.crawl.loopwatch`), ``loop_stall_task`` the task that held it, and
 ``loop_stalls_over_100ms`` how many steps took 100 ms or more.

@@ -27,7 +27,8 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.timeutils import iso_date_to_datetime
 
 from archiver.store.bundles import LABELS_TYPE, complete_prefix
-from archiver.store.catalog import Capture, labels_text, surt_key
+from archiver.store.catalogkeys import surt_key
+from archiver.store.models import Capture, labels_text
 from archiver.web import urls
 from archiver.web.timestamps import from_datetime
 

@@ -3,7 +3,7 @@
 A rule is one string:
 
 ``com,example)/news/``
-    a SURT prefix: the URL's SURT key (the catalog's key, ``archiver.store.catalog.surt_key``)
+    a SURT prefix: the URL's SURT key (the catalog's key, ``archiver.store.catalogkeys.surt_key``)
     starts with it. The key drops the scheme, userinfo, default ports and a leading ``www``,
     ``www2``... label, lower-cases everything and sorts the query's parameters, so
     ``com,example)/news/`` holds ``http://www.example.com/News/a`` and

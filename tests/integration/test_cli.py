@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from archiver.queues.sitequeue import SiteQueue, queue_path
+from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
 from demoweb import WebSpec, run_demo_process
 from tests.support.crawls import (
     captures,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from archiver import cli
-from archiver.queues.sitequeue import SiteQueue, queue_path
+from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
 from tests.support.repo import ARCHIVER, archiver_here_text
 from tests.support.storemodes import LOOKED_UP, lookup_archive
 

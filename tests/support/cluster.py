@@ -23,8 +23,9 @@ from urllib.parse import urlsplit
 import psycopg
 
 from archiver.config import Config
-from archiver.store.objectstore import S3Store, open_object
-from archiver.store.pgcatalog import PgCatalog
+from archiver.store.objectstore import open_object
+from archiver.store.postgres.catalog import PgCatalog
+from archiver.store.s3.objectstore import S3Store
 from archiver.store.warcindex import index_stream
 from tests.support.crawls import HasHosts, warcio_check, write_config
 from tests.support.repo import ARCHIVER

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from archiver.config import CrawlConfig
-from archiver.queues.crawlqueue import CrawlQueue, EmbeddedCrawlQueues, Entry
+from archiver.queues.embedded.crawlqueue import CrawlQueue, EmbeddedCrawlQueues
+from archiver.queues.models import Entry
 
 
 def open_queue(directory: Path) -> CrawlQueue:

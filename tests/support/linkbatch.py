@@ -17,10 +17,10 @@ import psycopg
 
 from archiver import config
 from archiver.links.batch import LinkBatch
+from archiver.queues.embedded.sitequeue import queue_path
 from archiver.queues.sitechanges import SiteChanges
-from archiver.queues.sitequeue import queue_path
 from archiver.queues.spool import OBJECT_PREFIX
-from archiver.store.objectstore import S3Store
+from archiver.store.s3.objectstore import S3Store
 from archiver.store.shipping import ship_closed
 from tests.support.crawlqueues import embedded_queues
 from tests.support.objectstore import S3Bucket

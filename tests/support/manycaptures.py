@@ -17,7 +17,8 @@ from pathlib import Path
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from archiver.store.catalog import Capture, Catalog
+from archiver.store.embedded.catalog import Catalog
+from archiver.store.models import Capture
 from archiver.store.warcindex import index_warc
 
 URL = "http://busy.test/page"

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from archiver.store.objectstore import s3_client
+from archiver.store.s3.objectstore import s3_client
 from tools.s3server import CREDENTIALS, StoppableEndpoint, running_moto
 
 

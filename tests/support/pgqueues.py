@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from archiver.queues.leases import Leases
-from archiver.queues.pgcrawlqueue import PgCrawlQueues
-from archiver.queues.pgsitequeue import PgSiteQueue
+from archiver.queues.postgres.crawlqueue import PgCrawlQueues
+from archiver.queues.postgres.sitequeue import PgSiteQueue
 
 
 class PgProcess:

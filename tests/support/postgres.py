@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from archiver.store.pgschema import init_schema
+from archiver.store.postgres.schema import init_schema
 from tools.pgserver import (
     FAULT_SETTINGS,
     PASSWORD,

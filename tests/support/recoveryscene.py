@@ -8,9 +8,9 @@ from pathlib import Path
 
 from archiver.config import Config, from_dict
 from archiver.crawl.recovery import recover
-from archiver.queues.crawlqueue import Entry
+from archiver.queues.models import Entry
 from archiver.store.bundles import BundleWriter
-from archiver.store.catalog import Catalog
+from archiver.store.embedded.catalog import Catalog
 from archiver.stores import open_stores
 
 GET = b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n"

@@ -27,8 +27,9 @@ from archiver.config import Config
 from archiver.crawl.crawler import Crawler, enqueue_seeds
 from archiver.replay.app import create_apps
 from archiver.replay.serve import listeners, serve_apps
-from archiver.store.catalog import Capture, Catalog
 from archiver.store.catalog_maintenance import WarcFiles, reindex
+from archiver.store.embedded.catalog import Catalog
+from archiver.store.models import Capture
 from archiver.web.timestamps import to_iso
 from demoweb import DemoWeb, WebSpec, start_demo
 from tests.support.crawls import load, write_config

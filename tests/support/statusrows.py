@@ -13,14 +13,14 @@ from typing import Any
 import psycopg
 
 from archiver.crawl.stats import Stats
-from archiver.stores import EmbeddedStores, SharedStores
+from archiver.stores import Stores
 
 
-def register(stores: EmbeddedStores | SharedStores, process: int, host: str, *, pid: int,
+def register(stores: Stores, process: int, host: str, *, pid: int,
              heartbeat_ago: float = 0.0) -> None:
-    if isinstance(stores, EmbeddedStores):
+    if stores.cluster is None:
         return
-    with psycopg.connect(stores.url, autocommit=True) as conn:
+    with psycopg.connect(stores.cluster.url, autocommit=True) as conn:
         conn.execute(
             "INSERT INTO crawlers (process, epoch, host, pid, started, heartbeat)"
             " VALUES (%s, 1, %s, %s, extract(epoch FROM now()), now() - make_interval(secs => %s))",

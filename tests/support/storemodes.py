@@ -21,14 +21,13 @@ import pytest
 
 from archiver import config
 from archiver.config import WarcConfig
-from archiver.queues.sitequeue import SiteQueue, queue_path
+from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
 from archiver.store.bundles import BundleWriter
-from archiver.store.catalog import Capture
-from archiver.store.dnshistory import Observation
-from archiver.store.objectstore import S3Store
+from archiver.store.models import Capture, Observation
+from archiver.store.s3.objectstore import S3Store
 from archiver.store.shipping import ship_closed
 from archiver.store.warcindex import index_warc
-from archiver.stores import EmbeddedStores, SharedStores, open_stores
+from archiver.stores import Stores, open_stores
 
 BASE = """\
 [archive]
@@ -47,18 +46,19 @@ class ModeArchive:
     mode: str
     path: Path
     config: config.Config
-    stores: EmbeddedStores | SharedStores
+    stores: Stores
 
     def keep(self, bundles: list[Path]) -> None:
         """Put closed bundles where this mode's readers find them (they leave their folder)."""
-        if isinstance(self.stores, EmbeddedStores):
+        objects = self.stores.shared_objects()
+        if objects is None:
             folder = self.stores.warc_directory()
             folder.mkdir(parents=True, exist_ok=True)
             for path in bundles:
                 shutil.move(path, folder / path.name)
             return
         for source in {path.parent for path in bundles}:
-            ship_closed(source, self.stores.objects())
+            ship_closed(source, objects)
 
     def queue_sites(self, queued: dict[int, list[str]], done: list[str],
                     revisits: dict[str, float] | None = None) -> None:
@@ -66,8 +66,8 @@ class ModeArchive:
         (embedded: in a queue of their own, process 9's, where each is the one to claim), and
         finished sites waiting for a revisit due at the given times (process 9's queue too)."""
         revisits = revisits or {}
-        if isinstance(self.stores, SharedStores):
-            with psycopg.connect(self.stores.url, autocommit=True) as conn:
+        if (cluster := self.stores.cluster) is not None:
+            with psycopg.connect(cluster.url, autocommit=True) as conn:
                 for origin in [o for origins in queued.values() for o in origins]:
                     conn.execute("INSERT INTO sites (origin, added) VALUES (%s, 0)", (origin,))
                 for origin in done:
@@ -92,10 +92,10 @@ class ModeArchive:
 
     def overwrite(self, name: str, data: bytes) -> None:
         """Replace a kept bundle's bytes behind archiver's back, as another client would."""
-        if isinstance(self.stores, EmbeddedStores):
+        store = self.stores.shared_objects()
+        if store is None:
             (self.stores.warc_directory() / name).write_bytes(data)
             return
-        store = self.stores.objects()
         assert isinstance(store, S3Store)
         store.client.put_object(Bucket=store.bucket, Key=f"{store.prefix}/{name}", Body=data)
 

@@ -16,9 +16,9 @@ PACKAGE = ROOT / "archiver"
 SECTIONS = {name: hint for name, hint in typing.get_type_hints(config.Config).items()
             if dataclasses.is_dataclass(hint)}
 _CITED = re.compile(r"`([^`\s]+)`")
-_QUALIFIED = re.compile(r"([a-z_]+(?:\.[a-z_]+)?):([A-Za-z_]\w*(?:\.\w+)?)")
+_QUALIFIED = re.compile(r"([a-z_]\w*(?:\.[a-z_]\w*)*):([A-Za-z_]\w*(?:\.\w+)?)")
 _MEMBER = re.compile(r"[A-Z]\w*\.\w+")
-_DOTTED = re.compile(r"[a-z_]+\.[a-z_]+")
+_DOTTED = re.compile(r"[a-z_]\w*(?:\.[a-z_]\w*)+")
 _FILE = re.compile(r".+\.(?:py|md|sqlite|json|bloom|lock|commit|toml|tsv)")
 
 
@@ -83,9 +83,12 @@ def test_every_citation_resolves() -> None:
 
 def test_the_check_catches_stale_names() -> None:
     stale = ("`crawl.visit:SiteVisit._gone` `Crawler._nothing` `store.nowhere` `crawl.no_such_key` "
-             "`crawl.visit:SiteVisit.run` `store.status` `crawl.min_rest` `queue.log` `signal.signal`")
+             "`crawl.visit:SiteVisit.run` `store.status` `crawl.min_rest` `queue.log` `signal.signal` "
+             "`store.postgres.catalog:PgCatalog` `store.postgres.catalog:Catalog` `store.embedded.nowhere` "
+             "`store.s3.objectstore` `store.pgcatalog`")
     assert unresolved(stale, _modules()) == [
-        "crawl.visit:SiteVisit._gone", "Crawler._nothing", "store.nowhere", "crawl.no_such_key"]
+        "crawl.visit:SiteVisit._gone", "Crawler._nothing", "store.nowhere", "crawl.no_such_key",
+        "store.postgres.catalog:Catalog", "store.embedded.nowhere", "store.pgcatalog"]
 
 
 def test_every_room_has_a_section() -> None:

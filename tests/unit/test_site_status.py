@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from archiver.commands.status import describe_site, site_line
+from archiver.queues.models import SiteRow
 from archiver.queues.revisits import ChangeHistory
-from archiver.queues.sitequeue import SiteRow
 
 DAY = 86400.0
 NOW = 1_800_000_000.0

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from archiver.store.pgstatus import PgStatus
+from archiver.store.postgres.status import PgStatus
 from demoweb import WebSpec, run_demo_process
 from tests.support.cluster import archivable, check_archive, overlapping, requests, shared_config, wait_for
 from tests.support.crawls import load, write_seeds

@@ -16,8 +16,9 @@ from collections import Counter, defaultdict
 import psycopg
 
 from archiver.store.catalog_maintenance import ObjectWarcs
-from archiver.store.objectstore import S3Store, open_object
-from archiver.store.pgcatalog import PgCatalog
+from archiver.store.objectstore import open_object
+from archiver.store.postgres.catalog import PgCatalog
+from archiver.store.s3.objectstore import S3Store
 from archiver.store.warcindex import index_stream
 from demoweb import WebSpec, run_demo_process
 from tests.support.cluster import (

@@ -7,8 +7,8 @@ import os
 import subprocess
 
 from archiver.store.catalog_maintenance import ObjectWarcs
-from archiver.store.objectstore import S3Store
-from archiver.store.pgcatalog import PgCatalog
+from archiver.store.postgres.catalog import PgCatalog
+from archiver.store.s3.objectstore import S3Store
 from demoweb import WebSpec, run_demo_process
 from tests.support.cluster import archivable, shared_config
 from tests.support.crawls import load, write_seeds

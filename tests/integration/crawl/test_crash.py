@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from archiver.config import WarcConfig, from_dict
 from archiver.crawl.recovery import recover
 from archiver.store.bundles import BundleWriter
-from archiver.store.catalog import Catalog
+from archiver.store.embedded.catalog import Catalog
 from archiver.store.warcindex import read_record
 from archiver.stores import open_stores
 from demoweb import WebSpec, run_demo_process

@@ -20,7 +20,7 @@ from warcio.archiveiterator import ArchiveIterator
 from archiver import cli
 from archiver.crawl.crawler import Crawler, enqueue_seeds
 from archiver.queues.spool import parse_line
-from archiver.store.catalog import Catalog
+from archiver.store.embedded.catalog import Catalog
 from archiver.web import urls
 from demoweb import WebSpec, start_demo
 from tests.support import plugins as test_plugins

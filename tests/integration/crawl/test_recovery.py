@@ -8,9 +8,9 @@ import signal
 from pathlib import Path
 
 from archiver.config import Config
-from archiver.queues.crawlqueue import LOG, queue_dir
+from archiver.queues.embedded.crawlqueue import LOG, queue_dir
 from archiver.store.bundles import BundleWriter
-from archiver.store.catalog import Catalog
+from archiver.store.embedded.catalog import Catalog
 from tests.support.recoveryscene import SITE, config_for, page, queue, run, state
 
 

@@ -12,7 +12,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.store.bundles import NOT_MODIFIED_PROFILE, REVISIT_PROFILE
-from archiver.store.catalog import Catalog
+from archiver.store.embedded.catalog import Catalog
 from demoweb.server import validators
 from tests.support.crawls import warc_files, warcio_check
 from tests.support.replayarchive import TwoDates, copy_of

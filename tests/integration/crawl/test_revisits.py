@@ -19,9 +19,11 @@ import trio
 
 from archiver.config import Config
 from archiver.crawl.crawler import Crawler, enqueue_seeds
+from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
+from archiver.queues.models import SiteRow
 from archiver.queues.revisits import LOOK_BACK, RevisitSchedule
-from archiver.queues.sitequeue import SiteQueue, SiteRow, queue_path
-from archiver.store.catalog import Capture, Catalog
+from archiver.store.embedded.catalog import Catalog
+from archiver.store.models import Capture
 from archiver.web.timestamps import from_datetime, to_datetime
 from demoweb import DemoWeb, WebSpec, start_demo
 from tests.support.crawls import load, write_config

@@ -4,8 +4,8 @@ with the group commit, read back for ``archiver why`` as the embedded log reads 
 from __future__ import annotations
 
 from archiver.queues.leases import Leases
-from archiver.queues.pgcrawlqueue import PgCrawlQueues
-from archiver.queues.pgsitequeue import PgSiteQueue
+from archiver.queues.postgres.crawlqueue import PgCrawlQueues
+from archiver.queues.postgres.sitequeue import PgSiteQueue
 from archiver.store.durable import SyncJob
 
 SITE = "http://a.test"

@@ -18,7 +18,8 @@ from zoneinfo import ZoneInfo
 import trio
 
 from archiver.crawl.crawler import Crawler, enqueue_seeds
-from archiver.queues.sitequeue import SiteQueue, SiteRow, queue_path
+from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
+from archiver.queues.models import SiteRow
 from demoweb import WebSpec, start_demo
 from tests.support.crawls import load, write_config
 

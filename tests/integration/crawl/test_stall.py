@@ -25,11 +25,11 @@ import trio.testing
 from archiver.crawl.crawler import Crawler, enqueue_seeds
 from archiver.dns.lookup import Lookup
 from archiver.dns.resolver import Resolver
-from archiver.queues import sitequeue
-from archiver.queues.sitequeue import SiteQueue, queue_path
-from archiver.store import sqlite
+from archiver.queues.embedded import sitequeue
+from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
 from archiver.store.bundles import payload_digest
-from archiver.store.dnshistory import DnsHistory
+from archiver.store.embedded import sqlite
+from archiver.store.embedded.dnshistory import DnsHistory
 from archiver.store.status import status_path
 from demoweb import WebSpec, start_demo
 from tests.support.crawls import captures, load, records, write_config

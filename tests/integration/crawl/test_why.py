@@ -18,7 +18,7 @@ import trio
 from archiver import cli
 from archiver.config import Config
 from archiver.crawl.crawler import Crawler, enqueue_seeds
-from archiver.store.catalog import Catalog
+from archiver.store.embedded.catalog import Catalog
 from demoweb import DemoWeb, WebSpec, start_demo
 from tests.support.crawls import load, write_config
 from tests.support.rawhttp import get

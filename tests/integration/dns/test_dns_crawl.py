@@ -9,7 +9,7 @@ import trio
 
 from archiver.crawl.crawler import Crawler, enqueue_seeds
 from archiver.dns.service import refresh_pass
-from archiver.store.dnshistory import DnsHistory
+from archiver.store.embedded.dnshistory import DnsHistory
 from demoweb import WebSpec, start_demo
 from tests.support.crawls import captures, load, records, write_config
 from tests.support.dnsserver import DnsServer, TestZone

@@ -4,7 +4,7 @@ import trio
 
 from archiver.dns.lookup import Lookup, Resolution
 from archiver.dns.resolver import Resolver
-from archiver.store.dnshistory import DnsHistory
+from archiver.store.embedded.dnshistory import DnsHistory
 from tests.support.dnsserver import LOCAL, TestZone, start_dns
 
 

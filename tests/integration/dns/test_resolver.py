@@ -13,7 +13,8 @@ import pytest
 import trio
 
 from archiver.dns.resolver import Answer, RefreshStats, Resolver, refresh
-from archiver.store.dnshistory import DnsHistory, Observation
+from archiver.store.embedded.dnshistory import DnsHistory
+from archiver.store.models import Observation
 from tests.support.dnsserver import LOCAL, DnsServer, TestZone, start_dns
 
 TIMEOUT = 0.5

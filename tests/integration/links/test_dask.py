@@ -19,7 +19,7 @@ from archiver import config
 from archiver.crawl.crawler import Crawler, enqueue_seeds
 from archiver.links.batch import LinkBatch
 from archiver.links.dask_engine import DaskEngine
-from archiver.queues.sitequeue import process_for
+from archiver.queues.sites import process_for
 from archiver.web import urls
 from demoweb import WebSpec, start_demo
 from tests.support.crawls import write_config

@@ -10,7 +10,8 @@ import trio
 
 from archiver import config
 from archiver.crawl.crawler import Crawler, enqueue_seeds
-from archiver.queues.sitequeue import LinkedSite, SiteQueue, queue_path
+from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
+from archiver.queues.models import LinkedSite
 from archiver.web import urls
 from demoweb import WebSpec, start_demo
 from tests.support.crawls import write_config

@@ -15,8 +15,8 @@ from warcio.archiveiterator import ArchiveIterator
 from archiver import config
 from archiver.crawl.crawler import Crawler, enqueue_seeds
 from archiver.links.batch import LinkBatch, run_batch
-from archiver.queues.linksstate import EmbeddedLinksState
-from archiver.queues.sitequeue import process_for
+from archiver.queues.embedded.linksstate import EmbeddedLinksState
+from archiver.queues.sites import process_for
 from archiver.web import urls
 from demoweb import WebSpec, start_demo
 from tests.support.crawls import captures, warc_files, write_config

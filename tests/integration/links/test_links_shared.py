@@ -13,7 +13,7 @@ from functools import partial
 import psycopg
 
 from archiver.links.batch import LinkBatch
-from archiver.store.objectstore import S3Store
+from archiver.store.s3.objectstore import S3Store
 from tests.support.linkbatch import (
     batch_once,
     links_config,

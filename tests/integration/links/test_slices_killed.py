@@ -17,7 +17,7 @@ from tests.support.repo import ARCHIVER, ROOT
 KILLED_AT_COMMIT = """
 import os, signal, sys
 from archiver import cli
-from archiver.queues.linksstate import EmbeddedLinksState
+from archiver.queues.embedded.linksstate import EmbeddedLinksState
 commit = EmbeddedLinksState.commit
 def killed(self, generation, *args, **kwargs):
     if generation == 2:

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from archiver.queues.crawlqueue import EmbeddedCrawlQueues, QueuePosition
+from archiver.queues.embedded.crawlqueue import EmbeddedCrawlQueues
 from archiver.queues.interfaces import CrawlQueues, CrawlQueueStore
 from archiver.queues.leases import Leases
-from archiver.queues.pgcrawlqueue import PgCrawlQueues
-from archiver.queues.pgsitequeue import PgSiteQueue
+from archiver.queues.models import QueuePosition
+from archiver.queues.postgres.crawlqueue import PgCrawlQueues
+from archiver.queues.postgres.sitequeue import PgSiteQueue
 from archiver.store.durable import SyncJob
 
 SITE = "http://a.test"

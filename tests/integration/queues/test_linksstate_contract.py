@@ -14,13 +14,14 @@ import psycopg
 import pytest
 
 from archiver.queues.bloom import BloomBitmap
+from archiver.queues.embedded.linksstate import EmbeddedLinksState
+from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
 from archiver.queues.interfaces import LinksState, SiteQueueStore, SpoolFiles
-from archiver.queues.linksstate import EmbeddedLinksState
-from archiver.queues.pglinksstate import PgLinksState
-from archiver.queues.pgsitequeue import PgSiteQueue
-from archiver.queues.sitequeue import SiteQueue, process_for, queue_path
+from archiver.queues.postgres.linksstate import PgLinksState
+from archiver.queues.postgres.sitequeue import PgSiteQueue
+from archiver.queues.sites import process_for
 from archiver.queues.spool import OBJECT_PREFIX, ObjectSpool, SpoolDirectory, spool_order
-from archiver.store.objectstore import S3Store
+from archiver.store.s3.objectstore import S3Store
 from archiver.store.shipping import ship_closed
 from tests.support.linkbatch import site_changes
 

@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from archiver.queues.leases import Leases
-from archiver.queues.pgsitequeue import PgSiteQueue
+from archiver.queues.postgres.sitequeue import PgSiteQueue
 
 
 @pytest.fixture

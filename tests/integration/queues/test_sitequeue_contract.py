@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
 from archiver.queues.interfaces import SiteQueueStore
 from archiver.queues.leases import Leases
-from archiver.queues.pgsitequeue import PgSiteQueue
+from archiver.queues.postgres.sitequeue import PgSiteQueue
 from archiver.queues.revisits import ChangeHistory, PageChanges, RevisitSchedule
-from archiver.queues.sitequeue import SiteQueue, queue_path
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

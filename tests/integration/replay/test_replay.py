@@ -26,7 +26,8 @@ from archiver.replay.app import CLIENT_SRC, CSP
 from archiver.replay.memento import http_date
 from archiver.replay.rewrite import rewrite_html
 from archiver.replay.serve import run
-from archiver.store.catalog import Capture, Catalog
+from archiver.store.embedded.catalog import Catalog
+from archiver.store.models import Capture
 from archiver.web.extract import Link, decode_text, extract_css, extract_html
 from archiver.web.timestamps import from_datetime, to_datetime
 from tests.support.crawls import LOOPBACK

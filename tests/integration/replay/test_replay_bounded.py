@@ -23,7 +23,8 @@ from archiver.config import Config, load
 from archiver.replay.app import NOT_REWRITTEN
 from archiver.replay.workers import NICENESS, RETRY_AFTER, WorkerLost, Workers
 from archiver.store.catalog_maintenance import WarcFiles, reindex
-from archiver.store.fulltext import FtsIndex, IndexedCapture
+from archiver.store.embedded.fulltext import FtsIndex
+from archiver.store.models import IndexedCapture
 from archiver.web.pagetext import PageText
 from archiver.web.timestamps import to_iso
 from tests.support.rawhttp import get

@@ -19,7 +19,8 @@ import trio.testing
 
 from archiver.config import Config
 from archiver.crawl.crawler import Crawler, enqueue_seeds
-from archiver.store.catalog import Capture, Catalog
+from archiver.store.embedded.catalog import Catalog
+from archiver.store.models import Capture
 from demoweb import DemoWeb, WebSpec, start_demo
 from tests.support import chromium
 from tests.support.chromium import ERR_NAME_NOT_RESOLVED, read_netlog

@@ -17,7 +17,9 @@ from archiver.crawl.http import HttpClient
 from archiver.replay import cdx, dnspages, statuspages
 from archiver.replay.archive import ReplayArchive
 from archiver.replay.cdxquery import CdxQuery, select
-from archiver.store.catalog import Capture, Catalog, surt_key
+from archiver.store.catalogkeys import surt_key
+from archiver.store.embedded.catalog import Catalog
+from archiver.store.models import Capture
 from demoweb import WebSpec
 from tests.support.crawls import LOOPBACK, Crawled
 

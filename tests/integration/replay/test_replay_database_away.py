@@ -10,7 +10,7 @@ import psycopg
 import trio
 
 from archiver import config
-from archiver.stores import SharedStores, open_stores
+from archiver.stores import open_shared
 from tests.support.httpclient import get
 from tests.support.postgres import PostgresServer, store_database
 from tests.support.replayarchive import serving
@@ -27,8 +27,7 @@ async def test_replay_answers_503_while_the_database_is_away_and_recovers_by_its
     path.write_text(BASE + f'[store]\nurl = "{url}"\n[warc]\nstore = "s3://{s3_bucket.name}/warcs"\n'
                     f'[s3]\nendpoint_url = "{s3_bucket.endpoint}"\nregion = "us-east-1"\n')
     cfg = config.load(path)
-    stores = open_stores(cfg)
-    assert isinstance(stores, SharedStores)
+    stores = open_shared(cfg)
     archive = ModeArchive("shared", path, cfg, stores)
     bundles = write_bundles(tmp_path / "new", PAGES)
     entries = entries_of(bundles)

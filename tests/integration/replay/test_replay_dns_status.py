@@ -20,8 +20,9 @@ from archiver.crawl.http import HttpClient
 from archiver.crawl.stats import Stats
 from archiver.replay import cdx, dnspages, statuspages
 from archiver.replay.archive import ReplayArchive
-from archiver.store.catalog import Catalog
-from archiver.store.dnshistory import DnsHistory, Observation
+from archiver.store.embedded.catalog import Catalog
+from archiver.store.embedded.dnshistory import DnsHistory
+from archiver.store.models import Observation
 from archiver.store.status import status_path, write_status
 from archiver.web.timestamps import parse_date, to_datetime
 from tests.support.crawls import LOOPBACK

@@ -14,8 +14,8 @@ import pytest
 
 from archiver.config import Config, load
 from archiver.replay.searchpages import PAGE_SIZE
-from archiver.store.catalog import Capture
-from archiver.store.fulltext import FtsIndex, SearchTimeout
+from archiver.store.embedded.fulltext import FtsIndex
+from archiver.store.models import Capture, SearchTimeout
 from tests.support.rawhttp import get
 from tests.support.replayarchive import TwoDates, copy_of, serving, write_archive
 from tests.support.repo import ARCHIVER, archiver_here

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from archiver.replay.app import SITE_COUNTED, SITES_PAGE
-from archiver.store.catalog import surt_key
+from archiver.store.catalogkeys import surt_key
 from archiver.store.warcindex import read_record
 from tests.support.httpclient import get
 from tests.support.replayarchive import serving

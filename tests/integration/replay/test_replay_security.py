@@ -15,7 +15,9 @@ from archiver.config import Config, CrawlConfig, load
 from archiver.crawl.http import HttpClient
 from archiver.replay.app import APP_CSP, CSP
 from archiver.replay.memento import http_date
-from archiver.store.catalog import Capture, Catalog, surt_key
+from archiver.store.catalogkeys import surt_key
+from archiver.store.embedded.catalog import Catalog
+from archiver.store.models import Capture
 from tests.support.crawls import LOOPBACK
 from tests.support.rawhttp import get
 from tests.support.replayarchive import serving, write_archive

@@ -17,7 +17,9 @@ import pytest
 from archiver.config import Config, load
 from archiver.replay.calendar import LISTED
 from archiver.replay.memento import http_date, parse_http_date
-from archiver.store.catalog import Capture, Catalog, surt_key
+from archiver.store.catalogkeys import surt_key
+from archiver.store.embedded.catalog import Catalog
+from archiver.store.models import Capture
 from tests.support.rawhttp import get
 from tests.support.replayarchive import serving
 

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from archiver.store.catalog import TALLY_ROWS, Capture, Catalog, CatalogError, shard_of, surt_key
+from archiver.store.catalogkeys import TALLY_ROWS, shard_of, surt_key
+from archiver.store.embedded.catalog import Catalog
 from archiver.store.interfaces import CatalogStore
-from archiver.store.pgcatalog import PgCatalog
+from archiver.store.models import Capture, CatalogError
+from archiver.store.postgres.catalog import PgCatalog
 
 OpenCatalog = Callable[..., CatalogStore]
 PAGE = "http://example.org/page"

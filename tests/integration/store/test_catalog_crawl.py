@@ -9,7 +9,7 @@ import subprocess
 import pytest
 import trio
 
-from archiver.store.catalog import Catalog
+from archiver.store.embedded.catalog import Catalog
 from demoweb import WebSpec
 from tests.support.crawls import Crawled, warc_files
 from tests.support.repo import ARCHIVER, archiver_here

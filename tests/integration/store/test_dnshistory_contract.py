@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from archiver.store.dnshistory import DnsHistory, NameState, Observation
+from archiver.store.embedded.dnshistory import DnsHistory
 from archiver.store.interfaces import DnsHistoryStore
-from archiver.store.pgdnshistory import PgDnsHistory
+from archiver.store.models import NameState, Observation
+from archiver.store.postgres.dnshistory import PgDnsHistory
 
 A, B, C, D = "192.0.2.1", "192.0.2.2", "2001:db8::c", "198.51.100.4"
 OpenHistory = Callable[..., DnsHistoryStore]

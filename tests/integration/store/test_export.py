@@ -17,8 +17,8 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.config import Config, load
-from archiver.store.catalog import Catalog
 from archiver.store.catalog_maintenance import WarcFiles
+from archiver.store.embedded.catalog import Catalog
 from archiver.stores import EmbeddedStores
 from tests.support.rawhttp import get
 from tests.support.replayarchive import TwoDates, copy_of, serving

@@ -36,7 +36,7 @@ import trio
 from warcio.archiveiterator import ArchiveIterator
 
 from archiver.config import Config, load
-from archiver.store.catalog import Capture
+from archiver.store.models import Capture
 from archiver.store.warcindex import Stored, index_warc, read_record
 from archiver.web.http import decode_body
 from archiver.web.timestamps import from_datetime, parse_date

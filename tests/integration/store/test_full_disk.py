@@ -16,7 +16,7 @@ import trio
 
 from archiver.crawl.crawler import Crawler, enqueue_seeds
 from archiver.store.bundles import complete_prefix
-from archiver.store.catalog import Catalog
+from archiver.store.embedded.catalog import Catalog
 from archiver.store.warcindex import read_record
 from demoweb import WebSpec, run_demo_process, start_demo
 from tests.support.crawls import captures, load, warc_files, warcio_check, write_config

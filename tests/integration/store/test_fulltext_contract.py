@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from archiver.store.fulltext import FtsIndex, IndexedCapture, SearchTimeout
+from archiver.store.embedded.fulltext import FtsIndex
 from archiver.store.interfaces import FullTextStore
-from archiver.store.pgfulltext import PgFullText
+from archiver.store.models import IndexedCapture, SearchTimeout
+from archiver.store.postgres.fulltext import PgFullText
 from archiver.web.pagetext import PageText
 from archiver.web.textquery import parse_query, plain_snippet, snippet_parts
 from tests.support.fuzzing import assert_cost_bounded

@@ -18,11 +18,11 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from archiver.config import load
-from archiver.store.catalog import Catalog
 from archiver.store.catalog_maintenance import WarcFiles
+from archiver.store.embedded.catalog import Catalog
 from archiver.store.imports import ImportRefused, import_file
 from archiver.store.objectstore import FolderStore, ObjectStore
-from archiver.stores import EmbeddedStores, SharedStores
+from archiver.stores import EmbeddedStores
 from demoweb import WebSpec, run_demo_process
 from tests.support.fuzzing import assert_cost_bounded
 from tests.support.rawhttp import get
@@ -52,8 +52,7 @@ def wget_warc(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
 
 
 def warc_store(archive: ModeArchive) -> ObjectStore:
-    stores = archive.stores
-    return stores.objects() if isinstance(stores, SharedStores) else FolderStore(stores.warc_directory())
+    return archive.stores.warc_store()
 
 
 def test_a_wget_warc_is_stored_catalogued_and_read_back_in_either_mode(mode_archive, wget_warc):

@@ -24,8 +24,9 @@ import pytest
 
 from archiver import config, migrate
 from archiver.links.slices import slice_name
-from archiver.queues.crawlqueue import INBOX as INBOX_FILE
-from archiver.queues.crawlqueue import (
+from archiver.queues.decisions import read_all_decisions
+from archiver.queues.embedded.crawlqueue import INBOX as INBOX_FILE
+from archiver.queues.embedded.crawlqueue import (
     CrawlQueue,
     EmbeddedCrawlQueues,
     inbox_database,
@@ -33,19 +34,19 @@ from archiver.queues.crawlqueue import (
     queue_origin,
     read_inbox,
 )
-from archiver.queues.decisions import read_all_decisions
-from archiver.queues.inboxes import SiteInbox
-from archiver.queues.pglinksstate import PgLinksState
-from archiver.queues.sitequeue import SiteQueue, queue_path
+from archiver.queues.embedded.inboxes import SiteInbox
+from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
+from archiver.queues.postgres.linksstate import PgLinksState
 from archiver.queues.spool import SpoolDirectory
-from archiver.store.catalog import Capture, Catalog
 from archiver.store.catalog_maintenance import ObjectWarcs, WarcFiles
-from archiver.store.dnshistory import DnsHistory
-from archiver.store.objectstore import S3Store
-from archiver.store.pgcatalog import PgCatalog
-from archiver.store.pgdnshistory import PgDnsHistory
+from archiver.store.embedded.catalog import Catalog
+from archiver.store.embedded.dnshistory import DnsHistory
+from archiver.store.models import Capture
+from archiver.store.postgres.catalog import PgCatalog
+from archiver.store.postgres.dnshistory import PgDnsHistory
+from archiver.store.s3.objectstore import S3Store
 from archiver.store.warcindex import read_record
-from archiver.stores import EmbeddedStores, SharedStores, open_stores
+from archiver.stores import EmbeddedStores, open_shared, open_stores
 from demoweb import WebSpec, run_demo_process
 from tests.support.crawls import write_config
 from tests.support.postgres import PASSWORD, PASSWORD_ROLE, PostgresServer
@@ -278,8 +279,7 @@ def check_links_state(root: Path, url: str) -> int:
 def check_links_batch_takes_over(old: config.Config, new: Path) -> None:
     """The shared links state opens at OLD's generation with OLD's slices, bit for bit, the
     spool files OLD's batch did as done and the same sites still to push."""
-    stores = open_stores(config.load(new))
-    assert isinstance(stores, SharedStores)
+    stores = open_shared(config.load(new))
     state = stores.links_state()
     assert isinstance(state, PgLinksState)
     try:
@@ -304,8 +304,7 @@ def check_shared_queues_continue(old: config.Config, new: Path) -> None:
     with SiteQueue(queue_path(old.root, 0), recover=False) as queue:
         expected = queue.counts()
     expected["waiting"] += expected.pop("active")
-    stores = open_stores(config.load(new))
-    assert isinstance(stores, SharedStores)
+    stores = open_shared(config.load(new))
     sites, queues = stores.site_queue(0), stores.crawl_queues()
     try:
         assert {k: v for k, v in sites.counts().items() if k != "active"} == expected

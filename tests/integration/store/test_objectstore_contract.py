@@ -22,7 +22,6 @@ from archiver.config import S3Config, WarcConfig
 from archiver.store.bundles import BundleWriter
 from archiver.store.catalog_maintenance import ObjectWarcs
 from archiver.store.objectstore import (
-    MIN_PART_SIZE,
     Fingerprint,
     FolderStore,
     NoSuchObject,
@@ -30,9 +29,9 @@ from archiver.store.objectstore import (
     ObjectRangeError,
     ObjectStore,
     ObjectStoreUnavailable,
-    S3Store,
     put,
 )
+from archiver.store.s3.objectstore import MIN_PART_SIZE, S3Store
 from archiver.store.shipping import ship_closed, ship_file
 from archiver.store.warcindex import WarcError, index_warc, read_record
 

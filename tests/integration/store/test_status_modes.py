@@ -6,8 +6,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from archiver.store.pgschema import StoreError
-from archiver.store.pgstatus import PgStatus
+from archiver.store.postgres.schema import StoreError
+from archiver.store.postgres.status import PgStatus
 from tests.support.statusrows import register, status_of
 from tests.support.storemodes import ModeArchive
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from archiver.store.catalog import Capture
+from archiver.store.models import Capture
 from archiver.store.warcindex import WarcError, read_record
 from tests.support.storemodes import ModeArchive, entries_of, write_bundles
 

@@ -7,7 +7,7 @@ import os
 from datetime import UTC, datetime
 
 from archiver.store.bundles import BundleWriter
-from archiver.store.catalog import Catalog
+from archiver.store.embedded.catalog import Catalog
 from tests.support.recoveryscene import GET, SITE, config_for, queue, run, state
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n"

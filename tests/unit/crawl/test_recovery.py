@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from archiver.config import Config, from_dict
 from archiver.crawl.recovery import CommitPoint, commit_path, plan_advance, read_commit_point
-from archiver.queues.crawlqueue import LOG, Entry, queue_dir
-from archiver.queues.sitequeue import LinkedSite
+from archiver.queues.embedded.crawlqueue import LOG, queue_dir
+from archiver.queues.models import Entry, LinkedSite
 from archiver.store.bundles import BundleWriter
 from archiver.stores import open_stores
 from tests.support.fuzzing import examples

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import os
 
-from archiver.queues.crawlqueue import BUDGET, read_slots
-from archiver.queues.sitequeue import SiteQueue
+from archiver.queues.embedded.crawlqueue import BUDGET, read_slots
+from archiver.queues.embedded.sitequeue import SiteQueue
 from archiver.store.durable import SyncJob
 from tests.support.crawlqueues import open_queue
 

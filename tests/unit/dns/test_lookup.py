@@ -3,7 +3,7 @@
 
 from archiver.dns.lookup import Lookup, parse_hosts
 from archiver.dns.resolver import Resolver, parse_nameserver
-from archiver.store.dnshistory import DnsHistory
+from archiver.store.embedded.dnshistory import DnsHistory
 
 
 def test_parse_hosts():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from archiver.dns.resolver import Answer, next_check
-from archiver.store.dnshistory import Observation
+from archiver.store.models import Observation
 
 AGES = {"min_age": 100.0, "max_age": 1000.0, "retry_base": 10.0, "retry_max": 80.0}
 

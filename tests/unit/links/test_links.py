@@ -13,9 +13,10 @@ import pytest
 from archiver.crawl.crawler import enqueue_seeds
 from archiver.links import batch
 from archiver.links.batch import LinkBatch, run_batch
-from archiver.queues.inboxes import INBOXES
-from archiver.queues.linksstate import EmbeddedLinksState
-from archiver.queues.sitequeue import SiteQueue, owner_hash, process_for, queue_path
+from archiver.queues.embedded.inboxes import INBOXES
+from archiver.queues.embedded.linksstate import EmbeddedLinksState
+from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
+from archiver.queues.sites import owner_hash, process_for
 from archiver.queues.spool import parse_line
 from archiver.stores import open_stores
 from tests.support.linkbatch import links_config, site_changes, snapshot, synthetic_spool, write_spool

@@ -12,7 +12,7 @@ import pytest
 
 from archiver.links.batch import LinkBatch, ReshardError, run_batch
 from archiver.queues.bloom import HEADER_SIZE, BloomBitmap, optimal_hashes
-from archiver.queues.linksstate import EmbeddedLinksState
+from archiver.queues.embedded.linksstate import EmbeddedLinksState
 from tests.support.linkbatch import links_config, snapshot, synthetic_spool, with_partitions, write_spool
 
 STAMP = "20261122000000"

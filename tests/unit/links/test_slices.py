@@ -18,7 +18,7 @@ from archiver.links.partition import partitions_of
 from archiver.links.slices import SliceFiles, slice_name, slice_shape
 from archiver.queues.bloom import BloomBitmap, false_positive_rate, hash_keys
 from archiver.queues.bloomkernel import hash_strings
-from archiver.queues.crawlqueue import EmbeddedCrawlQueues, QueueNames
+from archiver.queues.embedded.crawlqueue import EmbeddedCrawlQueues, QueueNames
 from archiver.queues.spool import SpoolDirectory
 from tests.support.linkbatch import as_maps
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from archiver.queues.crawlqueue import Entry, QueuePosition, position_in
 from archiver.queues.decisions import (
     DECISIONS,
     KINDS,
@@ -20,6 +19,8 @@ from archiver.queues.decisions import (
     parse_decision,
     read_decisions,
 )
+from archiver.queues.embedded.crawlqueue import position_in
+from archiver.queues.models import Entry, QueuePosition
 
 URL = "http://a.test/x"
 

@@ -21,7 +21,7 @@ from archiver.queues.revisits import (
     look_back,
     revisit_at,
 )
-from archiver.store.catalog import Capture
+from archiver.store.models import Capture
 
 DAY = 86400.0
 SCHEDULE = RevisitSchedule(interval=7 * DAY, shortest=DAY, longest=90 * DAY)

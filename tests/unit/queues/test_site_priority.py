@@ -8,7 +8,8 @@ import sqlite3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from archiver.queues.sitequeue import LinkedSite, SiteQueue, queue_path
+from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
+from archiver.queues.models import LinkedSite
 from tests.support.fuzzing import examples
 from tests.support.sitequeues import first_site_queue
 

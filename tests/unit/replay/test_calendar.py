@@ -27,7 +27,8 @@ from archiver.replay.calendar import (
     year_bars,
     year_calendar,
 )
-from archiver.store.catalog import Capture, surt_key
+from archiver.store.catalogkeys import surt_key
+from archiver.store.models import Capture
 
 instants = st.datetimes(min_value=datetime(1990, 1, 1), max_value=datetime(2040, 12, 31, 23, 59, 59))
 stamps = st.lists(instants.map(lambda d: f"{d:%Y%m%d%H%M%S}"), max_size=60)

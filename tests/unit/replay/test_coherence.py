@@ -35,7 +35,8 @@ from archiver.replay.rewrite import (
     prepare_html_text,
     rewrite_html,
 )
-from archiver.store.catalog import Capture, surt_key
+from archiver.store.catalogkeys import surt_key
+from archiver.store.models import Capture
 from archiver.web.timestamps import from_datetime, to_datetime
 
 PAGE = "http://site.test/dir/page.html"

@@ -22,7 +22,8 @@ from archiver.replay.cdxquery import (
     render,
     select,
 )
-from archiver.store.catalog import Capture, surt_key
+from archiver.store.catalogkeys import surt_key
+from archiver.store.models import Capture
 from tests.support.fuzzing import assert_cost_bounded, corpus, examples
 
 _STAMPS = ["19960101000000", "20200101000000", "20200601123456", "20210101000000", "20991231235959"]

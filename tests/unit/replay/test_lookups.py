@@ -20,7 +20,9 @@ from hypothesis import strategies as st
 from archiver.replay import lookups
 from archiver.replay.calendar import CapturesInMemory, tally_captures
 from archiver.replay.scan import Scan, Scanner
-from archiver.store.catalog import Capture, Catalog, surt_key
+from archiver.store.catalogkeys import surt_key
+from archiver.store.embedded.catalog import Catalog
+from archiver.store.models import Capture
 from archiver.web.timestamps import to_datetime
 
 URL = "http://example.org/page"

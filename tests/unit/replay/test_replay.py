@@ -6,7 +6,7 @@ import pytest
 
 from archiver.replay import pages
 from archiver.replay.serve import parse_listen
-from archiver.store.catalog import Capture
+from archiver.store.models import Capture
 
 
 def test_pages_escape_archived_values():

@@ -8,7 +8,8 @@ from dataclasses import replace
 import pytest
 
 from archiver.replay.cdxquery import MAX_LIMIT, CdxError, CdxQuery, parse_query, record, render, select
-from archiver.store.catalog import Capture, surt_key
+from archiver.store.catalogkeys import surt_key
+from archiver.store.models import Capture
 
 URL = "http://example.org/page"
 STAMPS = ["20200101000000", "20200601000000", "20210101000000", "20210101000000", "20220101000000"]

@@ -12,7 +12,9 @@ import trio
 import trio.testing
 
 from archiver.replay.scan import RETRY_AFTER, Scan, ScanBusy, Scanner, Turns
-from archiver.store.catalog import Capture, Catalog, surt_key
+from archiver.store.catalogkeys import surt_key
+from archiver.store.embedded.catalog import Catalog
+from archiver.store.models import Capture
 
 URL = "http://example.org/"
 

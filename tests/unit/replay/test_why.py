@@ -7,12 +7,11 @@ import dataclasses
 
 import pytest
 
-from archiver.queues.crawlqueue import QueuePosition
 from archiver.queues.decisions import Decision
+from archiver.queues.models import QueuePosition, SiteRow
 from archiver.queues.revisits import ChangeHistory
-from archiver.queues.sitequeue import SiteRow
 from archiver.replay.why import Evidence, RobotsVerdict, explain, stamp
-from archiver.store.catalog import Capture
+from archiver.store.models import Capture
 from archiver.store.robotstxt import RobotsCapture
 from archiver.web.robots import RuleLine
 from archiver.web.timestamps import to_datetime

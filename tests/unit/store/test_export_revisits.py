@@ -18,7 +18,6 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from archiver.store.catalog import Capture
 from archiver.store.exports import (
     CONVERTED_FROM,
     ORIGINAL_FIELDS,
@@ -27,6 +26,7 @@ from archiver.store.exports import (
     pages_list,
     whole_response,
 )
+from archiver.store.models import Capture
 from tests.support.fuzzing import examples
 
 ORIGINAL_ID = "<urn:uuid:00000000-0000-4000-8000-000000000001>"

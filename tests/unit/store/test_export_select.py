@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from archiver.store.catalog import Capture, Catalog, surt_key
+from archiver.store.catalogkeys import surt_key
+from archiver.store.embedded.catalog import Catalog
 from archiver.store.exports import select
+from archiver.store.models import Capture
 
 URLS = ["http://example.org/a", "https://example.org/b", "http://example.org:8080/c",
         "https://www.example.org:8443/d", "http://sub.example.org/e", "http://example.net/f"]

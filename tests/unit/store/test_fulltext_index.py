@@ -12,10 +12,11 @@ import pytest
 
 from archiver.config import WarcConfig
 from archiver.store.bundles import BundleWriter
-from archiver.store.catalog import Capture, Catalog
 from archiver.store.catalog_maintenance import WarcFiles
-from archiver.store.fulltext import FtsIndex
+from archiver.store.embedded.catalog import Catalog
+from archiver.store.embedded.fulltext import FtsIndex
 from archiver.store.fulltextindex import IndexTotals, build_index, indexable
+from archiver.store.models import Capture
 from archiver.store.warcindex import index_warc
 from archiver.web.textquery import parse_query
 

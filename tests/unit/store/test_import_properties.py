@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from archiver.store.catalog import Catalog
+from archiver.store.embedded.catalog import Catalog
 from archiver.store.imports import ImportRefused, import_file
 from archiver.store.objectstore import FolderStore
 from tests.support.fuzzing import examples

@@ -18,9 +18,10 @@ from archiver.config import WarcConfig
 from archiver.plugins import LABEL_NAME
 from archiver.replay.cdxquery import CdxError, parse_query, render, select
 from archiver.store.bundles import LABELS_TYPE, BundleWriter
-from archiver.store.catalog import Capture, Catalog, labels_text
 from archiver.store.catalog_maintenance import WarcFiles
+from archiver.store.embedded.catalog import Catalog
 from archiver.store.exports import export
+from archiver.store.models import Capture, labels_text
 from archiver.store.warcindex import capture_fields, index_warc
 
 DATE = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -10,8 +10,9 @@ from pathlib import Path
 from archiver.config import WarcConfig
 from archiver.store import robotstxt
 from archiver.store.bundles import BundleWriter
-from archiver.store.catalog import Capture, Catalog
 from archiver.store.catalog_maintenance import WarcFiles
+from archiver.store.embedded.catalog import Catalog
+from archiver.store.models import Capture
 from archiver.store.warcindex import OpenRecord, index_warc
 from archiver.web.timestamps import from_datetime
 

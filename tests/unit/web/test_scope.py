@@ -14,7 +14,7 @@ from archiver.config import CrawlConfig
 from archiver.crawl.policy import VisitPolicy
 from archiver.queues.decisions import Decision
 from archiver.replay.why import Evidence, explain
-from archiver.store.catalog import surt_key
+from archiver.store.catalogkeys import surt_key
 from archiver.web import urls
 from archiver.web.scope import (
     Scope,
