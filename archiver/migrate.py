@@ -7,8 +7,8 @@ folder). The parts, in this order, each read with the embedded stores' own reade
 - **sites**: every ``<root>/sites/<n>.sqlite`` into table ``sites``; ``active`` (a crawler stopped
   mid-visit) becomes ``waiting``; no holder, epoch 0. An origin in two queues (``crawl.processes``
   changed) is taken from the lowest-numbered one.
-- **crawl queues**: each ``<root>/frontier/`` folder, and each site with rows in the inbox
-  database (``frontier/inbox.sqlite``) but no folder yet: its log's entries into ``crawl_entries``
+- **crawl queues**: each ``<root>/crawl-queues/`` folder, and each site with rows in the inbox
+  database (``crawl-queues/inbox.sqlite``) but no folder yet: its log's entries into ``crawl_entries``
   (``seq`` 1, 2, ... in log order), its cursor into ``crawl_cursors`` (the seq of the last entry
   whose line ends at or before the cursor offset, with the page and byte totals, the restart
   time and the daily budget count of its sheet), its inbox (an earlier version's inbox file,
@@ -82,6 +82,7 @@ from archiver.queues.postgres.linksstate import bitmap_key
 from archiver.queues.spool import OBJECT_PREFIX, SpoolDirectory
 from archiver.store.embedded.catalog import Catalog
 from archiver.store.embedded.dnshistory import DnsHistory
+from archiver.store.layout import CRAWL_QUEUES, SPOOL, folder
 from archiver.store.objectstore import Fingerprint, ObjectStore, ObjectStoreError, put
 from archiver.store.postgres.schema import Connection, SchemaError, StoreError, connect, redact
 from archiver.stores import ProcessBusy, ProcessLock, open_embedded, open_shared
@@ -260,7 +261,7 @@ class Migration:
 
     def _refuse_crash_leftovers(self) -> None:
         open_files = sorted(self.source.warc_directory().glob("*.warc.gz.open"))
-        open_files += sorted((self.old.root / "outlinks").glob("*.tsv.open"))
+        open_files += sorted(folder(self.old.root, SPOOL).glob("*.tsv.open"))
         if open_files:
             names = ", ".join(p.name for p in open_files[:5]) + (", ..." if len(open_files) > 5 else "")
             raise MigrationRefused(
@@ -318,10 +319,10 @@ class Migration:
 
     def _queue_dirs(self, inboxes: InboxDatabase) -> list[Path]:
         """Every crawl queue's folder, and the folder of each site with inbox rows but no queue."""
-        frontier = self.old.root / "frontier"
+        queues = folder(self.old.root, CRAWL_QUEUES)
         found: set[Path] = set()
-        if frontier.is_dir():
-            for bucket in (p for p in frontier.iterdir() if p.is_dir()):
+        if queues.is_dir():
+            for bucket in (p for p in queues.iterdir() if p.is_dir()):
                 found.update(p for p in bucket.iterdir() if p.is_dir())
         for origin in inboxes.origins():
             try:
@@ -338,7 +339,7 @@ class Migration:
                 raise ValueError("it is not where that origin's queue lives")
         except ValueError as e:
             raise MigrationRefused(f"{directory}: not a crawl queue ({e}): move it out of "
-                                   f"{self.old.root / 'frontier'}") from None
+                                   f"{folder(self.old.root, CRAWL_QUEUES)}") from None
         cursor, pages, bytes_ = read_cursor(directory)
         entries, done = [], 0
         for entry in read_log(directory):
@@ -529,7 +530,7 @@ class Migration:
 
     def _spool(self) -> None:
         self._begin("spool", ())
-        spool = self.old.root / "outlinks"
+        spool = folder(self.old.root, SPOOL)
         self._ship("spool", {OBJECT_PREFIX + name: spool / name for name in SpoolDirectory(spool).closed()})
 
     def _links(self) -> None:

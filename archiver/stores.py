@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from archiver.config import Config, database_url
+from archiver.store.layout import SPOOL, folder
 
 if TYPE_CHECKING:
     from archiver.queues.embedded.crawlqueue import EmbeddedCrawlQueues, QueueNames
@@ -207,7 +208,7 @@ class EmbeddedStores:
 
     def spool_files(self) -> SpoolFiles:
         from archiver.queues.spool import SpoolDirectory
-        return SpoolDirectory(self.root / "outlinks")
+        return SpoolDirectory(folder(self.root, SPOOL))
 
     def links_state(self) -> LinksState:
         from archiver.queues.embedded.linksstate import EmbeddedLinksState
@@ -373,7 +374,8 @@ def _lock_file(root: Path, role: str, number: int | None) -> ProcessLock:
 def _spool_writer(config: Config, process: int) -> SpoolWriter:
     from archiver.queues.spool import SpoolWriter
     o = config.spool
-    return SpoolWriter(config.root / "outlinks", process, max_lines=o.max_lines, max_age=o.max_age)
+    return SpoolWriter(folder(config.root, SPOOL), process, max_lines=o.max_lines,
+                       max_age=o.max_age)
 
 
 def _bundle_writer(config: Config, directory: Path, process: int) -> BundleWriter:
@@ -397,7 +399,7 @@ class ProcessLock:
 class SharedStores:
     """Shared state in PostgreSQL (``store.url``), closed WARC bundles and spool files in an object
     store (``warc.store``: ``s3://bucket/prefix`` or a shared folder). On each machine, under
-    ``archive.root``: the open bundles (``bundles/``), the open spool files (``outlinks/``), the
+    ``archive.root``: the open bundles (``bundles/``), the open spool files (``spool/``), the
     lock files (``state/``); each process's status is in PostgreSQL (table ``crawlers``).
 
     Every PostgreSQL store opened here shares ``watch`` (archiver.store.postgres.connection): whether the

@@ -81,11 +81,11 @@ def prepare(config: Path, url: str) -> None:
 FILE_KINDS = (
     ("catalog", re.compile(r"/catalog/\d+\.sqlite")),
     ("digests", re.compile(r"/catalog/digests\.sqlite")),
-    ("crawl-queue", re.compile(r"/frontier/")),
+    ("crawl-queue", re.compile(r"/crawl-queues/")),
     ("site-queue", re.compile(r"/sites/")),
     ("dns-history", re.compile(r"/dns\.sqlite")),
     ("warc", re.compile(r"/warcs/|/shipped/")),
-    ("spool", re.compile(r"/outlinks/")),
+    ("spool", re.compile(r"/spool/")),
     ("socket", re.compile(r"^socket:")),
     ("pipe", re.compile(r"^pipe:")),
 )
@@ -174,7 +174,7 @@ def decisions_logged(work: Path, url: str) -> int:
         with psycopg.connect(url) as db:
             return int((db.execute("SELECT count(*) FROM crawl_decisions").fetchone() or (0,))[0])
     return sum(path.read_bytes().count(b"\n")
-               for path in (work / "archive" / "frontier").glob("*/*/decisions*"))
+               for path in (work / "archive" / "crawl-queues").glob("*/*/decisions*"))
 
 
 def main() -> int:

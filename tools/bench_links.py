@@ -56,7 +56,7 @@ LINES_PER_FILE = 100_000  # spool.max_lines
 
 def generate(root: Path, urls: int, sites: int, seed: int = 1) -> None:
     rng = random.Random(seed)
-    spool = root / "outlinks"
+    spool = root / "spool"
     spool.mkdir(parents=True)
     distinct = max(1, urls * 2 // 3)
     written = serial = 0
@@ -140,11 +140,11 @@ def bench(args: argparse.Namespace, work: Path, shared: str) -> None:
     pristine = work / "pristine"
     if args.rounds:
         shutil.copytree(cfg.root, pristine)
-    coreutils = sort_unique(cfg.root / "outlinks")
+    coreutils = sort_unique(cfg.root / "spool")
     objects = open_stores(cfg).shared_objects()
     if objects is not None:
         started = time.monotonic()
-        ship_closed(cfg.root / "outlinks", objects, pattern="*.tsv", under=OBJECT_PREFIX)
+        ship_closed(cfg.root / "spool", objects, pattern="*.tsv", under=OBJECT_PREFIX)
         print(f"shipped the spool files to the object store's {OBJECT_PREFIX} "
               f"in {time.monotonic() - started:.1f} s")
 
@@ -186,7 +186,7 @@ def whole_command(config_path: Path, root: Path, pristine: Path, rounds: int) ->
         shutil.rmtree(root)
         shutil.copytree(pristine, root)
         os.sync()  # the copy's writes not in the timed run
-        coreutils = sort_unique(root / "outlinks")
+        coreutils = sort_unique(root / "spool")
         started = time.monotonic()
         subprocess.run([sys.executable, "-m", "archiver", "links", "run", "--once", "--config",
                         str(config_path)], check=True, stdout=subprocess.DEVNULL)

@@ -41,7 +41,7 @@ def add(verbs: Verbs) -> None:
     add_renamed(reshard_, "--partitions", "--slices", "slices", type=slice_count)
     reshard_.add_argument(
         "--allow-missing", action="store_true",
-        help="rebuild even if spool files the ledger lists were pruned from outlinks/done: their "
+        help="rebuild even if spool files the ledger lists were pruned from spool/done: their "
              "URLs may be queued again (each site's bitmap drops them) and their site pairs may "
              "count twice as in-links")
 

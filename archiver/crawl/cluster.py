@@ -41,6 +41,7 @@ from archiver.logs import event
 from archiver.queues.postgres.sitequeue import PgSiteQueue
 from archiver.store.bundles import OPEN, SUFFIX, repair_open_bundle
 from archiver.store.interfaces import CatalogStore
+from archiver.store.layout import SPOOL, folder
 from archiver.store.models import Capture
 from archiver.store.objectstore import (
     ObjectMismatch,
@@ -83,7 +84,7 @@ class ClusterMember:
         self._ledger_lock = threading.Lock()  # the ledger's connection, for one thread at a time
         self.objects: ObjectStore = stores.objects()
         self.bundles = stores.warc_directory()
-        self.spool = config.root / "outlinks"
+        self.spool = folder(config.root, SPOOL)
         self.catalog = catalog
         self.fenced = False  # another registration of our number superseded us
         self.waiting: list[Path] = []  # closed bundles not shipped yet, oldest first

@@ -1,7 +1,7 @@
 """The external-link batch (``archiver links run``): the one holder of the global bitmap.
 
 Crawlers answer "seen it?" only for links inside the site they crawl; links that leave a site are
-spooled to ``<root>/outlinks/``. This batch reads every closed spool file, normalises each URL and
+spooled to ``<root>/spool/``. This batch reads every closed spool file, normalises each URL and
 tests-and-sets it in the global Bloom bitmap. A new URL goes to its site's crawl queue (the site's
 inbox: a database row); a site's in-link count (distinct other sites linking to it) orders the
 site queues, and a site seen for the first time joins the queue of the one process that owns it.
@@ -18,14 +18,14 @@ the group's keys and saves each as its next generation, (2) the new URLs are app
 sites' inboxes and made durable, (3) one transaction records the spool files done, adds the
 in-link counts and moves every slice's generation forward (it writes the sites' counts while (2)
 runs, and records the rest once (2) is done), (4) the previous generation of each
-slice is removed, the files move to ``outlinks/done/``, and, once PUSH_INTERVAL has passed since
+slice is removed, the files move to ``spool/done/``, and, once PUSH_INTERVAL has passed since
 the last push, the counts are pushed to the site queues (as they are at the end of every pass over
 the pending files). A kill before (3), after any number of slices were saved, leaves the previous
 generation of every slice, and the ledger, in force: the slices saved are stale (removed at the next start),
 a rerun redoes those files, and the URLs it appends a second time are dropped by each site's own
 bitmap when its inbox is merged. A kill after (3) leaves the sites marked dirty, and the next run
 pushes them first. So a rerun never counts or queues anything twice. Spool files done stay in
-``outlinks/done/`` for ``reshard`` (the operator may prune it).
+``spool/done/`` for ``reshard`` (the operator may prune it).
 
 Pushing is the commit's largest part (an upsert per site in its owner's queue), and a checkpoint
 touches most sites: so the changed sites stay marked dirty in the state from checkpoint to

@@ -10,9 +10,11 @@ folder in one atomic rename, while no service runs.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from archiver.logs import event
@@ -60,32 +62,35 @@ def version(root: Path) -> int:
 
 def upgrade(root: Path) -> list[tuple[str, str]]:
     """Move the archive at ``root`` to the current layout: each old folder renamed, then FORMAT
-    written. Returns the (old, new) names moved. LayoutError, and nothing moved, if a service
-    holds one of the archive's process locks or a folder exists under both names."""
-    _check_idle(root)
-    moves = [(old, new) for new, old in RENAMED.items() if (root / old).exists()]
-    for old, new in moves:
-        if (root / new).exists():
-            raise LayoutError(f"{root}: both {old}/ and {new}/ exist (one folder under its old "
-                              f"and new name); keep the one in use and remove the other")
-    for old, new in moves:
-        os.rename(root / old, root / new)
-        event(log, logging.INFO, "archive-layout-moved", old=old, new=new)
-    if moves:
-        fsync_directory(root)
-    write_durably(root / FORMAT_FILE, f"{VERSION}\n".encode())
+    written, holding every process lock of the archive meanwhile (so no service starts on it
+    half moved). Returns the (old, new) names moved. LayoutError, and nothing moved, if a
+    service holds one of those locks or a folder exists under both names."""
+    with _locks_held(root):
+        moves = [(old, new) for new, old in RENAMED.items() if (root / old).exists()]
+        for old, new in moves:
+            if (root / new).exists():
+                raise LayoutError(f"{root}: both {old}/ and {new}/ exist (one folder under its old "
+                                  f"and new name); keep the one in use and remove the other")
+        for old, new in moves:
+            os.rename(root / old, root / new)
+            event(log, logging.INFO, "archive-layout-moved", old=old, new=new)
+        if moves:
+            fsync_directory(root)
+        write_durably(root / FORMAT_FILE, f"{VERSION}\n".encode())
     return moves
 
 
-def _check_idle(root: Path) -> None:
-    """LayoutError if a process holds one of the archive's lock files (a crawler's
-    ``sites/<p>.lock``, a service's ``state/<role>.lock``)."""
-    for path in [*root.glob("sites/*.lock"), *root.glob("state/*.lock")]:
-        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise LayoutError(f"{path} is held: stop every archiver service on {root} "
-                              "first") from None
-        finally:
-            os.close(fd)
+@contextlib.contextmanager
+def _locks_held(root: Path) -> Iterator[None]:
+    """Hold the archive's lock files (a crawler's ``sites/<p>.lock``, a service's
+    ``state/<role>.lock``); LayoutError if a process holds one."""
+    with contextlib.ExitStack() as held:
+        for path in [*root.glob("sites/*.lock"), *root.glob("state/*.lock")]:
+            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+            held.callback(os.close, fd)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise LayoutError(f"{path} is held: stop every archiver service on {root} "
+                                  "first") from None
+        yield

@@ -113,7 +113,7 @@ def test_sigterm_stops_cleanly_and_a_restart_resumes(tmp_path):
         log = daemon.stderr.read()
         assert "event=stopping signal=SIGTERM" in log
         assert not list((root / "warcs").glob("*.open"))
-        assert not list((root / "outlinks").glob("*.open"))
+        assert not list((root / "spool").glob("*.open"))
         first = captures(root)
         assert warcio_check(warc_files(root)).returncode == 0
         queue = SiteQueue(queue_path(root, 0))

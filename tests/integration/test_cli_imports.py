@@ -116,7 +116,7 @@ def test_the_links_batch_keeps_blas_to_one_thread(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("files", "loaded"), [([], False), (["0-20261122000000-00001.tsv"], True)])
 def test_the_compiled_loops_load_ahead_only_with_spool_files_to_read(
         tmp_path: Path, files: list[str], loaded: bool) -> None:
-    spool = tmp_path / "outlinks"
+    spool = tmp_path / "spool"
     spool.mkdir()
     (spool / "0-20261122000000-00002.tsv.open").write_text("")  # still written: nothing to read
     for name in files:

@@ -71,7 +71,7 @@ def with_partitions(cfg: config.Config, partitions: int) -> config.Config:
 
 
 def write_spool(root: Path, name: str, lines: list[str]) -> Path:
-    path = root / "outlinks" / name
+    path = root / "spool" / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(line + "\n" for line in lines))
     return path
@@ -115,7 +115,7 @@ def shared_links_config(directory: Path, *, store_url: str, bucket: S3Bucket, pr
 def ship_spool(cfg: config.Config, name: str, lines: list[str]) -> None:
     """A spool file closed on a crawler machine and shipped to the bucket, as the crawler does."""
     write_spool(cfg.root, name, lines)
-    shipped = ship_closed(cfg.root / "outlinks", S3Store.from_config(cfg.warc.store, cfg.s3),
+    shipped = ship_closed(cfg.root / "spool", S3Store.from_config(cfg.warc.store, cfg.s3),
                           pattern="*.tsv", under=OBJECT_PREFIX)
     assert [s.name for s in shipped] == [name]
 

@@ -21,7 +21,9 @@ SECTIONS = {config.section_name(name): {f.name for f in dataclasses.fields(hint)
             if dataclasses.is_dataclass(hint)}
 SECTIONS["plugins"] -= {"tables"}                   # [plugins.<name>] tables, not a key
 SHEET_KEYS = set(config.SHEET_KEYS + config.SHEET_CRAWL_KEYS)
-RETIRED = {f"{section}.{key}" for section, key in config.RETIRED}
+# Names config still reads (with a notice): retired keys, and the old names of renamed ones.
+RETIRED = {f"{section}.{key}" for section, key in config.RETIRED} | {
+    f"{section}.{key}" for section, key in config.RENAMED_KEYS}
 
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 _SPAN = re.compile(r"`([^`]+)`")

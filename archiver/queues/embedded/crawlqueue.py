@@ -1,7 +1,7 @@
 """One site's crawl queue on disk: an append-only log of URLs, a cursor, and an inbox.
 
 A site's inbox holds the URLs other processes queued for it (the links batch, ``archiver seeds``
-while a crawler holds the site): rows of the one inbox database ``<root>/frontier/inbox.sqlite``
+while a crawler holds the site): rows of the one inbox database ``<root>/crawl-queues/inbox.sqlite``
 (archiver.queues.embedded.inboxes), so appending to a new site creates no directory and no file. The queue
 merges them into its log through its bitmap when it opens and whenever it runs dry, so the log has
 one writer and external URLs are deduplicated like discovered ones.
@@ -68,6 +68,7 @@ from archiver.queues.decisions import Decision, DecisionLog, read_decisions
 from archiver.queues.embedded.inboxes import INBOXES, InboxDatabase, SiteInbox
 from archiver.queues.models import CrawlQueueBusy, Entry, QueuePosition, parse_entry
 from archiver.store.durable import SyncJob, fsync_all, fsync_directory
+from archiver.store.layout import CRAWL_QUEUES, folder
 
 LOG = "queue.log"
 CURSOR = "cursor"
@@ -86,14 +87,14 @@ _NAME_MAX = 255
 
 
 def queue_dir(root: Path, origin: str) -> Path:
-    """``<root>/frontier/<2 hex digits of mmh3(origin)>/<scheme,host[,port]>``, percent-escaped
-    (``frontier/`` is the folder's name on disk since the first release; the code says crawl queue).
+    """``<root>/crawl-queues/<2 hex digits of mmh3(origin)>/<scheme,host[,port]>``, percent-escaped
+    (``frontier/`` in an archive laid out before layout version 2: archiver.store.layout).
 
     The name is reversible (``queue_origin``) and holds only ``[A-Za-z0-9_.~%,-]``; the hash prefix
     spreads sites over 256 folders. ValueError for a malformed origin or one too long for a name.
     """
     bucket = f"{mmh3.hash(origin, signed=False) & 0xFF:02x}"
-    return root / "frontier" / bucket / _queue_name(origin)
+    return folder(root, CRAWL_QUEUES) / bucket / _queue_name(origin)
 
 
 def _queue_name(origin: str) -> str:
@@ -256,7 +257,7 @@ def _slots_of(path: Path) -> tuple[int, int, int, int]:
 
 def inbox_database(root: Path, *, checkpoints: bool = True) -> InboxDatabase:
     """The inbox database of the archive at ``root`` (not opened yet: its first use does)."""
-    return InboxDatabase(root / "frontier" / INBOXES, checkpoints=checkpoints)
+    return InboxDatabase(folder(root, CRAWL_QUEUES) / INBOXES, checkpoints=checkpoints)
 
 
 def read_inbox(directory: Path, inbox: SiteInbox | None = None) -> Iterator[tuple[str, int]]:
@@ -755,8 +756,8 @@ class QueueNames:
 
 
 class EmbeddedCrawlQueues:
-    """Every site's crawl queue as a folder under ``<root>/frontier/`` (see ``queue_dir``), and
-    their inboxes in ``<root>/frontier/inbox.sqlite``."""
+    """Every site's crawl queue as a folder under ``<root>/crawl-queues/`` (see ``queue_dir``), and
+    their inboxes in ``<root>/crawl-queues/inbox.sqlite``."""
 
     def __init__(self, root: Path, *, bloom_bits: int, max_fp: float,
                  max_decisions: int = 0, bulk: bool = False) -> None:

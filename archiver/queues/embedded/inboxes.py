@@ -1,4 +1,4 @@
-"""Every site's inbox in one SQLite database, ``<root>/frontier/inbox.sqlite``: the URLs other
+"""Every site's inbox in one SQLite database, ``<root>/crawl-queues/inbox.sqlite``: the URLs other
 processes queued for a site (the links batch; ``archiver seeds`` while a crawler holds the site),
 waiting for the site's crawl queue to merge them into its log (archiver.queues.embedded.crawlqueue).
 

@@ -97,7 +97,7 @@ def test_crawlers_keep_their_bundles_while_the_store_is_away_and_lose_nothing(
             spool_waited = set()
 
             def spool_files_wait() -> bool:
-                spool_waited.update(p.name for root in roots for p in (root / "outlinks").glob("*.tsv"))
+                spool_waited.update(p.name for root in roots for p in (root / "spool").glob("*.tsv"))
                 return bool(spool_waited)
 
             wait_for(spool_files_wait, "closed spool files to wait")
@@ -132,7 +132,7 @@ def test_crawlers_keep_their_bundles_while_the_store_is_away_and_lose_nothing(
     assert waited and all(check.bundles.get(name) == data for name, data in waited.items())
     for root in roots:
         assert not list((root / "bundles").glob("*.warc.gz*")), "a bundle stayed local"
-        assert not list((root / "outlinks").glob("*.tsv*")), "a spool file stayed local"
+        assert not list((root / "spool").glob("*.tsv*")), "a spool file stayed local"
     # The spool files that waited were shipped too.
     shipped_spool = {item["Key"].rsplit("/", 1)[1] for item in bucket.client.list_objects_v2(
         Bucket=bucket.name, Prefix="crawl/outlinks/").get("Contents", [])}

@@ -68,13 +68,13 @@ def test_requests_to_a_site_are_sequential_and_rested(crawled):
 
 def test_external_links_land_in_the_spool(crawled):
     spooled = set()
-    for path in (crawled.root / "outlinks").glob("*.tsv"):
+    for path in (crawled.root / "spool").glob("*.tsv"):
         for line in path.read_text().splitlines():
             url, source, stamp, hops, priority = line.split("\t")
             assert len(stamp) == 14 and stamp.isdigit()
             assert (hops, priority) == ("0", "0.0")          # every site is a seed site here
             spooled.add((source, url))
-    assert not list((crawled.root / "outlinks").glob("*.open"))
+    assert not list((crawled.root / "spool").glob("*.open"))
     crawled_origins = {o for o in crawled.web.origins() if "robots500" not in o}
     expected = {(s, u) for s, u in crawled.web.external_links() if s in crawled_origins}
     assert expected and spooled == expected

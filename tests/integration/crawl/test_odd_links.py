@@ -48,7 +48,7 @@ async def test_odd_links_are_fetched_as_uris_and_the_site_is_archived(tmp_path):
     assert requested == {split_origin(url)[1] for url in mine}
 
     # The links to hosts outside the web went to the spool in normal form, not to the server.
-    spooled = "".join(path.read_text() for path in (crawl.root / "outlinks").glob("*.tsv*"))
+    spooled = "".join(path.read_text() for path in (crawl.root / "spool").glob("*.tsv*"))
     port = odd[len("http://odd.demo") :]
     for _, url in ODD_EXTERNAL:
         assert url.replace("{port}", port) in spooled

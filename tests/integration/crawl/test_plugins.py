@@ -131,7 +131,7 @@ async def test_plugins_steer_and_label_a_crawl_and_a_raising_one_is_isolated(tmp
 
     # site_priority: each external link spooled with the highest priority given, from the
     # labels of the page that links it.
-    spooled = [parse_line(line) for spool in (config.root / "outlinks").glob("*.tsv")
+    spooled = [parse_line(line) for spool in (config.root / "spool").glob("*.tsv")
                for line in spool.read_text().splitlines()]
     assert spooled and {(line.source, line.priority) for line in spooled} <= {(good, 2.5), (bad, 2.5)}
 

@@ -66,6 +66,6 @@ async def test_a_site_that_only_says_no_ends_the_visit_and_keeps_its_urls(tmp_pa
     pages = [h for h in site.hits if h.target != "/robots.txt"]
     assert len(pages) == 4                               # then the visit ends (retried later)
     assert set(captures(root)) <= {site.origin + "/", site.origin + "/robots.txt"}
-    queue = (root / "frontier").rglob("queue.log")
+    queue = (root / "crawl-queues").rglob("queue.log")
     lines = [line for path in queue for line in path.read_text().splitlines()]
     assert any(line.endswith(site.origin + "/") for line in lines[1:])  # queued again, not lost

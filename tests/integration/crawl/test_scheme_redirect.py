@@ -88,6 +88,6 @@ async def test_http_to_https_redirect_keeps_the_visit(tmp_path):
         secure + "/robots.txt", secure + "/", secure + "/next.html", secure + "/moved"}
     assert ("https", "/private/x") not in log            # the https origin's own robots.txt
     assert not [entry for entry in log if entry[0] == "other-port"]
-    spooled = "".join(p.read_text() for p in (config.root / "outlinks").glob("*.tsv"))
+    spooled = "".join(p.read_text() for p in (config.root / "spool").glob("*.tsv"))
     assert "http://elsewhere.test/" in spooled and secure + "/" not in spooled
     assert f"http://{HOST}:{other_port}/x" in spooled

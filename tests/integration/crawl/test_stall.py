@@ -191,7 +191,7 @@ async def test_no_fsync_or_file_lock_on_the_event_loop_while_crawling(tmp_path, 
         await crawler.run()
         nursery.cancel_scope.cancel()
     assert len(list((config.root / "warcs").glob("*.warc.gz"))) > 3      # bundles did rotate
-    assert len(list((config.root / "outlinks").glob("*.tsv"))) > 2       # spool files too
+    assert len(list((config.root / "spool").glob("*.tsv"))) > 2       # spool files too
     assert set(captures(config.root)) >= web.expected("archiver") - {
         u for u in web.expected("archiver") if "robots500" in u}
     assert on_loop == [], on_loop[0]

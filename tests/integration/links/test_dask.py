@@ -77,7 +77,7 @@ async def test_both_engines_queue_the_same_from_a_two_process_crawl_of_the_demo_
                     for process in range(2):
                         crawlers.start_soon(Crawler(cfg, process=process, until_idle=True).run)
             nursery.cancel_scope.cancel()
-        spooled = sorted((cfg.root / "outlinks").glob("*.tsv"))
+        spooled = sorted((cfg.root / "spool").glob("*.tsv"))
         if {p.name.split("-")[0] for p in spooled} == {"0", "1"}:
             break
     assert {p.name.split("-")[0] for p in spooled} == {"0", "1"}   # both processes spooled links
@@ -144,7 +144,7 @@ def test_a_worker_killed_mid_run_leaves_the_same_queues_as_a_clean_run(tmp_path)
         cfg = spooled(tmp_path / "killed", scheduler=client.scheduler.address)
         # The worker that starts reading the sixth file (the third checkpoint's, after two
         # commits) is held there and killed: mid-run, mid-task, its cached slices gone with it.
-        sixth = sorted((cfg.root / "outlinks").glob("*.tsv"))[5].name
+        sixth = sorted((cfg.root / "spool").glob("*.tsv"))[5].name
         marker = tmp_path / "held"
         client.register_plugin(HoldOnce(f"links-read-{sixth}-", marker))
         with ThreadPoolExecutor(1) as pool:
@@ -189,7 +189,7 @@ def test_on_the_shared_stores_the_workers_read_the_bucket(tmp_path, pg_store_url
     cfg = shared_links_config(tmp_path / "m1", store_url=pg_store_url, bucket=s3_bucket)
     cfg = dask(cfg.path)
     synthetic_spool(partial(ship_spool, cfg), files=4)
-    shutil.rmtree(cfg.root / "outlinks")             # only the bucket has the spool files now
+    shutil.rmtree(cfg.root / "spool")             # only the bucket has the spool files now
     assert batch_once(cfg).files == 4
     sites, inboxes = shared_snapshot(pg_store_url, marks=True)
     want_sites, want_queues = snapshot(embedded.root, 2, marks=True)

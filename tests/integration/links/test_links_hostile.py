@@ -22,4 +22,4 @@ def test_a_host_too_long_for_a_crawl_queue_is_a_bad_line(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "2 URLs read, 1 new URLs, 1 new sites, 1 bad lines" in done.stdout
     assert "origin too long for a directory name" in done.stderr
-    assert list((cfg.root / "outlinks" / "done").iterdir())          # the file is done
+    assert list((cfg.root / "spool" / "done").iterdir())          # the file is done

@@ -90,7 +90,7 @@ def test_a_reshard_missing_files_is_refused_with_what_to_do(tmp_path):
     cfg = links_config(tmp_path)
     synthetic_spool(partial(write_spool, cfg.root), files=2)
     run_batch(cfg, once=True)
-    for done in (cfg.root / "outlinks" / "done").iterdir():
+    for done in (cfg.root / "spool" / "done").iterdir():
         done.unlink()                             # the operator pruned them
     refused = links("reshard", "--slices", "2", "--config", str(cfg.path))
     assert refused.returncode == 1

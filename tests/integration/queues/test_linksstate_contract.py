@@ -253,7 +253,7 @@ ORDER = ["0-20261121235959-00001.tsv", "0-20261122000000-00002.tsv", "1-20261122
 def spool(request: pytest.FixtureRequest, tmp_path: Path) -> SpoolFiles:
     """The spool files of SPOOL as a crawler leaves them: beside an ``.open`` one still written
     (which a crawler never ships) and a file that is no spool file."""
-    local = tmp_path / "outlinks"
+    local = tmp_path / "spool"
     local.mkdir()
     for name, data in SPOOL.items():
         (local / name).write_bytes(data)

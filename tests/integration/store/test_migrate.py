@@ -87,7 +87,7 @@ def crawled_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
         done = archiver("crawl", "run", "--config", str(path), "--seeds", str(seeds), "--until-idle")
     assert done.returncode == 0, done.stderr
     cfg = config.load(path)
-    spool = cfg.root / "outlinks"
+    spool = cfg.root / "spool"
     last = spool / SpoolDirectory(spool).closed()[-1]
     last.rename(directory / last.name)
     links = archiver("links", "run", "--once", "--config", str(path))
@@ -131,9 +131,9 @@ def queue_facts(root: Path) -> dict[str, tuple[list[tuple[str, int]], int, tuple
     """Per origin, as the embedded CrawlQueue sees it: its entries, how many are finished, (pages,
     bytes). Read on a copy without the inboxes, since opening a queue merges its inbox."""
     copy = root.parent / "queues-copy"
-    shutil.copytree(root / "frontier", copy / "frontier")
+    shutil.copytree(root / "crawl-queues", copy / "crawl-queues")
     facts = {}
-    for directory in sorted((copy / "frontier").glob("*/*")):
+    for directory in sorted((copy / "crawl-queues").glob("*/*")):
         (directory / "inbox").unlink(missing_ok=True)
         with CrawlQueue.open(directory, bloom_bits=1024, max_fp=0.01) as queue:
             pending = [(e.url, e.depth) for e, _ in queue.pending_entries()]
@@ -182,14 +182,14 @@ def check_everything(old: config.Config, url: str, bucket: Any) -> None:
         budgets = db.execute("SELECT origin, budget_day, budget_pages FROM crawl_cursors"
                              " WHERE budget_pages > 0").fetchall()
         assert budgets == [(queue_origin(budget.parent), *BUDGET)
-                           for budget in (root / "frontier").glob("*/*/budget")]
+                           for budget in (root / "crawl-queues").glob("*/*/budget")]
         # Finished sites (cursor at their last entry), and the robots.txt-500 one still pending.
         assert any(finished == len(entries) > 1 and totals[0] > 0
                    for entries, finished, totals in facts.values())
         assert any(finished < len(entries) for entries, finished, _ in facts.values())
         # Decision logs (robots.txt exclusions at least), each site's in its order.
         old_decisions = sorted((queue_origin(d), *decision)
-                               for d in (root / "frontier").glob("*/*")
+                               for d in (root / "crawl-queues").glob("*/*")
                                for decision in read_all_decisions(d))
         new_decisions = db.execute("SELECT origin, at, kind, url, detail FROM crawl_decisions"
                                    " ORDER BY origin, at, kind, url").fetchall()
@@ -199,7 +199,7 @@ def check_everything(old: config.Config, url: str, bucket: Any) -> None:
         inbox = db.execute("SELECT origin, url, depth, refetch FROM crawl_inbox ORDER BY id").fetchall()
         with closing(inbox_database(root)) as inboxes:
             directories = {queue_dir(root, origin) for origin in inboxes.origins()}
-            directories.update((root / "frontier").glob("*/*"))
+            directories.update((root / "crawl-queues").glob("*/*"))
             old_inbox = [(queue_origin(d), url, depth, False) for d in sorted(directories)
                          for url, depth in read_inbox(d, SiteInbox(inboxes, queue_origin(d)))]
         origins = {row[0] for row in old_inbox}
@@ -231,7 +231,7 @@ def check_everything(old: config.Config, url: str, bucket: Any) -> None:
     # byte for byte.
     store = objects(bucket)
     bundles = sorted((root / "warcs").glob("*.warc.gz"))
-    spool = [root / "outlinks" / name for name in SpoolDirectory(root / "outlinks").closed()]
+    spool = [root / "spool" / name for name in SpoolDirectory(root / "spool").closed()]
     check_links_state(root, url)
     assert len(bundles) > 5 and len(spool) == 1
     expected = {p.name: p for p in bundles} | {f"outlinks/{p.name}": p for p in spool} | \
@@ -263,7 +263,7 @@ def check_links_state(root: Path, url: str) -> int:
     finally:
         old.close()
     assert generation >= 1 and ledger and sites
-    assert {name for name, *_ in ledger} == {p.name for p in (root / "outlinks" / "done").iterdir()}
+    assert {name for name, *_ in ledger} == {p.name for p in (root / "spool" / "done").iterdir()}
     assert sum(inlinks for _, inlinks, _ in sites) > 0
     with psycopg.connect(url) as db:
         assert db.execute("SELECT name, generation, lines, new_urls, bad, done FROM links_ledger"
@@ -288,7 +288,7 @@ def check_links_batch_takes_over(old: config.Config, new: Path) -> None:
             held = old.root / "links" / slice_name(p, 4, generation)
             data = held.read_bytes()
             assert store.read(f"links/{held.name}", 0, len(data)) == data
-        assert state.files_done() == {p.name for p in (old.root / "outlinks" / "done").iterdir()}
+        assert state.files_done() == {p.name for p in (old.root / "spool" / "done").iterdir()}
         with closing(sqlite3.connect(f"file:{old.root / 'links' / 'state.sqlite'}?mode=ro", uri=True)) as db:
             dirty = db.execute("SELECT origin, inlinks, dirty = 2 FROM sites WHERE dirty > 0").fetchall()
         assert sorted(state.dirty_sites()) == sorted((o, i, bool(w)) for o, i, w in dirty)

@@ -20,7 +20,7 @@ from tests.support.recoveryscene import SITE, config_for, page, queue, run, stat
 
 def spooled(config: Config) -> list[tuple[str, str]]:
     lines = []
-    for path in sorted((config.root / "outlinks").glob("*.tsv")):
+    for path in sorted((config.root / "spool").glob("*.tsv")):
         lines += [tuple(line.split("\t")[:2]) for line in path.read_text().splitlines()]
     return lines
 
@@ -232,6 +232,6 @@ def test_links_spooled_again_carry_their_sites_hops_and_none_leave_a_site_at_max
         page(writer, f"{SITE}/", b'<a href="http://b.test/x">b</a>')
         result, _ = run(config)
         lines = [(url, source, hops, priority)         # the time left out
-                 for path in sorted((config.root / "outlinks").glob("*.tsv"))
+                 for path in sorted((config.root / "spool").glob("*.tsv"))
                  for url, source, _, hops, priority in map(str.split, path.read_text().splitlines())]
         assert lines == want and result.links_spooled == len(want)

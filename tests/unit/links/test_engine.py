@@ -42,7 +42,7 @@ def spool_of(tmp_path, files: int) -> CountedSpool:
     for n in range(files):
         spool_file(tmp_path, f"0-20261122{n:06d}-{n:05d}.tsv",
                    [f"http://s{n % 3}.test/{n}/{k}\thttp://x{k}.test\t{STAMP}" for k in range(3)])
-    return CountedSpool(tmp_path / "outlinks")
+    return CountedSpool(tmp_path / "spool")
 
 
 def engine(spool: CountedSpool, slices, lines: int = 6) -> LocalEngine:

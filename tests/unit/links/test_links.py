@@ -60,11 +60,11 @@ def test_batch_queues_new_urls_counts_distinct_linking_sites_and_keeps_a_ledger(
         assert owner == process_for(origin, 2)             # one queue only, the owner's
     assert queues["http://a.test"] == ["http://a.test/one", "http://a.test/two", "http://a.test/self"]
     assert queues["http://b.test"] == ["http://b.test/"]
-    assert not (root / "outlinks" / "0-20261122000000-00001.tsv").exists()
-    assert (root / "outlinks" / "done" / "0-20261122000000-00001.tsv").exists()
-    assert (root / "outlinks" / "1-20261122000001-00001.tsv.open").exists()   # never read open files
+    assert not (root / "spool" / "0-20261122000000-00001.tsv").exists()
+    assert (root / "spool" / "done" / "0-20261122000000-00001.tsv").exists()
+    assert (root / "spool" / "1-20261122000001-00001.tsv.open").exists()   # never read open files
     # The same file again (an operator copying it back): the ledger makes it a no-op.
-    shutil.copy(root / "outlinks" / "done" / "0-20261122000000-00001.tsv", root / "outlinks")
+    shutil.copy(root / "spool" / "done" / "0-20261122000000-00001.tsv", root / "spool")
     assert run_batch(cfg, once=True).files == 0
     # New links: a site done gets woken, in-links grow, and nothing known is queued again.
     with SiteQueue(queue_path(root, process_for("http://b.test", 2))) as q:
@@ -145,7 +145,7 @@ def test_a_checkpoint_whose_inboxes_cannot_be_written_records_nothing(tmp_path):
     for cfg in (clean, failing):
         synthetic_spool(partial(write_spool, cfg.root), files=2)
     run_batch(clean, once=True)
-    inboxes = failing.root / "frontier" / INBOXES
+    inboxes = failing.root / "crawl-queues" / INBOXES
     inboxes.mkdir(parents=True)                   # a folder where the database would be
     with pytest.raises(sqlite3.OperationalError, match="unable to open"):
         run_batch(failing, once=True)

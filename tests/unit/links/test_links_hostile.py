@@ -37,8 +37,8 @@ def test_no_spool_content_stops_the_batch(lines, raw):
         cfg = links_config(Path(tmp))
         path = write_spool(cfg.root, "0-20261122000000-00001.tsv",
                            [line.replace("\n", " ").replace("\r", " ") for line in lines])
-        (cfg.root / "outlinks" / "1-20261122000001-00001.tsv").write_bytes(raw)
+        (cfg.root / "spool" / "1-20261122000001-00001.tsv").write_bytes(raw)
         totals = run_batch(cfg, once=True)
         assert totals.files == 2
         assert totals.new_urls + totals.bad <= totals.lines
-        assert not path.exists() and (cfg.root / "outlinks" / "done" / path.name).exists()
+        assert not path.exists() and (cfg.root / "spool" / "done" / path.name).exists()

@@ -117,10 +117,10 @@ def test_a_reshard_without_the_files_done_is_refused_unless_allowed(tmp_path):
     cfg = links_config(tmp_path)
     synthetic_spool(partial(write_spool, cfg.root), files=3)
     run_batch(cfg, once=True)
-    done = cfg.root / "outlinks" / "done"
+    done = cfg.root / "spool" / "done"
     shutil.move(done / "1-20261122000001-00001.tsv", tmp_path)
     with LinkBatch(cfg) as batch, pytest.raises(ReshardError, match=(
-            r"1 of the 3 spool files the ledger lists are no longer in .*outlinks/done .*"
+            r"1 of the 3 spool files the ledger lists are no longer in .*spool/done .*"
             r"--allow-missing.*inboxes again.*count again as in-links")):
         batch.reshard(2)
     assert slice_files(cfg) == [f"slice-{p}of4-3.bloom" for p in range(4)]

@@ -96,7 +96,7 @@ def test_each_slice_at_its_design_load_keeps_its_false_positive_bound():
 # -- the steps over the slices ----------------------------------------------------------------
 
 def spool_file(tmp_path, name: str, lines: list[str]) -> SpoolDirectory:
-    folder = tmp_path / "outlinks"
+    folder = tmp_path / "spool"
     folder.mkdir(exist_ok=True)
     (folder / name).write_text("".join(line + "\n" for line in lines))
     return SpoolDirectory(folder)

@@ -42,7 +42,7 @@ def test_two_processes_append_while_the_queue_merges(tmp_path: Path):
         seen += [e.url for e in drain(crawl_queue)]
         assert not crawl_queue.inbox_waiting()
     assert sorted(seen) == sorted(f"{A}/{name}/{j}" for name in ("x", "y") for j in range(400))
-    with closing(sqlite3.connect(tmp_path / "frontier" / INBOXES)) as db:
+    with closing(sqlite3.connect(tmp_path / "crawl-queues" / INBOXES)) as db:
         assert db.execute("SELECT count(*), count(DISTINCT origin) FROM inbox").fetchone() == (2000, 20)
 
 
@@ -63,7 +63,7 @@ def test_a_kill_mid_append_loses_no_committed_append(tmp_path: Path):
     child.send_signal(signal.SIGKILL)  # somewhere in round 6 or later
     child.wait()
     assert confirmed == list(range(6))
-    with closing(sqlite3.connect(tmp_path / "frontier" / INBOXES)) as db:
+    with closing(sqlite3.connect(tmp_path / "crawl-queues" / INBOXES)) as db:
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     per_round: dict[int, int] = {}
     with closing(embedded_queues(tmp_path)) as queues:

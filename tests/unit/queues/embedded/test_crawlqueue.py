@@ -196,7 +196,7 @@ def test_second_open_of_a_site_is_refused(tmp_path: Path):
 def test_site_dir_names():
     root = Path("/archive")
     d = queue_dir(root, "http://site-001.demo:8080")
-    assert d.parent.parent == root / "frontier"
+    assert d.parent.parent == root / "crawl-queues"
     assert len(d.parent.name) == 2 and int(d.parent.name, 16) >= 0
     assert d.name == "http,site-001.demo,8080"
     assert queue_dir(root, "https://example.org").name == "https,example.org"

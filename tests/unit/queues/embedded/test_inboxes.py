@@ -1,4 +1,4 @@
-"""Site inboxes in the embedded mode: rows of ``frontier/inbox.sqlite`` appended without a directory
+"""Site inboxes in the embedded mode: rows of ``crawl-queues/inbox.sqlite`` appended without a directory
 per site, merged through the site's bitmap at open and when the queue runs dry, deleted only up to
 the rows taken; inbox files left by earlier versions merged too."""
 
@@ -18,7 +18,7 @@ B = "http://b.test"
 
 
 def _rows(root: Path) -> list[tuple[str, bytes]]:
-    with closing(sqlite3.connect(root / "frontier" / INBOXES)) as db:
+    with closing(sqlite3.connect(root / "crawl-queues" / INBOXES)) as db:
         return db.execute("SELECT origin, lines FROM inbox ORDER BY id").fetchall()
 
 
@@ -29,7 +29,7 @@ def test_appends_make_no_directory_and_are_merged_at_open(tmp_path: Path):
         for n in range(100):
             queues.append(f"http://s{n}.test", [(f"http://s{n}.test/", 0)], sync=False)
         queues.sync()
-        assert sorted(p.name for p in (tmp_path / "frontier").iterdir()) == \
+        assert sorted(p.name for p in (tmp_path / "crawl-queues").iterdir()) == \
             [INBOXES, f"{INBOXES}-shm", f"{INBOXES}-wal"]  # no folder per site
         assert _rows(tmp_path)[0] == (A, b"2\t" + A.encode() + b"/x\n3\t" + A.encode() + b"/y\n")
         assert not queues.exists(A)
@@ -49,7 +49,7 @@ def test_appends_make_no_directory_and_are_merged_at_open(tmp_path: Path):
 def test_appends_not_synced_wait_in_memory_and_close_drops_them(tmp_path: Path):
     with closing(embedded_queues(tmp_path)) as queues:
         queues.append(A, [(A + "/kept", 0)], sync=False)
-        assert not (tmp_path / "frontier").exists()  # nothing written before sync
+        assert not (tmp_path / "crawl-queues").exists()  # nothing written before sync
         queues.sync()
         queues.append(A, [(A + "/dropped", 0)], sync=False)
     assert _rows(tmp_path) == [(A, b"0\t" + A.encode() + b"/kept\n")]
@@ -133,7 +133,7 @@ def test_an_inbox_file_alone_is_merged_when_dry(tmp_path: Path):
         assert crawl_queue.inbox_waiting()
         assert [e.url for e in drain(crawl_queue)] == [A + "/file"]
         assert not crawl_queue.inbox_waiting()
-    assert not (tmp_path / "frontier" / INBOXES).exists()  # reading made no database
+    assert not (tmp_path / "crawl-queues" / INBOXES).exists()  # reading made no database
 
 
 def test_a_busy_database_answers_maybe_without_waiting(tmp_path: Path):
@@ -141,7 +141,7 @@ def test_a_busy_database_answers_maybe_without_waiting(tmp_path: Path):
         queues.append(A, [(A + "/1", 1)])
     # Closed, the file is back in rollback-journal mode, where a writer's lock keeps readers out.
     with closing(inbox_database(tmp_path)) as inboxes, \
-            closing(sqlite3.connect(tmp_path / "frontier" / INBOXES, isolation_level=None)) as other:
+            closing(sqlite3.connect(tmp_path / "crawl-queues" / INBOXES, isolation_level=None)) as other:
         assert inboxes.waiting(A) and not inboxes.waiting(B)
         other.execute("BEGIN EXCLUSIVE")
         started = time.monotonic()
@@ -158,14 +158,14 @@ def test_readers_of_an_absent_database_create_nothing(tmp_path: Path):
         inboxes.delete(A, 10)
         assert inboxes.origins() == []
         inboxes.commit()  # nothing staged
-    assert not (tmp_path / "frontier").exists()
+    assert not (tmp_path / "crawl-queues").exists()
 
 
 def test_a_new_inbox_file_has_16_kib_pages_and_an_older_one_keeps_its_own(tmp_path: Path):
     for root, made_before in ((tmp_path / "new", None), (tmp_path / "old", 4096)):
         if made_before:  # a file made by a version that left SQLite's page size
-            (root / "frontier").mkdir(parents=True)
-            with closing(sqlite3.connect(root / "frontier" / INBOXES)) as db:
+            (root / "crawl-queues").mkdir(parents=True)
+            with closing(sqlite3.connect(root / "crawl-queues" / INBOXES)) as db:
                 db.execute(f"PRAGMA page_size = {made_before}")
                 db.execute("CREATE TABLE inbox (id INTEGER PRIMARY KEY AUTOINCREMENT,"
                            " origin TEXT NOT NULL, lines BLOB NOT NULL)")
@@ -173,7 +173,7 @@ def test_a_new_inbox_file_has_16_kib_pages_and_an_older_one_keeps_its_own(tmp_pa
             queues.append(A, [(A + "/x", 0)])
             with queues.open(A) as crawl_queue:
                 assert [e.url for e in drain(crawl_queue)] == [A + "/x"]
-        with closing(sqlite3.connect(root / "frontier" / INBOXES)) as db:
+        with closing(sqlite3.connect(root / "crawl-queues" / INBOXES)) as db:
             assert db.execute("PRAGMA page_size").fetchone() == (made_before or PAGE_SIZE,)
     assert PAGE_SIZE == 16384
 
@@ -183,7 +183,7 @@ def test_a_bulk_writer_leaves_the_wal_to_settle(tmp_path: Path, bulk: bool):
     """Past SQLite's automatic checkpoint (1,000 pages of WAL), a writer copies the WAL into the
     file at its commit; the links batch's (``bulk``) leaves that to ``settle``, run beside other
     work. The rows read back alike."""
-    path = tmp_path / "frontier" / INBOXES
+    path = tmp_path / "crawl-queues" / INBOXES
     lines = b"".join(b"0\thttp://a.test/%d/%s\n" % (n, b"x" * 990) for n in range(20))
     sites = [f"http://s{n:05}.test" for n in range(1000)]  # 20 MB of lines: 1,250 pages
     with closing(embedded_queues(tmp_path, bulk=bulk)) as queues:
