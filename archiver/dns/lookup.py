@@ -28,6 +28,7 @@ from pathlib import Path
 
 from archiver.dns.resolver import Answer, Resolver, next_check
 from archiver.logs import event
+from archiver.store.dnsrows import normalize
 from archiver.store.interfaces import DnsHistoryStore
 from archiver.store.models import NameState, Observation, Resolved
 from archiver.store.offloop import OffLoop, is_busy
@@ -55,7 +56,7 @@ def parse_hosts(text: str) -> dict[str, list[str]]:
         except ValueError:
             continue
         for name in fields[1:]:
-            table.setdefault(name.lower().rstrip("."), []).append(address)
+            table.setdefault(normalize(name), []).append(address)
     return table
 
 

@@ -20,6 +20,7 @@ import dns.resolver
 import trio
 
 from archiver.config import parse_nameserver
+from archiver.store.dnsrows import normalize
 from archiver.store.interfaces import DnsHistoryStore
 from archiver.store.models import Observation
 
@@ -49,10 +50,6 @@ class RefreshStats:
     changed: int = 0  # answers that changed the history's rows
     failed: dict[str, int] = field(default_factory=dict)  # outcome -> count
     elapsed: float = 0.0
-
-
-def _normalise(name: str) -> str:
-    return name.strip().lower().rstrip(".")
 
 
 def _is_literal(name: str) -> bool:
@@ -86,7 +83,7 @@ class Resolver:
     async def resolve(self, name: str) -> Answer:
         """Resolve ``name``: DNS and network failures are outcomes; a bug raises (in an
         ExceptionGroup, from the nursery of the A and AAAA queries)."""
-        name = _normalise(name)
+        name = normalize(name.strip())
         try:
             qname = dns.name.from_text(name)
         except (dns.exception.DNSException, ValueError):
@@ -142,7 +139,7 @@ def _combine(name: str, a: dns.resolver.Answer | str, aaaa: dns.resolver.Answer 
         )
     )
     main = next((r for r in answers if r.rrset), answers[0])
-    chain = tuple(_normalise(rrset.name.to_text()) for rrset in main.chaining_result.cnames)
+    chain = tuple(normalize(rrset.name.to_text()) for rrset in main.chaining_result.cnames)
     if addresses:
         # Positive records only: a no-data AAAA's negative TTL says nothing about the addresses kept.
         records = [
@@ -153,7 +150,7 @@ def _combine(name: str, a: dns.resolver.Answer | str, aaaa: dns.resolver.Answer 
         ttl = float(min(r.chaining_result.minimum_ttl for r in answers))  # RFC 2308 negative TTL
     observation = Observation(
         name=name,
-        canonical=_normalise(main.canonical_name.to_text()),
+        canonical=normalize(main.canonical_name.to_text()),
         chain=chain,
         addresses=addresses,
         ttl=ttl,
@@ -204,7 +201,8 @@ async def refresh(
     CapacityLimiter), so a pass over a million names holds a million strings, not a million tasks.
     """
     started = trio.current_time()
-    wanted = [n for n in dict.fromkeys(map(_normalise, names)) if n and not _is_literal(n)]
+    wanted = [n for n in dict.fromkeys(normalize(name.strip()) for name in names)
+              if n and not _is_literal(n)]
     todo = wanted if force else history.due(now(), wanted)
     stats = RefreshStats()
     ages = {"min_age": min_age, "max_age": max_age, "retry_base": retry_base, "retry_max": retry_max}

@@ -17,7 +17,8 @@ _SPACE = re.compile(r"\s")
 
 
 def normalize(name: str) -> str:
-    """A name as stored: lower-case, no trailing dot."""
+    """A host name as the DNS history keeps it and the resolver asks for it: lower-case, no
+    trailing dot (the one normaliser of host names for DNS)."""
     return name.lower().rstrip(".")
 
 
