@@ -54,19 +54,19 @@ def as_maps(changes: SiteChanges) -> tuple[dict[str, int], set[str], dict[str, t
 
 
 def links_config(directory: Path, *, processes: int = 2, checkpoint: int = 1000,
-                 partitions: int = 4) -> config.Config:
+                 slices: int = 4) -> config.Config:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "archiver.toml"
     path.write_text(f'[archive]\nroot = "archive"\n[crawl]\nprocesses = {processes}\n'
                     'allowed_networks = ["127.0.0.0/8"]\n'
-                    + LINKS.format(checkpoint=checkpoint) + f"slices = {partitions}\n")
+                    + LINKS.format(checkpoint=checkpoint) + f"slices = {slices}\n")
     return config.load(path)
 
 
-def with_partitions(cfg: config.Config, partitions: int) -> config.Config:
+def with_slices(cfg: config.Config, slices: int) -> config.Config:
     """The same config with another links.slices."""
     text = cfg.path.read_text()
-    cfg.path.write_text(re.sub(r"(?m)^slices = \d+$", f"slices = {partitions}", text))
+    cfg.path.write_text(re.sub(r"(?m)^slices = \d+$", f"slices = {slices}", text))
     return config.load(cfg.path)
 
 

@@ -58,7 +58,7 @@ def with_links(path: Path, **keys: object) -> config.Config:
 
 
 def dask(path: Path, scheduler: str = "", **keys: object) -> config.Config:
-    return with_links(path, engine="dask", scheduler=scheduler, workers=2, partitions=4, **keys)
+    return with_links(path, engine="dask", scheduler=scheduler, workers=2, slices=4, **keys)
 
 
 async def test_both_engines_queue_the_same_from_a_two_process_crawl_of_the_demo_web(
@@ -84,7 +84,7 @@ async def test_both_engines_queue_the_same_from_a_two_process_crawl_of_the_demo_
     for engine in ("local", "dask"):
         shutil.copytree(crawled, tmp_path / engine)
     # A checkpoint per spool file: as many as the files, two at least.
-    local = with_links(tmp_path / "local" / "archiver.toml", partitions=4, checkpoint_urls=1)
+    local = with_links(tmp_path / "local" / "archiver.toml", slices=4, checkpoint_urls=1)
     on_dask = dask(tmp_path / "dask" / "archiver.toml", checkpoint_urls=1)
     local_totals = await trio.to_thread.run_sync(batch_once, local)
     with caplog.at_level(logging.INFO, logger="archiver.links"):
@@ -104,7 +104,7 @@ def spooled(directory: Path, *, scheduler: str | None = None) -> config.Config:
     ``scheduler`` is given ("": a LocalCluster), and the synthetic spool: 12 files of 1,500 lines,
     so 6 checkpoints."""
     cfg = links_config(directory, checkpoint=3000)
-    cfg = with_links(cfg.path, partitions=4) if scheduler is None else dask(cfg.path, scheduler)
+    cfg = with_links(cfg.path, slices=4) if scheduler is None else dask(cfg.path, scheduler)
     synthetic_spool(partial(write_spool, cfg.root))
     return cfg
 
@@ -183,7 +183,7 @@ def test_the_client_killed_with_its_local_cluster_then_rerun_equals_one_clean_ru
 
 def test_on_the_shared_stores_the_workers_read_the_bucket(tmp_path, pg_store_url, s3_bucket):
     embedded = links_config(tmp_path / "embedded")
-    embedded = with_links(embedded.path, partitions=4)
+    embedded = with_links(embedded.path, slices=4)
     synthetic_spool(partial(write_spool, embedded.root), files=4)
     batch_once(embedded)
     cfg = shared_links_config(tmp_path / "m1", store_url=pg_store_url, bucket=s3_bucket)

@@ -22,7 +22,7 @@ from tests.support.linkbatch import (
     ship_spool,
     snapshot,
     synthetic_spool,
-    with_partitions,
+    with_slices,
     write_spool,
 )
 from tests.support.postgres import store_database
@@ -155,7 +155,7 @@ def test_one_links_batch_per_cluster(tmp_path, pg_store_url, s3_bucket):
 
 def test_a_shared_batch_reshards_from_the_files_done_in_the_bucket(tmp_path, pg_store_url, s3_bucket):
     cfg = shared_links_config(tmp_path / "m1", store_url=pg_store_url, bucket=s3_bucket)
-    cfg = with_partitions(cfg, 2)
+    cfg = with_slices(cfg, 2)
     synthetic_spool(partial(ship_spool, cfg), files=3)
     batch_once(cfg)
     with LinkBatch(cfg) as batch:
@@ -168,10 +168,10 @@ def test_a_shared_batch_reshards_from_the_files_done_in_the_bucket(tmp_path, pg_
         batch.reshard(3)
     objects = S3Store.from_config(cfg.warc.store, cfg.s3)
     assert [key.split("-")[1] for key in objects.list("links/")] == ["0of3", "1of3", "2of3"]
-    cfg = with_partitions(cfg, 3)
+    cfg = with_slices(cfg, 3)
     synthetic_spool(partial(ship_spool, cfg), files=5, first=3)
     batch_once(cfg)
-    fresh = links_config(tmp_path / "embedded", partitions=3)
+    fresh = links_config(tmp_path / "embedded", slices=3)
     synthetic_spool(partial(write_spool, fresh.root), files=5)
     batch_once(fresh)
     sites, queues = snapshot(fresh.root, 2)

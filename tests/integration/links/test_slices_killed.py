@@ -9,7 +9,7 @@ import sys
 from functools import partial
 
 from archiver.links.batch import run_batch
-from tests.support.linkbatch import links_config, snapshot, synthetic_spool, with_partitions, write_spool
+from tests.support.linkbatch import links_config, snapshot, synthetic_spool, with_slices, write_spool
 from tests.support.repo import ARCHIVER, ROOT
 
 # The batch's command, in a child that kills itself at the start of its second commit: after the
@@ -55,8 +55,8 @@ def test_a_batch_killed_between_its_slice_saves_and_its_commit_reruns_to_one_cle
 
 
 def test_a_reshard_killed_midway_leaves_the_old_slices_and_runs_again_from_the_start(tmp_path):
-    cfg = links_config(tmp_path / "resharded", partitions=2)
-    fresh = links_config(tmp_path / "fresh", partitions=3)
+    cfg = links_config(tmp_path / "resharded", slices=2)
+    fresh = links_config(tmp_path / "fresh", slices=3)
     synthetic_spool(partial(write_spool, cfg.root), files=5)
     run_batch(cfg, once=True)
     before = {p.name: p.read_bytes() for p in (cfg.root / "links").glob("*.bloom")}
@@ -69,7 +69,7 @@ def test_a_reshard_killed_midway_leaves_the_old_slices_and_runs_again_from_the_s
             break
     proc.wait(timeout=60)
     assert proc.returncode == -signal.SIGKILL
-    with_partitions(cfg, 3)
+    with_slices(cfg, 3)
     run = links("run", "--once", "--config", str(cfg.path))    # the old layout is in force
     assert run.returncode == 0, run.stderr
     assert "the links state has 2 slices and links.slices says 3" in run.stderr

@@ -13,7 +13,7 @@ import pytest
 from archiver.links.batch import LinkBatch, ReshardError, run_batch
 from archiver.queues.bloom import HEADER_SIZE, BloomBitmap, optimal_hashes
 from archiver.queues.embedded.linksstate import EmbeddedLinksState
-from tests.support.linkbatch import links_config, snapshot, synthetic_spool, with_partitions, write_spool
+from tests.support.linkbatch import links_config, snapshot, synthetic_spool, with_slices, write_spool
 
 STAMP = "20261122000000"
 
@@ -23,7 +23,7 @@ def slice_files(cfg) -> list[str]:
 
 
 def test_a_reshard_gives_the_slices_a_fresh_run_with_that_count_would_have(tmp_path):
-    resharded, fresh = links_config(tmp_path / "a", partitions=2), links_config(tmp_path / "b", partitions=3)
+    resharded, fresh = links_config(tmp_path / "a", slices=2), links_config(tmp_path / "b", slices=3)
     synthetic_spool(partial(write_spool, resharded.root), files=8)
     assert run_batch(resharded, once=True).checkpoints == 8
     with LinkBatch(resharded) as batch:
@@ -32,7 +32,7 @@ def test_a_reshard_gives_the_slices_a_fresh_run_with_that_count_would_have(tmp_p
     # Read in 8 groups as the run did, saved once after them, above generation 8: no name reused.
     assert slice_files(resharded) == [f"slice-{p}of3-17.bloom" for p in range(3)]
     # The config still says 2: a warning, and the state's 3 rule.
-    resharded = with_partitions(resharded, 3)
+    resharded = with_slices(resharded, 3)
     synthetic_spool(partial(write_spool, resharded.root), first=8)
     synthetic_spool(partial(write_spool, fresh.root))
     run_batch(resharded, once=True)
@@ -46,10 +46,10 @@ def test_a_reshard_gives_the_slices_a_fresh_run_with_that_count_would_have(tmp_p
 
 
 def test_the_state_rules_the_slice_count_and_the_config_gets_a_warning(tmp_path, caplog):
-    cfg = links_config(tmp_path, partitions=2)
+    cfg = links_config(tmp_path, slices=2)
     write_spool(cfg.root, "0-20261122000000-00001.tsv", [f"http://a.test/\thttp://x.test\t{STAMP}"])
     run_batch(cfg, once=True)
-    cfg = with_partitions(cfg, 5)
+    cfg = with_slices(cfg, 5)
     write_spool(cfg.root, "0-20261122000100-00002.tsv", [f"http://b.test/\thttp://x.test\t{STAMP}",
                                                          f"http://a.test/\thttp://y.test\t{STAMP}"])
     caplog.clear()  # the first run's lines too, if an earlier test left INFO on
@@ -93,7 +93,7 @@ def test_a_state_from_before_slices_goes_on_as_one_slice(tmp_path):
 
 
 def test_a_reshard_stopped_halfway_leaves_the_old_slices_in_force(tmp_path):
-    cfg = links_config(tmp_path, partitions=2)
+    cfg = links_config(tmp_path, slices=2)
     synthetic_spool(partial(write_spool, cfg.root), files=4)
     run_batch(cfg, once=True)
     before = {name: (cfg.root / "links" / name).read_bytes() for name in slice_files(cfg)}
@@ -134,7 +134,7 @@ def test_a_reshard_of_a_state_without_files_makes_empty_slices(tmp_path):
     with LinkBatch(cfg) as batch:
         assert batch.reshard(3).files == 0
     assert slice_files(cfg) == [f"slice-{p}of3-1.bloom" for p in range(3)]
-    cfg = with_partitions(cfg, 3)
+    cfg = with_slices(cfg, 3)
     write_spool(cfg.root, "0-20261122000000-00001.tsv", [f"http://a.test/\thttp://x.test\t{STAMP}"])
     assert run_batch(cfg, once=True).new_urls == 1
 
