@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install pywb, if absent, in its own virtualenv: .pywb/venv in the repository (pywb pins versions
 # of warcio and others that archiver's venv must not share). The WACZ replay test
-# (tests/integration/store/test_export_pywb.py) runs its wb-manager and wayback, and
+# (tests/integration/store/test_exports_pywb.py) runs its wb-manager and wayback, and
 # tools/interop_pywb.sh uses it when present. Part of the README's test command; needs python3
 # and PyPI. A venv is taken as installed once it holds the marker file written last, so an
 # install cut short is done again, from scratch.

@@ -12,7 +12,7 @@ byte for byte: digests and record ids stay valid), except a server-not-modified 
   address, under a new WARC-Record-ID, its digests computed again (the same as the original's,
   for the same block). pywb and ReplayWeb.page (wabac.js, by its source) would replay the
   revisit as that 304 with no body, whatever the file holds
-  (tests/integration/store/test_export_pywb.py shows it); archiver's own replay serves the
+  (tests/integration/store/test_exports_pywb.py shows it); archiver's own replay serves the
   original's head and body, and so does the record written whole. WARC 1.1 forbids the
   WARC-Refers-To fields on a response record, so what it was made from is said in extension
   fields, which WARC readers ignore: ``Archiver-Converted-From`` (the revisit's record id) and

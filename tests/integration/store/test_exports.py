@@ -100,7 +100,7 @@ def test_a_host_since_a_date_carries_the_originals_of_its_revisits(two: TwoDates
     converted = re.search(r"(\d+) server-not-modified revisits? written whole", done.stdout)
     assert converted is not None and int(converted[1]) == not_modified
     # Byte for byte: each record is the store's, digests and record ids untouched, but for the
-    # server-not-modified revisits, written whole (tests/integration/store/test_export_pywb.py).
+    # server-not-modified revisits, written whole (tests/integration/store/test_exports_pywb.py).
     warcs = WarcFiles(two.root / "warcs")
     stored = {(c.url, c.timestamp): c for c in chosen if (c.rectype, c.status) != ("revisit", 304)}
     data = out.read_bytes()
@@ -117,7 +117,7 @@ def test_a_host_since_a_date_carries_the_originals_of_its_revisits(two: TwoDates
 async def test_the_slice_replays_on_its_own_once_imported_elsewhere(two: TwoDates, tmp_path):
     page = next(c for c in two.second if c.rectype == "revisit" and c.url.endswith(".html"))
     out = tmp_path / "one.warc.gz"
-    # In this process (the first test runs `archiver export` as a child, test_import `import`).
+    # In this process (the first test runs `archiver export` as a child, test_imports `import`).
     done = here(two.config, "export", "--url", page.url, "-o", str(out))
     assert done.returncode == 0, done.stderr
     config_path = tmp_path / "elsewhere.toml"

@@ -1,7 +1,7 @@
 """What ``archiver export`` writes for revisits: a server-not-modified revisit becomes a whole
 ``response`` record (``whole_response``) that warcio reads with its digests verified, and the
 pages list is the slice's own page captures. The replay of both by pywb and by another archive is
-tested in tests/integration/store/test_export_pywb.py."""
+tested in tests/integration/store/test_exports_pywb.py."""
 
 from __future__ import annotations
 

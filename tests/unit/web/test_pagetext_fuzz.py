@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from archiver.web.pagetext import MAX_BODY, MAX_HEADINGS, MAX_TITLE, PageText, page_text, response_text
 from tests.support.fuzzing import CHARSETS, assert_cost_bounded, corpus, encoded, examples, html_documents
-from tests.unit.web.test_fuzz_extract import _PATHOLOGICAL_HTML, _benign_html
+from tests.unit.web.test_extract_fuzz import _PATHOLOGICAL_HTML, _benign_html
 
 _CONTROLS = {*map(chr, range(0x20)), *map(chr, range(0x7F, 0xA0))}
 _CODINGS = st.sampled_from([None, "", "gzip", "deflate", "br", "x-gzip", "gzip, br", "identity", "zstd"])
