@@ -39,8 +39,9 @@ import trio
 from archiver.config import site_crawl
 from archiver.crawl import bodies
 from archiver.crawl.capture import Record
+from archiver.crawl.connection import LeaseLost, SiteConnection
 from archiver.crawl.context import CrawlContext
-from archiver.crawl.http import FetchResult, HttpClient
+from archiver.crawl.http import FetchResult
 from archiver.crawl.pluginhost import PluginHost, no_plugins, read_document, small_document
 from archiver.crawl.policy import MAX_HOPS_RULE, Outcome, RobotsFetch, VisitPolicy
 from archiver.crawl.routing import LinkRouter, scope_detail
@@ -57,10 +58,6 @@ from archiver.web.sheets import sheet_for
 from archiver.web.timestamps import from_datetime, to_datetime
 
 log = logging.getLogger("archiver.crawl.visit")
-
-
-class _LeaseLost(Exception):
-    """Another process holds the site now (our lease expired, or a write found a newer epoch)."""
 
 
 class _Postponed(Exception):
@@ -89,10 +86,8 @@ class SiteVisit:
         self.recrawl = recrawl
         self.host = urls.origin_parts(origin)[1]
         self.rules: dict[str, robots.RobotsRules] = {}
-        self.addresses: dict[str, str] = {}
         self.next_at = 0.0
         self._rest_from = 0.0  # when the current rest began
-        self.held: str | None = None  # the address whose connection slot this visit holds
         # The first [[sheets]] table matching the site (archiver.web.sheets), and the [crawl]
         # settings with its overrides.
         self.sheet = sheet_for(ctx.config.sheets, origin)
@@ -116,7 +111,8 @@ class SiteVisit:
             ctx.stats.errors["dns"] += 1
             event(log, logging.WARNING, "dns-failed", site=self.origin, error=resolution.error)
             return Outcome("retry", f"dns: {resolution.error}")
-        self.addresses[self.host] = resolution.addresses[0]
+        self.connection = SiteConnection(self.origin, ctx, self.crawl)
+        self.connection.addresses[self.host] = resolution.addresses[0]
         # Opening reads the whole log (the bitmap is rebuilt from it) and merges the inbox under
         # its lock: a worker thread's job, not the event loop's.
         crawl_queue = await trio.to_thread.run_sync(ctx.crawl_queues.open, self.origin)
@@ -124,8 +120,6 @@ class SiteVisit:
         ctx.open_queues.add(crawl_queue)
         self.policy.pages, self.policy.bytes = crawl_queue.pages, crawl_queue.bytes
         self.router = LinkRouter(self.origin, ctx, self.policy, crawl_queue, self.plugins)
-        self.client = HttpClient(self.crawl)
-        self._agent = self.crawl.user_agent  # the client's User-Agent
         ctx.stats.active[self.origin] = {"url": "", "queued": crawl_queue.pending}
         try:
             if len(crawl_queue) == 0:
@@ -137,7 +131,7 @@ class SiteVisit:
             return Outcome("stopped", "draining" if ctx.disk_ok.is_set() else ctx.held_by)
         except _Postponed as e:
             return e.outcome
-        except _LeaseLost:
+        except LeaseLost:
             return Outcome("lost", "the site's lease went to another process")
         except (OSError, sqlite3.Error) as e:
             if not is_disk_error(e):
@@ -154,8 +148,7 @@ class SiteVisit:
                 with trio.CancelScope(shield=True):  # a shared queue writes its last entries
                     await trio.to_thread.run_sync(crawl_queue.close)
             with trio.CancelScope(shield=True), trio.move_on_after(1):
-                await self._let_go()
-                await self.client.aclose()
+                await self.connection.aclose()
 
     async def _crawl(self) -> Outcome:
         policy, crawl_queue = self.policy, self.crawl_queue
@@ -181,7 +174,7 @@ class SiteVisit:
             try:
                 end = await self._handle(entry)
                 policy.handled()
-            except (_Draining, _LeaseLost, _Postponed):
+            except (_Draining, LeaseLost, _Postponed):
                 raise
             except Exception as e:  # one URL's bug costs that URL, not the site
                 if isinstance(e, (OSError, sqlite3.Error)) and is_disk_error(e):
@@ -347,27 +340,6 @@ class SiteVisit:
             self.next_at = max(self.next_at, self._rest_from + rest.floor())
         return rules
 
-    async def _hold(self, ip: str) -> None:
-        """Hold a connection slot of ``ip`` (see archiver.crawl.addressslots) before fetching from it."""
-        if self.held != ip:
-            await self._let_go()
-            await self.ctx.slots.acquire(ip)
-            self.held = ip
-
-    async def _let_go(self) -> None:
-        if self.held is not None:
-            await self.client.aclose()
-            self.ctx.slots.release(self.held)
-            self.held = None
-
-    async def _address(self, host: str) -> str | None:
-        if host not in self.addresses:
-            resolution = await self.ctx.lookup.resolve(host)
-            if not resolution.addresses:
-                return None
-            self.addresses[host] = resolution.addresses[0]
-        return self.addresses[host]
-
     async def _fetch(self, url: str, earlier: list[Capture], *, conditional: bool = True
                      ) -> FetchResult:
         """Rest, fetch ``url`` (``conditional``: asking whether the last of its ``earlier``
@@ -417,30 +389,15 @@ class SiteVisit:
         return result
 
     async def _exchange(self, url: str, conditions: list[tuple[str, str]]) -> FetchResult:
-        """Wait out the rest, then fetch ``url`` over the site's connection (holding its address's
-        slot); set the next rest from the answer."""
+        """Wait out the rest, then fetch ``url`` over the site's connection; set the next rest
+        from the answer."""
         ctx = self.ctx
         if not ctx.disk_ok.is_set() or await self._rest():
             raise _Draining
         if (postponed := self.sheet_wait()) is not None:  # the window closed during the rest
             raise _Postponed(postponed)
-        if self._agent != self.crawl.user_agent:  # a reload changed it
-            await self._let_go()
-            await self.client.aclose()
-            self.client, self._agent = HttpClient(self.crawl), self.crawl.user_agent
         ctx.stats.active[self.origin]["url"] = url
-        host = urls.origin_parts(urls.origin(url))[1]
-        ip = await self._address(host)
-        if ip is None:
-            result = FetchResult(url=url, ip="", started=time.time(), request=b"",
-                                 error="dns: no address")
-        else:
-            await self._hold(ip)
-            if not ctx.may_fetch(self.origin):  # checked last: holding the slot may take a while
-                raise _LeaseLost
-            result = await self.client.fetch(url, ip, conditions=conditions)
-            if ctx.slots.contended(ip):  # another site waits for this address: hand it over
-                await self._let_go()
+        result = await self.connection.fetch(url, conditions, self.crawl)
         now = self._rest_from = trio.current_time()
         retry_after = parse_retry_after(result.header("retry-after"), result.started
                                         + result.elapsed)

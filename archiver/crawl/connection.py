@@ -1,0 +1,82 @@
+"""One site's way to the network during a visit: the addresses of its hosts, the connection slot
+of the address it fetches from (archiver.crawl.addressslots), and its kept-alive HTTP client.
+
+Every request of a site goes through its ``SiteConnection``, whichever fetcher makes it, so that
+each holds an address's slot as the others do and none is sent once the site's lease is lost;
+when to send it (the rest between fetches) is the visit's decision (archiver.crawl.visit).
+"""
+
+from __future__ import annotations
+
+import time
+
+from archiver.config import CrawlConfig
+from archiver.crawl.context import CrawlContext
+from archiver.crawl.http import FetchResult, HttpClient
+from archiver.web import urls
+
+
+class LeaseLost(Exception):
+    """Another process holds the site now (our lease expired, or a write found a newer epoch)."""
+
+
+class SiteConnection:
+    """The addresses, connection slot and HTTP client of one site's visit."""
+
+    def __init__(self, origin: str, ctx: CrawlContext, crawl: CrawlConfig) -> None:
+        """``crawl``: the site's [crawl] settings (its sheet's overrides applied)."""
+        self.origin = origin
+        self.ctx = ctx
+        self.addresses: dict[str, str] = {}  # host -> the address fetched from
+        self.held: str | None = None  # the address whose connection slot this visit holds
+        self.client = HttpClient(crawl)
+        self._agent = crawl.user_agent  # the client's User-Agent
+
+    async def fetch(self, url: str, conditions: list[tuple[str, str]], crawl: CrawlConfig
+                    ) -> FetchResult:
+        """Send ``url``'s request (with the ``conditions`` headers) from the address of its host,
+        holding that address's slot; a host without an address is an answerless result. LeaseLost
+        if the site's lease is no longer held once the slot is."""
+        if self._agent != crawl.user_agent:  # a reload changed it
+            await self.let_go()
+            await self.client.aclose()
+            self.client, self._agent = HttpClient(crawl), crawl.user_agent
+        ip = await self.address(urls.origin_parts(urls.origin(url))[1])
+        if ip is None:
+            return FetchResult(url=url, ip="", started=time.time(), request=b"",
+                               error="dns: no address")
+        await self._hold(ip)
+        if not self.ctx.may_fetch(self.origin):  # checked last: holding the slot may take a while
+            raise LeaseLost
+        result = await self.client.fetch(url, ip, conditions=conditions)
+        if self.ctx.slots.contended(ip):  # another site waits for this address: hand it over
+            await self.let_go()
+        return result
+
+    async def address(self, host: str) -> str | None:
+        """The address ``host`` is fetched from in this visit (looked up once), or None."""
+        if host not in self.addresses:
+            resolution = await self.ctx.lookup.resolve(host)
+            if not resolution.addresses:
+                return None
+            self.addresses[host] = resolution.addresses[0]
+        return self.addresses[host]
+
+    async def _hold(self, ip: str) -> None:
+        """Hold a connection slot of ``ip`` (see archiver.crawl.addressslots) before fetching
+        from it."""
+        if self.held != ip:
+            await self.let_go()
+            await self.ctx.slots.acquire(ip)
+            self.held = ip
+
+    async def let_go(self) -> None:
+        """Close the connection and give its address's slot back."""
+        if self.held is not None:
+            await self.client.aclose()
+            self.ctx.slots.release(self.held)
+            self.held = None
+
+    async def aclose(self) -> None:
+        await self.let_go()
+        await self.client.aclose()
