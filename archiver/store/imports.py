@@ -49,7 +49,7 @@ from warcio.warcwriter import WARCWriter
 from archiver.store.bundles import complete_prefix
 from archiver.store.interfaces import CatalogStore
 from archiver.store.models import Capture
-from archiver.store.objectstore import FolderStore, ObjectStore, ObjectStoreError, check_key, put
+from archiver.store.objectstore import ObjectStore, ObjectStoreError, check_key, put
 from archiver.store.warcheads import HeadError, check_heads
 from archiver.store.warcindex import WarcError, index_stream
 
@@ -380,8 +380,9 @@ def import_file(source: Path, *, warcs: ObjectStore, catalog: CatalogStore, in_p
 
 def _in_place(source: Path, where: str, warcs: ObjectStore, catalog: CatalogStore, records: int,
               kinds: dict[str, int], whole: bool) -> Imported:
-    if not isinstance(warcs, FolderStore) or source.resolve().parent != warcs.directory.resolve():
-        inside = warcs.directory if isinstance(warcs, FolderStore) else warcs.location("")
+    folder = warcs.local_folder()
+    if folder is None or source.resolve().parent != folder.resolve():
+        inside = folder if folder is not None else warcs.location("")
         raise ImportRefused(f"{where}: --in-place indexes files inside the WARC store ({inside}); "
                             "use --copy for a file elsewhere")
     if not whole:

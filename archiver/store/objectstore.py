@@ -120,6 +120,9 @@ class ObjectStore(Protocol):
     def location(self, key: str) -> str:
         """Where the object lives, for messages (a path, an ``s3://`` URL)."""
 
+    def local_folder(self) -> Path | None:
+        """The folder on this machine whose files are the objects, if there is one."""
+
 
 def put(store: ObjectStore, source: Path, key: str) -> Fingerprint:
     """Upload ``source`` under ``key``, then check that the store holds exactly its bytes.
@@ -165,6 +168,9 @@ class FolderStore:
 
     def location(self, key: str) -> str:
         return str(self._path(key))
+
+    def local_folder(self) -> Path | None:
+        return self.directory
 
     def upload(self, source: Path, key: str) -> Fingerprint:
         """Copy into a hidden file beside the target, fsync, then rename over it: a crash leaves

@@ -97,6 +97,9 @@ class S3Store:
     def location(self, key: str) -> str:
         return f"s3://{self.bucket}/{self._key(key)}"
 
+    def local_folder(self) -> Path | None:
+        return None
+
     @contextlib.contextmanager
     def _reached(self, where: str) -> Iterator[None]:
         """botocore's errors that say the store is away or failing, its retries spent, as
