@@ -237,7 +237,7 @@ class LinksConfig:
     # Seconds between looks for new spool files when running as a service (without --once).
     poll_interval: float = 60.0
     # The bitmap is split into this many slices by a hash of the normalised URL
-    # (archiver.links.partition), each sized for expected_urls / slices.
+    # (archiver.links.slicing), each sized for expected_urls / slices.
     slices: int = 4
     # "local": in this process; "dask": on a Dask cluster, at `scheduler` ("tcp://host:8786"),
     # or, when that is empty, on a LocalCluster of `workers` processes started for the run.

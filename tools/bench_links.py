@@ -6,7 +6,7 @@ repeats, as pages link the same popular URLs), then deduplicates their URLs the 
 ``archiver links run --once`` does, in this process, with ``links.engine``), and reports both
 times side by side, URLs/s (wall and CPU), where the time goes, the slices' size and the peak RSS.
 
-    python -m tools.bench_links [--urls 10000000] [--sites 100000] [--partitions 4]
+    python -m tools.bench_links [--urls 10000000] [--sites 100000] [--slices 4]
         [--engine local | dask] [--workers 2] [--dir /tmp/bench-links]
         [--store sqlite | postgresql://... | postgres]
         [--warc-store FOLDER | s3] [--profile] [--rounds N]
@@ -93,7 +93,7 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--urls", type=int, default=10_000_000)
     parser.add_argument("--sites", type=int, default=100_000)
-    parser.add_argument("--partitions", type=int, default=4, help="links.slices")
+    parser.add_argument("--slices", type=int, default=4, help="links.slices")
     parser.add_argument("--checkpoint-urls", type=int, default=config.LinksConfig.checkpoint_urls,
                         help="links.checkpoint_urls (default: the config's)")
     parser.add_argument("--engine", choices=("local", "dask"), default="local", help="links.engine")
@@ -131,7 +131,7 @@ def bench(args: argparse.Namespace, work: Path, shared: str) -> None:
         '[archive]\nroot = "archive"\n[crawl]\nprocesses = 4\n'
         # URLs plus (source, target) site pairs share the bitmap.
         f"[links]\nexpected_urls = {args.urls * 2}\ncheckpoint_urls = {args.checkpoint_urls}\n"
-        f"partitions = {args.partitions}\nengine = \"{args.engine}\"\nworkers = {args.workers}\n"
+        f"slices = {args.slices}\nengine = \"{args.engine}\"\nworkers = {args.workers}\n"
         "[log]\nlevel = \"warning\"\n" + shared)
     cfg = config.load(work / "archiver.toml")
     started = time.monotonic()
@@ -168,7 +168,7 @@ def bench(args: argparse.Namespace, work: Path, shared: str) -> None:
           f"slices: {totals.lines / totals.steps_seconds:,.0f} URLs/s), {totals.checkpoint_seconds:.1f} s "
           f"in commits (inbox rows for {totals.new_sites:,} sites, the state, the site queues), "
           "each commit but the last beside the next checkpoint's steps")
-    print(f"{args.partitions} slices, {bitmap_mib:.1f} MiB in all, fp now {fp:.2e}; "
+    print(f"{args.slices} slices, {bitmap_mib:.1f} MiB in all, fp now {fp:.2e}; "
           f"peak RSS {rss:.0f} MiB")
     print(f"side by side: links run --once {wall:.2f} s, cut -f1 | LC_ALL=C sort -u "
           f"{coreutils:.2f} s: {wall / coreutils:.1f}x")

@@ -18,7 +18,7 @@ from archiver.commands.common import (
     verb,
 )
 from archiver.links import compiled_loops_ahead, quiet_blas
-from archiver.links.partition import MAX_PARTITIONS
+from archiver.links.slicing import MAX_SLICES
 from archiver.stores import ProcessBusy, open_embedded
 
 RUN_EXITS = {0: "the spool files were read (with --once: all there were)",
@@ -48,8 +48,8 @@ def add(verbs: Verbs) -> None:
 
 def slice_count(text: str) -> int:
     count = int(text)
-    if not 1 <= count <= MAX_PARTITIONS:
-        raise argparse.ArgumentTypeError(f"must be 1 to {MAX_PARTITIONS}")
+    if not 1 <= count <= MAX_SLICES:
+        raise argparse.ArgumentTypeError(f"must be 1 to {MAX_SLICES}")
     return count
 
 

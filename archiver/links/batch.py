@@ -6,7 +6,7 @@ tests-and-sets it in the global Bloom bitmap. A new URL goes to its site's crawl
 inbox: a database row); a site's in-link count (distinct other sites linking to it) orders the
 site queues, and a site seen for the first time joins the queue of the one process that owns it.
 
-The bitmap is split into ``links.slices`` slices by a hash of the key (archiver.links.partition,
+The bitmap is split into ``links.slices`` slices by a hash of the key (archiver.links.slicing,
 archiver.links.slices), each a Bloom bitmap of its own, saved as its own file (or object) with its
 own generation. ``LinkBatch`` is the driver: it picks the files, hands each checkpoint's steps
 (archiver.links.steps) to an engine (archiver.links.engine: in this process, or on a Dask
@@ -78,8 +78,8 @@ from archiver.config import Config
 from archiver.links import steps
 from archiver.links.columns import REPORTED
 from archiver.links.engine import Engine, LocalEngine, Work
-from archiver.links.partition import PARTITION_FUNCTION, check_partitions
 from archiver.links.slices import SliceFiles, SliceObjects, SliceStore, slice_name, slice_shape
+from archiver.links.slicing import SLICE_FUNCTION, check_slice_count
 from archiver.logs import event
 from archiver.queues.bloom import false_positive_rate
 from archiver.queues.interfaces import LinksState, SiteQueueStore, SpoolFiles
@@ -193,14 +193,14 @@ class LinkBatch:
 
     # -- the slices ------------------------------------------------------------------------
 
-    def slice_store(self, partitions: int, *, empty_at: int = 0) -> SliceStore:
-        """Where slices of ``partitions`` live in these stores (new ones sized by the config)."""
+    def slice_store(self, slice_count: int, *, empty_at: int = 0) -> SliceStore:
+        """Where slices of ``slice_count`` live in these stores (new ones sized by the config)."""
         bits, hashes = slice_shape(self.config.links.expected_urls, self.config.links.bits_per_url,
-                                   check_partitions(partitions))
+                                   check_slice_count(slice_count))
         directory = self.config.root / "links"
         if (objects := self.stores.shared_objects()) is not None:
-            return SliceObjects(objects, directory, partitions, bits, hashes, empty_at)
-        return SliceFiles(directory, partitions, bits, hashes, empty_at)
+            return SliceObjects(objects, directory, slice_count, bits, hashes, empty_at)
+        return SliceFiles(directory, slice_count, bits, hashes, empty_at)
 
     def _open_slices(self) -> tuple[SliceStore, list[int]]:
         """The slices in force and their generations; stale ones removed. A state from before
@@ -220,11 +220,11 @@ class LinkBatch:
         else:
             slices = self.slice_store(wanted)
             generations = [slices.empty_at] * wanted
-        slices.remove_stale({slice_name(p, slices.partitions, g) for p, g in enumerate(generations)})
-        if slices.partitions != wanted:
-            event(log, logging.WARNING, "links-slices", state=slices.partitions, config=wanted,
-                  note=f"the links state has {slices.partitions} slices and links.slices says "
-                       f"{wanted}; going on with {slices.partitions}: run `archiver links reshard "
+        slices.remove_stale({slice_name(p, slices.count, g) for p, g in enumerate(generations)})
+        if slices.count != wanted:
+            event(log, logging.WARNING, "links-slices", state=slices.count, config=wanted,
+                  note=f"the links state has {slices.count} slices and links.slices says "
+                       f"{wanted}; going on with {slices.count}: run `archiver links reshard "
                        f"--slices {wanted}` to rebuild them")
         return slices, generations
 
@@ -232,7 +232,7 @@ class LinkBatch:
         """Each slice's size and keys, logged with its false-positive rate at design load and now;
         with ``rebuilding``, a slice that cannot be read counts as empty (see ``__init__``)."""
         counts = SliceCounts([], [], [])
-        design_keys = self.config.links.expected_urls / self.slices.partitions
+        design_keys = self.config.links.expected_urls / self.slices.count
         for p, generation in enumerate(self.generations):
             bits, hashes, keys = self.slices.bits, self.slices.hashes, 0
             if generation != self.slices.empty_at:
@@ -246,7 +246,7 @@ class LinkBatch:
             counts.bits.append(bits)
             counts.hashes.append(hashes)
             counts.keys.append(keys)
-            event(log, logging.INFO, "slice", slice=f"{p}/{self.slices.partitions}",
+            event(log, logging.INFO, "slice", slice=f"{p}/{self.slices.count}",
                   path=self.slices.location(p, generation), bits=bits, hashes=hashes,
                   mib=round(bits / 8 / 2**20, 1), expected_urls=round(design_keys),
                   fp_at_design_load=f"{false_positive_rate(bits, round(design_keys), hashes):.2e}",
@@ -282,7 +282,7 @@ class LinkBatch:
             files, lines, done = self._reading
             event(log, logging.INFO, "links-progress", summary=self.totals.line(),
                   checkpoint=f"{files} files, {lines} URLs read, "
-                             f"{done}/{self.slices.partitions} slices done")
+                             f"{done}/{self.slices.count} slices done")
 
     # -- checkpoints ----------------------------------------------------------------------------
 
@@ -423,8 +423,8 @@ class LinkBatch:
 
     # -- reshard ---------------------------------------------------------------------------------
 
-    def reshard(self, partitions: int, *, allow_missing: bool = False) -> Totals:
-        """Rebuild every slice for ``partitions`` slices from the spool files done, read again in
+    def reshard(self, slice_count: int, *, allow_missing: bool = False) -> Totals:
+        """Rebuild every slice for ``slice_count`` slices from the spool files done, read again in
         ledger order through the same steps, and make them the slices in force in one
         transaction. ReshardError if files of the ledger are gone and ``allow_missing`` is not
         given; a kill midway leaves the old slices in force (the new ones are stale)."""
@@ -443,13 +443,13 @@ class LinkBatch:
                 "pairs count again as in-links")
         # New generations above every one in force: no new slice takes an old one's name.
         start = max(self.generations, default=0)
-        rebuilt = self.slice_store(partitions, empty_at=start)
+        rebuilt = self.slice_store(slice_count, empty_at=start)
         # In this process whatever links.engine says: the new slices are held, unsaved, from
         # group to group, and a Dask worker's copy could be lost or its task moved elsewhere.
         engine = LocalEngine(self._work(rebuilt, history))
-        generations = [start] * partitions
-        event(log, logging.INFO, "links-reshard", partitions=partitions, files=len(names),
-              missing=missing, function=PARTITION_FUNCTION)
+        generations = [start] * slice_count
+        event(log, logging.INFO, "links-reshard", slices=slice_count, files=len(names),
+              missing=missing, function=SLICE_FUNCTION)
         try:
             while names:  # the slices grow in memory; no generation but the last is saved
                 if self.stop_requested.is_set():
@@ -499,13 +499,13 @@ class ReshardError(Exception):
     """A reshard that cannot rebuild what the ledger says (files pruned), or was stopped."""
 
 
-def reshard_batch(config: Config, partitions: int, *, allow_missing: bool) -> Totals:
+def reshard_batch(config: Config, slice_count: int, *, allow_missing: bool) -> Totals:
     """``archiver links reshard``: SIGTERM/SIGINT stop it (ReshardError), the old slices in force."""
     with LinkBatch(config, rebuilding=True) as batch:
         service = Service(config, on_stop=batch.stop_requested.set)
         trio.run(service.run, partial(trio.to_thread.run_sync, partial(
-            batch.reshard, partitions, allow_missing=allow_missing)))
-        event(log, logging.INFO, "links-resharded", partitions=partitions,
+            batch.reshard, slice_count, allow_missing=allow_missing)))
+        event(log, logging.INFO, "links-resharded", slices=slice_count,
               summary=batch.totals.line(), keys=sum(batch.counts.keys),
               fp_now=f"{batch.counts.fp_now():.2e}")
         return batch.totals

@@ -7,7 +7,7 @@ address is logged). Per checkpoint, over the group of spool files ``steps.group_
 - ``read_spool_file`` per file, on any worker; reads run ahead of the group (a few files per
   worker), so the next checkpoint's files are read while this one's slices are tested, and a
   file read but not in this group is kept for the next;
-- ``partition_keys`` per file and slice, where the file was read (the ``ReadFile`` never moves;
+- ``slice_keys`` per file and slice, where the file was read (the ``ReadFile`` never moves;
   only two arrays of hashes per slice do);
 - ``test_slice`` per slice: one task per slice, on the slice's home worker (the one whose
   process keeps that slice between checkpoints), or on another if that one is gone;
@@ -90,10 +90,10 @@ class DaskEngine:
         return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
 
     def _read_ahead(self, names: list[str]) -> None:
-        work, partitions = self.work, self.work.slices.partitions
+        work, slice_count = self.work, self.work.slices.count
         for name in names:
             if name not in self._reads:
-                read = self.client.submit(steps.read_spool_file, work.spool, name, partitions,
+                read = self.client.submit(steps.read_spool_file, work.spool, name, slice_count,
                                           pure=False, key=f"links-read-{name}-{id(self)}")
                 self._reads[name] = read
                 self._line_counts[name] = self.client.submit(_lines, read, pure=False)
@@ -101,7 +101,7 @@ class DaskEngine:
     def checkpoint(self, files: list[str], generations: list[int], *, save: bool = True
                    ) -> list[steps.FileResult]:
         work, client = self.work, self.client
-        partitions = work.slices.partitions
+        slice_count = work.slices.count
         limit = work.checkpoint_lines()
         workers = self._workers()
         ahead = max(1, len(workers)) * _READ_AHEAD_PER_WORKER
@@ -115,15 +115,15 @@ class DaskEngine:
             if work.stop.is_set() or steps.group_end(counts, limit) is not None:
                 break
         reads = [self._reads[name] for name in group]
-        keys = [[client.submit(steps.partition_keys, read, p, pure=False) for read in reads]
-                for p in range(partitions)]
-        homes = [[workers[p % len(workers)]] if workers else None for p in range(partitions)]
+        keys = [[client.submit(steps.slice_keys, read, p, pure=False) for read in reads]
+                for p in range(slice_count)]
+        homes = [[workers[p % len(workers)]] if workers else None for p in range(slice_count)]
         tested = [client.submit(steps.test_slice, work.slices, p, generations[p], keys[p],
                                 save=save, pure=False, workers=homes[p], allow_other_workers=True)
-                  for p in range(partitions)]
+                  for p in range(slice_count)]
         results = [client.submit(steps.assemble, read,
                                  [client.submit(operator.getitem, tested[p], n, pure=False)
-                                  for p in range(partitions)], pure=False)
+                                  for p in range(slice_count)], pure=False)
                    for n, read in enumerate(reads)]
         for finished in [client.submit(len, flags, pure=False) for flags in tested]:
             finished.result()  # a slice's flags stay on its worker; only their count comes here

@@ -83,21 +83,21 @@ class LocalEngine:
         self._reads: dict[str, Future[steps.ReadFile]] = {}  # spool file -> its read
 
     def _read_ahead(self, names: list[str]) -> None:
-        partitions = self.work.slices.partitions
+        slice_count = self.work.slices.count
         for name in names:
             if name not in self._reads:
                 self._reads[name] = self._pool.submit(steps.read_spool_file, self.work.spool, name,
-                                                      partitions)
+                                                      slice_count)
 
     def checkpoint(self, files: list[str], generations: list[int], *, save: bool = True
                    ) -> list[steps.FileResult]:
         work = self.work
-        partitions = work.slices.partitions
+        slice_count = work.slices.count
         limit = work.checkpoint_lines()
         for name in self._reads.keys() - set(files):  # (not pending any more)
             self._reads.pop(name).cancel()
         # Each file's keys are tested as soon as it is read, while the next ones are read.
-        bitmaps = [steps.open_slice(work.slices, p, generations[p]) for p in range(partitions)]
+        bitmaps = [steps.open_slice(work.slices, p, generations[p]) for p in range(slice_count)]
         results: list[steps.FileResult] = []
         if files and self._kernels is None:
             self._kernels = self._loader.submit(steps.load_kernels)
@@ -108,7 +108,7 @@ class LocalEngine:
             self._kernels.result()
             work.progress.file_read(read.lines)
             results.append(steps.assemble(read, [steps.test_keys(bitmaps[p], read.keys[p])
-                                                 for p in range(partitions)]))
+                                                 for p in range(slice_count)]))
             if work.stop.is_set() or steps.group_end([r.lines for r in results], limit) is not None:
                 break
         if not work.stop.is_set():  # the readers kept busy while the driver ends the group

@@ -1,6 +1,6 @@
-"""The global bitmap's slices: one Bloom bitmap per partition, each saved as its own file or object.
+"""The global bitmap's slices: one Bloom bitmap each, each saved as its own file or object.
 
-Slice ``p`` of ``P`` (archiver.links.partition says which keys it holds) at generation ``g`` is
+Slice ``p`` of ``P`` (archiver.links.slicing says which keys it holds) at generation ``g`` is
 ``slice-<p>of<P>-<g>.bloom``: under ``<root>/links/`` in the embedded mode (``SliceFiles``:
 written to a temporary name, fsynced, renamed, the folder fsynced), or under ``links/`` in the
 object store (``SliceObjects``: written to a scratch file, uploaded, and checked against what the
@@ -34,20 +34,20 @@ _NAME = re.compile(r"slice-(\d+)of(\d+)-(\d+)\.bloom")
 _TEMPORARY = (".tmp", ".upload")
 
 
-def slice_name(p: int, partitions: int, generation: int) -> str:
-    return f"slice-{p}of{partitions}-{generation}.bloom"
+def slice_name(p: int, slice_count: int, generation: int) -> str:
+    return f"slice-{p}of{slice_count}-{generation}.bloom"
 
 
-def slice_shape(expected_urls: int, bits_per_url: int, partitions: int) -> tuple[int, int]:
+def slice_shape(expected_urls: int, bits_per_url: int, slice_count: int) -> tuple[int, int]:
     """(bits, hashes) of a new slice: its share of the design load at ``bits_per_url`` bits."""
-    return math.ceil(expected_urls * bits_per_url / partitions), optimal_hashes(bits_per_url)
+    return math.ceil(expected_urls * bits_per_url / slice_count), optimal_hashes(bits_per_url)
 
 
 class SliceStore(Protocol):
-    """Where the ``partitions`` slices of one layout are kept (see the module docstring)."""
+    """Where the ``slice_count`` slices of one layout are kept (see the module docstring)."""
 
     @property
-    def partitions(self) -> int: ...
+    def count(self) -> int: ...
 
     @property
     def bits(self) -> int:
@@ -106,16 +106,16 @@ class SliceFiles:
     """Slices as files in ``directory`` (``<root>/links``)."""
 
     directory: Path
-    partitions: int
+    count: int
     bits: int
     hashes: int
     empty_at: int = 0
 
     def identity(self) -> str:
-        return f"{self.directory.resolve()}/slice-*of{self.partitions}"
+        return f"{self.directory.resolve()}/slice-*of{self.count}"
 
     def path(self, p: int, generation: int) -> Path:
-        return self.directory / slice_name(p, self.partitions, generation)
+        return self.directory / slice_name(p, self.count, generation)
 
     def location(self, p: int, generation: int) -> str:
         return str(self.path(p, generation))
@@ -174,16 +174,16 @@ class SliceObjects:
 
     objects: ObjectStore
     scratch: Path
-    partitions: int
+    count: int
     bits: int
     hashes: int
     empty_at: int = 0
 
     def identity(self) -> str:
-        return f"{self.objects.location(OBJECT_PREFIX + 'slice')}-*of{self.partitions}"
+        return f"{self.objects.location(OBJECT_PREFIX + 'slice')}-*of{self.count}"
 
     def key(self, p: int, generation: int) -> str:
-        return OBJECT_PREFIX + slice_name(p, self.partitions, generation)
+        return OBJECT_PREFIX + slice_name(p, self.count, generation)
 
     def location(self, p: int, generation: int) -> str:
         return self.objects.location(self.key(p, generation))
@@ -210,7 +210,7 @@ class SliceObjects:
 
     def save(self, p: int, generation: int, bitmap: BloomBitmap) -> None:
         self.scratch.mkdir(parents=True, exist_ok=True)
-        name = slice_name(p, self.partitions, generation)
+        name = slice_name(p, self.count, generation)
         local = self.scratch / f"{name}.{os.getpid()}.upload"
         try:
             with local.open("wb") as f:

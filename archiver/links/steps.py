@@ -7,9 +7,9 @@ For that group:
 
 1. ``read_spool_file`` (per file, in parallel): the file's columns (archiver.links.columns), its
    keys hashed in bulk, straight from the columns (``bloomkernel.hash_strings``, ``hash_pairs``),
-   and routed to their slices (archiver.links.partition). The ``ReadFile`` stays where it was
+   and routed to their slices (archiver.links.slicing). The ``ReadFile`` stays where it was
    read; only
-2. ``partition_keys`` (per file and slice: two uint64 arrays) travels to
+2. ``slice_keys`` (per file and slice: two uint64 arrays) travels to
 3. ``test_slice`` (per slice, one task at a time): the slice at the state's generation, its keys
    tested and set file by file in file order, saved durably as the next generation (the local
    engine runs its pieces, ``open_slice``, ``test_keys`` for each file as soon as it is read,
@@ -39,8 +39,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from archiver.links.columns import read_columns, string_buffers
-from archiver.links.partition import partitions_of
 from archiver.links.slices import SliceStore
+from archiver.links.slicing import slices_of
 from archiver.logs import event
 from archiver.queues.bloom import BloomBitmap
 from archiver.queues.embedded.crawlqueue import QueueNames
@@ -227,8 +227,8 @@ def group_end(line_counts: list[int], limit: int) -> int | None:
     return None
 
 
-def read_spool_file(spool: SpoolSource, name: str, partitions: int) -> ReadFile:
-    """Read, check and hash one spool file, its keys routed to the ``partitions`` slices."""
+def read_spool_file(spool: SpoolSource, name: str, slice_count: int) -> ReadFile:
+    """Read, check and hash one spool file, its keys routed to the ``slice_count`` slices."""
     rule = spool.queue_names
     columns = read_columns(spool.files.read(name), rule, fit=rule.ALWAYS_FIT if rule else "")
     # numba: where the batch runs; imported here, so that the first reads run while it loads
@@ -237,8 +237,8 @@ def read_spool_file(spool: SpoolSource, name: str, partitions: int) -> ReadFile:
     url_hashes = hash_strings(*string_buffers(columns.urls))
     pair_hashes = hash_pairs(string_buffers(columns.linking_sites), columns.pair_sources,
                              string_buffers(columns.origins), columns.pair_targets)
-    url_rows = _by_partition(partitions_of(url_hashes[:, 0], partitions), partitions)
-    pair_rows = _by_partition(partitions_of(pair_hashes[:, 0], partitions), partitions)
+    url_rows = _by_slice(slices_of(url_hashes[:, 0], slice_count), slice_count)
+    pair_rows = _by_slice(slices_of(pair_hashes[:, 0], slice_count), slice_count)
     keys = [KeyHashes(lo=np.concatenate((url_hashes[u, 0], pair_hashes[q, 0])),
                       hi=np.concatenate((url_hashes[u, 1], pair_hashes[q, 1])), urls=len(u))
             for u, q in zip(url_rows, pair_rows, strict=True)]
@@ -301,16 +301,16 @@ def _load_kernels() -> None:
             del sys.modules[BLAS_PROBE]
 
 
-def _by_partition(partition: NDArray[np.intp], partitions: int) -> list[NDArray[np.intp]]:
+def _by_slice(home: NDArray[np.intp], slice_count: int) -> list[NDArray[np.intp]]:
     """The indexes of each slice's keys, in their order."""
     # A stable sort of 16-bit numbers is a radix sort in numpy: linear time.
-    order = np.argsort(partition.astype(np.uint16) if partitions <= 1 << 16 else partition,
+    order = np.argsort(home.astype(np.uint16) if slice_count <= 1 << 16 else home,
                        kind="stable")
-    counts = np.bincount(partition, minlength=partitions)
+    counts = np.bincount(home, minlength=slice_count)
     return np.split(order, np.cumsum(counts)[:-1])
 
 
-def partition_keys(read: ReadFile, p: int) -> KeyHashes:
+def slice_keys(read: ReadFile, p: int) -> KeyHashes:
     """The file's keys in slice ``p``."""
     return read.keys[p]
 
@@ -358,11 +358,11 @@ def forget_slices(slices: SliceStore) -> None:
         del _slices[key]
 
 
-def assemble(read: ReadFile, flags_by_partition: list[NDArray[np.bool_]]) -> FileResult:
+def assemble(read: ReadFile, flags_by_slice: list[NDArray[np.bool_]]) -> FileResult:
     """The file's result from each slice's flags for it (``test_slice``'s array for this file)."""
     new_url = np.zeros(len(read.urls), dtype=bool)
     new_pair = np.zeros(len(read.pair_targets), dtype=bool)
-    for p, flags in enumerate(flags_by_partition):
+    for p, flags in enumerate(flags_by_slice):
         url_keys = read.keys[p].urls
         new_url[read.url_rows[p]] = flags[:url_keys]
         new_pair[read.pair_rows[p]] = flags[url_keys:]
@@ -374,7 +374,7 @@ def assemble(read: ReadFile, flags_by_partition: list[NDArray[np.bool_]]) -> Fil
         new_url_sites=read.targets[new_url], origins=read.origins,
         linked=linked, linked_counts=counts[linked], site_rows=read.site_rows,
         site_hops=read.site_hops, site_priority=read.site_priority,
-        new_pairs=int(new_pair.sum()), new_keys=[int(f.sum()) for f in flags_by_partition])
+        new_pairs=int(new_pair.sum()), new_keys=[int(f.sum()) for f in flags_by_slice])
 
 
 def _numpy(column: pa.Array) -> NDArray[np.intp]:

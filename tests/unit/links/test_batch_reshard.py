@@ -110,7 +110,7 @@ def test_a_reshard_stopped_halfway_leaves_the_old_slices_in_force(tmp_path):
     # Nothing saved before the last group: the old slices, untouched, are the only ones.
     assert {name: (cfg.root / "links" / name).read_bytes() for name in slice_files(cfg)} == before
     with LinkBatch(cfg) as batch:
-        assert batch.slices.partitions == 2 and batch.generations == [4, 4]
+        assert batch.slices.count == 2 and batch.generations == [4, 4]
 
 
 def test_a_reshard_without_the_files_done_is_refused_unless_allowed(tmp_path):

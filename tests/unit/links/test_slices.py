@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from archiver.links import steps
 from archiver.links.columns import string_buffers
-from archiver.links.partition import partitions_of
 from archiver.links.slices import SliceFiles, slice_name, slice_shape
+from archiver.links.slicing import slices_of
 from archiver.queues.bloom import BloomBitmap, false_positive_rate, hash_keys
 from archiver.queues.bloomkernel import hash_strings
 from archiver.queues.embedded.crawlqueue import EmbeddedCrawlQueues, QueueNames
@@ -25,9 +25,9 @@ from tests.support.linkbatch import as_maps
 STAMP = "20261122000000"
 
 
-def store(tmp_path, partitions: int = 4, **kwargs) -> SliceFiles:
-    bits, hashes = slice_shape(40_000, 16, partitions)
-    return SliceFiles(tmp_path / "links", partitions, bits, hashes, **kwargs)
+def store(tmp_path, slice_count: int = 4, **kwargs) -> SliceFiles:
+    bits, hashes = slice_shape(40_000, 16, slice_count)
+    return SliceFiles(tmp_path / "links", slice_count, bits, hashes, **kwargs)
 
 
 def test_a_slice_is_its_share_of_the_design_load():
@@ -71,16 +71,16 @@ def test_stale_slices_of_any_layout_and_cut_saves_are_removed(tmp_path):
 
 
 def test_each_slice_at_its_design_load_keeps_its_false_positive_bound():
-    expected, partitions = 160_000, 4
-    bits, hashes = slice_shape(expected, 16, partitions)
-    bound = false_positive_rate(bits, expected // partitions, hashes)
+    expected, slice_count = 160_000, 4
+    bits, hashes = slice_shape(expected, 16, slice_count)
+    bound = false_positive_rate(bits, expected // slice_count, hashes)
     assert bound < 1e-3                                          # 16 bits per URL: about 0.05 %
     keys = hash_keys(f"http://site{n % 997}.test/page/{n}" for n in range(expected))
     probes = hash_keys(f"http://other{n % 991}.test/doc/{n}" for n in range(400_000))
-    home, probed = partitions_of(keys[:, 0], partitions), partitions_of(probes[:, 0], partitions)
-    for p in range(partitions):
+    home, probed = slices_of(keys[:, 0], slice_count), slices_of(probes[:, 0], slice_count)
+    for p in range(slice_count):
         mine = keys[home == p]
-        assert abs(len(mine) - expected / partitions) < 0.03 * expected / partitions
+        assert abs(len(mine) - expected / slice_count) < 0.03 * expected / slice_count
         bitmap = BloomBitmap(bits, hashes)
         bitmap.add_hashes(mine[:, 0], mine[:, 1])
         unseen = probes[probed == p]
@@ -128,10 +128,10 @@ def by_site(*results: steps.FileResult) -> dict[str, list[str]]:
 
 def run_steps(source: steps.SpoolSource, slices, names: list[str], generation: int
               ) -> list[steps.FileResult]:
-    reads = [steps.read_spool_file(source, name, slices.partitions) for name in names]
-    flags = [steps.test_slice(slices, p, generation, [steps.partition_keys(r, p) for r in reads])
-             for p in range(slices.partitions)]
-    return [steps.assemble(r, [flags[p][n] for p in range(slices.partitions)])
+    reads = [steps.read_spool_file(source, name, slices.count) for name in names]
+    flags = [steps.test_slice(slices, p, generation, [steps.slice_keys(r, p) for r in reads])
+             for p in range(slices.count)]
+    return [steps.assemble(r, [flags[p][n] for p in range(slices.count)])
             for n, r in enumerate(reads)]
 
 
@@ -257,7 +257,7 @@ def test_one_slice_finds_what_the_one_bitmap_of_old_found(tmp_path):
     """With one slice, a state from before slices goes on exactly as it did: URLs, then pairs."""
     lines = [f"http://s{n % 37}.test/{n % 101}\thttp://s{n % 13}.test\t{STAMP}" for n in range(600)]
     spool = spool_file(tmp_path, "0-20261122000000-00001.tsv", lines)
-    slices = store(tmp_path, partitions=1)
+    slices = store(tmp_path, slice_count=1)
     (result,) = run_steps(steps.SpoolSource(spool), slices, spool.closed(), 0)
     old = BloomBitmap(slices.bits, slices.hashes)
     found = [line.split("\t")[0] for line in lines]
@@ -282,7 +282,7 @@ class FailingSlices(SliceFiles):
 def test_a_slice_that_fails_to_save_leaves_no_half_set_copy_behind(tmp_path):
     spool = spool_file(tmp_path, "0-20261122000000-00001.tsv", LINES[:3])
     source = steps.SpoolSource(spool)
-    slices = store(tmp_path, partitions=1)
+    slices = store(tmp_path, slice_count=1)
     run_steps(source, slices, spool.closed(), 0)                 # generation 1, kept in memory
     failing = FailingSlices(slices.directory, 1, slices.bits, slices.hashes)
     spool_file(tmp_path, "0-20261122000001-00002.tsv", [f"http://d.test/\thttp://x.test\t{STAMP}"])
@@ -309,12 +309,12 @@ def test_a_group_ends_when_its_lines_reach_the_checkpoint_size():
     assert steps.group_end([], 1000) is None
 
 
-def test_partition_keys_are_the_files_keys_of_a_slice(tmp_path):
+def test_slice_keys_are_the_files_keys_of_a_slice(tmp_path):
     spool = spool_file(tmp_path, "0-20261122000000-00001.tsv", LINES)
     read = steps.read_spool_file(steps.SpoolSource(spool), spool.closed()[0], 3)
-    keys = [steps.partition_keys(read, p) for p in range(3)]
+    keys = [steps.slice_keys(read, p) for p in range(3)]
     # Every site may have a crawl queue here: b/1 twice, b/2, a/1, a/self, the long one ...
     assert sum(k.urls for k in keys) == 6
     assert sum(len(k.lo) - k.urls for k in keys) == 4            # ... x->b, x->a, y->b, x->long
     for p, k in enumerate(keys):
-        assert k.lo.dtype == np.uint64 and (partitions_of(k.lo, 3) == p).all()
+        assert k.lo.dtype == np.uint64 and (slices_of(k.lo, 3) == p).all()
