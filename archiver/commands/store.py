@@ -19,7 +19,8 @@ UPGRADE_EXITS = {0: "the archive is laid out as this release writes it",
 
 
 def add(verbs: Verbs) -> None:
-    store = group(verbs, "store", "the shared stores (store.url)", "store_verb")
+    store = group(verbs, "store", "the stores themselves: the shared stores' schema, moving an "
+                  "embedded archive into them, an archive's folder layout", "store_verb")
     init_ = verb(store, "init", "create or upgrade the PostgreSQL schema (idempotent; nothing to "
                  "do for sqlite)", exits=INIT_EXITS, run=init)
     add_config(init_)
