@@ -94,6 +94,6 @@ def test_the_check_catches_stale_names() -> None:
 def test_every_room_has_a_section() -> None:
     text = DOC.read_text(encoding="utf-8")
     rooms = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists())
-    assert rooms == ["commands", "crawl", "dns", "links", "queues", "replay", "store", "web"]
+    assert rooms == ["browser", "commands", "crawl", "dns", "links", "queues", "replay", "store", "web"]
     for room in rooms:
         assert f"### `{room}/`" in text
