@@ -234,7 +234,9 @@ class DevTools:
                     event, listeners = routed
                     for listener in listeners:
                         assert isinstance(listener, trio.MemorySendChannel)
-                        with suppress(trio.ClosedResourceError):  # its block just ended
+                        # Its block just ended (its receiving side closed, or it
+                        # stopped listening since this event was routed): dropped.
+                        with suppress(trio.ClosedResourceError, trio.BrokenResourceError):
                             listener.send_nowait(event)
         finally:
             if self.closed is None:

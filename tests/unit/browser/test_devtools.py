@@ -1,0 +1,42 @@
+"""archiver.browser.devtools.DevTools over an in-memory stand-in for its websocket: a listener
+that has gone away while an event for it was on its way costs that event, never the connection."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, cast
+
+import trio
+
+from archiver.browser.devtools import DevTools
+
+
+class MemorySocket:
+    """What DevTools uses of a websocket, as two memory channels; answers each command."""
+
+    def __init__(self) -> None:
+        self.incoming_send, self.incoming = trio.open_memory_channel[str](100)
+
+    async def get_message(self) -> str:
+        return await self.incoming.receive()
+
+    async def send_message(self, text: str) -> None:
+        command = json.loads(text)
+        await self.incoming_send.send(json.dumps({"id": command["id"], "result": {"ok": True}}))
+
+    async def aclose(self) -> None:
+        await self.incoming_send.aclose()
+
+
+async def test_an_event_for_a_listener_that_went_away_is_dropped_and_the_reader_goes_on():
+    socket = MemorySocket()
+    devtools = DevTools(cast(Any, socket), timeout=5)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(devtools.read)
+        async with devtools.events("Page.loadEventFired") as events:
+            await events.aclose()  # the listener's side closes before its block ends
+            await socket.incoming_send.send(json.dumps({"method": "Page.loadEventFired",
+                                                        "params": {}}))
+            assert await devtools.send("Page.enable") == {"ok": True}  # the reader still reads
+        assert devtools.closed is None
+        nursery.cancel_scope.cancel()
