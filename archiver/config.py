@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from archiver.web.fuzzy import DEFAULT_RULES, FuzzyError, FuzzyRule, make_rule
 from archiver.web.netpolicy import parse_networks
 from archiver.web.scope import Scope, ScopeError, scope_of
 from archiver.web.sheets import Sheet, SheetError, make_sheet
@@ -285,6 +286,12 @@ class ReplayConfig:
     search_workers: int = 2
     max_waiting: int = 64
     max_rewrite_size: int = 16 * 2**20
+    # Fuzzy matching (archiver.web.fuzzy): a URL a replayed page asks for with no capture of its
+    # own is served the capture a rule maps it to (a cache buster or session id ignored), marked
+    # with an X-Archiver-Fuzzy-Match header; false turns it off. fuzzy_rules ([[replay.fuzzy_rules]]
+    # tables: name, optional host and path, ignore or keep) are tried first, then the shipped ones.
+    fuzzy: bool = True
+    fuzzy_rules: tuple[FuzzyRule, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -681,6 +688,9 @@ def _section(where: str, base: Path, name: str, cls: type, values: dict[str, Any
             continue
         if key not in known:
             raise ConfigError(f"{label}: unknown key (known in [{name}]: {', '.join(sorted(known))})")
+        if (name, key) == ("replay", "fuzzy_rules"):
+            out[key] = _fuzzy_rules(label, value)
+            continue
         out[key] = _convert(label, hints[key], value, base)
         if (name, key) in _POSITIVE and out[key] <= 0:
             raise ConfigError(f"{label}: must be greater than 0, got {value!r}")
@@ -692,6 +702,25 @@ def _section(where: str, base: Path, name: str, cls: type, values: dict[str, Any
     section = cls(**out)
     _check(where, name, section)
     return section
+
+
+def _fuzzy_rules(label: str, tables: Any) -> tuple[FuzzyRule, ...]:
+    """The [[replay.fuzzy_rules]] tables, parsed; ConfigError naming the rule (index) and key."""
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise ConfigError(f"{label}: must be tables, written [[replay.fuzzy_rules]]")
+    rules: list[FuzzyRule] = []
+    taken = {rule.name for rule in DEFAULT_RULES}
+    for index, table in enumerate(tables):
+        try:
+            rule = make_rule(table)
+        except FuzzyError as e:
+            raise ConfigError(f"{label}[{index}]: {e}") from None
+        if rule.name in taken:
+            raise ConfigError(f"{label}[{index}]: name: {rule.name!r} is taken (by a shipped rule "
+                              "or an earlier one): give each rule a name of its own")
+        taken.add(rule.name)
+        rules.append(rule)
+    return tuple(rules)
 
 
 def _convert(label: str, hint: Any, value: Any, base: Path) -> Any:

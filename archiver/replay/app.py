@@ -138,6 +138,7 @@ from archiver.store.models import Capture
 from archiver.store.objectstore import ObjectStoreUnavailable
 from archiver.store.warcindex import PIECE, OpenRecord, WarcError
 from archiver.web import urls
+from archiver.web.fuzzy import DEFAULT_RULES, FuzzyRule
 from archiver.web.http import (
     UNSATISFIABLE,
     ByteRange,
@@ -179,7 +180,8 @@ _JAVASCRIPT = frozenset(
      "application/ecmascript", "text/jscript")
 )
 # Response headers a replayed page's script may read (besides the CORS-safelisted ones).
-_EXPOSED = "Memento-Datetime, Link, Content-Range, Accept-Ranges, Content-Length"
+_EXPOSED = ("Memento-Datetime, Link, Content-Range, Accept-Ranges, Content-Length, "
+            "X-Archiver-Fuzzy-Match")
 # Request headers a replayed page's script may send to archived content across origins: the
 # CORS-safelisted ones (whatever their values) and X-Requested-With; the archive reads none but
 # Range, and none carries credentials.
@@ -201,6 +203,8 @@ _REWRITTEN = {**dict.fromkeys(_HTML, HTML), **dict.fromkeys(_JAVASCRIPT, SCRIPT_
 _INLINE = 16 * 1024
 # The header that says why a document that replay rewrites was served as archived.
 NOT_REWRITTEN = "X-Archiver-Not-Rewritten"
+# On a memento served (or redirected to) by a fuzzy rule (archiver.web.fuzzy): the rule's name.
+FUZZY_MATCH = "X-Archiver-Fuzzy-Match"
 _CODINGS = frozenset(("gzip", "x-gzip", "deflate", "br"))
 _NO_BODY = frozenset((204, 304))
 _LATEST = "99991231235959"
@@ -645,17 +649,52 @@ async def content_web(request: Request) -> Response:
         found = await _served(request, target.url, target.timestamp, near=False)
         return await _coherence_json(request, target, None if found is None else found[0])
     assert target.timestamp is not None
-    found = await _served(request, target.url, target.timestamp, near=None, count=target.modifier in BANNERED)
-    return await _memento(request, target, found)
+    count = target.modifier in BANNERED
+    found = await _served(request, target.url, target.timestamp, near=None, count=count)
+    rule = None
+    if found is None and (matched := await _fuzzy(request, target.url, target.timestamp, count)):
+        found, rule = matched
+    return await _memento(request, target, found, rule)
 
 
-async def _memento(request: Request, target: WebTarget, found: tuple[Capture, Around | None] | None
-                   ) -> Response:
+def _look_up_fuzzy(url: str, at: str, count: bool, rules: tuple[FuzzyRule, ...], scan: Scan
+                   ) -> tuple[tuple[Capture, Around | None], str] | None:
+    """The capture a fuzzy rule maps ``url`` to (lookups.fuzzy), its neighbours among the
+    captures of its own URL when it is of the second ``at`` (as :func:`_look_up`), and the rule."""
+    matched = lookups.fuzzy(scan, url, at, rules)
+    if matched is None:
+        return None
+    capture, rule = matched
+    near = lookups.around(scan, capture.url, capture, count=count) if capture.timestamp == at else None
+    return (capture, near), rule
+
+
+async def _fuzzy(request: Request, url: str, at: str, count: bool
+                 ) -> tuple[tuple[Capture, Around | None], str] | None:
+    """:func:`_look_up_fuzzy` as a lookup, with the operator's rules then the shipped ones; None
+    when ``replay.fuzzy`` is off, no rule matches, or the lookup passes its limits (logged: the
+    URL is then missing, as without fuzzy matching)."""
+    settings = _archive(request).config.replay
+    if not settings.fuzzy:
+        return None
+    rules = settings.fuzzy_rules + DEFAULT_RULES
+    try:
+        return await _archive(request).scanner.look_up(partial(_look_up_fuzzy, url, at, count, rules))
+    except ScanLimit as e:
+        event(log, logging.WARNING, "replay-fuzzy-skipped", url=url, error=str(e))
+        return None
+
+
+async def _memento(request: Request, target: WebTarget, found: tuple[Capture, Around | None] | None,
+                   rule: str | None = None) -> Response:
+    """The memento of ``target`` from the capture ``found`` (a redirect to its own second when it
+    is of another), marked with FUZZY_MATCH when the fuzzy ``rule`` found it."""
     if found is None:
         return await _missing(request, target.url, f"{target.url} is not in the archive.", why=True)
     capture, near = found
+    marked = {FUZZY_MATCH: rule} if rule is not None else None
     if not target.exact or near is None:
-        return _redirect(archive_url("", capture.timestamp, target.modifier, target.url))
+        return _redirect(archive_url("", capture.timestamp, target.modifier, target.url), marked)
     records = await _records(request, capture)
     if records is None:
         return await _missing(request, target.url, _no_original(target.url, capture))
@@ -680,6 +719,8 @@ async def _memento(request: Request, target: WebTarget, found: tuple[Capture, Ar
     response = await _replay(request, target, capture, head, payload, banner)
     response.headers["Memento-Datetime"] = memento.http_date(capture.timestamp)
     response.headers["Link"] = _memento_links(request, target.url, near, capture.timestamp)
+    if rule is not None:
+        response.headers[FUZZY_MATCH] = rule
     return response
 
 

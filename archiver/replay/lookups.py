@@ -11,6 +11,8 @@ span counts (``CatalogStore.walk``, ``count_captures``, ``span_counts``):
   SURT key, which replayed for that URL would loop, as pywb skips them): a walk each way from the
   date, to the first capture that is not one (a row or two, as such redirects alternate with
   their targets).
+- :func:`fuzzy`: the capture a fuzzy rule (archiver.web.fuzzy) maps a URL with no capture of
+  its own to: a prefix listing of the URL's stem, at most ``FUZZY_ROWS`` rows.
 - :func:`around`: what a memento's Link header and banner name: the seconds before and after its
   own (one seek each), the first and last captures (one seek each, or none at either end), and
   for the banner a count that stops at ``COUNTED`` ("10000+").
@@ -34,10 +36,14 @@ from datetime import date
 from archiver.replay.calendar import CaptureTally, day_of, tally_captures
 from archiver.replay.scan import Scan
 from archiver.store.models import Capture
+from archiver.web.fuzzy import FuzzyRule, match_key, stem
 from archiver.web.timestamps import stamp_after, stamp_before, to_datetime
 
 # A banner's count of captures stops here: past it, the banner says "10000+".
 COUNTED = 10_000
+# Rows a fuzzy lookup examines at most: the captures listed under the asked URL's stem (the same
+# path with other queries), in key order; past them it picks among those it has read.
+FUZZY_ROWS = 1000
 _EARLIEST = "0" * 14
 _LATEST = "9" * 14
 
@@ -71,6 +77,36 @@ def served(scan: Scan, url: str, at: str) -> Capture | None:
         return before or after
     earlier_gap = target - to_datetime(before.timestamp)
     return before if earlier_gap <= to_datetime(after.timestamp) - target else after
+
+
+def _closer(at: str, one: Capture | None, other: Capture) -> Capture:
+    """Of ``one`` and ``other``, the capture nearer to ``at``; of two as near, the earlier."""
+    if one is None:
+        return other
+    target = to_datetime(at)
+    gaps = [abs(to_datetime(c.timestamp) - target) for c in (one, other)]
+    if gaps[0] != gaps[1]:
+        return one if gaps[0] < gaps[1] else other
+    return one if one.timestamp <= other.timestamp else other
+
+
+def fuzzy(scan: Scan, url: str, at: str, rules: tuple[FuzzyRule, ...]) -> tuple[Capture, str] | None:
+    """The capture a fuzzy rule maps ``url`` to, nearest to the 14-digit ``at``, and the rule's
+    name: of the rules that apply to ``url``, the first under which some capture listed under its
+    stem matches it (at most FUZZY_ROWS rows read, redirects to ``url`` itself skipped). None if
+    no rule matches. ValueError if ``url`` has no host."""
+    keys = [(rule, key) for rule in rules if (key := match_key(rule, url)) is not None]
+    if not keys:
+        return None
+    best: list[Capture | None] = [None] * len(keys)
+    for capture in scan.rows(scan.catalog.list(stem(url), "prefix", limit=FUZZY_ROWS)):
+        if self_redirect(capture, url):
+            continue
+        for index, (rule, key) in enumerate(keys):
+            if match_key(rule, capture.url) == key:
+                best[index] = _closer(at, best[index], capture)
+                break
+    return next(((c, keys[i][0].name) for i, c in enumerate(best) if c is not None), None)
 
 
 @dataclass(frozen=True)

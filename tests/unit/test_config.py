@@ -100,6 +100,12 @@ def test_empty_hosts_file_means_none(tmp_path):
     ("[warc]\ngzip_level = 12\n", "warc.gzip_level"),
     ("[log]\nlevel = 'loud'\n", "log.level"),
     ("[crawler]\nagent = 'x'\n", "unknown section [crawler]"),
+    ("[replay]\nfuzzy_rules = ['_']\n", "replay.fuzzy_rules: must be tables"),
+    ("[[replay.fuzzy_rules]]\nname = 'r'\n", "replay.fuzzy_rules[0]: give either ignore"),
+    ("[[replay.fuzzy_rules]]\nname = 'r'\nignore = ['a']\n[[replay.fuzzy_rules]]\nname = 'r'\nkeep = []\n",
+     "replay.fuzzy_rules[1]: name: 'r' is taken"),
+    ("[[replay.fuzzy_rules]]\nname = 'epoch-ms'\nignore = ['a']\n", "name: 'epoch-ms' is taken"),
+    ("[replay]\nfuzzy = 'no'\n", "replay.fuzzy: expected true or false"),
     ("crawl = 3\n", "[crawl] must be a table"),
     ("[crawl\n", "not valid TOML"),
 ])
@@ -242,3 +248,11 @@ lease_ttl = 90
     assert config.database_url(failover) == failover
     folder = config.load(write(tmp_path, '[warc]\nstore = "bundles"\n'))
     assert folder.warc.store == str(tmp_path / "bundles")
+
+
+def test_operator_fuzzy_rules_are_read_in_their_order(tmp_path):
+    cfg = config.load(write(tmp_path, "[[replay.fuzzy_rules]]\nname = 'search'\nhost = 'example.org'\n"
+                                      "keep = ['Q']\n[[replay.fuzzy_rules]]\nname = 'b'\nignore = ['x']\n"))
+    first, second = cfg.replay.fuzzy_rules
+    assert (first.name, first.host, first.keep, second.name, second.ignore) == (
+        "search", "example.org", frozenset({"q"}), "b", frozenset({"x"}))
