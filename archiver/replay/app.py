@@ -856,7 +856,8 @@ async def _replay_records(request: Request, target: WebTarget, capture: Capture,
         try:
             payload = await _payload(request, body, coding)
             done = await _rewrite(request, payload, kind=kind, coding=coding, url=url,
-                                  timestamp=capture.timestamp, charset=media_type(content_type)[1])
+                                  timestamp=capture.timestamp, charset=media_type(content_type)[1],
+                                  modifier=target.modifier)
         except NotRewritten as e:
             note = str(e)
             event(log, logging.WARNING, "replay-not-rewritten", url=url, timestamp=capture.timestamp,
@@ -871,9 +872,8 @@ async def _replay_records(request: Request, target: WebTarget, capture: Capture,
     location = None
     if capture.redirect is not None:
         location = archive_url("", capture.timestamp, target.modifier, capture.redirect)
-    served = replay_headers(
-        headers, rewritten=rewritten, location=location, refresh=refresher(url, capture.timestamp, "")
-    )
+    refresh = refresher(url, capture.timestamp, "", target.modifier)
+    served = replay_headers(headers, rewritten=rewritten, location=location, refresh=refresh)
     if note is not None:
         served.append((NOT_REWRITTEN, note))
     if status is None or not 200 <= status <= 599:
@@ -913,13 +913,13 @@ async def _payload(request: Request, record: OpenRecord, coding: str) -> bytes:
 
 
 async def _rewrite(request: Request, body: bytes, *, kind: str, coding: str, url: str, timestamp: str,
-                   charset: str | None) -> Rewritten | None:
+                   charset: str | None, modifier: str) -> Rewritten | None:
     """:func:`rewrite_document` of an archived payload: on the event loop up to _INLINE bytes,
     else in a rewriting worker (Busy when they and their queue are full)."""
     archive = _archive(request)
     job = partial(rewrite_document, body, kind=kind, coding=coding, url=url, timestamp=timestamp,
                   charset=charset, limit=archive.config.replay.max_rewrite_size, client=CLIENT_SRC,
-                  embeds_kept=coherence.EMBED_LIMIT)
+                  embeds_kept=coherence.EMBED_LIMIT, modifier=modifier)
     if len(decode_body(body, coding, _INLINE + 1)) <= _INLINE:
         return job()
     try:

@@ -16,6 +16,8 @@ own scripts build later, to the archive URL /web/<timestamp><modifier>/<absolute
   - document.domain: the archived host; setting it to that host or a parent domain is allowed;
   - document.cookie: an in-memory jar for this document, with the archived URL's path rules
     (the sandbox's opaque origin has no cookies to keep);
+  - localStorage and sessionStorage: a store in this document's memory each (the opaque origin
+    refuses its own);
   - postMessage: a message the server-rewritten call sends goes to "*" wrapped with the sender's
     archived origin; the receiver checks the target origin and dispatches it with that origin.
 A relative URL resolves against the archived base URL; an absolute URL on the content origin
@@ -381,6 +383,80 @@ What it does not cover is listed in README.md ("Client-side rewriting"). */
       else jar.set(key, cookie);
     },
   });
+
+  // localStorage and sessionStorage: a store in this document's memory each (the sandbox's opaque
+  // origin refuses its own), empty at every load; nothing is kept or shared with another document.
+  const QUOTA = 5 * 1024 * 1024;  // characters of keys and values, as a browser allows an origin
+  const STORAGE_API = new Set(["getItem", "setItem", "removeItem", "clear", "key", "length"]);
+  function memoryStorage() {
+    const items = new Map();
+    let used = 0;
+    const api = {
+      getItem(key) {
+        const name = String(key);
+        return items.has(name) ? items.get(name) : null;
+      },
+      setItem(key, value) {
+        const name = String(key), text = String(value);
+        const size = used + name.length + text.length - (items.has(name) ? name.length + items.get(name).length : 0);
+        if (size > QUOTA) throw new DOMException(`Setting the value of '${name}' exceeded the quota.`, "QuotaExceededError");
+        items.set(name, text);
+        used = size;
+      },
+      removeItem(key) {
+        const name = String(key);
+        if (items.has(name)) used -= name.length + items.get(name).length;
+        items.delete(name);
+      },
+      clear() {
+        items.clear();
+        used = 0;
+      },
+      key(index) {
+        const name = [...items.keys()][index >>> 0];
+        return name === undefined ? null : name;
+      },
+    };
+    // Items are properties too (storage.name, storage.name = v, delete, Object.keys); the
+    // prototype's names come first, as in a browser's Storage.
+    const prototype = typeof Storage === "function" ? Storage.prototype : Object.prototype;
+    const item = (name) => typeof name === "string" && items.has(name) && !(name in prototype);
+    return new Proxy(Object.create(prototype), {
+      get(target, name) {
+        if (name === "length") return items.size;
+        if (STORAGE_API.has(name)) return api[name];
+        return item(name) ? items.get(name) : Reflect.get(target, name);
+      },
+      set(target, name, value) {
+        if (typeof name !== "string") return Reflect.set(target, name, value);
+        api.setItem(name, value);
+        return true;
+      },
+      defineProperty(target, name, descriptor) {
+        if (typeof name !== "string") return Reflect.defineProperty(target, name, descriptor);
+        api.setItem(name, descriptor.value);
+        return true;
+      },
+      deleteProperty(target, name) {
+        if (typeof name === "string") api.removeItem(name);
+        return true;
+      },
+      has(target, name) {
+        return item(name) || Reflect.has(target, name);
+      },
+      ownKeys() {
+        return [...items.keys()];
+      },
+      getOwnPropertyDescriptor(target, name) {
+        if (!item(name)) return undefined;
+        return {value: items.get(name), writable: true, enumerable: true, configurable: true};
+      },
+    });
+  }
+  for (const name of ["localStorage", "sessionStorage"]) {
+    const storage = memoryStorage();
+    Object.defineProperty(window, name, {configurable: true, enumerable: true, get: () => storage});
+  }
 
   // postMessage between archived documents (see archiver.replay.scripts).
   function archivedOrigin() {

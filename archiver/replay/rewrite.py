@@ -180,8 +180,9 @@ class _Links:
         self.allowance = _ALLOWANCE + _ALLOWANCE_PER_CHARACTER * size
         self.embeds: list[Embed] = []  # what rewrite sent into the archive as embeds, in order
 
-    def rewrite(self, raw: str, modifier: str) -> str | None:
-        """The archive URL for ``raw``; None to leave it as it is (a fragment, mailto:, data:...)."""
+    def rewrite(self, raw: str, modifier: str, navigation: bool = False) -> str | None:
+        """The archive URL for ``raw``; None to leave it as it is (a fragment, mailto:, data:...).
+        ``navigation``: the document itself goes there (a refresh), whatever the modifier."""
         value = raw.strip(_C0_AND_SPACE)
         if not value or value[0] == "#":
             return None
@@ -199,7 +200,7 @@ class _Links:
             if growth > self.allowance:
                 return None
             self.allowance -= max(growth, 0)
-        if modifier in EMBEDDING:
+        if modifier in EMBEDDING and not navigation:
             self.embeds.append(Embed(target, modifier))
         return new
 
@@ -360,12 +361,14 @@ def _attributes(text: str, start: int, end: int) -> dict[str, _Attr]:
     return found
 
 
-def rewrite_refresh(content: str, links: _Links) -> str | None:
-    """A refresh value (``5; url=...``) with its URL rewritten; None if it has none to rewrite."""
+def rewrite_refresh(content: str, links: _Links, modifier: str = PAGE) -> str | None:
+    """A refresh value (``5; url=...``) with its URL rewritten; None if it has none to rewrite.
+    ``modifier`` is the page's: a refresh navigates the frame it is in, so a frame's (``if_``)
+    stays a frame's."""
     span = refresh_url_span(content)
     if span is None:
         return None
-    new = links.rewrite(content[span[0] : span[1]], PAGE)
+    new = links.rewrite(content[span[0] : span[1]], modifier, navigation=True)
     return None if new is None else content[: span[0]] + new + content[span[1] :]
 
 
@@ -491,8 +494,9 @@ class _Document:
             found.append(("srcdoc", attrs["srcdoc"], IFRAME, 0, 0))
         found += [("handler", attr, SCRIPT, 0, 0) for key, attr in attrs.items() if key.startswith("on")]
 
-    def edits(self, links: _Links, client: str | None, depth: int) -> list[tuple[int, int, str]]:
-        """Replacements (start, end, text) for every link and script found, in document order."""
+    def edits(self, links: _Links, client: str | None, depth: int, own: str) -> list[tuple[int, int, str]]:
+        """Replacements (start, end, text) for every link and script found, in document order;
+        ``own``: the document's modifier (see rewrite_refresh)."""
         out = []
         for what, attr, modifier, start, end in self.found:
             if attr is None:
@@ -510,7 +514,7 @@ class _Document:
             elif what == "srcdoc":
                 new = _srcdoc(attr.value, links, client, depth)
             elif what == "refresh":
-                new = rewrite_refresh(attr.value, links)
+                new = rewrite_refresh(attr.value, links, own)
             elif what == "srcset":
                 new = _srcset(attr.value, links)
             else:
@@ -537,12 +541,13 @@ def _holds_javascript(text: str, start: int, end: int) -> bool:
 
 def _srcdoc(document: str, links: _Links, client: str | None, depth: int) -> str | None:
     """An iframe's srcdoc document rewritten as a document of its own (it resolves links
-    against its parent's base URL), with the client script and without a banner."""
+    against its parent's base URL, and a refresh stays in the frame), with the client script
+    and without a banner."""
     if depth >= _SRCDOC_DEPTH:
         return None
     inner = prepare_html_text(
         document, url=links.base, timestamp=links.timestamp, prefix=links.prefix, client=client,
-        depth=depth + 1,
+        depth=depth + 1, modifier=IFRAME,
     )  # fmt: skip
     links.embeds += inner.embeds
     return _changed(document, inner.render())
@@ -611,10 +616,12 @@ class RewrittenHtml:
 
 
 def prepare_html_text(
-    text: str, *, url: str, timestamp: str, prefix: str, client: str | None = None, depth: int = 0
+    text: str, *, url: str, timestamp: str, prefix: str, client: str | None = None, depth: int = 0,
+    modifier: str = PAGE,
 ) -> RewrittenHtml:
     """One pass over an HTML document (text): its link and script edits, the banner's place and
     its embeds. ``client``: the client script's URL, to load it first (see :func:`client_tag`).
+    ``modifier``: the one the document is served with, which a meta refresh keeps.
 
     The client script goes right after ``<head ...>``, or after a first ``<html ...>``, or at the
     start (after any doctype): before any script of the page. The banner goes right after
@@ -627,7 +634,7 @@ def prepare_html_text(
     doc.scan()
     base = urls.normalize(doc.base, url) if doc.base is not None else None  # None: no URL, no base
     links = _Links(base or url, timestamp, prefix, len(text))
-    edits = doc.edits(links, client, depth)
+    edits = doc.edits(links, client, depth, modifier)
     if client is not None:
         at = doc.client_at if doc.client_at is not None else _after_doctype(text)
         edits = sorted([(at, at, client_tag(client, url, timestamp)), *edits], key=lambda edit: edit[0])
@@ -636,17 +643,20 @@ def prepare_html_text(
 
 
 def prepare_html(body: bytes, *, url: str, timestamp: str, prefix: str, charset: str | None = None,
-                 client: str | None = None) -> RewrittenHtml:
+                 client: str | None = None, modifier: str = PAGE) -> RewrittenHtml:
     """:func:`prepare_html_text` of a document as stored (content-coding undone), decoded as
     :func:`rewrite_html` decodes it; never raises."""
     text = html_as_utf8(body, charset).decode("utf-8", "surrogateescape")
-    return prepare_html_text(text, url=url, timestamp=timestamp, prefix=prefix, client=client)
+    return prepare_html_text(text, url=url, timestamp=timestamp, prefix=prefix, client=client,
+                             modifier=modifier)
 
 
-def rewrite_html_text(text: str, *, url: str, timestamp: str, prefix: str, banner: str | None = None) -> str:
+def rewrite_html_text(text: str, *, url: str, timestamp: str, prefix: str, banner: str | None = None,
+                      modifier: str = PAGE) -> str:
     """An HTML document (text) with its links pointing into the archive and ``banner`` inserted
     (where :func:`prepare_html_text` says)."""
-    return prepare_html_text(text, url=url, timestamp=timestamp, prefix=prefix).render(banner)
+    page = prepare_html_text(text, url=url, timestamp=timestamp, prefix=prefix, modifier=modifier)
+    return page.render(banner)
 
 
 def rewrite_html(
@@ -697,11 +707,13 @@ class Rewritten:
 
 
 def rewrite_document(body: bytes, *, kind: str, coding: str, limit: int, url: str, timestamp: str,
-                     charset: str | None, client: str, embeds_kept: int) -> Rewritten | None:
+                     charset: str | None, client: str, embeds_kept: int,
+                     modifier: str = PAGE) -> Rewritten | None:
     """The archived payload ``body`` (with the Content-Encoding ``coding``) of an HTML document,
     a stylesheet or a script file (``kind``), rewritten for replay at ``timestamp`` with links as
-    paths; None for a script with nothing to rewrite. NotRewritten if it is larger than ``limit``
-    bytes with its codings undone. Pure: the replay runs it in a worker process."""
+    paths, served with ``modifier``; None for a script with nothing to rewrite. NotRewritten if
+    it is larger than ``limit`` bytes with its codings undone. Pure: the replay runs it in a
+    worker process."""
     decoded = decode_body(body, coding, limit + 1)
     if len(decoded) > limit:
         raise NotRewritten(f"larger than replay.max_rewrite_size ({limit} bytes) once decoded")
@@ -709,7 +721,8 @@ def rewrite_document(body: bytes, *, kind: str, coding: str, limit: int, url: st
         return Rewritten(rewrite_css(decoded, url=url, timestamp=timestamp, prefix="", charset=charset),
                          None, PageEmbeds([], 0))
     if kind == HTML:
-        page = prepare_html(decoded, url=url, timestamp=timestamp, prefix="", charset=charset, client=client)
+        page = prepare_html(decoded, url=url, timestamp=timestamp, prefix="", charset=charset, client=client,
+                            modifier=modifier)
         before, after = page.parts()
         distinct: dict[str, Embed] = {}  # each embedded URL once, at its first place
         for embed in page.embeds:
@@ -785,7 +798,7 @@ def replay_headers(
     return out
 
 
-def refresher(url: str, timestamp: str, prefix: str) -> Callable[[str], str | None]:
-    """A rewriter of Refresh header values for a capture of ``url``."""
+def refresher(url: str, timestamp: str, prefix: str, modifier: str = PAGE) -> Callable[[str], str | None]:
+    """A rewriter of Refresh header values for a capture of ``url`` served with ``modifier``."""
     links = _Links(url, timestamp, prefix)
-    return lambda value: rewrite_refresh(value, links)
+    return lambda value: rewrite_refresh(value, links, modifier)

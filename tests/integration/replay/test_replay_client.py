@@ -124,7 +124,7 @@ def write(config: Config) -> dict[str, bytes | tuple[bytes, str]]:
     return archived
 
 
-async def test_a_page_built_by_scripts_stays_in_the_archive(tmp_path):
+async def test_a_tabbuilt_by_scripts_stays_in_the_archive(tmp_path):
     (tmp_path / "archiver.toml").write_text('[archive]\nroot = "archive"\n')
     config = load(tmp_path / "archiver.toml")
     write(config)
@@ -263,3 +263,79 @@ async def test_scripts_are_served_rewritten_and_archived_content_answers_cors(tm
         assert "immutable" in headers["cache-control"]
         status, _, body = await get(replay.content, f"/web/{STAMP}/{SITE}/")
         assert status == 200 and f'<script src="{CLIENT_SRC}"'.encode() in body
+
+
+# A page that keeps its state as documentation sites do (a theme in localStorage, a tab in
+# sessionStorage, a cookie) and shows it, and a page that refreshes (the Apache manual's root
+# does) into another.
+STORING = b"""<!DOCTYPE html><html><head><title>storing</title><script>
+localStorage.setItem("theme", "dark");
+localStorage.count = 2;
+localStorage.setItem("gone", "1");
+localStorage.removeItem("gone");
+sessionStorage.setItem("tab", "one");
+document.cookie = "a=1";
+document.cookie = "expired=1; max-age=0";
+window.stored = {
+  keys: Object.keys(localStorage).sort(), length: localStorage.length, first: localStorage.key(0),
+  missing: localStorage.getItem("gone"), isStorage: localStorage instanceof Storage,
+  json: JSON.stringify(sessionStorage), quota: (() => {
+    try { sessionStorage.setItem("big", "x".repeat(6 * 1024 * 1024)); return "stored"; }
+    catch (e) { return e.name; }
+  })(),
+};
+sessionStorage.clear();
+</script></head><body><p id="shown"></p>
+<script>document.getElementById("shown").textContent =
+  [localStorage.getItem("theme"), localStorage.count, sessionStorage.length, document.cookie]
+  .join(" ");</script>
+</body></html>"""
+REFRESHING = b'<!DOCTYPE html><html><head><meta http-equiv="refresh" content="0; url=en/index.html"></head>'
+READING = b"""<!DOCTYPE html><html><head><title>reading</title><script>
+window.read = [localStorage.getItem("theme"), sessionStorage.length, document.cookie];
+</script></head><body></body></html>"""
+
+
+async def test_replayed_scripts_get_storage_cookies_and_a_frame_refresh_stays_framed(tmp_path):
+    (tmp_path / "archiver.toml").write_text('[archive]\nroot = "archive"\n')
+    config = load(tmp_path / "archiver.toml")
+    stored, other = "http://stored.test", "http://other.test"
+    write_archive(config, STAMP, {
+        f"{stored}/": STORING,
+        f"{stored}/manual/": REFRESHING,
+        f"{stored}/manual/en/index.html": page("manual"),
+        f"{other}/": READING,
+    })  # fmt: skip
+    rules = "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
+    async with (
+        serving(config) as replay,
+        chromium.chromium(tmp_path / "chromium", rules) as browser,
+        chromium.connect(browser.port, browser.path) as devtools,
+    ):
+        tab = await devtools.open_page()
+        await tab.enable()
+        await tab.send("Runtime.enable")
+        since = devtools.mark()
+        archive = f"{replay.content}/web/{STAMP}"
+        with trio.fail_after(STEP):
+            await tab.goto(f"{archive}/{stored}/")
+        thrown = [e.params for e in devtools.events[since:] if e.method == "Runtime.exceptionThrown"]
+        assert thrown == []
+        # What the page shows: sessionStorage is cleared by then; the expired cookie is gone.
+        assert await tab.evaluate("document.getElementById('shown').textContent") == "dark 2 0 a=1"
+        assert await tab.evaluate("window.stored") == {
+            "keys": ["count", "theme"], "length": 2, "first": "theme", "missing": None, "isStorage": True,
+            "json": '{"tab":"one"}', "quota": "QuotaExceededError",
+        }  # fmt: skip
+        # A frame-mode page's refresh stays in frame mode: no banner comes in.
+        with trio.fail_after(STEP):
+            await tab.goto(f"{archive}if_/{stored}/manual/")
+            refreshed = await tab.next_document(devtools.mark())
+        assert refreshed == f"{archive}if_/{stored}/manual/en/index.html"
+        assert await tab.evaluate("document.querySelector('#archiver-banner')") is None
+
+        # Another archived site in the same tab starts with nothing of the first's.
+        with trio.fail_after(STEP):
+            await tab.goto(f"{archive}/{other}/")
+        assert await tab.evaluate("window.read") == [None, 0, ""]
+        await browser.quit(devtools)

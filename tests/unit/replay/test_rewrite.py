@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from html import escape as html_escape
 
 import pytest
 
@@ -203,6 +204,30 @@ def test_meta_refresh(content: str, expected: str) -> None:
     out = html(f'<meta http-equiv="Refresh" content="{content.replace(chr(34), "&quot;")}">')
     new = expected.format(web("", "http://example.org/dir/next.html"))
     assert out == f'<meta http-equiv="Refresh" content="{new.replace(chr(34), "&quot;")}">'
+
+
+@pytest.mark.parametrize("modifier", ["if_", "fr_", "mp_", ""])
+def test_meta_refresh_keeps_the_pages_modifier(modifier: str) -> None:
+    # An unbannered frame page (the Apache manual's root in an iframe) refreshes within its frame.
+    markup = '<meta http-equiv="refresh" content="0; url=en/index.html"><img src=a.png><a href=b.html>'
+    out = rewrite_html_text(markup, url=DOC, timestamp=TS, prefix="", modifier=modifier)
+    target = web(modifier, "http://example.org/dir/en/index.html")
+    assert f'content="0; url={target}"' in out
+    # Only the refresh follows the page: embeds and links keep their own modifiers.
+    assert web("im_", "http://example.org/dir/a.png") in out
+    assert web("", "http://example.org/dir/b.html") in out
+
+
+def test_a_refresh_header_keeps_the_pages_modifier() -> None:
+    refresh = refresher("http://a.org/p", TS, "", "if_")
+    served = replay_headers([("Refresh", "5; url=/next")], rewritten=False, location=None, refresh=refresh)
+    assert ("Refresh", f"5; url=/web/{TS}if_/http://a.org/next") in served
+
+
+def test_a_srcdoc_documents_refresh_stays_in_its_frame() -> None:
+    inner = html_escape('<meta http-equiv="refresh" content="0; url=next.html">')
+    out = rewrite_html_text(f'<iframe srcdoc="{inner}"></iframe>', url=DOC, timestamp=TS, prefix="")
+    assert web("if_", "http://example.org/dir/next.html") in out
 
 
 @pytest.mark.parametrize("content", ["5", "5x; url=next.html", "; url=a.html", ""])

@@ -45,6 +45,15 @@ def test_a_page_comes_in_two_parts_around_its_banner_with_its_distinct_embeds():
     assert done.embeds.count == 3  # a.png once, b.png, s.js; the link is navigation
 
 
+def test_a_frame_pages_refresh_stays_in_frame_mode_and_is_no_embed():
+    page = b'<html><head><meta http-equiv="refresh" content="0; url=en/"></head><body><img src=a.png>'
+    done = rewrite_document(page, kind=HTML, coding="", limit=2**20, url=URL, timestamp=TS, charset=None,
+                            client=CLIENT, embeds_kept=100, modifier="if_")
+    assert done is not None
+    assert f'content="0; url=/web/{TS}if_/http://example.org/dir/en/"'.encode() in done.before
+    assert [e.url for e in done.embeds.first] == ["http://example.org/dir/a.png"]
+
+
 def test_a_frameset_takes_no_banner():
     page = b"<html><frameset><frame src=a.html></frameset></html>"
     done = document(page)
