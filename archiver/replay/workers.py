@@ -12,7 +12,9 @@ full-text search), or, with ``processes``, in a pool of that many worker process
 Python work (the rewriter): a thread doing that would hold the GIL, and its garbage collections
 would stop the event loop with it (a 16 MiB page rewritten in a thread still stalled the loop
 for 0.8 s). The pool is spawned on first use and restarted if a worker dies (the kernel's OOM
-killer, say): the job that was running then raises :class:`WorkerLost`.
+killer, say): the job that was running then raises :class:`WorkerLost`. A worker process ends
+by itself within ``ORPHAN_CHECK`` seconds of the service's death, however it died (kill -9
+included): a pool's workers outlive a parent that cannot shut them down.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import BrokenExecutor, ProcessPoolExecutor
 from functools import partial
@@ -32,6 +36,8 @@ T = TypeVar("T")
 RETRY_AFTER = 5
 # How much lower a worker process runs than the service (os.nice; raising it needs no privilege).
 NICENESS = 10
+# Seconds between a worker process's looks at whether the service that started it still runs.
+ORPHAN_CHECK = 1.0
 
 
 class Busy(Exception):
@@ -68,6 +74,7 @@ class Workers:
             return await trio.to_thread.run_sync(partial(fn, *args), limiter=self.limiter)
         if self._pool is None:
             self._pool = ProcessPoolExecutor(int(self.limiter.total_tokens), initializer=_quiet,
+                                             initargs=(os.getpid(),),
                                              mp_context=multiprocessing.get_context("spawn"))
         pool = self._pool
         try:
@@ -85,12 +92,22 @@ class Workers:
             self._pool = None
 
 
-def _quiet() -> None:
+def _quiet(service: int) -> None:
     """A worker process leaves Ctrl-C to the service, which stops it (no traceback per worker),
-    and yields the CPU to the service's event loop (niceness 10): the replay's own pages and
-    ordinary captures answer first while a worker rewrites."""
+    yields the CPU to the service's event loop (niceness 10): the replay's own pages and
+    ordinary captures answer first while a worker rewrites; and ends once the process
+    ``service`` is gone (``_orphaned``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.nice(NICENESS)
+    threading.Thread(target=_orphaned, args=(service,), name="orphan-check", daemon=True).start()
+
+
+def _orphaned(service: int) -> None:
+    """End this worker process once its parent is no longer ``service`` (it died, and the worker
+    was handed to another process): nothing else would ever end it."""
+    while os.getppid() == service:
+        time.sleep(ORPHAN_CHECK)
+    os._exit(0)
 
 
 def _in_pool(pool: ProcessPoolExecutor, fn: Callable[..., T], args: tuple[Any, ...]) -> T:

@@ -10,6 +10,8 @@ import gzip
 import io
 import os
 import random
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -21,7 +23,7 @@ from warcio.warcwriter import WARCWriter
 
 from archiver.config import Config, load
 from archiver.replay.app import NOT_REWRITTEN
-from archiver.replay.workers import NICENESS, RETRY_AFTER, WorkerLost, Workers
+from archiver.replay.workers import NICENESS, ORPHAN_CHECK, RETRY_AFTER, WorkerLost, Workers
 from archiver.store.catalog_maintenance import WarcFiles, reindex
 from archiver.store.embedded.fulltext import FtsIndex
 from archiver.store.models import IndexedCapture
@@ -30,6 +32,7 @@ from archiver.web.timestamps import to_iso
 from tests.support.rawhttp import get
 from tests.support.replayarchive import serving
 from tests.support.replayprocess import replay_process
+from tests.support.repo import ROOT
 
 STAMP = "20260101000000"
 SMALL = "http://small.test/"
@@ -235,6 +238,50 @@ async def test_a_worker_process_yields_the_cpu_to_the_service():
         assert await workers.run(os.nice, 0) == os.nice(0) + NICENESS
     finally:
         workers.close()
+
+
+SERVICE = """
+import os, trio
+from archiver.replay.workers import Workers
+
+async def main():
+    workers = Workers("rewrites", workers=1, waiting=1, processes=True)
+    print(await workers.run(os.getpid), flush=True)
+    await trio.sleep_forever()
+
+trio.run(main)
+"""
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie waiting to be reaped has ended)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+async def test_worker_processes_end_when_the_service_is_killed():
+    """A replay killed with SIGKILL cannot shut its pool down: its worker processes notice that
+    their parent is gone (ORPHAN_CHECK) and end, rather than wait forever for jobs."""
+    service = await trio.lowlevel.open_process([sys.executable, "-c", SERVICE], cwd=ROOT,
+                                               stdout=subprocess.PIPE)
+    assert service.stdout is not None
+    try:
+        with trio.fail_after(60):  # a guard against a hang, not a speed target
+            line = b""
+            while not line.endswith(b"\n"):
+                chunk = await service.stdout.receive_some()
+                assert chunk, line
+                line += chunk
+        worker = int(line)
+        assert running(worker)
+    finally:
+        service.kill()
+        await service.wait()
+    with trio.fail_after(10 * ORPHAN_CHECK + 10):  # the worker's next look, with room to spare
+        while running(worker):
+            await trio.sleep(0.05)  # polling /proc: nothing tells another process of an exit
 
 
 # --- many searches at once ------------------------------------------------------------------
