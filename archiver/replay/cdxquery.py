@@ -76,6 +76,7 @@ FIELDS = (
     "offset",
     "filename",
     "redirect",
+    "fuzzy",
 )
 # The Internet Archive's names for three of them (its CDX server's JSON header row).
 ALIASES = {"original": "url", "mimetype": "mime", "statuscode": "status"}
@@ -245,6 +246,14 @@ def select(query: CdxQuery, captures: Iterable[Capture]) -> Iterator[tuple[dict[
     if query.limit < 0:
         return map(_unpacked, deque((line for _, line in rows), maxlen=-query.limit))
     return islice(rows, query.limit)
+
+
+def marked(row: tuple[dict[str, str], str], rule: str) -> tuple[dict[str, str], str]:
+    """``row`` of a capture a fuzzy rule found, with the field ``fuzzy`` naming the rule."""
+    values, line = row
+    urlkey, timestamp, fields = line.split(" ", 2)
+    fuzzy = {**json.loads(fields), "fuzzy": rule}
+    return {**values, "fuzzy": rule}, f"{urlkey} {timestamp} {json.dumps(fuzzy)}"
 
 
 def _unpacked(line: str) -> tuple[dict[str, str], str]:

@@ -5,7 +5,9 @@ matching; ``replay.fuzzy = false`` and operator rules hold."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from urllib.parse import quote
 
 from archiver.web.fuzzy import make_rule
 from tests.support.httpclient import get
@@ -58,6 +60,21 @@ async def test_a_cache_buster_is_matched_and_marked(mode_archive: ModeArchive, t
         assert missing.status == 404 and missing.header(HEADER) is None
         other_query = await get(content, f"/web/{first}id_/http://example.org/search?q=mice&utm_source=feed")
         assert other_query.status == 404
+        # /cdx answers a URL with no capture of its own with the captures of the URL a rule maps
+        # it to (the latest, with no closest), marked; an exact URL or one no rule maps, as ever.
+        listed = await get(running.app, f"/cdx?url={quote(asked, safe='')}&output=json")
+        rows = [json.loads(line) for line in listed.body.decode().splitlines()]
+        assert [(r["url"], r["fuzzy"]) for r in rows] == [
+            ("http://example.org/api/list.json?_=1764241000999", "epoch-ms")]
+        closest = await get(running.app, f"/cdx?url={quote(asked, safe='')}&closest={first}"
+                                         "&fl=url,fuzzy&output=text")
+        assert closest.body.decode().split() == [
+            "http://example.org/api/list.json?_=1764241000000", "epoch-ms"]
+        exact = await get(running.app, "/cdx?output=json&url=" + quote(
+            "http://example.org/api/list.json?_=1764241000000", safe=""))
+        assert [json.loads(line).get("fuzzy") for line in exact.body.decode().splitlines()] == [None]
+        none = await get(running.app, "/cdx?url=" + quote("http://example.org/page?id=2", safe=""))
+        assert (none.status, none.body) == (200, b"")
     async with serving(mode_archive.config, fuzzy=False) as running:
         off = await get(running.content, f"/web/{first}id_/{asked}")
         assert off.status == 404 and off.header(HEADER) is None
