@@ -31,10 +31,8 @@ log = logging.getLogger(__name__)
 
 EXECUTABLE = "chromium"  # Debian's and Ubuntu's package, found on PATH
 # Chromium reaches out on its own (component updates, field trials, Translate, optimisation hints,
-# cast discovery...): these switches turn off what they can. The host resolver rule makes every
-# name fail to resolve inside Chromium, so what they miss (the time, sign-in state) goes nowhere:
-# the pages it renders get every byte from us, through the DevTools Fetch domain.
-FLAGS = (
+# cast discovery...): these switches turn off what they can.
+QUIET_FLAGS = (
     "--headless=new",
     "--no-sandbox",
     "--disable-gpu",
@@ -49,8 +47,11 @@ FLAGS = (
     "--metrics-recording-only",
     "--disable-features=Translate,OptimizationHints,MediaRouter,DialMediaRouteProvider,"
     "AutofillServerCommunication",
-    "--host-resolver-rules=MAP * ~NOTFOUND",
 )
+# The host resolver rule makes every name fail to resolve inside Chromium, so what the switches
+# miss (the time, sign-in state) goes nowhere: the pages it renders get every byte from us,
+# through the DevTools Fetch domain.
+FLAGS = (*QUIET_FLAGS, "--host-resolver-rules=MAP * ~NOTFOUND")
 STARTUP = 20.0  # seconds for Chromium to open its DevTools port (a cold start takes ~0.3 s)
 GRACE = 5.0  # seconds for Chromium to exit once asked, before its process group is killed
 _STDERR_KEPT = 8192  # the last bytes of the browser's stderr, for the error when it fails to start

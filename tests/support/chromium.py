@@ -31,29 +31,15 @@ from wsproto.events import (
     TextMessage,
 )
 
+from archiver.browser.chromium import QUIET_FLAGS
+
 CHROMIUM = Path("/usr/bin/chromium")
-# Chromium reaches out on its own (component updates, field trials, Translate, optimisation hints,
-# cast discovery...): these switches, most of them Puppeteer's defaults, turn off what they can.
-# Not all: Chromium 150 from Debian's wrapper still asks clients2.google.com for the time and
-# accounts.google.com and www.google.com for sign-in state, so callers pass --host-resolver-rules
-# that make such names fail to resolve inside Chromium, and nothing leaves 127.0.0.1.
-FLAGS = (
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--no-default-browser-check",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-default-apps",
-    "--disable-extensions",
-    "--metrics-recording-only",
-    "--disable-features=Translate,OptimizationHints,MediaRouter,DialMediaRouteProvider,"
-    "AutofillServerCommunication",
-    "--window-size=1280,900",
-)
+# The product's switches that keep Chromium from reaching out (archiver.browser.chromium), most of
+# them Puppeteer's defaults. They do not stop all of it: Chromium 150 from Debian's wrapper still
+# asks clients2.google.com for the time and accounts.google.com and www.google.com for sign-in
+# state, so callers pass --host-resolver-rules that make such names fail to resolve inside
+# Chromium, and nothing leaves 127.0.0.1.
+FLAGS = (*QUIET_FLAGS, "--window-size=1280,900")
 _LISTENING = re.compile(rb"DevTools listening on ws://127\.0\.0\.1:(\d+)(/devtools/browser/\S+)")
 _STARTUP = 20.0  # seconds for Chromium to open its DevTools port (a cold start takes ~0.2 s here)
 _EXIT = 10.0  # seconds for Chromium to exit once asked
