@@ -164,7 +164,7 @@ def document(kind: str, path: str, origin: str, assets: str, seed: int) -> tuple
     if path == "/lazy.html":
         parts = []
         for n in range(1, LAZY_IMAGES + 1):
-            parts.append('<div style="height: 4000px"></div>\n')
+            parts.append('<div style="height: 3000px"></div>\n')
             source = f"/img/lazy-{n}.png"
             if n <= LAZY_IMAGES // 2:
                 image = f'src="{ref("img/src", source)}" loading="lazy"'
@@ -195,9 +195,11 @@ def document(kind: str, path: str, origin: str, assets: str, seed: int) -> tuple
 
 def _page(title: str, body: str, script: str = "", head: str = "") -> str:
     inline = f"<script>\n{script}</script>\n" if script else ""
+    # No icon (an empty data: URL): a browser asks no page for /favicon.ico.
     return (
         f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>{html.escape(title)}</title>\n{head}</head>\n<body>\n<h1>{html.escape(title)}</h1>\n"
+        f'<title>{html.escape(title)}</title>\n<link rel="icon" href="data:,">\n{head}</head>\n'
+        f"<body>\n<h1>{html.escape(title)}</h1>\n"
         f"{body}{inline}</body>\n</html>\n"
     )
 
