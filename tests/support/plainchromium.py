@@ -46,7 +46,7 @@ class PlainLoad:
     """One page as plain Chromium loaded it."""
 
     url: str
-    requests: tuple[str, ...]  # the URLs the demo server answered during the load, in that order
+    requests: tuple[str, ...]  # the URLs the demo server answered during the load, in the order asked
     screenshot: bytes  # PNG of the viewport, scrolled back to the top
     text: str  # the rendered body's innerText
 
@@ -134,7 +134,8 @@ async def load(
     text = await page.evaluate("document.body ? document.body.innerText : ''")
     await page.send("Page.close")
     await trio.testing.wait_all_tasks_blocked()
-    requests = tuple(server.web.origin(entry.host) + entry.target for entry in server.log[first:])
+    seen = sorted(server.log[first:], key=lambda entry: entry.start)
+    requests = tuple(server.web.origin(entry.host) + entry.target for entry in seen)
     return PlainLoad(url, requests, base64.b64decode(shot["data"]), text)
 
 
