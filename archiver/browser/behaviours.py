@@ -45,7 +45,6 @@ PREPARE = """(() => {
   }
   for (const media of document.querySelectorAll("video, audio")) {
     media.muted = true;
-    if (media.preload === "none") media.preload = "auto";
     try {
       const playing = media.play();
       if (playing && playing.catch) playing.catch(() => {});
