@@ -1,22 +1,26 @@
 """A page target whose every request is answered by us: the browser renders, archiver fetches.
 
-:func:`open_page` opens a tab attached in flat mode; :func:`answer_requests` enables the Fetch
-domain for every request of that tab and answers each paused request with what a callback
-returns: an :class:`Answer` (status, headers, body; sent as ``Fetch.fulfillRequest``) or None,
-which refuses it (``Fetch.failRequest``, a network error for the page).
+:func:`open_page` opens a tab attached in flat mode (:func:`tab`: one closed after its block);
+:func:`answer_requests` enables the Fetch domain for every request of that tab and answers each
+paused request with what a callback returns: an :class:`Answer` (status, headers, body; sent as
+``Fetch.fulfillRequest``) or None, which refuses it (``Fetch.failRequest``, a network error for
+the page). A :class:`Traffic` given to it counts the requests in flight, so that a caller can wait
+until the page's network is idle.
 """
 
 from __future__ import annotations
 
 import base64
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
 import trio
 
-from archiver.browser.devtools import CommandError, DevTools
+from archiver.browser.devtools import CommandError, DevTools, DevToolsError
+
+CLOSE_TIMEOUT = 5.0  # seconds for the browser to close a tab
 
 
 @dataclass(frozen=True)
@@ -40,17 +44,76 @@ class Answer:
 Answerer = Callable[[Request], Awaitable[Answer | None]]
 
 
-async def open_page(devtools: DevTools) -> str:
-    """A new tab on about:blank, attached in flat mode: its session id."""
+class Traffic:
+    """The requests of a page in flight (paused, not yet answered), and when that last changed."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self._changed = trio.Event()
+        self._since = trio.current_time()  # when the last request ended (or this began)
+
+    def begin(self) -> None:
+        self.in_flight += 1
+        self._wake()
+
+    def end(self) -> None:
+        self.in_flight -= 1
+        self._since = trio.current_time()
+        self._wake()
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def idle(self, quiet: float) -> None:
+        """Return once no request has been in flight for ``quiet`` seconds from now: woken by
+        each request that begins or ends, never by polling."""
+        start = trio.current_time()
+        while True:
+            changed = self._changed
+            if self.in_flight == 0:
+                remaining = max(self._since, start) + quiet - trio.current_time()
+                if remaining <= 0:
+                    return
+                with trio.move_on_after(remaining):
+                    await changed.wait()
+            else:
+                await changed.wait()
+
+
+async def _open(devtools: DevTools) -> tuple[str, str]:
     target = await devtools.send("Target.createTarget", {"url": "about:blank"})
     attached = await devtools.send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})
-    return str(attached["sessionId"])
+    return str(target["targetId"]), str(attached["sessionId"])
 
 
-async def evaluate(devtools: DevTools, session: str, expression: str) -> Any:
-    """The JSON value of a JavaScript expression in the page (awaited if a promise)."""
+async def open_page(devtools: DevTools) -> str:
+    """A new tab on about:blank, attached in flat mode: its session id."""
+    return (await _open(devtools))[1]
+
+
+@asynccontextmanager
+async def tab(devtools: DevTools) -> AsyncIterator[str]:
+    """A new tab (its session id) for the block, closed after it, even when the block was
+    cancelled; the block ends once the browser says the tab is gone (or after CLOSE_TIMEOUT: a
+    browser that no longer answers takes its tabs with it when it is restarted)."""
+    target, session = await _open(devtools)
+    try:
+        yield session
+    finally:
+        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT), suppress(DevToolsError):
+            async with devtools.events("Target.detachedFromTarget") as detached:
+                await devtools.send("Target.closeTarget", {"targetId": target}, timeout=CLOSE_TIMEOUT)
+                async for event in detached:
+                    if event.params.get("sessionId") == session:
+                        break
+
+
+async def evaluate(devtools: DevTools, session: str, expression: str, timeout: float | None = None) -> Any:
+    """The JSON value of a JavaScript expression in the page (awaited if a promise); ``timeout``
+    bounds the command (the connection's default if None)."""
     reply = await devtools.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
-                                                     "awaitPromise": True}, session)
+                                                     "awaitPromise": True}, session, timeout)
     if "exceptionDetails" in reply:
         details = reply["exceptionDetails"]
         raise CommandError("Runtime.evaluate", None,
@@ -65,8 +128,16 @@ def _request(params: dict[str, Any]) -> Request:
                    params.get("resourceType", "Other"))
 
 
-async def _answer(devtools: DevTools, session: str, answerer: Answerer, params: dict[str, Any]) -> None:
-    request = _request(params)
+async def _answer(devtools: DevTools, session: str, answerer: Answerer, params: dict[str, Any],
+                  traffic: Traffic | None) -> None:
+    try:
+        await _fulfil(devtools, session, answerer, _request(params))
+    finally:
+        if traffic is not None:
+            traffic.end()
+
+
+async def _fulfil(devtools: DevTools, session: str, answerer: Answerer, request: Request) -> None:
     answer = await answerer(request)
     try:
         if answer is None:
@@ -82,21 +153,32 @@ async def _answer(devtools: DevTools, session: str, answerer: Answerer, params: 
 
 
 @asynccontextmanager
-async def answer_requests(devtools: DevTools, session: str, answerer: Answerer) -> AsyncIterator[None]:
+async def answer_requests(devtools: DevTools, session: str, answerer: Answerer,
+                          traffic: Traffic | None = None) -> AsyncIterator[None]:
     """While the block runs, every request of the page is answered by ``answerer``, each in a
-    task of its own (a slow answer does not hold the others)."""
-    async with trio.open_nursery() as nursery, devtools.events("Fetch.requestPaused", session) as paused:
-        async def route() -> None:
-            async for event in paused:
-                nursery.start_soon(_answer, devtools, session, answerer, event.params)
-
-        nursery.start_soon(route)
+    task of its own (a slow answer does not hold the others); ``traffic`` counts those in flight.
+    What the block raises comes out as it is: the block does not run inside the answering tasks'
+    nursery, whose cancellation would otherwise turn it into a swallowed Cancelled."""
+    async with devtools.events("Fetch.requestPaused", session) as paused:
         await devtools.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]},
-                            session)
-        try:
-            yield
-        finally:
-            nursery.cancel_scope.cancel()
+                            session)  # the events it pauses wait in ``paused`` until routed
+        failure: BaseException | None = None
+        async with trio.open_nursery() as nursery:
+            async def route() -> None:
+                async for event in paused:
+                    if traffic is not None:
+                        traffic.begin()
+                    nursery.start_soon(_answer, devtools, session, answerer, event.params, traffic)
+
+            nursery.start_soon(route)
+            try:
+                yield
+            except BaseException as error:  # raised again below, once the nursery is closed
+                failure = error
+            finally:
+                nursery.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
 
 
 async def navigate(devtools: DevTools, session: str, url: str) -> None:
