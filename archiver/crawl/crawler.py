@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, NamedTuple, ParamSpec, TypeVar
 
 import trio
 
-from archiver.config import Config
 from archiver.browser.chromium import supervised
+from archiver.config import Config
 from archiver.crawl.addressslots import AddressSlots
 from archiver.crawl.bodies import BodyWork
 from archiver.crawl.capture import CaptureSink

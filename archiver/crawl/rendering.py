@@ -38,7 +38,7 @@ import trio
 from archiver.browser.chromium import BrowserError, Supervisor
 from archiver.browser.devtools import DevToolsError
 from archiver.browser.page import Answer, Request
-from archiver.browser.render import Rendering, RenderSettings, render_page
+from archiver.browser.render import BrowserHung, Rendering, RenderSettings, render_page
 from archiver.config import BrowserConfig, viewport
 from archiver.crawl.http import FetchResult
 from archiver.crawl.stats import Stats
@@ -196,7 +196,7 @@ class Browsers:
                 try:
                     with trio.fail_after(config.page_timeout + HANG_GRACE):
                         return await render_page(devtools, url, answer, settings)
-                except trio.TooSlowError:
+                except (trio.TooSlowError, BrowserHung):
                     self._stats.faults["browser-hung"] += 1
                     event(log, logging.WARNING, "browser-hung", url=url,
                           seconds=config.page_timeout + HANG_GRACE)

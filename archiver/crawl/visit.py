@@ -36,9 +36,10 @@ import time
 
 import trio
 
+from archiver.browser.page import Answer, Request
 from archiver.config import site_crawl
 from archiver.crawl import bodies
-from archiver.crawl.capture import Record
+from archiver.crawl.capture import Labeller, Record
 from archiver.crawl.connection import LeaseLost, SiteConnection
 from archiver.crawl.context import CrawlContext
 from archiver.crawl.http import FetchResult
@@ -53,7 +54,6 @@ from archiver.crawl.rendering import (
     render_reason,
 )
 from archiver.crawl.routing import LinkRouter, scope_detail
-from archiver.browser.page import Answer, Request
 from archiver.logs import event
 from archiver.plugins import CaptureInfo, Document, VisitContext
 from archiver.queues.models import Entry
@@ -115,6 +115,7 @@ class SiteVisit:
         self.answers = Answers()
         self.fetched_for_pages: set[str] = set()
         self.render: PageRender | None = None
+        self._answer_error: Exception | None = None  # the first a render's request raised
 
     async def run(self) -> Outcome:
         ctx = self.ctx
@@ -401,7 +402,7 @@ class SiteVisit:
                 self._started):
             self.changes.page(changed=not record.not_modified and (base.status, base.digest)
                               != (result.status, digest), since=result.started - seen)
-        labeller = None
+        labeller: Labeller | None = None
         rendered = await self._rendered(page, result) if page is not None else {}
         if record.original is not None:  # a revisit's links go with the labels it repeats
             if page is not None:
@@ -501,7 +502,7 @@ class SiteVisit:
                 requested.append(request.url)
             return answer
 
-        self._answer_error: Exception | None = None
+        self._answer_error = None
 
         try:
             rendering = await browsers.render(result.url, answer_request)

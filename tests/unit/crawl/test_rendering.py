@@ -4,15 +4,16 @@ given, the answers a visit keeps, and each host's turn."""
 from __future__ import annotations
 
 import gzip
+import itertools
 
 import trio
 import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
+from archiver.browser.page import Answer
 from archiver.crawl.http import FetchResult
 from archiver.crawl.rendering import Answers, HostClock, answer_of, render_reason
-from archiver.browser.page import Answer
 
 APP = b"<!doctype html><title>App</title><div id=app></div><script src=/app.js></script>"
 STATIC = (b"<!doctype html><title>About</title><h1>About us</h1>" + b"<p>Plain words. " * 200
@@ -96,6 +97,6 @@ async def test_a_host_is_asked_once_its_rest_is_over_one_request_at_a_time(
             nursery.start_soon(ask, host)
     times = [at for host, at in asked if host == "a.test"]
     assert len(times) == 3
-    assert all(later - earlier >= 2.1 for earlier, later in zip(times, times[1:]))
+    assert all(later - earlier >= 2.1 for earlier, later in itertools.pairwise(times))
     assert [at for host, at in asked if host == "b.test"] == [0.0]  # another host does not wait
     assert not clock._locks  # nobody waits: no lock is kept
