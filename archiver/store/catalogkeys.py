@@ -26,6 +26,8 @@ _PORT = re.compile(r":\d+\Z")
 # catalogued under its page's key (surt_key).
 SCREENSHOT, TEXT = "urn:screenshot:", "urn:text:"
 RENDERINGS = (SCREENSHOT, TEXT)
+# The label of a rendered page's own entry: why the crawler rendered it (crawl.capture).
+RENDERED = "rendered"
 # Above every file id and offset: (at, ABOVE, ABOVE) follows every capture of the second at.
 ABOVE = 2**62
 # Above every key of a host "h": its keys start "h)", a deeper label "h," and a port "h:", and no
