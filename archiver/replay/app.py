@@ -108,7 +108,7 @@ from archiver.replay import (
     statuspages,
 )
 from archiver.replay.archive import ReplayArchive
-from archiver.replay.calendar import LISTED
+from archiver.replay.calendar import LISTED, CaptureTally
 from archiver.replay.lookups import Around
 from archiver.replay.rewrite import (
     BANNERED,
@@ -165,10 +165,11 @@ CSP = (
     f"{SANDBOX}; default-src 'self' 'unsafe-inline' 'unsafe-eval' data: blob:; form-action 'self'; "
     "frame-ancestors 'self'"
 )
-# The replay's own pages: no scripts at all, inline styles only, never framed.
+# The replay's own pages: no scripts at all, inline styles only, never framed; images from the
+# content origin too (``{content}``: the capture list's screenshot thumbnails, inert as images).
 APP_CSP = (
-    "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
-    "base-uri 'none'; frame-ancestors 'none'"
+    "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: {content}; "
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
 COMMON_HEADERS = (("x-content-type-options", "nosniff"), ("referrer-policy", "no-referrer"))
 # The client script every rewritten HTML document loads first (client.js), at a URL that names
@@ -256,7 +257,7 @@ def create_apps(config: Config) -> ReplayApps:
             *statuspages.routes,
             *calendarpages.routes,
         ],
-        middleware=[Middleware(_SecurityHeaders, policy=APP_CSP)],
+        middleware=[Middleware(_SecurityHeaders, policy=APP_CSP.format(content=replay.content_origin))],
         exception_handlers=handlers,
     )
     content = Starlette(
@@ -503,16 +504,21 @@ async def _capture_list(request: Request, target: WebTarget) -> Response:
     """The capture calendar of a URL (pages.capture_list); ``/web/<digits>*/<url>`` shows the
     year its digits name and lists the captures they start, ``/web/<digits>*<timestamp>/<url>``
     the page of that list from the timestamp on (lookups.calendar: a page of LISTED)."""
-    calendar = partial(lookups.calendar, url=target.url, within=target.within, start=target.timestamp,
-                       size=LISTED)
-    tally = await _archive(request).scanner.collect(calendar)
+    tally, shots = await _archive(request).scanner.collect(partial(_calendar, target))
     if not tally.listed and (waiting := await _unshipped(request, target.url)) is not None:
         return waiting
     page = pages.capture_list(
         prefix=_prefix(request), content=_content(request), url=target.url, within=target.within, tally=tally,
-        start=target.timestamp,
+        start=target.timestamp, screenshots=shots,
     )  # fmt: skip
     return _html(page, 200 if tally.listed else 404)
+
+
+def _calendar(target: WebTarget, scan: Scan) -> tuple[CaptureTally, set[str]]:
+    """The calendar of a capture list (lookups.calendar: a page of LISTED captures) and the
+    seconds of the captures listed that have a screenshot (lookups.screenshots: one query)."""
+    tally = lookups.calendar(scan, target.url, target.within, target.timestamp, LISTED)
+    return tally, lookups.screenshots(scan, target.url, tally.listed)
 
 
 def _url_rows(url: str, scan: Scan) -> tuple[list[pages.UrlRow], bool]:
@@ -713,6 +719,7 @@ async def _memento(request: Request, target: WebTarget, found: tuple[Capture, Ar
                 count=near.count,
                 more=near.more,
                 coherence=await _banner_coherence(request, target.url, capture, embeds),
+                screenshot=await _banner_screenshot(request, target.url, capture),
             )
 
         banner = with_banner
@@ -794,6 +801,17 @@ async def _banner_coherence(request: Request, url: str, capture: Capture,
         return None
 
 
+async def _banner_screenshot(request: Request, url: str, capture: Capture) -> bool:
+    """Whether the capture has a screenshot (lookups.has_screenshot, a lookup), for the banner,
+    which goes without the link when the lookup fails."""
+    try:
+        return await _archive(request).scanner.look_up(
+            partial(lookups.has_screenshot, url=url, at=capture.timestamp))
+    except ScanLimit as e:
+        event(log, logging.WARNING, "replay-screenshot-skipped", url=url, error=str(e))
+        return False
+
+
 async def _coherence_json(request: Request, target: WebTarget, capture: Capture | None) -> Response:
     """``?coherence=json`` on a memento URL: the page's timestamp and, per embed, the one served."""
     if capture is None:
@@ -842,8 +860,10 @@ async def _replay(request: Request, target: WebTarget, capture: Capture, head: O
 async def _replay_records(request: Request, target: WebTarget, capture: Capture, head: OpenRecord,
                           body: OpenRecord, banner: Banner | None) -> Response:
     status, headers = parse_head(head.http_head)
-    if not head.http_head and capture.mime != "-":  # a resource record: its WARC Content-Type
-        headers = [("Content-Type", capture.mime)]
+    if not head.http_head:  # a resource record: its WARC Content-Type, parameters included
+        content_type = header(head.warc_headers, "content-type")
+        if content_type or capture.mime != "-":
+            headers = [("Content-Type", content_type or capture.mime)]
     url = urls.normalize(capture.url) or target.url
     content_type = header(headers, "content-type")
     mime = media_type(content_type or capture.mime)[0]

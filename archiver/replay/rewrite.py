@@ -36,6 +36,7 @@ from html.entities import html5
 from itertools import islice
 
 from archiver.replay.scripts import rewrite_js, rewrite_js_body
+from archiver.store.catalogkeys import rendering_of
 from archiver.web import urls
 
 # Shared with link extraction so that rewriting sees exactly the links the crawler followed.
@@ -100,7 +101,8 @@ def pad_timestamp(digits: str) -> str:
 
 
 def requested_url(text: str) -> str:
-    """The archived URL a request names, normalised; ValueError if it is not an http(s) URL.
+    """The archived URL a request names, normalised; ValueError if it is not an http(s) URL or
+    the record of the rendering of one (``urn:screenshot:<url>``, ``urn:text:<url>``).
 
     Accepts what people and old links write: no scheme (``example.org/a``, taken as http) and
     a scheme whose ``//`` a proxy or browser merged into one slash (``http:/example.org``).
@@ -108,6 +110,11 @@ def requested_url(text: str) -> str:
     text = text.strip(_C0_AND_SPACE)
     if not text:
         raise ValueError("no URL given: add one to the path, e.g. /web/2026/http://example.org/")
+    if (rendering := rendering_of(text)) is not None:  # a page's screenshot or rendered text
+        prefix, page = rendering
+        if rendering_of(page) is not None:
+            raise ValueError(f"not a page's rendering: {text[:200]!r}")
+        return prefix + requested_url(page)
     if match := _HTTP.match(text):
         candidate = f"{match.group(1)}://{text[match.end() :]}"
     else:
