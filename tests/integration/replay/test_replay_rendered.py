@@ -99,6 +99,9 @@ async def test_a_rendered_page_offers_its_screenshot_text_and_reason(mode_archiv
         shots = await get(app, "/cdx?sort=reverse&url=" + quote("urn:screenshot:" + PAGE, safe=""))
         assert shots.body.decode().split(" ", 3)[:3] == ["org,example)/app", "urn:screenshot",
                                                          RENDERED_AT]
+        # The host's calendar counts pages: a page's rendering is none of its own.
+        day = (await get(app, "/calendar/example.org?day=" + RENDERED_AT[:8])).body.decode()
+        assert 'title="2 pages, 3 captures"' in day and "urn:" not in day
         host = await get(app, "/cdx?url=example.org&matchType=host&output=json&fl=url")
         assert [json.loads(line)["url"] for line in host.body.decode().splitlines()] == [
             PAGE, PAGE, "urn:screenshot:" + PAGE, "urn:text:" + PAGE, OTHER]
