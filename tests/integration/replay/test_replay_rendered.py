@@ -9,15 +9,21 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import struct
+import zlib
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import quote
 
-from archiver.config import WarcConfig
+import trio
+
+from archiver.config import WarcConfig, load
 from archiver.replay.app import APP_CSP, CSP
 from archiver.replay.why import explain, gather
 from archiver.store.bundles import BundleWriter
+from archiver.store.catalog_maintenance import WarcFiles, reindex
 from archiver.web.timestamps import from_datetime
+from tests.support import chromium
 from tests.support.httpclient import get
 from tests.support.replayarchive import serving
 from tests.support.storemodes import DATE, ModeArchive, entries_of
@@ -29,6 +35,7 @@ HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n"
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
 TEXT = "Le menu déroulant\nItems: 3\n".encode()
 REASON = "auto: empty app root #app"
+STEP = 10.0  # seconds allowed for a page to load in Chromium (it takes well under one)
 RENDERED_AT, PLAIN_AT = from_datetime(DATE), from_datetime(DATE + timedelta(seconds=2))
 
 
@@ -99,6 +106,9 @@ async def test_a_rendered_page_offers_its_screenshot_text_and_reason(mode_archiv
         shots = await get(app, "/cdx?sort=reverse&url=" + quote("urn:screenshot:" + PAGE, safe=""))
         assert shots.body.decode().split(" ", 3)[:3] == ["org,example)/app", "urn:screenshot",
                                                          RENDERED_AT]
+        # The host's calendar counts pages: a page's rendering is none of its own.
+        day = (await get(app, "/calendar/example.org?day=" + RENDERED_AT[:8])).body.decode()
+        assert 'title="2 pages, 3 captures"' in day and "urn:" not in day
         host = await get(app, "/cdx?url=example.org&matchType=host&output=json&fl=url")
         assert [json.loads(line)["url"] for line in host.body.decode().splitlines()] == [
             PAGE, PAGE, "urn:screenshot:" + PAGE, "urn:text:" + PAGE, OTHER]
@@ -110,3 +120,46 @@ async def test_a_rendered_page_offers_its_screenshot_text_and_reason(mode_archiv
     assert answer.captured and answer.facts["rendered"] == REASON
     assert f"rendered in a browser ({REASON})" in answer.reason
     assert later.captured and "rendered" not in later.facts and "rendered" not in later.reason
+
+
+def png(width: int, height: int) -> bytes:
+    """A valid PNG of one colour, ``width`` x ``height``."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\0" + b"\x20\x60\xa0" * width for _ in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+async def test_chromium_shows_the_thumbnail_from_the_content_origin(tmp_path: Path) -> None:
+    """The capture list (the replay's origin) loads the screenshot from the content origin: the
+    replay's CSP and the content origin's headers let the image through, at its CSS size."""
+    (tmp_path / "archiver.toml").write_text('[archive]\nroot = "archive"\n')
+    config = load(tmp_path / "archiver.toml")
+    warcs = config.root / "warcs"
+    shot = png(64, 40)
+    with BundleWriter(warcs, WarcConfig(prefix="r")) as writer:
+        page = writer.write_exchange(url=PAGE, ip="127.0.0.1", date=DATE, request=REQUEST,
+                                     response_head=HEAD, response_body=b"<div id=app></div>")
+        writer.write_resource(url="urn:screenshot:" + PAGE, date=DATE, refers_to=page.record_id,
+                              content_type="image/png", payload=shot)
+    files = WarcFiles(warcs)
+    reindex(config.root, config.catalog.shards, files, files.names())
+    async with (
+        serving(config) as running,
+        chromium.chromium(tmp_path / "chromium", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1") as browser,
+        chromium.connect(browser.port, browser.path) as devtools,
+    ):
+        tab = await devtools.open_page()
+        await tab.enable()
+        with trio.fail_after(STEP):
+            await tab.goto(f"{running.app}/web/*/{PAGE}")
+            loaded = await tab.evaluate(
+                "new Promise(done => { const img = document.querySelector('img.thumbnail');"
+                " const size = () => done([img.naturalWidth, img.naturalHeight, img.width, img.height]);"
+                " if (img.complete) size(); else { img.onload = size; img.onerror = () => done(null); } })")
+        assert loaded == [64, 40, 120, 75]
+        assert f"{running.content}/web/{RENDERED_AT}id_/urn:screenshot:{PAGE}" in tab.requests()
+        await browser.quit(devtools)

@@ -122,6 +122,18 @@ def test_resource_records_round_trip_through_index_and_read(tmp_path) -> None:
             PAGE, *(["urn:screenshot:" + PAGE] * 2), "urn:text:" + PAGE, "http://a.example/next"]
 
 
+def test_labels_written_before_the_rendering_label_the_page_too(tmp_path) -> None:
+    with BundleWriter(tmp_path / "warcs", WarcConfig(prefix="t")) as writer:
+        page = writer.write_exchange(url=PAGE, ip=None, date=DATE, request=REQUEST,
+                                     response_head=HEAD, response_body=b"<p>")
+        writer.write_labels(url=PAGE, date=DATE, refers_to=page.record_id, labels={"rendered": "x"})
+        writer.write_resource(url="urn:screenshot:" + PAGE, date=DATE, refers_to=page.record_id,
+                              content_type="image/png", payload=PNG)
+    (path,) = (tmp_path / "warcs").glob("*.warc.gz")
+    assert [(c.url, c.label_map) for c in index_warc(path)] == [
+        (PAGE, {"rendered": "x"}), ("urn:screenshot:" + PAGE, {})]
+
+
 def test_the_live_feed_makes_the_same_entry(tmp_path) -> None:
     with BundleWriter(tmp_path / "warcs", WarcConfig(prefix="t")) as writer:
         write_rendered_page(writer)
