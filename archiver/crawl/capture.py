@@ -99,19 +99,19 @@ class CaptureSink:
         return written
 
     def write_rendering(self, url: str, rendering: Rendering, *, refers_to: Written, date: datetime,
-                        reason: str, origin: str) -> None:
+                        origin: str) -> None:
         """The records of a page's render (archiver.crawl.rendering), after its response
         ``refers_to`` and dated as it is (replay pairs them by date): its screenshot
         (``urn:screenshot:<url>``) and its rendered text (``urn:text:<url>``), each a resource
-        record labelled with why it was rendered."""
-        labels = {"rendered": reason}
+        record (the page's own entry has the label ``rendered``: ``reason``)."""
         for kind, content_type, payload in (
                 ("screenshot", rendering.screenshot_type, rendering.screenshot),
                 ("text", "text/plain; charset=utf-8", rendering.text.encode("utf-8", "replace"))):
             name = f"urn:{kind}:{url}"
             written = self.bundle.write_resource(url=name, date=date, refers_to=refers_to.record_id,
                                                  content_type=content_type, payload=payload)
-            self._entry(name, date, None, content_type, None, written, "resource", labels, origin)
+            # As `catalog reindex` makes it: a resource record's status is 200.
+            self._entry(name, date, 200, content_type, None, written, "resource", {}, origin)
 
     def _add_entry(self, record: Record, written: Written, labels: Mapping[str, str],
                    origin: str) -> None:

@@ -415,8 +415,7 @@ class SiteVisit:
         written = await ctx.sink.write(record, origin=self.origin, labeller=labeller)
         if self.render is not None and page is not None:
             ctx.sink.write_rendering(url, self.render.rendering, refers_to=written,
-                                     date=record.date, reason=self.render.reason,
-                                     origin=self.origin)
+                                     date=record.date, origin=self.origin)
         size = len(result.head) + len(result.body)
         stats.pages += 1
         stats.bytes += size

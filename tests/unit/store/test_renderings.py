@@ -4,6 +4,7 @@ the page's, in its shard, out of its exact lookups) and their indexing."""
 
 from __future__ import annotations
 
+import io
 import re
 from datetime import UTC, datetime
 
@@ -14,8 +15,10 @@ from warcio.archiveiterator import ArchiveIterator
 
 from archiver.config import WarcConfig
 from archiver.store.bundles import BundleWriter
+from archiver.store.catalog_maintenance import export_cdxj
 from archiver.store.catalogkeys import shard_of, surt_key
 from archiver.store.embedded.catalog import Catalog
+from archiver.store.models import Capture
 from archiver.store.warcindex import capture_fields, index_warc, read_record
 from tests.support.fuzzing import examples
 from tests.support.warcexchanges import check
@@ -171,3 +174,15 @@ def test_resources_rotate_like_every_other_record(tmp_path) -> None:
     assert first.response.filename != second.response.filename
     assert sorted(p.name for p in (tmp_path / "warcs").iterdir()) == sorted(
         [first.response.filename, second.response.filename])
+
+
+def test_the_cdxj_export_leaves_the_renderings_out(tmp_path) -> None:
+    with BundleWriter(tmp_path / "warcs", WarcConfig(prefix="t")) as writer:
+        write_rendered_page(writer)
+    (path,) = (tmp_path / "warcs").glob("*.warc.gz")
+    out = io.StringIO()
+    with Catalog(tmp_path / "catalog", 16) as catalog:
+        catalog.add(list(index_warc(path)))
+        assert export_cdxj(catalog, out) == 1
+    (line,) = out.getvalue().splitlines()
+    assert line.split(" ")[0] == surt_key(PAGE) and Capture.from_cdxj(line).url == PAGE
