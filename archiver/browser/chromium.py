@@ -122,6 +122,16 @@ class Supervisor:
             assert self._browser is not None
             return self._browser.devtools
 
+    async def exited(self, within: float) -> bool:
+        """Whether the browser has exited, or exits within ``within`` seconds (a page's
+        connection that broke: did the browser crash?)."""
+        browser = self._browser
+        if browser is None:
+            return True
+        with trio.move_on_after(within):
+            await browser.ended.wait()
+        return browser.ended.is_set()
+
     def pid(self) -> int | None:
         """The running browser's process id."""
         return self._browser.process.pid if self.running() and self._browser else None

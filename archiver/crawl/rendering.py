@@ -21,8 +21,10 @@ finds (rendered links, pushState routes, the URLs it requested) is routed as HTM
 :class:`Browsers` is the process's browser: started when the first page needs it (an HTTP-only
 crawl never starts one), ``browser.tabs`` pages at once, stopped after ``browser.idle_timeout``,
 restarted when it crashes, hangs (a page past ``page_timeout`` plus :data:`HANG_GRACE`) or grows
-past ``browser.memory_limit``. A page whose render fails keeps its HTTP capture; the failure is
-logged, counted and labelled on it (``render-failed``), and the page is not rendered again.
+past ``browser.memory_limit``. A browser that cannot start (no ``chromium`` installed, say) is
+not tried again for ``idle_timeout`` seconds: the pages meanwhile are captured over HTTP. A page
+whose render fails keeps its HTTP capture; the failure is logged, counted and labelled on it
+(``render-failed``), and the page is not rendered again.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from dataclasses import dataclass
 import trio
 
 from archiver.browser.chromium import BrowserError, Supervisor
-from archiver.browser.devtools import DevToolsError
+from archiver.browser.devtools import CommandTimeout, DevToolsError
 from archiver.browser.page import Answer, Request
 from archiver.browser.render import BrowserHung, Rendering, RenderSettings, render_page
 from archiver.config import BrowserConfig, viewport
@@ -49,6 +51,7 @@ from archiver.web.http import decode_body
 log = logging.getLogger("archiver.crawl.rendering")
 
 HANG_GRACE = 15.0  # seconds past page_timeout after which the browser is taken for hung
+EXIT_WAIT = 1.0  # seconds a failed page waits to see whether its browser exited (a crash)
 MEMORY_ANSWERS = 32 * 2**20  # bytes of answers a visit keeps for its pages' later requests
 _HTML = ("text/html", "application/xhtml+xml")
 # Headers that describe the bytes on the wire, not the decoded body the browser is given.
@@ -169,6 +172,8 @@ class Browsers:
         self._rendering = 0
         self._restart_due = False
         self._used = trio.Event()  # set when a render ends (the idle watch starts over)
+        # Until when, and why, no browser is started after one failed to start.
+        self._unavailable: tuple[float, str] | None = None
         self.clock = HostClock()
 
     @property
@@ -185,34 +190,46 @@ class Browsers:
             page_timeout=config.page_timeout, max_scrolls=config.max_scrolls,
             viewport=viewport(config.viewport), screenshot_format=config.screenshot_format,
             max_resources=config.max_resources)
+        if self._unavailable is not None and trio.current_time() < self._unavailable[0]:
+            raise RenderFailed(self._unavailable[1])
         async with self._tabs:
             self._rendering += 1
             try:
                 try:
                     devtools = await self._supervisor.devtools()
                 except BrowserError as e:
-                    raise RenderFailed(f"browser did not start: {e}") from None
+                    # Not tried again for a while: each page would pay for the same failure.
+                    reason = f"browser did not start: {e}"
+                    self._unavailable = (trio.current_time() + config.idle_timeout, reason)
+                    self._stats.faults["browser-unavailable"] += 1
+                    event(log, logging.ERROR, "browser-unavailable", executable=config.executable,
+                          error=str(e), retry_s=config.idle_timeout)
+                    raise RenderFailed(reason) from None
                 starts = self._supervisor.starts
                 try:
                     with trio.fail_after(config.page_timeout + HANG_GRACE):
                         return await render_page(devtools, url, answer, settings)
-                except (trio.TooSlowError, BrowserHung):
-                    self._stats.faults["browser-hung"] += 1
-                    event(log, logging.WARNING, "browser-hung", url=url,
-                          seconds=config.page_timeout + HANG_GRACE)
-                    await self._restart(starts)
-                    raise RenderFailed("browser hung") from None
-                except DevToolsError as e:
-                    crashed = not self._supervisor.running()
-                    if crashed:
-                        self._stats.faults["browser-crashed"] += 1
-                    await self._restart(starts)
-                    raise RenderFailed(("browser crashed: " if crashed else "devtools: ")
-                                       + str(e)[:200]) from None
+                except (trio.TooSlowError, BrowserHung, DevToolsError) as e:
+                    raise RenderFailed(await self._failed(url, e, starts, config)) from None
             finally:
                 self._rendering -= 1
                 self._used.set()
                 await self._check_memory(config)
+
+    async def _failed(self, url: str, error: Exception, starts: int, config: BrowserConfig
+                      ) -> str:
+        """Why a page's render failed (counted and logged); the browser is restarted."""
+        if await self._supervisor.exited(EXIT_WAIT):
+            fault, reason = "browser-crashed", f"browser crashed: {str(error)[:200]}"
+        elif isinstance(error, DevToolsError) and not isinstance(error, CommandTimeout):
+            fault, reason = "browser-failed", f"devtools: {str(error)[:200]}"
+        else:
+            fault, reason = "browser-hung", "browser hung"
+        self._stats.faults[fault] += 1
+        event(log, logging.WARNING, fault, url=url, error=str(error)[:200] or type(error).__name__,
+              page_timeout=config.page_timeout)
+        await self._restart(starts)
+        return reason
 
     async def _restart(self, starts: int) -> None:
         """Stop the browser that failed (unless another page did so already): the next page
