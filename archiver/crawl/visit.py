@@ -116,6 +116,7 @@ class SiteVisit:
         self.fetched_for_pages: set[str] = set()
         self.render: PageRender | None = None
         self._answer_error: Exception | None = None  # the first a render's request raised
+        self._robots_lock = trio.Lock()
 
     async def run(self) -> Outcome:
         ctx = self.ctx
@@ -544,8 +545,10 @@ class SiteVisit:
         origin, path = urls.split_origin(url)
         rules = self.rules.get(origin)
         if rules is None:
-            rules = self.rules[origin] = await self._robots(origin, embed=True) or (
-                robots.unreachable())
+            async with self._robots_lock:  # one fetch of robots.txt for requests made at once
+                rules = self.rules.get(origin) or await self._robots(origin, embed=True) or (
+                    robots.unreachable())
+                self.rules[origin] = rules
         if not rules.allowed(path):
             stats.robots_excluded += 1
             event(log, logging.DEBUG, "robots-excluded", site=self.origin, url=url)
