@@ -36,7 +36,6 @@ import time
 
 import trio
 
-from archiver.browser.page import Answer, Request
 from archiver.config import site_crawl
 from archiver.crawl import bodies
 from archiver.crawl.capture import Labeller, Record
@@ -45,14 +44,7 @@ from archiver.crawl.context import CrawlContext
 from archiver.crawl.http import FetchResult
 from archiver.crawl.pluginhost import PluginHost, no_plugins, read_document, small_document
 from archiver.crawl.policy import MAX_HOPS_RULE, Outcome, RobotsFetch, VisitPolicy
-from archiver.crawl.politeness import Rest
-from archiver.crawl.rendering import (
-    Answers,
-    PageRender,
-    RenderFailed,
-    answer_of,
-    render_reason,
-)
+from archiver.crawl.renderer import SiteRenderer
 from archiver.crawl.routing import LinkRouter, scope_detail
 from archiver.logs import event
 from archiver.plugins import CaptureInfo, Document, VisitContext
@@ -109,14 +101,8 @@ class SiteVisit:
         self._config = ctx.config  # the config the policy came from (SIGHUP replaces it)
         self.plugins = (plugins or no_plugins(ctx.stats.errors)).for_site(origin)
         self.labels: dict[str, str] = {}  # the plugins' labels of the page fetched last
-        # Browser-assisted capture (archiver.crawl.rendering): the answers this visit gave its
-        # pages' requests, the URLs those fetched (not fetched again when their turn comes),
-        # and the render of the page fetched last.
-        self.answers = Answers()
-        self.fetched_for_pages: set[str] = set()
-        self.render: PageRender | None = None
-        self._answer_error: Exception | None = None  # the first a render's request raised
-        self._robots_lock = trio.Lock()
+        # Browser-assisted capture: renders the visit's pages, answers their requests.
+        self.renderer = SiteRenderer(self)
 
     async def run(self) -> Outcome:
         ctx = self.ctx
@@ -186,7 +172,7 @@ class SiteVisit:
                 await trio.lowlevel.checkpoint()  # a long run of them must let others run
                 continue
             # robots.txt before the first URL in scope (a visit of out-of-scope URLs needs none).
-            if self.origin not in self.rules and await self._robots(self.origin) is None:
+            if self.origin not in self.rules and await self.robots(self.origin) is None:
                 return Outcome("retry", "robots.txt unavailable")  # the URL stays queued
             try:
                 end = await self._handle(entry)
@@ -261,7 +247,7 @@ class SiteVisit:
         origin, path = urls.split_origin(entry.url)
         rules = self.rules.get(origin)
         if rules is None:
-            rules = self.rules[origin] = await self._robots(origin) or robots.unreachable()
+            rules = self.rules[origin] = await self.robots(origin) or robots.unreachable()
         if not rules.allowed(path):
             stats.robots_excluded += 1
             event(log, logging.DEBUG, "robots-excluded", site=self.origin, url=entry.url)
@@ -269,7 +255,7 @@ class SiteVisit:
             self._commit(entry)
             await trio.lowlevel.checkpoint()  # a long run of excluded URLs must let others run
             return None
-        if entry.url in self.fetched_for_pages:  # a page's render fetched it in this visit
+        if entry.url in self.renderer.fetched:  # a page's render fetched it in this visit
             self._commit(entry)
             await trio.lowlevel.checkpoint()
             return None
@@ -282,7 +268,7 @@ class SiteVisit:
             self._commit(entry)
             await trio.lowlevel.checkpoint()
             return None
-        result = await self._fetch(entry.url, earlier, page=entry)
+        result = await self.fetch(entry.url, earlier, page=entry)
         if result.status is not None and self.sheet is not None and self.sheet.daily_pages:
             self.crawl_queue.count_day_page(self.sheet.day_of(self.ctx.clock()))
         if result.status is None:
@@ -290,11 +276,10 @@ class SiteVisit:
         verdict = policy.verdict(result.status, result.error)
         if verdict.links:
             await self.router.route(entry, result, self.labels)
-            if self.render is not None:  # what the browser found, as HTML links are routed
-                rendering = self.render.rendering
+            if (render := self.renderer.last) is not None:  # what the browser found, routed
+                rendering = render.rendering
                 await self.router.route_urls(
-                    entry, [*rendering.links, *rendering.routes, *self.render.requested],
-                    self.labels)
+                    entry, [*rendering.links, *rendering.routes, *render.requested], self.labels)
         if verdict.entry == "requeue":
             self.crawl_queue.requeue(entry.url, entry.depth)
         if verdict.entry != "keep":
@@ -341,14 +326,14 @@ class SiteVisit:
         """Record, in memory, that ``entry`` is finished (see CrawlQueue.commit)."""
         self.crawl_queue.commit(entry, pages=self.policy.pages, bytes_=self.policy.bytes)
 
-    async def _robots(self, origin: str, *, embed: bool = False) -> robots.RobotsRules | None:
+    async def robots(self, origin: str, *, embed: bool = False) -> robots.RobotsRules | None:
         """Fetch and parse ``origin``'s robots.txt (RFC 9309 §2.3); None when it is unavailable.
         ``embed``: for a request of a rendered page (in its host's turn)."""
         walk = RobotsFetch(origin, self.ctx.config.crawl.agent)
         while True:
             earlier = await self.ctx.dedupe.earlier(walk.url) if self.recrawl else []
             # Rules need a body: never conditional.
-            result = await self._fetch(walk.url, earlier, conditional=False, embed=embed)
+            result = await self.fetch(walk.url, earlier, conditional=False, embed=embed)
             # Parsing costs up to about 1 ms per KiB, and a file is read up to 500 KiB: always
             # in a worker thread (once per origin and visit).
             answer = await self.ctx.bodies.run(
@@ -368,7 +353,7 @@ class SiteVisit:
             self.next_at = max(self.next_at, self._rest_from + rest.floor())
         return rules
 
-    async def _fetch(self, url: str, earlier: list[Capture], *, conditional: bool = True,
+    async def fetch(self, url: str, earlier: list[Capture], *, conditional: bool = True,
                      page: Entry | None = None, embed: bool = False) -> FetchResult:
         """Rest, fetch ``url`` (``conditional``: asking whether the last of its ``earlier``
         captures is still current), hand the answer to the capture sink, set the next rest.
@@ -376,14 +361,14 @@ class SiteVisit:
         request of a page being rendered (archiver.crawl.rendering)."""
         ctx, stats = self.ctx, self.ctx.stats
         if page is not None:
-            self.labels, self.render = {}, None
+            self.labels, self.renderer.last = {}, None
         if ctx.bundle.error is not None:  # the WARC could not be written: stop fetching
             ctx.disk_trouble(ctx.bundle.error, "warc")
         # Before the rest (its time counts towards it): the validators of the payload the last
         # capture stands for, to ask whether it changed since.
         dedupe = ctx.config.crawl.dedupe
         asking = await ctx.dedupe.ask(earlier, dedupe=dedupe, conditional=conditional)
-        result = await (self._embed_exchange(url) if embed else
+        result = await (self.renderer.exchange(url) if embed else
                         self._exchange(url, asking.conditions))
         if result.status is None:
             kind = (result.error or "error").split(":", 1)[0]
@@ -404,7 +389,7 @@ class SiteVisit:
             self.changes.page(changed=not record.not_modified and (base.status, base.digest)
                               != (result.status, digest), since=result.started - seen)
         labeller: Labeller | None = None
-        rendered = await self._rendered(page, result) if page is not None else {}
+        rendered = await self.renderer.render(page, result) if page is not None else {}
         if record.original is not None:  # a revisit's links go with the labels it repeats
             if page is not None:
                 self.labels = dict(record.original.label_map)
@@ -414,8 +399,8 @@ class SiteVisit:
         elif rendered:
             labeller = lambda record, written: rendered  # noqa: E731
         written = await ctx.sink.write(record, origin=self.origin, labeller=labeller)
-        if self.render is not None and page is not None:
-            ctx.sink.write_rendering(url, self.render.rendering, refers_to=written,
+        if self.renderer.last is not None and page is not None:
+            ctx.sink.write_rendering(url, self.renderer.last.rendering, refers_to=written,
                                      date=record.date, origin=self.origin)
         size = len(result.head) + len(result.body)
         stats.pages += 1
@@ -439,8 +424,7 @@ class SiteVisit:
         ctx.stats.active[self.origin]["url"] = url
         result = await self.connection.fetch(url, conditions, self.crawl)
         now = self._rest_from = trio.current_time()
-        if self.ctx.browsers is not None:  # a rendered page's requests to its site come after
-            self.ctx.browsers.clock.rest(self.host, self._embed_gap())
+        self.renderer.site_fetched()
         retry_after = parse_retry_after(result.header("retry-after"), result.started
                                         + result.elapsed)
         size = len(result.head) + len(result.body)
@@ -471,129 +455,4 @@ class SiteVisit:
                               written.response.offset, self.origin)
         self.labels = self.plugins.labels(capture, document)
         return {**self.labels, **rendered}
-
-    async def _rendered(self, page: Entry, result: FetchResult) -> dict[str, str]:
-        """Render the page ``result`` answered if crawl.capture asks for it (``self.render``);
-        the labels saying so: ``rendered`` and its reason, or ``render-failed`` and why."""
-        browsers, crawl = self.ctx.browsers, self.crawl
-        if browsers is None or crawl.capture == "http":
-            return {}
-        large = len(result.body) > bodies.LARGE
-        reason = (await self.ctx.bodies.run(render_reason, crawl.capture, result,
-                                            crawl.max_decoded_size) if large else
-                  render_reason(crawl.capture, result, crawl.max_decoded_size))
-        if reason is None:
-            return {}
-        answer = answer_of(result, crawl.max_decoded_size)
-        assert answer is not None  # an answered 2xx
-        self.answers.put(result.url, answer)
-        requested: list[str] = []
-        depth = page.depth + 1
-
-        async def answer_request(request: Request) -> Answer | None:
-            try:
-                answer = await self._answer(request, depth)
-            except Exception as e:  # kept for after the render: one request costs that request
-                self._answer_error = self._answer_error or e
-                if not isinstance(e, LeaseLost):
-                    self._failed_request(request.url, e)
-                return None
-            if answer is not None:
-                requested.append(request.url)
-            return answer
-
-        self._answer_error = None
-
-        try:
-            rendering = await browsers.render(result.url, answer_request)
-        except RenderFailed as e:
-            self.ctx.stats.errors["render"] += 1
-            event(log, logging.WARNING, "render-failed", site=self.origin, url=result.url,
-                  error=str(e))
-            return {"render-failed": str(e)}
-        if isinstance(self._answer_error, LeaseLost) or (
-                isinstance(self._answer_error, (OSError, sqlite3.Error))
-                and is_disk_error(self._answer_error)):
-            raise self._answer_error
-        self.ctx.stats.rendered += 1
-        self.render = PageRender(reason, rendering, requested)
-        event(log, logging.DEBUG, "rendered", site=self.origin, url=result.url, reason=reason,
-              requests=rendering.requests, refused=rendering.refused,
-              timed_out=rendering.timed_out)
-        return {"rendered": reason}
-
-    async def _answer(self, request: Request, depth: int) -> Answer | None:
-        """The answer to one request of a page being rendered: from memory, refused (None: a
-        network error for the page), or fetched by this visit as any URL is."""
-        stats = self.ctx.stats
-        url = urls.normalize(request.url)
-        if url is None:
-            stats.skipped["browser-url"] += 1
-            return None
-        if (answer := self.answers.get(url)) is not None:
-            return answer
-        if request.method not in ("GET", "HEAD"):  # the client sends GET only
-            stats.skipped["browser-method"] += 1
-            return None
-        own = urls.origin(url) in self.policy.local
-        decision = self.policy.scope.decide(url)
-        if not decision.in_scope:
-            stats.skipped["scope"] += 1
-            if own and not self.crawl_queue.known(url):
-                self.crawl_queue.decide(url, "scope", scope_detail(decision.rule, "a rendered page"))
-            return None
-        origin, path = urls.split_origin(url)
-        rules = self.rules.get(origin)
-        if rules is None:
-            async with self._robots_lock:  # one fetch of robots.txt for requests made at once
-                rules = self.rules.get(origin) or await self._robots(origin, embed=True) or (
-                    robots.unreachable())
-                self.rules[origin] = rules
-        if not rules.allowed(path):
-            stats.robots_excluded += 1
-            event(log, logging.DEBUG, "robots-excluded", site=self.origin, url=url)
-            if own and not self.crawl_queue.known(url):
-                self.crawl_queue.decide(url, "robots")
-            return None
-        if self.ctx.draining.is_set() or not self.ctx.disk_ok.is_set():
-            return None
-        result = await self._fetch(url, [], conditional=False, embed=True)
-        self.fetched_for_pages.add(url)
-        if result.status is not None:  # its own links (an iframe's, a style sheet's)
-            await self.router.route(Entry(url, depth, 0), result, {})
-        answer = answer_of(result, self.crawl.max_decoded_size)
-        if answer is not None:
-            self.answers.put(url, answer)
-        return answer
-
-    def _failed_request(self, url: str, error: Exception) -> None:
-        """A rendered page's request whose handling raised: logged with its traceback, counted."""
-        self.ctx.stats.errors["internal"] += 1
-        log.error("url-failed", exc_info=error, extra={"fields": {
-            "site": self.origin, "url": url, "error": f"{type(error).__name__}: {error}"}})
-
-    def _embed_gap(self) -> float:
-        """The rest between two requests of a rendered page to its own site."""
-        return max(self.ctx.config.browser.embed_rest, self.policy.rest.crawl_delay or 0.0)
-
-    async def _embed_exchange(self, url: str) -> FetchResult:
-        """Fetch a rendered page's request over the site's connection in its host's turn: its
-        own site after ``browser.embed_rest``, another host after the crawl rest."""
-        browsers = self.ctx.browsers
-        assert browsers is not None
-        host = urls.origin_parts(urls.origin(url))[1]
-        own = host == self.host
-        async with browsers.clock.turn(host):
-            self.ctx.stats.active[self.origin]["url"] = url
-            result = await self.connection.fetch(url, [], self.crawl)
-            now = trio.current_time()
-            if own:
-                browsers.clock.rest(host, self._embed_gap())
-                self.next_at = max(self.next_at, now + self.policy.rest.floor())
-            else:
-                delay = self.rules.get(urls.origin(url))
-                rest = Rest(self.policy.rest.policy, delay.crawl_delay if delay else None)
-                browsers.clock.rest(host, rest.after(result.status, result.elapsed, parse_retry_after(
-                    result.header("retry-after"), result.started + result.elapsed)))
-        return result
 
