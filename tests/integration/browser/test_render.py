@@ -70,6 +70,22 @@ async def test_links_built_by_a_script_are_rendered_links() -> None:
     assert rendering.url == f"{SITE}/"
 
 
+async def test_a_page_that_moves_on_by_script_or_redirect_is_rendered_where_it_arrives() -> None:
+    async def slow(request: Request) -> Answer | None:
+        await trio.sleep(1)  # holds the first document's load past the script that moves on
+        return None
+
+    async def moved(request: Request) -> Answer | None:
+        return Answer(302, [("Location", "/there")], b"")
+
+    site = Site({f"{SITE}/": html('<script>location.replace("/there")</script><img src="/slow.png">'),
+                 f"{SITE}/slow.png": slow, f"{SITE}/moved": moved, f"{SITE}/there": html("<p>Arrived</p>")})
+    for start in (f"{SITE}/", f"{SITE}/moved"):
+        rendering = await render(site, start, RenderSettings(page_timeout=15, quiet=0.3))
+        assert not rendering.timed_out  # the load of /there ended the wait, not page_timeout
+        assert rendering.url == f"{SITE}/there" and "Arrived" in rendering.text
+
+
 async def test_routes_the_page_pushes_at_load_are_kept() -> None:
     page = html("""<script>
     history.pushState({}, "", "/app/inbox");
