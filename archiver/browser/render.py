@@ -4,8 +4,9 @@
 before its first script, navigates, runs the behaviours (:mod:`archiver.browser.behaviours`)
 with a wait for network idle after each step, and collects a :class:`Rendering`: the final URL,
 the links of the rendered DOM, the routes, the text and a screenshot. At ``page_timeout`` it stops
-waiting and collects what the page has; collecting is bounded too, and a browser that does not
-answer in time raises :class:`BrowserHung` (restart it). The tab is closed in every case.
+waiting, stops the page loading and collects what it has (a script of the page that holds its
+thread is stopped first); collecting is bounded too, and a browser that does not answer in time
+raises :class:`BrowserHung` (restart it). The tab is closed in every case.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from archiver.web.extract import SRCSET_CANDIDATE
 from archiver.web.urls import normalize
 
 STEP_WAIT = 2.0  # seconds a behaviour step waits for network idle, at least (4 x quiet if more)
+BUSY_WAIT = 2.0  # seconds for the page's thread to run our script before its own is stopped
 COLLECT_TIMEOUT = 10.0  # seconds to collect a page's links, text and screenshot, at most
 MAX_LINKS = 10_000  # links (and routes) kept from one page
 MAX_TEXT = 1 << 20  # characters of a page's text kept
@@ -148,7 +150,12 @@ async def _behave(devtools: DevTools, session: str, traffic: Traffic, settings: 
 async def _collect(devtools: DevTools, session: str, url: str, settings: RenderSettings,
                    tally: _Tally, timed_out: bool) -> Rendering:
     expression = f"{behaviours.COLLECT}({MAX_LINKS}, {MAX_TEXT})"
-    state: dict[str, Any] = await evaluate(devtools, session, expression, COLLECT_TIMEOUT)
+    state: dict[str, Any] | None = None
+    with trio.move_on_after(BUSY_WAIT):
+        state = await evaluate(devtools, session, expression, COLLECT_TIMEOUT)
+    if state is None:  # a script of the page holds its thread (a busy loop): stop it, ask again
+        await devtools.send("Runtime.terminateExecution", None, session, COLLECT_TIMEOUT)
+        state = await evaluate(devtools, session, expression, COLLECT_TIMEOUT)
     shot = await devtools.send("Page.captureScreenshot", {"format": settings.screenshot_format},
                                session, COLLECT_TIMEOUT)
     final = state["url"] if normalize(state["url"]) is not None else url
@@ -192,5 +199,6 @@ async def render_page(devtools: DevTools, url: str, answerer: Answerer,
                     rendering = await _collect(devtools, session, url, settings, tally,
                                                waiting.cancelled_caught)
             except (trio.TooSlowError, DevToolsError) as error:
-                raise BrowserHung(f"{url}: the browser gave no rendering in time ({error})") from error
+                raise BrowserHung(f"{url}: the browser gave no rendering within {COLLECT_TIMEOUT} s"
+                                  + (f" ({error})" if str(error) else "")) from error
     return rendering

@@ -4,15 +4,18 @@ resources), the screenshot, and the tab closed after. The site is a dict answere
 from __future__ import annotations
 
 import json
+import os
+import signal
 import struct
 import time
 from collections.abc import Awaitable, Callable
 
+import pytest
 import trio
 
 from archiver.browser.chromium import supervised
 from archiver.browser.page import Answer, Request
-from archiver.browser.render import Rendering, RenderSettings, render_page
+from archiver.browser.render import COLLECT_TIMEOUT, BrowserHung, Rendering, RenderSettings, render_page
 
 SITE = "http://modern.test"
 PNG = bytes.fromhex(  # a 1x1 transparent PNG
@@ -186,6 +189,45 @@ async def test_a_script_that_keeps_fetching_ends_at_page_timeout() -> None:
     assert rendering.timed_out
     assert "Busy" in rendering.text
     assert rendering.requests > 10  # it kept fetching, each answered
+
+
+async def test_a_script_that_never_yields_is_stopped_and_the_page_still_rendered() -> None:
+    page = html("""<p>Busy for ever</p><script>
+    addEventListener("load", () => setTimeout(() => { for (;;) {} }, 0));
+    </script>""")
+    site = Site({f"{SITE}/": page, f"{SITE}/next": html("<p>Next page</p>")})
+    with trio.fail_after(90):
+        async with supervised() as browser:
+            devtools = await browser.devtools()
+            rendering = await render_page(devtools, f"{SITE}/", site,
+                                          RenderSettings(page_timeout=3, quiet=0.3))
+            assert rendering.timed_out and "Busy for ever" in rendering.text
+            assert rendering.screenshot.startswith(b"\x89PNG")
+            following = await render_page(devtools, f"{SITE}/next", site, FAST)
+    assert "Next page" in following.text and browser.starts == 1
+
+
+async def test_a_browser_that_no_longer_answers_raises_browser_hung_in_bounded_time() -> None:
+    async def stop_the_browser(request: Request) -> Answer | None:
+        os.killpg(pid, signal.SIGSTOP)  # every process of it, renderer included, stands still
+        return None
+
+    site = Site({f"{SITE}/": html('<p>Frozen</p><img src="/freeze.png" alt="">'),
+                 f"{SITE}/freeze.png": stop_the_browser})
+    with trio.fail_after(90):
+        async with supervised(grace=1) as browser:
+            devtools = await browser.devtools()
+            pid = browser.pid()
+            assert pid is not None
+            started = time.monotonic()
+            try:
+                with pytest.raises(BrowserHung, match="no rendering within"):
+                    await render_page(devtools, f"{SITE}/", site, RenderSettings(page_timeout=2, quiet=0.3))
+                elapsed = time.monotonic() - started
+            finally:
+                os.killpg(pid, signal.SIGCONT)
+    # page_timeout, the collection's bound, the tab's close (5 s at most), and room
+    assert elapsed < 2 + COLLECT_TIMEOUT + 5 + 10
 
 
 async def test_requests_past_max_resources_are_refused_without_asking_the_answerer() -> None:
