@@ -14,6 +14,7 @@ import pytest
 import trio
 
 from archiver.browser.chromium import supervised
+from archiver.browser.devtools import CommandError
 from archiver.browser.page import Answer, Request
 from archiver.browser.render import COLLECT_TIMEOUT, BrowserHung, Rendering, RenderSettings, render_page
 
@@ -252,7 +253,7 @@ async def test_the_screenshot_is_a_png_of_the_viewport_and_webp_when_asked() -> 
     assert webp.screenshot[:4] == b"RIFF" and webp.screenshot[8:12] == b"WEBP"
 
 
-async def test_the_tab_is_closed_after_the_render_and_after_a_timeout() -> None:
+async def test_the_tab_is_closed_after_a_render_a_timeout_a_cancellation_and_a_refusal() -> None:
     async def never(request: Request) -> Answer | None:
         await trio.sleep_forever()
         return None
@@ -275,4 +276,7 @@ async def test_the_tab_is_closed_after_the_render_and_after_a_timeout() -> None:
             assert await pages() == before
             with trio.move_on_after(1):  # cancelled by its caller mid-page
                 await render_page(devtools, f"{SITE}/hung", site, RenderSettings(page_timeout=20))
+            assert await pages() == before
+            with pytest.raises(CommandError, match=r"refused\.html"):  # the document refused
+                await render_page(devtools, f"{SITE}/refused.html", site, FAST)
             assert await pages() == before
