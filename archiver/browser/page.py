@@ -109,16 +109,29 @@ async def tab(devtools: DevTools) -> AsyncIterator[str]:
                         break
 
 
-async def evaluate(devtools: DevTools, session: str, expression: str, timeout: float | None = None) -> Any:
-    """The JSON value of a JavaScript expression in the page (awaited if a promise); ``timeout``
-    bounds the command (the connection's default if None)."""
-    reply = await devtools.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
-                                                     "awaitPromise": True}, session, timeout)
+async def evaluate(devtools: DevTools, session: str, expression: str, timeout: float | None = None,
+                   context: int | None = None) -> Any:
+    """The JSON value of a JavaScript expression in the page (awaited if a promise), in its main
+    world or in execution ``context`` (an :func:`isolated_world`); ``timeout`` bounds the command
+    (the connection's default if None)."""
+    params: dict[str, Any] = {"expression": expression, "returnByValue": True, "awaitPromise": True}
+    if context is not None:
+        params["contextId"] = context
+    reply = await devtools.send("Runtime.evaluate", params, session, timeout)
     if "exceptionDetails" in reply:
         details = reply["exceptionDetails"]
         raise CommandError("Runtime.evaluate", None,
                            details.get("exception", {}).get("description") or details.get("text", ""))
     return reply["result"].get("value")
+
+
+async def isolated_world(devtools: DevTools, session: str, timeout: float | None = None) -> int:
+    """A new execution context on the tab's current document, apart from the page's scripts (it
+    shares their DOM, not their globals: what the page patches does not reach it)."""
+    tree = await devtools.send("Page.getFrameTree", None, session, timeout)
+    world = await devtools.send("Page.createIsolatedWorld", {
+        "frameId": tree["frameTree"]["frame"]["id"], "worldName": "archiver"}, session, timeout)
+    return int(world["executionContextId"])
 
 
 def _request(params: dict[str, Any]) -> Request:

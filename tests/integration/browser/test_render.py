@@ -101,6 +101,22 @@ async def test_routes_the_page_pushes_at_load_are_kept() -> None:
     assert rendering.url == f"{SITE}/app/settings?tab=2"
 
 
+async def test_a_page_that_patches_what_our_scripts_call_is_still_rendered() -> None:
+    page = html("""<details><summary>More</summary><p>Folded text</p></details>
+    <a href="/kept">kept</a><script>
+    Document.prototype.querySelectorAll = () => 42;
+    Element.prototype.querySelectorAll = () => 42;
+    Object.defineProperty(Element.prototype, "scrollHeight", {get: () => "tall"});
+    window.scrollBy = () => { throw new Error("no scrolling here"); };
+    history.pushState({}, "", "/patched");
+    window.__archiverRoutes.push({not: "a string"});
+    </script>""")
+    rendering = await render(Site({f"{SITE}/": page}))
+    assert "Folded text" in rendering.text  # the behaviours ran apart from the page's globals
+    assert f"{SITE}/kept" in rendering.links
+    assert rendering.routes == [f"{SITE}/patched"]  # what is not a URL string is dropped
+
+
 def endless_list(last: int | None) -> dict[str, tuple[str, bytes] | Handler]:
     """A list fetching its next page of items when its end comes into view; ``last`` pages in
     all (None: endless). Each page is taller than the viewport."""
