@@ -1,16 +1,17 @@
 """What archiver does to a rendered page so that it loads what a reader would see, written for
 archiver (Apache-2.0): each script here is one short step that :mod:`archiver.browser.render`
-runs with ``Runtime.evaluate``, waiting for the network to go idle between steps.
+runs with ``Runtime.evaluate`` in a world of its own (the page's DOM, not its globals: what the
+page patches does not reach them), waiting for the network to go idle between steps.
 
-- :data:`ROUTES_RECORDER` runs before any script of each document
+- :data:`ROUTES_RECORDER` runs among the page's globals, before any script of each document
   (``Page.addScriptToEvaluateOnNewDocument``): it wraps ``history.pushState`` and
-  ``history.replaceState`` so that every URL the page moves to is kept for :data:`COLLECT`.
+  ``history.replaceState`` and keeps every URL the page moves to, read back by :data:`ROUTES`.
 - :data:`PREPARE` opens every ``<details>``, makes ``loading=lazy`` images and frames eager, and
   starts every ``<video>`` and ``<audio>``, muted, so that the player fetches its sources.
-- :data:`SCROLL` scrolls one viewport down and says whether it reached the end, and how tall the
-  page was; :data:`HEIGHT` is that height again, to see whether the page grew (an endless list
-  fetched on scroll, IntersectionObserver targets coming into view).
-- :data:`COLLECT` is what the page holds at the end: its URL, text, routes, and the URLs of the
+- :data:`SCROLL` scrolls one viewport down and says, two frames later, whether it reached the
+  end, and how tall the page was; :data:`HEIGHT` is that height again, to see whether the page
+  grew (an endless list fetched on scroll, IntersectionObserver targets coming into view).
+- :data:`COLLECT` is what the page holds at the end: its URL, text, and the URLs of the
   rendered DOM (resolved by the browser, each list bounded).
 """
 
@@ -54,11 +55,22 @@ PREPARE = """(() => {
   return {opened, eager, played};
 })()"""
 
+# Observers (IntersectionObserver) learn what came into view only at a frame: the page is given
+# two frames before the scroll, so that what it just added is seen out of view first, and two
+# after it (or a second, if it gets none), so that they have been told and what they fetch is
+# underway by the time it answers.
 SCROLL = """(() => {
-  const root = document.scrollingElement || document.documentElement;
-  window.scrollBy(0, window.innerHeight);
-  return {height: root.scrollHeight,
-          end: window.scrollY + window.innerHeight >= root.scrollHeight - 1};
+  const frames = () => new Promise(resolve => {
+    setTimeout(resolve, 1000);
+    requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(resolve, 0)));
+  });
+  return frames().then(() => {
+    const root = document.scrollingElement || document.documentElement;
+    window.scrollBy(0, window.innerHeight);
+    const state = {height: root.scrollHeight,
+                   end: window.scrollY + window.innerHeight >= root.scrollHeight - 1};
+    return frames().then(() => state);
+  });
 })()"""
 
 HEIGHT = "(document.scrollingElement || document.documentElement).scrollHeight"
@@ -86,8 +98,8 @@ COLLECT = """((most, characters) => {
   for (const element of document.querySelectorAll("img[srcset], source[srcset]")) {
     add(srcsets, element.getAttribute("srcset"));
   }
-  const routes = window.__archiverRoutes || [];
   return {url: location.href, base: document.baseURI, urls, srcsets,
-          routes: routes.slice(0, most),
           text: document.body ? document.body.innerText.slice(0, characters) : ""};
 })"""
+
+ROUTES = "window.__archiverRoutes"

@@ -109,16 +109,29 @@ async def tab(devtools: DevTools) -> AsyncIterator[str]:
                         break
 
 
-async def evaluate(devtools: DevTools, session: str, expression: str, timeout: float | None = None) -> Any:
-    """The JSON value of a JavaScript expression in the page (awaited if a promise); ``timeout``
-    bounds the command (the connection's default if None)."""
-    reply = await devtools.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
-                                                     "awaitPromise": True}, session, timeout)
+async def evaluate(devtools: DevTools, session: str, expression: str, timeout: float | None = None,
+                   context: int | None = None) -> Any:
+    """The JSON value of a JavaScript expression in the page (awaited if a promise), in its main
+    world or in execution ``context`` (an :func:`isolated_world`); ``timeout`` bounds the command
+    (the connection's default if None)."""
+    params: dict[str, Any] = {"expression": expression, "returnByValue": True, "awaitPromise": True}
+    if context is not None:
+        params["contextId"] = context
+    reply = await devtools.send("Runtime.evaluate", params, session, timeout)
     if "exceptionDetails" in reply:
         details = reply["exceptionDetails"]
         raise CommandError("Runtime.evaluate", None,
                            details.get("exception", {}).get("description") or details.get("text", ""))
     return reply["result"].get("value")
+
+
+async def isolated_world(devtools: DevTools, session: str, timeout: float | None = None) -> int:
+    """A new execution context on the tab's current document, apart from the page's scripts (it
+    shares their DOM, not their globals: what the page patches does not reach it)."""
+    tree = await devtools.send("Page.getFrameTree", None, session, timeout)
+    world = await devtools.send("Page.createIsolatedWorld", {
+        "frameId": tree["frameTree"]["frame"]["id"], "worldName": "archiver"}, session, timeout)
+    return int(world["executionContextId"])
 
 
 def _request(params: dict[str, Any]) -> Request:
@@ -182,17 +195,28 @@ async def answer_requests(devtools: DevTools, session: str, answerer: Answerer,
 
 
 async def navigate(devtools: DevTools, session: str, url: str) -> None:
-    """Navigate the tab to ``url`` and wait for that document's load event; CommandError if the
-    navigation fails at once (a refused document, say)."""
+    """Navigate the tab to ``url`` and wait for that document's load event, or the load of a
+    document the page moved on to by script (``location.replace`` before its load);
+    CommandError if the navigation fails at once (a refused document, say)."""
     await devtools.send("Page.enable", None, session)
     await devtools.send("Page.setLifecycleEventsEnabled", {"enabled": True}, session)
-    async with devtools.events("Page.lifecycleEvent", session) as lifecycle:
+    async with devtools.events("Page.lifecycleEvent", session) as lifecycle, \
+            devtools.events("Page.frameNavigated", session) as navigated:
         reply = await devtools.send("Page.navigate", {"url": url}, session)
         if "errorText" in reply:
             raise CommandError("Page.navigate", None, f"{url}: {reply['errorText']}")
-        # The "load" of this very document: a bare Page.loadEventFired could also be the late
-        # load of the about:blank the tab was created with.
+        # The "load" of this very document or of one that replaced it in the tab's frame: a bare
+        # Page.loadEventFired could also be the late load of the about:blank the tab was created
+        # with. A document's frameNavigated comes before its load, so it is already waiting.
+        documents = {reply["loaderId"]}
         async for event in lifecycle:
-            if event.params.get("name") == "load" and event.params.get("loaderId") == reply["loaderId"]:
+            while True:
+                try:
+                    frame = navigated.receive_nowait().params.get("frame", {})
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+                if frame.get("id") == reply["frameId"] and frame.get("url") != "about:blank":
+                    documents.add(frame.get("loaderId"))
+            if event.params.get("name") == "load" and event.params.get("loaderId") in documents:
                 return
     raise CommandError("Page.navigate", None, f"{url}: the connection closed before the page loaded")

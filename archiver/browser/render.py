@@ -4,8 +4,9 @@
 before its first script, navigates, runs the behaviours (:mod:`archiver.browser.behaviours`)
 with a wait for network idle after each step, and collects a :class:`Rendering`: the final URL,
 the links of the rendered DOM, the routes, the text and a screenshot. At ``page_timeout`` it stops
-waiting and collects what the page has; collecting is bounded too, and a browser that does not
-answer in time raises :class:`BrowserHung` (restart it). The tab is closed in every case.
+waiting, stops the page loading and collects what it has (a script of the page that holds its
+thread is stopped first); collecting is bounded too, and a browser that does not answer in time
+raises :class:`BrowserHung` (restart it). The tab is closed in every case.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from archiver.browser.page import (
     Traffic,
     answer_requests,
     evaluate,
+    isolated_world,
     navigate,
     tab,
 )
@@ -33,6 +35,7 @@ from archiver.web.extract import SRCSET_CANDIDATE
 from archiver.web.urls import normalize
 
 STEP_WAIT = 2.0  # seconds a behaviour step waits for network idle, at least (4 x quiet if more)
+BUSY_WAIT = 2.0  # seconds for the page's thread to run our script before its own is stopped
 COLLECT_TIMEOUT = 10.0  # seconds to collect a page's links, text and screenshot, at most
 MAX_LINKS = 10_000  # links (and routes) kept from one page
 MAX_TEXT = 1 << 20  # characters of a page's text kept
@@ -100,6 +103,16 @@ def rendered_links(base: str, urls: Iterable[str], srcsets: Iterable[str],
     return list(found)
 
 
+def _number(value: Any) -> float:
+    """A number the page's script returned; 0 for anything else (a page may patch what it calls)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def _strings(value: Any, most: int = MAX_LINKS) -> list[str]:
+    """The strings of a list the page's script returned, at most ``most``; [] if not a list."""
+    return [item for item in value[:most] if isinstance(item, str)] if isinstance(value, list) else []
+
+
 @dataclass
 class _Tally:
     """What one render counts. As an answerer it hands each request to the caller's, counting,
@@ -130,17 +143,19 @@ async def _behave(devtools: DevTools, session: str, traffic: Traffic, settings: 
     """Open, start and scroll what the page has, waiting for network idle (bounded) after each step."""
     step_wait = max(STEP_WAIT, 4 * settings.quiet)
     try:
-        await evaluate(devtools, session, behaviours.PREPARE)
+        world = await isolated_world(devtools, session)
+        await evaluate(devtools, session, behaviours.PREPARE, context=world)
         while tally.scrolls < settings.max_scrolls:
-            before = await evaluate(devtools, session, behaviours.SCROLL)
+            before = await evaluate(devtools, session, behaviours.SCROLL, context=world)
             tally.scrolls += 1
             with trio.move_on_after(step_wait):
                 await traffic.idle(settings.quiet)
-            height = await evaluate(devtools, session, behaviours.HEIGHT)
-            if before["end"] and height <= before["height"]:
+            height = _number(await evaluate(devtools, session, behaviours.HEIGHT, context=world))
+            at_end = not isinstance(before, dict) or before.get("end") is not False
+            if at_end and height <= _number(before.get("height") if isinstance(before, dict) else 0):
                 break
-        await evaluate(devtools, session, behaviours.PREPARE)  # what the scrolling brought in
-        await evaluate(devtools, session, behaviours.TOP)
+        await evaluate(devtools, session, behaviours.PREPARE, context=world)  # what scrolling brought
+        await evaluate(devtools, session, behaviours.TOP, context=world)
     except CommandError:
         pass  # the page navigated away from under a step: what it shows now is collected
 
@@ -148,18 +163,32 @@ async def _behave(devtools: DevTools, session: str, traffic: Traffic, settings: 
 async def _collect(devtools: DevTools, session: str, url: str, settings: RenderSettings,
                    tally: _Tally, timed_out: bool) -> Rendering:
     expression = f"{behaviours.COLLECT}({MAX_LINKS}, {MAX_TEXT})"
-    state: dict[str, Any] = await evaluate(devtools, session, expression, COLLECT_TIMEOUT)
+    world: int | None = None
+    with trio.move_on_after(BUSY_WAIT):
+        world = await isolated_world(devtools, session, COLLECT_TIMEOUT)
+    if world is None:  # a script of the page holds its thread (a busy loop): stop it, ask again
+        await devtools.send("Runtime.terminateExecution", None, session, COLLECT_TIMEOUT)
+        world = await isolated_world(devtools, session, COLLECT_TIMEOUT)
+    state = await evaluate(devtools, session, expression, COLLECT_TIMEOUT, world)
+    try:  # the recorder's list lives among the page's globals: what the page did to it is checked
+        routes = await evaluate(devtools, session, behaviours.ROUTES, COLLECT_TIMEOUT)
+    except CommandError:
+        routes = []
     shot = await devtools.send("Page.captureScreenshot", {"format": settings.screenshot_format},
                                session, COLLECT_TIMEOUT)
-    final = state["url"] if normalize(state["url"]) is not None else url
-    routes = [route for route in state["routes"] if isinstance(route, str)]
+    if not isinstance(state, dict):
+        state = {}
+    final = state.get("url")
+    base = state.get("base")
+    text = state.get("text")
     return Rendering(
-        url=final,
-        links=rendered_links(state["base"], state["urls"], state["srcsets"]),
-        routes=list(dict.fromkeys(routes)),
+        url=final if isinstance(final, str) and normalize(final) is not None else url,
+        links=rendered_links(base if isinstance(base, str) else url, _strings(state.get("urls")),
+                             _strings(state.get("srcsets"))),
+        routes=list(dict.fromkeys(_strings(routes))),
         screenshot=base64.b64decode(shot["data"]),
         screenshot_type=SCREENSHOT_TYPES[settings.screenshot_format],
-        text=str(state["text"])[:MAX_TEXT],
+        text=text[:MAX_TEXT] if isinstance(text, str) else "",
         timed_out=timed_out,
         requests=tally.answered,
         refused=tally.refused,
@@ -192,5 +221,6 @@ async def render_page(devtools: DevTools, url: str, answerer: Answerer,
                     rendering = await _collect(devtools, session, url, settings, tally,
                                                waiting.cancelled_caught)
             except (trio.TooSlowError, DevToolsError) as error:
-                raise BrowserHung(f"{url}: the browser gave no rendering in time ({error})") from error
+                raise BrowserHung(f"{url}: the browser gave no rendering within {COLLECT_TIMEOUT} s"
+                                  + (f" ({error})" if str(error) else "")) from error
     return rendering

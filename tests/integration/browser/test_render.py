@@ -4,15 +4,19 @@ resources), the screenshot, and the tab closed after. The site is a dict answere
 from __future__ import annotations
 
 import json
+import os
+import signal
 import struct
 import time
 from collections.abc import Awaitable, Callable
 
+import pytest
 import trio
 
 from archiver.browser.chromium import supervised
+from archiver.browser.devtools import CommandError
 from archiver.browser.page import Answer, Request
-from archiver.browser.render import Rendering, RenderSettings, render_page
+from archiver.browser.render import COLLECT_TIMEOUT, BrowserHung, Rendering, RenderSettings, render_page
 
 SITE = "http://modern.test"
 PNG = bytes.fromhex(  # a 1x1 transparent PNG
@@ -70,6 +74,22 @@ async def test_links_built_by_a_script_are_rendered_links() -> None:
     assert rendering.url == f"{SITE}/"
 
 
+async def test_a_page_that_moves_on_by_script_or_redirect_is_rendered_where_it_arrives() -> None:
+    async def slow(request: Request) -> Answer | None:
+        await trio.sleep(1)  # holds the first document's load past the script that moves on
+        return None
+
+    async def moved(request: Request) -> Answer | None:
+        return Answer(302, [("Location", "/there")], b"")
+
+    site = Site({f"{SITE}/": html('<script>location.replace("/there")</script><img src="/slow.png">'),
+                 f"{SITE}/slow.png": slow, f"{SITE}/moved": moved, f"{SITE}/there": html("<p>Arrived</p>")})
+    for start in (f"{SITE}/", f"{SITE}/moved"):
+        rendering = await render(site, start, RenderSettings(page_timeout=15, quiet=0.3))
+        assert not rendering.timed_out  # the load of /there ended the wait, not page_timeout
+        assert rendering.url == f"{SITE}/there" and "Arrived" in rendering.text
+
+
 async def test_routes_the_page_pushes_at_load_are_kept() -> None:
     page = html("""<script>
     history.pushState({}, "", "/app/inbox");
@@ -79,6 +99,22 @@ async def test_routes_the_page_pushes_at_load_are_kept() -> None:
     rendering = await render(Site({f"{SITE}/": page}))
     assert rendering.routes == [f"{SITE}/app/inbox", f"{SITE}/app/settings?tab=2"]
     assert rendering.url == f"{SITE}/app/settings?tab=2"
+
+
+async def test_a_page_that_patches_what_our_scripts_call_is_still_rendered() -> None:
+    page = html("""<details><summary>More</summary><p>Folded text</p></details>
+    <a href="/kept">kept</a><script>
+    Document.prototype.querySelectorAll = () => 42;
+    Element.prototype.querySelectorAll = () => 42;
+    Object.defineProperty(Element.prototype, "scrollHeight", {get: () => "tall"});
+    window.scrollBy = () => { throw new Error("no scrolling here"); };
+    history.pushState({}, "", "/patched");
+    window.__archiverRoutes.push({not: "a string"});
+    </script>""")
+    rendering = await render(Site({f"{SITE}/": page}))
+    assert "Folded text" in rendering.text  # the behaviours ran apart from the page's globals
+    assert f"{SITE}/kept" in rendering.links
+    assert rendering.routes == [f"{SITE}/patched"]  # what is not a URL string is dropped
 
 
 def endless_list(last: int | None) -> dict[str, tuple[str, bytes] | Handler]:
@@ -172,6 +208,45 @@ async def test_a_script_that_keeps_fetching_ends_at_page_timeout() -> None:
     assert rendering.requests > 10  # it kept fetching, each answered
 
 
+async def test_a_script_that_never_yields_is_stopped_and_the_page_still_rendered() -> None:
+    page = html("""<p>Busy for ever</p><script>
+    addEventListener("load", () => setTimeout(() => { for (;;) {} }, 0));
+    </script>""")
+    site = Site({f"{SITE}/": page, f"{SITE}/next": html("<p>Next page</p>")})
+    with trio.fail_after(90):
+        async with supervised() as browser:
+            devtools = await browser.devtools()
+            rendering = await render_page(devtools, f"{SITE}/", site,
+                                          RenderSettings(page_timeout=3, quiet=0.3))
+            assert rendering.timed_out and "Busy for ever" in rendering.text
+            assert rendering.screenshot.startswith(b"\x89PNG")
+            following = await render_page(devtools, f"{SITE}/next", site, FAST)
+    assert "Next page" in following.text and browser.starts == 1
+
+
+async def test_a_browser_that_no_longer_answers_raises_browser_hung_in_bounded_time() -> None:
+    async def stop_the_browser(request: Request) -> Answer | None:
+        os.killpg(pid, signal.SIGSTOP)  # every process of it, renderer included, stands still
+        return None
+
+    site = Site({f"{SITE}/": html('<p>Frozen</p><img src="/freeze.png" alt="">'),
+                 f"{SITE}/freeze.png": stop_the_browser})
+    with trio.fail_after(90):
+        async with supervised(grace=1) as browser:
+            devtools = await browser.devtools()
+            pid = browser.pid()
+            assert pid is not None
+            started = time.monotonic()
+            try:
+                with pytest.raises(BrowserHung, match="no rendering within"):
+                    await render_page(devtools, f"{SITE}/", site, RenderSettings(page_timeout=2, quiet=0.3))
+                elapsed = time.monotonic() - started
+            finally:
+                os.killpg(pid, signal.SIGCONT)
+    # page_timeout, the collection's bound, the tab's close (5 s at most), and room
+    assert elapsed < 2 + COLLECT_TIMEOUT + 5 + 10
+
+
 async def test_requests_past_max_resources_are_refused_without_asking_the_answerer() -> None:
     images = "".join(f'<img src="/image{number}.png" alt="">' for number in range(10))
     pages: dict[str, tuple[str, bytes] | Handler] = {f"{SITE}/": html(images)}
@@ -194,7 +269,7 @@ async def test_the_screenshot_is_a_png_of_the_viewport_and_webp_when_asked() -> 
     assert webp.screenshot[:4] == b"RIFF" and webp.screenshot[8:12] == b"WEBP"
 
 
-async def test_the_tab_is_closed_after_the_render_and_after_a_timeout() -> None:
+async def test_the_tab_is_closed_after_a_render_a_timeout_a_cancellation_and_a_refusal() -> None:
     async def never(request: Request) -> Answer | None:
         await trio.sleep_forever()
         return None
@@ -217,4 +292,7 @@ async def test_the_tab_is_closed_after_the_render_and_after_a_timeout() -> None:
             assert await pages() == before
             with trio.move_on_after(1):  # cancelled by its caller mid-page
                 await render_page(devtools, f"{SITE}/hung", site, RenderSettings(page_timeout=20))
+            assert await pages() == before
+            with pytest.raises(CommandError, match=r"refused\.html"):  # the document refused
+                await render_page(devtools, f"{SITE}/refused.html", site, FAST)
             assert await pages() == before
