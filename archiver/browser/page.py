@@ -161,8 +161,10 @@ async def _fulfil(devtools: DevTools, session: str, answerer: Answerer, request:
                 "requestId": request.id, "responseCode": answer.status,
                 "responseHeaders": [{"name": name, "value": value} for name, value in answer.headers],
                 "body": base64.b64encode(answer.body).decode("ascii")}, session)
-    except CommandError:
-        pass  # the page went away, or navigated, while we fetched: nobody awaits the answer
+    except DevToolsError:
+        # The page went away or navigated while we fetched (nobody awaits the answer), or the
+        # browser did (the render notices it on its own commands).
+        pass
 
 
 @asynccontextmanager

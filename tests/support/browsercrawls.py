@@ -12,7 +12,7 @@ from archiver.crawl.crawler import Crawler, enqueue_seeds
 from demoweb import DemoServer, WebSpec, start_demo
 from tests.support.crawls import load, write_config
 
-SPEC = WebSpec(sites=1, pages_per_site=2, trap=False, modern=True)
+SPEC = WebSpec(sites=1, pages_per_site=2, port=0, trap=False, modern=True)
 MIN_REST = 0.2  # the crawl rest: each page, and every request to another host
 EMBED_REST = 0.05  # browser.embed_rest: between a rendered page's requests to its own site
 

@@ -56,9 +56,10 @@ def test_auto_renders_the_pages_that_need_scripts_and_no_other(auto_crawl):
 
 
 async def kill_browser_mid_page(crawl: BrowserCrawl) -> None:
-    """Kill the browser (its whole process group) once the page FETCH_PAGE asked for its JSON."""
-    while not any(r.target == "/api/content.json" for r in crawl.server.log):
-        await trio.sleep(0.01)  # the demo server signals nothing: its log is watched
+    """Kill the browser (its whole process group) while archiver fetches the JSON the page
+    FETCH_PAGE asked for: the answer then finds the browser gone."""
+    while not any(b" /api/content.json " in line for line in crawl.server.request_lines):
+        await trio.sleep(0.001)  # the demo server signals nothing: its request lines are watched
     browsers = crawl.crawler.ctx.browsers
     assert browsers is not None
     pid = browsers.supervisor.pid()

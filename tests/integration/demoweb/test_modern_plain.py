@@ -12,7 +12,7 @@ from demoweb import DemoWeb, WebSpec
 from demoweb.modern import ITEM_PAGES, MODERN_REQUESTS, SRCSET_WIDTHS, VIDEO_SOURCES
 from tests.support.plainchromium import VIEWPORT, PlainLoad, plain_loads
 
-SPEC = WebSpec(sites=1, pages_per_site=2, trap=False, modern=True)
+SPEC = WebSpec(sites=1, pages_per_site=2, port=0, trap=False, modern=True)
 
 
 def _paths(web: DemoWeb, loads: dict[str, PlainLoad]) -> dict[str, list[str]]:
