@@ -150,6 +150,7 @@ def make_rule(table: Mapping[str, object]) -> FuzzyRule:
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,127}")
 # What may come before a JSONP script's call: whitespace (a byte-order mark too) and comments.
 _LEAD = re.compile(r"(?:[\s\ufeff]++|//[^\n]*+|/\*(?:[^*]|\*(?!/))*+\*/)*+")
+_CALL = re.compile(r"[ \t\r\n]*+\(")
 
 
 def _callback(url: str) -> tuple[str, str] | None:
@@ -186,6 +187,6 @@ def rename_callback(script: str, captured: str, asked: str) -> str | None:
     start = _LEAD.match(script)
     at = start.end() if start else 0
     end = at + len(captured)
-    if not script.startswith(captured, at) or not script[end:].lstrip(" \t\r\n").startswith("("):
+    if not script.startswith(captured, at) or not _CALL.match(script, end):
         return None
     return script[:at] + asked + script[end:]
