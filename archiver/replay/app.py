@@ -138,7 +138,7 @@ from archiver.store.models import Capture
 from archiver.store.objectstore import ObjectStoreUnavailable
 from archiver.store.warcindex import PIECE, OpenRecord, WarcError
 from archiver.web import urls
-from archiver.web.fuzzy import DEFAULT_RULES, FuzzyRule
+from archiver.web.fuzzy import DEFAULT_RULES, JSONP_RULE, FuzzyRule, callback_names
 from archiver.web.http import (
     UNSATISFIABLE,
     ByteRange,
@@ -723,7 +723,8 @@ async def _memento(request: Request, target: WebTarget, found: tuple[Capture, Ar
             )
 
         banner = with_banner
-    response = await _replay(request, target, capture, head, payload, banner)
+    callback = callback_names(target.url, capture.url) if rule == JSONP_RULE else None
+    response = await _replay(request, target, capture, head, payload, banner, callback)
     response.headers["Memento-Datetime"] = memento.http_date(capture.timestamp)
     response.headers["Link"] = _memento_links(request, target.url, near, capture.timestamp)
     if rule is not None:
@@ -838,15 +839,17 @@ def _not_modified(stored: OpenRecord) -> bool:
 
 
 async def _replay(request: Request, target: WebTarget, capture: Capture, head: OpenRecord,
-                  body: OpenRecord, banner: Banner | None) -> Response:
+                  body: OpenRecord, banner: Banner | None,
+                  callback: tuple[str, str] | None = None) -> Response:
     """The archived response: status, headers and body, rewritten as the modifier asks; an HTML
-    page that is not a redirect gets ``banner(its embeds)`` inserted. Links point into the content
+    page that is not a redirect gets ``banner(its embeds)`` inserted; a script's JSONP
+    ``callback`` (captured name, asked name) is renamed. Links point into the content
     origin, as paths (the document's own origin). A payload served as archived is streamed from
     ``body``, a range of it read past the bytes before it; a rewritten one is read whole, within
     ``replay.max_rewrite_size``. Closes both records (the streamed one once it is sent)."""
     records = {id(head): head, id(body): body}.values()
     try:
-        response = await _replay_records(request, target, capture, head, body, banner)
+        response = await _replay_records(request, target, capture, head, body, banner, callback)
     except BaseException:
         for record in records:
             record.close()
@@ -858,7 +861,8 @@ async def _replay(request: Request, target: WebTarget, capture: Capture, head: O
 
 
 async def _replay_records(request: Request, target: WebTarget, capture: Capture, head: OpenRecord,
-                          body: OpenRecord, banner: Banner | None) -> Response:
+                          body: OpenRecord, banner: Banner | None,
+                          callback: tuple[str, str] | None) -> Response:
     status, headers = parse_head(head.http_head)
     if not head.http_head:  # a resource record: its WARC Content-Type, parameters included
         content_type = header(head.warc_headers, "content-type")
@@ -877,7 +881,7 @@ async def _replay_records(request: Request, target: WebTarget, capture: Capture,
             payload = await _payload(request, body, coding)
             done = await _rewrite(request, payload, kind=kind, coding=coding, url=url,
                                   timestamp=capture.timestamp, charset=media_type(content_type)[1],
-                                  modifier=target.modifier)
+                                  modifier=target.modifier, callback=callback)
         except NotRewritten as e:
             note = str(e)
             event(log, logging.WARNING, "replay-not-rewritten", url=url, timestamp=capture.timestamp,
@@ -933,13 +937,14 @@ async def _payload(request: Request, record: OpenRecord, coding: str) -> bytes:
 
 
 async def _rewrite(request: Request, body: bytes, *, kind: str, coding: str, url: str, timestamp: str,
-                   charset: str | None, modifier: str) -> Rewritten | None:
+                   charset: str | None, modifier: str, callback: tuple[str, str] | None
+                   ) -> Rewritten | None:
     """:func:`rewrite_document` of an archived payload: on the event loop up to _INLINE bytes,
     else in a rewriting worker (Busy when they and their queue are full)."""
     archive = _archive(request)
     job = partial(rewrite_document, body, kind=kind, coding=coding, url=url, timestamp=timestamp,
                   charset=charset, limit=archive.config.replay.max_rewrite_size, client=CLIENT_SRC,
-                  embeds_kept=coherence.EMBED_LIMIT, modifier=modifier)
+                  embeds_kept=coherence.EMBED_LIMIT, modifier=modifier, callback=callback)
     if len(decode_body(body, coding, _INLINE + 1)) <= _INLINE:
         return job()
     try:

@@ -715,10 +715,11 @@ class Rewritten:
 
 def rewrite_document(body: bytes, *, kind: str, coding: str, limit: int, url: str, timestamp: str,
                      charset: str | None, client: str, embeds_kept: int,
-                     modifier: str = PAGE) -> Rewritten | None:
+                     modifier: str = PAGE, callback: tuple[str, str] | None = None) -> Rewritten | None:
     """The archived payload ``body`` (with the Content-Encoding ``coding``) of an HTML document,
     a stylesheet or a script file (``kind``), rewritten for replay at ``timestamp`` with links as
-    paths, served with ``modifier``; None for a script with nothing to rewrite. NotRewritten if
+    paths, served with ``modifier``; None for a script with nothing to rewrite. A script's JSONP
+    ``callback`` (captured name, asked name) is renamed (scripts.rewrite_js_body). NotRewritten if
     it is larger than ``limit`` bytes with its codings undone. Pure: the replay runs it in a
     worker process."""
     decoded = decode_body(body, coding, limit + 1)
@@ -737,7 +738,7 @@ def rewrite_document(body: bytes, *, kind: str, coding: str, limit: int, url: st
         return Rewritten(before.encode("utf-8", "surrogateescape"),
                          None if after is None else after.encode("utf-8", "surrogateescape"),
                          PageEmbeds(list(islice(distinct.values(), embeds_kept)), len(distinct)))
-    script = rewrite_js_body(decoded, charset)
+    script = rewrite_js_body(decoded, charset, callback)
     return None if script is None else Rewritten(script, None, PageEmbeds([], 0))
 
 

@@ -33,6 +33,8 @@ import codecs
 import contextlib
 import re
 
+from archiver.web.fuzzy import rename_callback
+
 LOCATION = "__archiverLocation"
 POST = "__archiverPost"
 
@@ -200,12 +202,15 @@ def _closing_parens(text: str, literals: list[tuple[int, int]]) -> dict[int, int
     return found
 
 
-def rewrite_js_body(body: bytes, charset: str | None) -> bytes | None:
+def rewrite_js_body(body: bytes, charset: str | None, callback: tuple[str, str] | None = None
+                    ) -> bytes | None:
     """A script file (content-coding undone) rewritten, in UTF-8; None when nothing in it needs
     rewriting (then serve it as archived). Decoded by its byte-order mark, else its charset, else
     as UTF-8; bytes that do not decode pass through unchanged. Only scripts whose bytes spell
-    "location" or "postMessage" in ASCII are read (UTF-16 scripts are served as archived)."""
-    if b"location" not in body and b"postMessage" not in body:
+    "location" or "postMessage" in ASCII, or ``callback`` (the captured and the asked name of a
+    JSONP callback, archiver.web.fuzzy.callback_names), are read (UTF-16 scripts are served as
+    archived); a JSONP script's leading call of the captured name then calls the asked one."""
+    if b"location" not in body and b"postMessage" not in body and callback is None:
         return None
     codec = "utf-8"
     if body.startswith(codecs.BOM_UTF8):
@@ -217,7 +222,8 @@ def rewrite_js_body(body: bytes, charset: str | None) -> bytes | None:
         text = body.decode(codec, "surrogateescape")
     except UnicodeDecodeError:  # a multi-byte codec cut short: read it as UTF-8
         codec, text = "utf-8", body.decode("utf-8", "surrogateescape")
-    new = rewrite_js(text)
+    renamed = rename_callback(text, *callback) if callback is not None else None
+    new = rewrite_js(text if renamed is None else renamed)
     if new == text:
         return None
     return new.encode("utf-8", "surrogateescape" if codec == "utf-8" else "replace")

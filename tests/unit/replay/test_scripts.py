@@ -77,6 +77,16 @@ def test_script_files_are_decoded_by_their_charset_and_left_alone_without_writes
     assert rewrite_js_body(b"location = 1", "no-such-charset") == f"{LOCATION} = 1".encode()
 
 
+def test_a_jsonp_script_calls_the_asked_callback_and_keeps_its_location_writes() -> None:
+    names = ("jQuery3600_1", "jQuery3600_2")
+    assert rewrite_js_body(b'/**/ jQuery3600_1({"a": 1});', None, names) == b'/**/ jQuery3600_2({"a": 1});'
+    assert rewrite_js_body(b"jQuery3600_1(1); location = 'x'", None, names) == (
+        f"jQuery3600_2(1); {LOCATION} = 'x'".encode())
+    latin = "jQuery3600_1('caf\xe9')".encode("latin-1")
+    assert rewrite_js_body(latin, "iso-8859-1", names) == "jQuery3600_2('caf\xe9')".encode()
+    assert rewrite_js_body(b"other(1); jQuery3600_1(1)", None, names) is None  # not its first call
+
+
 def _only_insertions(original: str, rewritten: str) -> bool:
     """Whether ``rewritten`` is ``original`` with location renamed and postMessage arguments
     wrapped, and nothing else changed."""
