@@ -210,9 +210,10 @@ def _page(title: str, body: str, script: str = "", head: str = "") -> str:
 def reply(kind: str, name: str, target: str, seed: int) -> tuple[str, bytes]:
     """(Content-Type, body) of a resource that is not an HTML page; `name` is what
     `resource` said it is."""
-    rng = random.Random(f"{seed}:modern:{target}")
-    pool = content.paragraphs(seed)
     path, _, query = target.partition("?")
+    # Drawn from the path alone: a cache buster or a callback name changes no text.
+    rng = random.Random(f"{seed}:modern:{path}")
+    pool = content.paragraphs(seed)
     if name == "json":
         return _JSON, json.dumps(_json(path, query, rng, pool), sort_keys=True).encode()
     if name == "news":

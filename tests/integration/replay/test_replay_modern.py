@@ -5,12 +5,9 @@ like the live load and like the crawl's own screenshot of the page (pixel compar
 replay makes no request outside the archive: the demo server is stopped (its log stays as the
 crawl left it) and Chromium's NetLog shows no request outside the replay's origins.
 
-Two pages fall short today, each marked with why (a strict xfail: the test fails once they pass):
-/app/ reads ``location.pathname`` to pick its route, and replay rewrites only writes to
-``location`` (archiver.replay.scripts), so the replayed app reads the replay's own path; the text
-of /xhr.html comes from /api/news.json and /api/jsonp.js, whose demo replies are drawn from their
-query (the cache buster and the callback name), so each live load shows other text than the
-capture: its replay is judged against the crawl's screenshot only."""
+/app/ picks its route from ``location.pathname``, which replay's script rewriting gives as the
+archived URL's (archiver.replay.scripts); /xhr.html asks for a new cache buster and JSONP callback
+name each load, which fuzzy matching and the JSONP rename answer."""
 
 from __future__ import annotations
 
@@ -132,37 +129,18 @@ async def alike(page: chromium.Page, first: bytes, second: bytes) -> float:
     return share
 
 
-LOCATION_READ = pytest.mark.xfail(
-    strict=True, reason="the app reads location.pathname; replay rewrites only location writes")
-QUERY_DRAWN = pytest.mark.xfail(
-    strict=True, reason="the demo web draws /xhr.html's texts from the cache buster and callback")
-
-
-@pytest.mark.parametrize("path", [
-    pytest.param(path, marks={"/app/": [LOCATION_READ], "/xhr.html": [QUERY_DRAWN]}.get(path, []))
-    for path in MODERN_PAGES
-])
+@pytest.mark.parametrize("path", MODERN_PAGES)
 def test_a_replayed_page_looks_like_the_live_one(replayed, path):
     figure = replayed.alike["live", path]
     print(f"{path}: {figure:.4f} of pixels alike the live load")
     assert figure >= ALIKE
 
 
-@pytest.mark.parametrize("path", [
-    pytest.param(path, marks=[LOCATION_READ] if path == "/app/" else []) for path in MODERN_PAGES
-])
+@pytest.mark.parametrize("path", MODERN_PAGES)
 def test_a_replayed_page_looks_like_the_crawls_screenshot_of_it(replayed, path):
     figure = replayed.alike["crawl", path]
     print(f"{path}: {figure:.4f} of pixels alike the crawl's screenshot")
     assert figure >= ALIKE
-
-
-def test_the_demo_web_draws_the_news_from_the_cache_buster(replayed):
-    """Why /xhr.html's replay cannot look like a live load (QUERY_DRAWN): two cache busters, two
-    texts. Once the demo web answers alike, this fails: then drop QUERY_DRAWN."""
-    web = replayed.web
-    first, second = (web.respond("modern.demo", f"/api/news.json?_={n}").body for n in (1, 2))
-    assert first != second
 
 
 def test_the_jsonp_call_fills_the_replayed_page(replayed):
