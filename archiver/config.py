@@ -322,6 +322,9 @@ class BrowserConfig:
     viewport: str = "1280x900"  # width x height of the page and its screenshot
     screenshot_format: str = "png"  # or "webp"
     idle_timeout: float = 60.0  # seconds without a page to render before the browser is stopped
+    # Bytes of answers a visit keeps in memory for its later pages' requests; past them, an answer
+    # is read back from the record written (the visit never fetches a URL twice).
+    kept_answers: int = 32 * 2**20
 
 
 @dataclass(frozen=True)

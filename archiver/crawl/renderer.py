@@ -1,7 +1,8 @@
 """One visit's side of browser-assisted capture (archiver.crawl.rendering): whether a fetched
 page is rendered, its render in the process's browser, and the answer to each request it makes.
 
-A request is answered from memory when this visit already has it, refused when it is not GET or
+A request is answered from memory when this visit already has it (``browser.kept_answers``
+bytes of answers; past them, from the response record it wrote), refused when it is not GET or
 HEAD, not http(s), out of scope or disallowed by its host's robots.txt, and otherwise fetched by
 the visit itself (``SiteVisit.fetch`` as an embed): its host's turn on the process's
 ``HostClock``, the site's connection, the capture sink. A request that raises costs that request
@@ -11,11 +12,13 @@ as for any fetch.
 
 from __future__ import annotations
 
+import io
 import logging
 import sqlite3
 from typing import TYPE_CHECKING
 
 import trio
+from warcio.statusandheaders import StatusAndHeadersParser, StatusAndHeadersParserException
 
 from archiver.browser.page import Answer, Request
 from archiver.crawl import bodies
@@ -26,7 +29,9 @@ from archiver.crawl.rendering import Answers, PageRender, RenderFailed, answer_o
 from archiver.crawl.routing import scope_detail
 from archiver.logs import event
 from archiver.queues.models import Entry
+from archiver.store.bundles import RecordLocation
 from archiver.store.durable import is_disk_error
+from archiver.store.warcindex import WarcError, read_record
 from archiver.web import robots, urls
 from archiver.web.http import parse_retry_after
 
@@ -41,8 +46,11 @@ class SiteRenderer:
 
     def __init__(self, visit: SiteVisit) -> None:
         self.visit = visit
-        self.answers = Answers()  # the answers given to this visit's pages' requests
-        self.fetched: set[str] = set()  # URLs those fetched: not fetched again in their turn
+        # The answers given to this visit's pages' requests, the newest kept in memory; the URLs
+        # they fetched (not fetched again when their turn in the queue comes) and where each one's
+        # response record is (None: written as a revisit).
+        self.answers = Answers(visit.ctx.config.browser.kept_answers)
+        self.fetched: dict[str, RecordLocation | None] = {}
         self.last: PageRender | None = None  # the render of the page fetched last
         self._error: Exception | None = None  # the first a render's request raised
         self._robots_lock = trio.Lock()
@@ -66,13 +74,14 @@ class SiteRenderer:
                   render_reason(crawl.capture, result, crawl.max_decoded_size))
         if reason is None:
             return {}
-        answer = answer_of(result, crawl.max_decoded_size)
-        assert answer is not None  # an answered 2xx
-        self.answers.put(result.url, answer)
+        document = answer_of(result, crawl.max_decoded_size)
+        assert document is not None  # an answered 2xx
         requested: list[str] = []
         depth = page.depth + 1
 
         async def answer_request(request: Request) -> Answer | None:
+            if request.kind == "Document" and urls.normalize(request.url) == result.url:
+                return document  # its record is written after the render
             try:
                 answer = await self._answer(request, depth)
             except Exception as e:  # kept for after the render: one request costs that request
@@ -113,7 +122,7 @@ class SiteRenderer:
         if url is None:
             stats.skipped["browser-url"] += 1
             return None
-        if (answer := self.answers.get(url)) is not None:
+        if (answer := self.answers.get(url) or await self._from_archive(url)) is not None:
             return answer
         if request.method not in ("GET", "HEAD"):  # the client sends GET only
             stats.skipped["browser-method"] += 1
@@ -141,10 +150,34 @@ class SiteRenderer:
         if visit.ctx.draining.is_set() or not visit.ctx.disk_ok.is_set():
             return None
         result = await visit.fetch(url, [], conditional=False, embed=True)
-        self.fetched.add(url)
         if result.status is not None:  # its own links (an iframe's, a style sheet's)
             await visit.router.route(Entry(url, depth, 0), result, {})
         answer = answer_of(result, visit.crawl.max_decoded_size)
+        if answer is not None:
+            self.answers.put(url, answer)
+        return answer
+
+    async def _from_archive(self, url: str) -> Answer | None:
+        """The answer to a URL an earlier page of this visit fetched, read back from its response
+        record (None if it was not fetched, was a revisit, or cannot be read: it is fetched)."""
+        location = self.fetched.get(url)
+        if location is None:
+            return None
+        bundle = self.visit.ctx.bundle
+        bundle.flush()  # the record may still wait in the writer's buffer
+        try:
+            stored = await trio.to_thread.run_sync(read_record, bundle.directory,
+                                                   location.filename, location.offset,
+                                                   location.length)
+            head = StatusAndHeadersParser(["HTTP/1.0", "HTTP/1.1"]).parse(
+                io.BytesIO(stored.http_head))
+            status = int(head.get_statuscode())
+        except (WarcError, OSError, ValueError, StatusAndHeadersParserException) as e:
+            event(log, logging.INFO, "answer-unread", site=self.visit.origin, url=url, error=str(e))
+            return None
+        result = FetchResult(url=url, ip="", started=0.0, status=status,
+                             headers=list(head.headers), body=stored.payload)
+        answer = answer_of(result, self.visit.crawl.max_decoded_size)
         if answer is not None:
             self.answers.put(url, answer)
         return answer

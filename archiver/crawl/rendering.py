@@ -52,7 +52,6 @@ log = logging.getLogger("archiver.crawl.rendering")
 
 HANG_GRACE = 15.0  # seconds past page_timeout after which the browser is taken for hung
 EXIT_WAIT = 1.0  # seconds a failed page waits to see whether its browser exited (a crash)
-MEMORY_ANSWERS = 32 * 2**20  # bytes of answers a visit keeps for its pages' later requests
 _HTML = ("text/html", "application/xhtml+xml")
 # Headers that describe the bytes on the wire, not the decoded body the browser is given.
 _WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding",
@@ -92,7 +91,7 @@ def answer_of(result: FetchResult, max_decoded_size: int) -> Answer | None:
 class Answers:
     """The answers a visit gave its pages' requests, newest kept, ``limit`` bytes at most."""
 
-    def __init__(self, limit: int = MEMORY_ANSWERS) -> None:
+    def __init__(self, limit: int) -> None:
         self._limit = limit
         self._size = 0
         self._answers: OrderedDict[str, Answer] = OrderedDict()

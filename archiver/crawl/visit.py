@@ -399,6 +399,8 @@ class SiteVisit:
         elif rendered:
             labeller = lambda record, written: rendered  # noqa: E731
         written = await ctx.sink.write(record, origin=self.origin, labeller=labeller)
+        if embed:  # where a later page of this visit finds it again
+            self.renderer.fetched[url] = written.response if record.original is None else None
         if self.renderer.last is not None and page is not None:
             ctx.sink.write_rendering(url, self.renderer.last.rendering, refers_to=written,
                                      date=record.date, origin=self.origin)

@@ -6,7 +6,7 @@ browser made, and the WARC holds archiver's own exchanges plus each page's scree
 from __future__ import annotations
 
 import itertools
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import pytest
 import trio
@@ -76,6 +76,10 @@ def test_no_request_robots_txt_disallows_and_every_host_rests(browser_crawl):
             # One request at a time (one connection per host), and the rest between them.
             assert later.start - earlier.end >= rest - SLACK, (host, earlier, later)
     assert by_host["assets.demo"][0].target == "/robots.txt"  # its own robots.txt, first
+    # What several pages ask for (the app's menu, by the app and each of its routes) is fetched
+    # once: later pages are answered from memory.
+    asked = Counter((r.host, r.target) for r in log)
+    assert asked["modern.demo", "/api/menu.json"] == 1 and set(asked.values()) == {1}
 
 
 def test_each_rendered_page_has_its_screenshot_and_text_after_its_response(browser_crawl):

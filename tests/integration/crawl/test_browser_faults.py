@@ -5,8 +5,10 @@ browser that cannot start leaves every page captured over HTTP."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+from collections import Counter
 
 import pytest
 import trio
@@ -69,7 +71,8 @@ async def kill_browser_mid_page(crawl: BrowserCrawl) -> None:
 
 @pytest.fixture(scope="module")
 def killed_crawl(tmp_path_factory) -> BrowserCrawl:
-    crawl = BrowserCrawl(tmp_path_factory.mktemp("killed"), "browser",
+    # No answer kept in memory either: what a later page asks again is read from the archive.
+    crawl = BrowserCrawl(tmp_path_factory.mktemp("killed"), "browser", browser="kept_answers = 0\n",
                          tabs=1, beside=kill_browser_mid_page)
     trio.run(crawl.run)
     return crawl
@@ -88,6 +91,19 @@ def test_a_browser_killed_mid_page_costs_that_render_and_the_site_finishes(kille
     # Every other page was rendered by the next browser, to the end of the site.
     assert set(MODERN_PAGES) - {FETCH_PAGE} <= rendered(killed_crawl)
     assert {"/app/intro", "/app/faq"} <= rendered(killed_crawl)
+
+
+def test_what_a_later_page_asks_again_is_read_from_the_archive_not_fetched(killed_crawl):
+    requests = Counter(r.target for r in killed_crawl.server.log if r.host == "modern.demo")
+    assert requests["/api/menu.json"] == 1  # asked by the app and by each of its routes
+    assert [target for target, n in requests.items() if n > 1] == []
+    texts = {r.rec_headers.get_header("WARC-Target-URI"): body
+             for r, body in records(killed_crawl.root, "resource")}
+    titles = [r["title"] for r in json.loads(
+        killed_crawl.web.respond("modern.demo", "/api/menu.json").body)["routes"]]
+    for route in ("/app/intro", "/app/faq"):  # their menus were built from the archived answer
+        text = texts[f"urn:text:{killed_crawl.modern}{route}"]
+        assert all(title.encode() in text for title in titles), route
 
 
 def test_without_a_browser_every_page_is_captured_over_http(tmp_path):
