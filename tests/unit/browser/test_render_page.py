@@ -3,7 +3,6 @@ of answer_requests raises coming out of it (over an in-memory stand-in for the w
 
 from __future__ import annotations
 
-import json
 from typing import Any, cast
 
 import pytest
@@ -12,6 +11,7 @@ import trio.testing
 
 from archiver.browser.devtools import DevTools
 from archiver.browser.page import Answer, Request, Traffic, answer_requests
+from tests.support.memorysocket import MemorySocket
 
 
 async def idle_after(traffic: Traffic, quiet: float) -> float:
@@ -64,30 +64,13 @@ async def test_a_request_in_flight_for_ever_is_never_idle(autojump_clock: trio.t
     assert waiting.cancelled_caught
 
 
-class EnablingSocket:
-    """What DevTools uses of a websocket: every command answered at once, with an empty result."""
-
-    def __init__(self) -> None:
-        self.incoming_send, self.incoming = trio.open_memory_channel[str](100)
-
-    async def get_message(self) -> str:
-        return await self.incoming.receive()
-
-    async def send_message(self, text: str) -> None:
-        command = json.loads(text)
-        await self.incoming_send.send(json.dumps({"id": command["id"], "result": {}}))
-
-    async def aclose(self) -> None:
-        await self.incoming_send.aclose()
-
-
 async def never(request: Request) -> Answer | None:
     await trio.sleep_forever()
     return None
 
 
 async def test_what_the_block_raises_comes_out_of_answer_requests_as_it_is():
-    devtools = DevTools(cast(Any, EnablingSocket()), timeout=5)
+    devtools = DevTools(cast(Any, MemorySocket()), timeout=5)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(devtools.read)
         with pytest.raises(LookupError, match="from the block"):
