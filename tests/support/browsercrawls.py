@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import pytest
 import trio
 
 from archiver.crawl.crawler import Crawler, enqueue_seeds
-from demoweb import DemoServer, WebSpec, start_demo
+from demoweb import DemoServer, DemoWeb, WebSpec, start_demo
 from tests.support.crawls import load, write_config
+from tests.support.plainchromium import PlainLoad, plain_loads
 
 SPEC = WebSpec(sites=1, pages_per_site=2, port=0, trap=False, modern=True)
 MIN_REST = 0.2  # the crawl rest: each page, and every request to another host
@@ -56,3 +58,25 @@ class BrowserCrawl:
     def short(self, url: str) -> str:
         """A URL as MODERN_REQUESTS writes it."""
         return url.replace(self.assets, "//assets").removeprefix(self.modern)
+
+
+@pytest.fixture(scope="session")
+def modern_browser_crawl(tmp_path_factory: pytest.TempPathFactory) -> BrowserCrawl:
+    """The modern site crawled with crawl.capture = "browser", once for the session (the capture
+    tests judge it, the replay tests replay it; none changes it)."""
+    crawl = BrowserCrawl(tmp_path_factory.mktemp("browser"), "browser")
+    trio.run(crawl.run)  # its demo server is stopped when it returns
+    return crawl
+
+
+@pytest.fixture(scope="session")
+def modern_plain_loads(tmp_path_factory: pytest.TempPathFactory
+                       ) -> tuple[DemoWeb, dict[str, PlainLoad]]:
+    """Each modern page loaded in plain Chromium (the judge), by its path on the modern host."""
+    async def run() -> tuple[DemoWeb, dict[str, PlainLoad]]:
+        web, loads = await plain_loads(SPEC, tmp_path_factory.mktemp("plain"),
+                                       lambda web: web.modern_pages())
+        origin = web.origin("modern.demo")
+        return web, {url.removeprefix(origin): load for url, load in loads.items()}
+
+    return trio.run(run)

@@ -9,38 +9,29 @@ import itertools
 from collections import Counter, defaultdict
 
 import pytest
-import trio
 
 from archiver.stores import open_stores
+from demoweb import DemoWeb
 from demoweb.modern import MODERN_PAGES
-from tests.support.browsercrawls import EMBED_REST, MIN_REST, SPEC, BrowserCrawl
+from tests.support.browsercrawls import EMBED_REST, MIN_REST, BrowserCrawl
 from tests.support.crawls import captures, records, warc_files, warcio_check
-from tests.support.plainchromium import plain_loads
+from tests.support.plainchromium import PlainLoad
 
 SLACK = 0.01  # the demo server logs when a request's head arrived, to the millisecond
 
 
-@pytest.fixture(scope="module")
-def browser_crawl(tmp_path_factory) -> BrowserCrawl:
-    crawl = BrowserCrawl(tmp_path_factory.mktemp("browser"), "browser")
-    trio.run(crawl.run)
-    return crawl
+@pytest.fixture
+def browser_crawl(modern_browser_crawl: BrowserCrawl) -> BrowserCrawl:
+    return modern_browser_crawl
 
 
-@pytest.fixture(scope="module")
-def plain(tmp_path_factory) -> dict[str, list[str]]:
+@pytest.fixture
+def plain(modern_plain_loads: tuple[DemoWeb, dict[str, PlainLoad]]) -> dict[str, list[str]]:
     """Each modern page's requests in plain Chromium, as MODERN_REQUESTS writes them."""
-    modern = "modern.demo"
-
-    async def run() -> dict[str, list[str]]:
-        web, loads = await plain_loads(SPEC, tmp_path_factory.mktemp("plain"),
-                                       lambda web: web.modern_pages())
-        origin, assets = web.origin(modern), web.origin("assets.demo")
-        return {url.removeprefix(origin): [seen.replace(assets, "//assets").removeprefix(origin)
-                                           for seen in load.requests]
-                for url, load in loads.items()}
-
-    return trio.run(run)
+    web, loads = modern_plain_loads
+    origin, assets = web.origin("modern.demo"), web.origin("assets.demo")
+    return {page: [seen.replace(assets, "//assets").removeprefix(origin) for seen in load.requests]
+            for page, load in loads.items()}
 
 
 def test_everything_plain_chromium_asks_for_is_captured_but_what_robots_txt_forbids(

@@ -22,10 +22,10 @@ from archiver.store.embedded.catalog import Catalog
 from demoweb import DemoWeb
 from demoweb.modern import MODERN_PAGES
 from tests.support import chromium
-from tests.support.browsercrawls import SPEC, BrowserCrawl
+from tests.support.browsercrawls import BrowserCrawl
 from tests.support.chromium import ERR_NAME_NOT_RESOLVED, NetLog, read_netlog
 from tests.support.crawls import records
-from tests.support.plainchromium import PlainLoad, load, plain_loads, resolver_rules
+from tests.support.plainchromium import PlainLoad, load, resolver_rules
 from tests.support.replayarchive import serving
 
 TOLERANCE = 16  # a pixel is alike when no RGB channel differs by more than this
@@ -68,9 +68,9 @@ class Replayed:
 
 
 @pytest.fixture(scope="module")
-def replayed(tmp_path_factory) -> Replayed:
-    crawl = BrowserCrawl(tmp_path_factory.mktemp("browser"), "browser")
-    trio.run(crawl.run)  # the crawl's demo server is stopped when it returns
+def replayed(tmp_path_factory, modern_browser_crawl: BrowserCrawl,
+             modern_plain_loads: tuple[DemoWeb, dict[str, PlainLoad]]) -> Replayed:
+    crawl = modern_browser_crawl  # its demo server was stopped when the crawl returned
     seen = Replayed()
     jsonp = [body for record, body in records(crawl.root)
              if "/api/jsonp.js?callback=" in record.rec_headers.get_header("WARC-Target-URI")]
@@ -82,9 +82,7 @@ def replayed(tmp_path_factory) -> Replayed:
     seen.jsonp = json.loads(jsonp[0].decode().partition("(")[2].rpartition(")")[0])["text"]
 
     async def run() -> None:
-        _web, live = await plain_loads(SPEC, tmp_path_factory.mktemp("plain"),
-                                       lambda web: web.modern_pages())
-        seen.live = {url.removeprefix(_web.origin("modern.demo")): shot for url, shot in live.items()}
+        seen.live = modern_plain_loads[1]
         with Catalog(crawl.root / "catalog", crawl.config.catalog.shards, readonly=True) as catalog:
             stamps = {c.url: c.timestamp for c in catalog.iter_all()}
         home = tmp_path_factory.mktemp("replay")
