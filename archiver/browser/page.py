@@ -82,13 +82,15 @@ class Traffic:
 
 
 async def _open(devtools: DevTools) -> tuple[str, str]:
-    target = await devtools.send("Target.createTarget", {"url": "about:blank"})
+    # A window of its own: of the tabs of one window only the newest is visible, and a page in
+    # another sees no element come into view (no lazy image, no next page of an endless list).
+    target = await devtools.send("Target.createTarget", {"url": "about:blank", "newWindow": True})
     attached = await devtools.send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})
     return str(target["targetId"]), str(attached["sessionId"])
 
 
 async def open_page(devtools: DevTools) -> str:
-    """A new tab on about:blank, attached in flat mode: its session id."""
+    """A new tab on about:blank, in a window of its own, attached in flat mode: its session id."""
     return (await _open(devtools))[1]
 
 

@@ -296,3 +296,15 @@ async def test_the_tab_is_closed_after_a_render_a_timeout_a_cancellation_and_a_r
             with pytest.raises(CommandError, match=r"refused\.html"):  # the document refused
                 await render_page(devtools, f"{SITE}/refused.html", site, FAST)
             assert await pages() == before
+
+
+async def test_pages_rendered_at_once_each_see_their_elements_come_into_view() -> None:
+    """Tabs of one window: only the newest is visible, and IntersectionObserver fires in no other,
+    so each page gets a window of its own."""
+    sites = [Site(endless_list(last=4)) for _ in range(3)]
+    with trio.fail_after(120):
+        async with supervised() as browser, trio.open_nursery() as nursery:
+            devtools = await browser.devtools()
+            for site in sites:
+                nursery.start_soon(render_page, devtools, f"{SITE}/", site, FAST)
+    assert [list_pages(site) for site in sites] == [[1, 2, 3, 4]] * 3
