@@ -21,8 +21,11 @@ those and no other page (the benchmark says if it rendered another number).
 CPU is the whole process tree's: this tool is the child subreaper of its children
 (``PR_SET_CHILD_SUBREAPER``), reaps the browser processes orphaned when the browser stops, and
 takes user + system time of everything reaped (``RUSAGE_CHILDREN``) while the demo servers still
-run. Peak RSS is the tree's (``archiver.browser.chromium.tree_memory``), sampled every 0.2 s.
-The overhead is archiver's CPU per page over plain's, minus 1 (the issue's bound: 30 %).
+run. The table also gives the CPU of the command's own process (the crawler, or plain's driver),
+read from ``/proc/<pid>/stat`` once it has exited and before it is reaped; the rest is the
+browser's. Peak RSS is the tree's, summed over its processes
+(``archiver.browser.chromium.tree_memory``, as ``browser.memory_limit`` counts it), sampled every
+0.2 s. The overhead is archiver's CPU per page over plain's, minus 1 (the issue's bound: 30 %).
 ``--profile`` runs the archiver crawl under cProfile and prints its heaviest functions.
 
     python -m tools.bench_browser [--rounds 3] [--webs 12] [--tabs 4 8] [--quick]
@@ -181,7 +184,15 @@ async def plain_run(urls: list[str], rules: str, tabs: int, collect: bool) -> No
 class Run:
     seconds: float
     cpu: float  # user + system seconds of the whole process tree
+    own_cpu: float  # of the command's process alone (the crawler, or plain's driver)
     peak_rss: int  # bytes
+
+
+def own_cpu(pid: int) -> float:
+    """User + system seconds of process ``pid`` alone, its children not counted (from
+    ``/proc/<pid>/stat``, which keeps them while the process is a zombie)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _children(keep: set[int]) -> set[int]:
@@ -208,11 +219,13 @@ def measure(command: list[str], keep: set[int]) -> Run:
     sampler = threading.Thread(target=sample)
     sampler.start()
     try:
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # a zombie, not yet reaped
+        seconds = time.monotonic() - started
+        own = own_cpu(proc.pid)
         proc.wait()
     finally:
         stop.set()
         sampler.join()
-    seconds = time.monotonic() - started
     while orphans := _children(keep):  # the browser's processes, reparented to us
         for pid in orphans:
             with contextlib.suppress(ChildProcessError):
@@ -221,7 +234,7 @@ def measure(command: list[str], keep: set[int]) -> Run:
         raise SystemExit(f"{command[:4]} failed with exit code {proc.returncode}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return Run(seconds, cpu, peak[0])
+    return Run(seconds, cpu, own, peak[0])
 
 
 # -- the benchmark ------------------------------------------------------------------------------
@@ -285,17 +298,20 @@ def plain(work: Path, webs: list[DemoWeb], urls: list[str], tabs: int, keep: set
 
 @dataclass(frozen=True)
 class Row:
-    """One side's runs at one number of tabs: per run, pages/s, CPU ms per page, peak RSS MiB."""
+    """One side's runs at one number of tabs: per run, pages/s, CPU ms per page (all, and the
+    command's own process), peak RSS MiB."""
 
     what: str
     pages_per_s: list[float]
     cpu_ms_per_page: list[float]
+    own_ms_per_page: list[float]
     peak_rss_mib: list[float]
 
     @classmethod
     def of(cls, what: str, runs: list[Run], counts: list[int]) -> Row:
         return cls(what, [n / r.seconds for r, n in zip(runs, counts, strict=True)],
                    [1000 * r.cpu / n for r, n in zip(runs, counts, strict=True)],
+                   [1000 * r.own_cpu / n for r, n in zip(runs, counts, strict=True)],
                    [r.peak_rss / 2**20 for r in runs])
 
 
@@ -352,11 +368,13 @@ def main() -> int:
             table.append((tabs, Row.of("plain", plains, [len(urls)] * len(plains)),
                           Row.of("archiver", [c for c, _ in crawls], counts), overhead))
     print(f"{len(urls)} pages ({args.webs} modern sites x 10), {args.rounds} rounds: median (min-max)")
-    print(f"{'tabs':>4}  {'what':<9} {'pages/s':>18}  {'CPU ms/page':>18}  {'peak RSS MiB':>18}")
+    print(f"{'tabs':>4}  {'what':<9} {'pages/s':>18}  {'CPU ms/page':>18}  {'of it, own process':>18}  "
+          f"{'peak RSS MiB':>18}")
     for tabs, floor, crawl, overhead in table:
         for entry in (floor, crawl):
             print(f"{tabs:>4}  {entry.what:<9} {spread(entry.pages_per_s, 2):>18}  "
-                  f"{spread(entry.cpu_ms_per_page):>18}  {spread(entry.peak_rss_mib):>18}")
+                  f"{spread(entry.cpu_ms_per_page):>18}  {spread(entry.own_ms_per_page):>18}  "
+                  f"{spread(entry.peak_rss_mib):>18}")
         print(f"{tabs:>4}  overhead  archiver CPU per page / plain's - 1: {spread(overhead)} %")
     if args.profile:
         stats = pstats.Stats(*(str(p) for p in sorted(Path(args.profile).glob("crawl-*.prof"))))
