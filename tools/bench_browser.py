@@ -10,7 +10,8 @@ those and no other page (the benchmark says if it rendered another number).
 
 - **plain** (the floor): the distribution's ``chromium`` with archiver's ``QUIET_FLAGS`` and
   ``--host-resolver-rules`` sending the demo names to 127.0.0.1, driven by a child process of
-  this tool over DevTools: ``tabs`` pages at once, each in a fresh tab with the HTTP cache off,
+  this tool over DevTools: ``tabs`` pages at once, each in a fresh tab opened as archiver opens
+  one (``archiver.browser.page.tab``), with the HTTP cache off,
   with archiver's behaviours and settle rule (``archiver.browser.render``: viewport 1280x900,
   ``<details>`` opened, lazy images eager, media played, a viewport-high scroll step then a wait
   for ``quiet`` seconds of network idle (bounded), until the end, and idle again at the top).
