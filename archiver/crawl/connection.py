@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import time
 
-import trio
-
 from archiver.config import CrawlConfig
 from archiver.crawl.context import CrawlContext
 from archiver.crawl.http import FetchResult, HttpClient
@@ -33,20 +31,14 @@ class SiteConnection:
         self.held: str | None = None  # the address whose connection slot this visit holds
         self.client = HttpClient(crawl)
         self._agent = crawl.user_agent  # the client's User-Agent
-        # One request at a time: a rendered page's requests come at once (archiver.crawl.rendering).
-        self._sending = trio.Lock()
 
     async def fetch(self, url: str, conditions: list[tuple[str, str]], crawl: CrawlConfig
                     ) -> FetchResult:
         """Send ``url``'s request (with the ``conditions`` headers) from the address of its host,
         holding that address's slot; a host without an address is an answerless result. LeaseLost
-        if the site's lease is no longer held once the slot is. Requests made at once are sent one
-        after the other."""
-        async with self._sending:
-            return await self._fetch(url, conditions, crawl)
-
-    async def _fetch(self, url: str, conditions: list[tuple[str, str]], crawl: CrawlConfig
-                     ) -> FetchResult:
+        if the site's lease is no longer held once the slot is. One request at a time: the HTTP
+        client is not for concurrent use (a rendered page's requests take turns,
+        archiver.crawl.renderer)."""
         if self._agent != crawl.user_agent:  # a reload changed it
             await self.let_go()
             await self.client.aclose()

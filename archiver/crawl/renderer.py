@@ -54,6 +54,9 @@ class SiteRenderer:
         self.last: PageRender | None = None  # the render of the page fetched last
         self._error: Exception | None = None  # the first a render's request raised
         self._robots_lock = trio.Lock()
+        # The page's requests come at once, each in a task; the site's connection takes one at a
+        # time (an HTTP-only visit, one fetch after the other, needs no lock: none is taken).
+        self._sending = trio.Lock()
 
     def site_fetched(self) -> None:
         """The visit fetched a page: a render's requests to the site come ``embed_gap`` after."""
@@ -74,7 +77,7 @@ class SiteRenderer:
                   render_reason(crawl.capture, result, crawl.max_decoded_size))
         if reason is None:
             return {}
-        document = answer_of(result, crawl.max_decoded_size)
+        document = await self._answer_of(result)
         assert document is not None  # an answered 2xx
         requested: list[str] = []
         depth = page.depth + 1
@@ -152,7 +155,7 @@ class SiteRenderer:
         result = await visit.fetch(url, [], conditional=False, embed=True)
         if result.status is not None:  # its own links (an iframe's, a style sheet's)
             await visit.router.route(Entry(url, depth, 0), result, {})
-        answer = answer_of(result, visit.crawl.max_decoded_size)
+        answer = await self._answer_of(result)
         if answer is not None:
             self.answers.put(url, answer)
         return answer
@@ -177,10 +180,17 @@ class SiteRenderer:
             return None
         result = FetchResult(url=url, ip="", started=0.0, status=status,
                              headers=list(head.headers), body=stored.payload)
-        answer = answer_of(result, self.visit.crawl.max_decoded_size)
+        answer = await self._answer_of(result)
         if answer is not None:
             self.answers.put(url, answer)
         return answer
+
+    async def _answer_of(self, result: FetchResult) -> Answer | None:
+        """``answer_of`` the fetch, a large body decoded in a worker thread."""
+        visit = self.visit
+        if len(result.body) > bodies.LARGE:
+            return await visit.ctx.bodies.run(answer_of, result, visit.crawl.max_decoded_size)
+        return answer_of(result, visit.crawl.max_decoded_size)
 
     def _failed_request(self, url: str, error: Exception) -> None:
         """A rendered page's request whose handling raised: logged with its traceback, counted."""
@@ -202,7 +212,7 @@ class SiteRenderer:
         assert browsers is not None
         host = urls.origin_parts(urls.origin(url))[1]
         own = host == visit.host
-        async with browsers.clock.turn(host):
+        async with browsers.clock.turn(host), self._sending:
             visit.ctx.stats.active[visit.origin]["url"] = url
             result = await visit.connection.fetch(url, [], visit.crawl)
             now = trio.current_time()
