@@ -9,7 +9,7 @@ import re
 from datetime import UTC, datetime
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator
 
@@ -53,6 +53,7 @@ def test_keys_of_renderings_follow_their_page_in_its_shard() -> None:
 @given(st.sampled_from(["urn:", "urn:screenshot:", "urn:text:", "urn:screenshot:http://",
                         "urn:text:https://a.example"]), st.text(max_size=60))
 def test_urn_keys_are_a_key_or_a_value_error(prefix: str, rest: str) -> None:
+    assume(not HOST_PORT.match(prefix + rest))  # "urn:0" is host "urn" and a port, as typed
     try:
         key = surt_key(prefix + rest)
     except ValueError:
