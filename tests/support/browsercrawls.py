@@ -22,12 +22,14 @@ EMBED_REST = 0.05  # browser.embed_rest: between a rendered page's requests to i
 class BrowserCrawl:
     """One crawl of the modern site, and what its server saw."""
 
-    def __init__(self, tmp_path: Path, capture: str, *, tabs: int = 2, browser: str = "",
+    def __init__(self, tmp_path: Path, capture: str, *, min_rest: float = MIN_REST, tabs: int = 2,
+                 browser: str = "",
                  beside: Callable[[BrowserCrawl], Awaitable[None]] | None = None) -> None:
         """``browser``: more [browser] lines; ``beside``: a task run beside the crawl (it is
         cancelled when the crawl ends)."""
         self.tmp_path = tmp_path
         self.capture = capture
+        self.min_rest = min_rest
         self.tabs = tabs
         self.browser = browser
         self.beside = beside
@@ -36,7 +38,7 @@ class BrowserCrawl:
     async def run(self) -> None:
         async with trio.open_nursery() as nursery:
             self.web, self.server = await start_demo(nursery, SPEC)
-            path = write_config(self.tmp_path, self.web, min_rest=MIN_REST, rest_factor=0.0,
+            path = write_config(self.tmp_path, self.web, min_rest=self.min_rest, rest_factor=0.0,
                                 capture=self.capture)
             # The infinite list's 50 item pages are static: found, and left out by scope.
             path.write_text(path.read_text() + f"[browser]\nembed_rest = {EMBED_REST}\n"

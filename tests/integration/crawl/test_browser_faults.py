@@ -18,6 +18,7 @@ from demoweb.modern import MODERN_PAGES
 from tests.support.browsercrawls import BrowserCrawl
 from tests.support.crawls import captures, records
 
+FAST_REST = 0.02  # these tests judge what is rendered, not the rests (test_browser_capture does)
 FETCH_PAGE = "/fetch.html"  # its script asks for /api/content.json: the browser is mid-page then
 
 
@@ -41,7 +42,7 @@ def labels(crawl: BrowserCrawl) -> dict[str, dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def auto_crawl(tmp_path_factory) -> BrowserCrawl:
-    crawl = BrowserCrawl(tmp_path_factory.mktemp("auto"), "auto")
+    crawl = BrowserCrawl(tmp_path_factory.mktemp("auto"), "auto", min_rest=FAST_REST)
     trio.run(crawl.run)
     return crawl
 
@@ -73,7 +74,7 @@ async def kill_browser_mid_page(crawl: BrowserCrawl) -> None:
 def killed_crawl(tmp_path_factory) -> BrowserCrawl:
     # No answer kept in memory either: what a later page asks again is read from the archive.
     crawl = BrowserCrawl(tmp_path_factory.mktemp("killed"), "browser", browser="kept_answers = 0\n",
-                         tabs=1, beside=kill_browser_mid_page)
+                         min_rest=FAST_REST, tabs=1, beside=kill_browser_mid_page)
     trio.run(crawl.run)
     return crawl
 
@@ -107,7 +108,8 @@ def test_what_a_later_page_asks_again_is_read_from_the_archive_not_fetched(kille
 
 
 def test_without_a_browser_every_page_is_captured_over_http(tmp_path):
-    crawl = BrowserCrawl(tmp_path, "browser", browser='executable = "no-such-chromium"\n')
+    crawl = BrowserCrawl(tmp_path, "browser", min_rest=FAST_REST,
+                         browser='executable = "no-such-chromium"\n')
     trio.run(crawl.run)
     pages = {crawl.short(url) for url in captures(crawl.root)}
     assert set(MODERN_PAGES) <= pages and not rendered(crawl)

@@ -8,11 +8,10 @@ from __future__ import annotations
 import re
 import struct
 
-from demoweb import DemoWeb, WebSpec
+from demoweb import DemoWeb
 from demoweb.modern import ITEM_PAGES, MODERN_REQUESTS, SRCSET_WIDTHS, VIDEO_SOURCES
+from tests.support.browsercrawls import SPEC
 from tests.support.plainchromium import VIEWPORT, PlainLoad, plain_loads
-
-SPEC = WebSpec(sites=1, pages_per_site=2, port=0, trap=False, modern=True)
 
 
 def _paths(web: DemoWeb, loads: dict[str, PlainLoad]) -> dict[str, list[str]]:
@@ -31,10 +30,11 @@ def _size(png: bytes) -> tuple[int, int]:
     return width, height
 
 
-async def test_plain_chromium_makes_every_request_the_pages_are_built_to_make(tmp_path):
-    web, loads = await plain_loads(
-        SPEC, tmp_path, lambda web: [*web.modern_pages(), web.origin("modern.demo") + "/about.html"]
-    )
+def test_plain_chromium_makes_every_request_the_pages_are_built_to_make(
+        modern_plain_loads: tuple[DemoWeb, dict[str, PlainLoad]]) -> None:
+    web, by_path = modern_plain_loads  # the loads the capture tests are judged by
+    origin = web.origin("modern.demo")
+    loads = {origin + path: load for path, load in by_path.items()}
     paths = _paths(web, loads)
     for page, targets in MODERN_REQUESTS.items():
         seen = paths[page]
@@ -44,8 +44,6 @@ async def test_plain_chromium_makes_every_request_the_pages_are_built_to_make(tm
                 s for s in seen if s == target]
             assert found, (page, target, seen)
         assert not any(s.endswith("/robots.txt") for s in seen), seen
-    # A static page makes no request but itself.
-    assert paths["/about.html"] == ["/about.html"]
     # The app's shell first, then its menu, then its first route's page (pushed at load).
     app = paths["/app/"]
     assert app.index("/app/") < app.index("/api/menu.json") < app.index("/api/pages/intro.json")
@@ -60,7 +58,6 @@ async def test_plain_chromium_makes_every_request_the_pages_are_built_to_make(tm
     assert any(re.fullmatch(r"/api/jsonp\.js\?callback=jQuery3600_\d{13}", s) for s in paths["/xhr.html"])
     # Plain Chromium reads no robots.txt: it fetches the disallowed tracker; the page renders.
     assert sorted(paths["/blocked.html"]) == ["/blocked.html", "/js/render.js", "/private/tracker.js"]
-    origin = web.origin("modern.demo")
     assert "written by an allowed script" in loads[origin + "/blocked.html"].text
     # What the scripts built is on the page.
     assert "Article 3" in loads[origin + "/fetch.html"].text
@@ -72,8 +69,9 @@ async def test_plain_chromium_makes_every_request_the_pages_are_built_to_make(tm
 
 async def test_without_scrolling_and_playing_the_pages_hold_back(tmp_path):
     """What the behaviours bring: with no scroll and no play, the list stops at its first page,
-    the images below the fold stay unloaded, and the video fetches nothing."""
-    chosen = ("/scroll.html", "/lazy.html", "/video.html")
+    the images below the fold stay unloaded, and the video fetches nothing; a static page makes
+    no request but itself."""
+    chosen = ("/scroll.html", "/lazy.html", "/video.html", "/about.html")
     web, loads = await plain_loads(
         SPEC, tmp_path, lambda web: [web.origin("modern.demo") + p for p in chosen], scroll=False, play=False
     )
@@ -81,3 +79,4 @@ async def test_without_scrolling_and_playing_the_pages_hold_back(tmp_path):
     assert paths["/scroll.html"] == ["/scroll.html", "/api/items?page=1"]
     assert "/img/lazy-3.png" not in paths["/lazy.html"] and "/img/lazy-4.png" not in paths["/lazy.html"]
     assert paths["/video.html"] == ["/video.html"]
+    assert paths["/about.html"] == ["/about.html"]
