@@ -319,6 +319,8 @@ class BrowserConfig:
     # crawl rest, and the site rests the full rest after the page's last request).
     embed_rest: float = 0.5
     max_scrolls: int = 20  # scroll steps of the behaviours per page
+    # Seconds with no request of the page in flight that end a behaviour step, and the page.
+    quiet: float = 0.5
     viewport: str = "1280x900"  # width x height of the page and its screenshot
     screenshot_format: str = "png"  # or "webp"
     idle_timeout: float = 60.0  # seconds without a page to render before the browser is stopped
@@ -841,6 +843,8 @@ def _check(where: str, name: str, section: Any) -> None:
             viewport(section.viewport)
         except ValueError as e:
             raise ConfigError(f"{where}: browser.viewport: {e}") from None
+        if section.quiet >= section.page_timeout:
+            raise ConfigError(f"{where}: browser.quiet: must be less than browser.page_timeout")
         if section.screenshot_format not in ("png", "webp"):
             raise ConfigError(f"{where}: browser.screenshot_format: must be \"png\" or \"webp\"")
         if not section.executable:

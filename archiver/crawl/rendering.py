@@ -186,7 +186,7 @@ class Browsers:
         config = self._config()
         self._tabs.total_tokens = config.tabs
         settings = RenderSettings(
-            page_timeout=config.page_timeout, max_scrolls=config.max_scrolls,
+            page_timeout=config.page_timeout, max_scrolls=config.max_scrolls, quiet=config.quiet,
             viewport=viewport(config.viewport), screenshot_format=config.screenshot_format,
             max_resources=config.max_resources)
         if self._unavailable is not None and trio.current_time() < self._unavailable[0]:

@@ -17,6 +17,7 @@ from tests.support.plainchromium import PlainLoad, plain_loads
 SPEC = WebSpec(sites=1, pages_per_site=2, port=0, trap=False, modern=True)
 MIN_REST = 0.2  # the crawl rest: each page, and every request to another host
 EMBED_REST = 0.05  # browser.embed_rest: between a rendered page's requests to its own site
+QUIET = 0.3  # browser.quiet: the demo server answers at once, on loopback
 
 
 class BrowserCrawl:
@@ -42,7 +43,7 @@ class BrowserCrawl:
                                 capture=self.capture)
             # The infinite list's 50 item pages are static: found, and left out by scope.
             path.write_text(path.read_text() + f"[browser]\nembed_rest = {EMBED_REST}\n"
-                            f"tabs = {self.tabs}\npage_timeout = 20.0\n{self.browser}"
+                            f"tabs = {self.tabs}\npage_timeout = 20.0\nquiet = {QUIET}\n{self.browser}"
                             '[scope]\nexclude = ["re:.*/items/.*"]\n')
             self.config = load(path)
             self.modern = self.web.origin("modern.demo")
