@@ -126,6 +126,10 @@ class CrawlConfig:
     # Focused crawling (archiver.crawl.focus): the relevance model `archiver focus train` wrote;
     # None: unfocused.
     focus: Path | None = None
+    # How pages are captured (archiver.crawl.rendering): "http" fetches them; "browser" also
+    # renders every HTML page in Chromium, whose every request archiver's client makes; "auto"
+    # renders a page when it needs scripts to show its content (archiver.web.scriptneed).
+    capture: str = "http"
 
 
 @dataclass(frozen=True)
@@ -303,6 +307,29 @@ class ImportConfig:
 
 
 @dataclass(frozen=True)
+class BrowserConfig:
+    """[browser]: the Chromium that renders pages when crawl.capture asks for it."""
+
+    executable: str = "chromium"  # the distribution's package, found on PATH
+    tabs: int = 4  # pages rendered at once per crawler process
+    page_timeout: float = 30.0  # seconds per page; at the bound the page is kept as it is
+    max_resources: int = 500  # requests answered per page; later ones get a network error
+    memory_limit: int = 2 * 2**30  # bytes of the browser's processes; past it, it is restarted
+    # Rest between the requests a page makes to its own site (the page itself waits the full
+    # crawl rest, and the site rests the full rest after the page's last request).
+    embed_rest: float = 0.5
+    max_scrolls: int = 20  # scroll steps of the behaviours per page
+    # Seconds with no request of the page in flight that end a behaviour step, and the page.
+    quiet: float = 0.5
+    viewport: str = "1280x900"  # width x height of the page and its screenshot
+    screenshot_format: str = "png"  # or "webp"
+    idle_timeout: float = 60.0  # seconds without a page to render before the browser is stopped
+    # Bytes of answers a visit keeps in memory for its later pages' requests; past them, an answer
+    # is read back from the record written (the visit never fetches a URL twice).
+    kept_answers: int = 32 * 2**20
+
+
+@dataclass(frozen=True)
 class LogConfig:
     level: str = "info"
 
@@ -323,6 +350,7 @@ class Config:
     links: LinksConfig = field(default_factory=LinksConfig)
     replay: ReplayConfig = field(default_factory=ReplayConfig)
     import_: ImportConfig = field(default_factory=ImportConfig)  # [import]: a Python keyword
+    browser: BrowserConfig = field(default_factory=BrowserConfig)
     log: LogConfig = field(default_factory=LogConfig)
     # [[sheets]]: per-site overrides (archiver.web.sheets), in the file's order.
     sheets: tuple[Sheet, ...] = ()
@@ -359,7 +387,8 @@ _ATTRIBUTES = {section_name(f.name): f.name for f in dataclasses.fields(Config)}
 # What a [[sheets]] table may hold: its own keys, and the [crawl] keys it overrides for its sites.
 SHEET_KEYS = ("match", "window", "time_zone", "daily_pages")
 SHEET_CRAWL_KEYS = ("min_rest", "max_rest", "rest_factor", "max_pages", "max_bytes", "max_depth",
-                    "user_agent")
+                    "user_agent", "capture")
+CAPTURES = ("http", "browser", "auto")
 _LEVELS = ("debug", "info", "warning", "error")
 _INT64 = (-(2**63), 2**63 - 1)
 # Keys where -1 means unlimited (every other number must not be negative).
@@ -385,7 +414,19 @@ _POSITIVE = {
     ("replay", "timemap_page"), ("replay", "scan_listings"),
     ("replay", "rewrite_workers"), ("replay", "search_workers"), ("replay", "max_waiting"),
     ("replay", "max_rewrite_size"),
+    ("browser", "tabs"), ("browser", "page_timeout"), ("browser", "max_resources"),
+    ("browser", "memory_limit"), ("browser", "idle_timeout"),
 }
+
+
+def viewport(text: str) -> tuple[int, int]:
+    """``"1280x900"`` -> (1280, 900); ValueError unless both are 100-10000 pixels."""
+    width, x, height = text.partition("x")
+    if not x or not width.isdigit() or not height.isdigit() or not (
+            100 <= int(width) <= 10_000 and 100 <= int(height) <= 10_000):
+        raise ValueError(f"expected WIDTHxHEIGHT in pixels, each 100-10000, like \"1280x900\", "
+                         f"got {text!r}")
+    return int(width), int(height)
 
 
 def parse_nameserver(entry: str) -> tuple[str, int]:
@@ -601,6 +642,8 @@ def _sheets(where: str, tables: Any, crawl: CrawlConfig) -> tuple[Sheet, ...]:
             raise ConfigError(f"{label}: max_rest: must be >= min_rest (the sheet's, or crawl's)")
         if not effective.user_agent.isprintable() or not effective.user_agent.isascii():
             raise ConfigError(f"{label}: user_agent: must be printable ASCII (it is an HTTP header)")
+        if effective.capture not in CAPTURES:
+            raise ConfigError(f"{label}: capture: must be \"http\", \"browser\" or \"auto\"")
         sheets.append(sheet)
     return tuple(sheets)
 
@@ -793,6 +836,19 @@ def _check(where: str, name: str, section: Any) -> None:
             raise ConfigError(f"{where}: crawl.dedupe: must be \"url\", \"digest\" or \"off\"")
         if section.on_disk_full not in ("pause", "exit"):
             raise ConfigError(f"{where}: crawl.on_disk_full: must be \"pause\" or \"exit\"")
+        if section.capture not in CAPTURES:
+            raise ConfigError(f"{where}: crawl.capture: must be \"http\", \"browser\" or \"auto\"")
+    elif name == "browser":
+        try:
+            viewport(section.viewport)
+        except ValueError as e:
+            raise ConfigError(f"{where}: browser.viewport: {e}") from None
+        if section.quiet >= section.page_timeout:
+            raise ConfigError(f"{where}: browser.quiet: must be less than browser.page_timeout")
+        if section.screenshot_format not in ("png", "webp"):
+            raise ConfigError(f"{where}: browser.screenshot_format: must be \"png\" or \"webp\"")
+        if not section.executable:
+            raise ConfigError(f"{where}: browser.executable: must name a program")
     elif name == "scope":
         for key in ("include", "exclude"):
             try:

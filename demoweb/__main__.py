@@ -30,6 +30,8 @@ def _parser() -> argparse.ArgumentParser:
         verb.add_argument("--version", type=int, default=WebSpec.version)
         verb.add_argument("--hostile", action="store_true", help="add hostile.<domain>")
         verb.add_argument("--odd", action="store_true", help="add odd.<domain> (odd links)")
+        verb.add_argument("--modern", action="store_true",
+                          help="add modern.<domain> and assets.<domain> (pages built by scripts)")
         verb.add_argument("--no-trap", dest="trap", action="store_false", help="no trap.<domain>")
         verb.add_argument("--topical", action="store_true",
                           help="sites on two topics, pages only (a focused crawl's test web)")
@@ -53,6 +55,7 @@ def _spec(args: argparse.Namespace) -> WebSpec:
         trap=args.trap,
         hostile=args.hostile,
         odd=args.odd,
+        modern=args.modern,
         version=args.version,
         topical=args.topical,
     )

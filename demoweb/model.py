@@ -52,7 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
-from demoweb import content
+from demoweb import content, modern
 
 ROBOTS_KINDS = (
     "allow-all",
@@ -152,6 +152,8 @@ class WebSpec:
     version: int = 0
     # Sites on two topics, pages only (see the module docstring).
     topical: bool = False
+    # The modern site (pages built by scripts) and its assets host (see demoweb.modern).
+    modern: bool = False
 
 
 @dataclass(frozen=True)
@@ -485,7 +487,7 @@ class DemoWeb:
         width = max(3, len(str(spec.sites - 1)))
         self.normal_hosts = [f"site-{i:0{width}d}.{spec.domain}" for i in range(spec.sites)]
         special = ["trap"] * spec.trap + ["robots500"] + ["hostile"] * spec.hostile
-        special += ["odd"] * spec.odd
+        special += ["odd"] * spec.odd + ["modern", "assets"] * spec.modern
         self.special_hosts = {name: f"{name}.{spec.domain}" for name in special}
         self.hosts: list[str] = self.normal_hosts + list(self.special_hosts.values())
         self._index = {host: n for n, host in enumerate(self.hosts)}
@@ -533,6 +535,25 @@ class DemoWeb:
     def pages(self, host: str) -> tuple[str, ...]:
         """The numbered pages of a normal site (path+query; page 0 is "/")."""
         return self._known(host).pages
+
+    def modern_pages(self) -> list[str]:
+        """URLs of the modern site's HTML pages that need scripts to show their content."""
+        if not self.spec.modern:
+            return []
+        origin = self.origin(self.special_hosts["modern"])
+        return [origin + path for path in modern.MODERN_PAGES]
+
+    def modern_static_pages(self) -> list[str]:
+        """URLs of the HTML pages of the modern and assets hosts that show their content
+        without scripts."""
+        if not self.spec.modern:
+            return []
+        return [
+            self.origin(self.special_hosts[kind]) + path
+            for kind in ("modern", "assets")
+            for path, name in modern.paths(kind).items()
+            if name == "page" and modern.is_static(kind, path)
+        ]
 
     def _split(self, url: str) -> tuple[_Site | None, str]:
         parts = urlsplit(url)
@@ -615,6 +636,8 @@ class DemoWeb:
         elif kind == "robots500":
             table["/robots.txt"] = ("error", 500)
             table["/secret.html"] = table["/inside.html"] = ("html", "plain")
+        elif kind in ("modern", "assets"):
+            table.update({path: ("modern", name) for path, name in modern.paths(kind).items()})
         elif kind == "odd":
             table["/about.html"] = ("html", "plain")
             for _, target in ODD_LINKS:
@@ -627,13 +650,17 @@ class DemoWeb:
             table["/ok-1.html"] = table["/ok-2.html"] = ("html", "plain")
             table.update({path: ("hostile", path[1:]) for path in HOSTILE_PATHS})
         groups = () if kind == "robots500" else (RobotsGroup(("*",)),)
+        if kind == "modern":
+            groups = (_PRIVATE,)
         return _Site(host=host, kind=kind, groups=groups, table=table)
 
     def _resource(self, site: _Site, target: str) -> tuple | None:
         if site.kind == "odd":
             target = _decoded(target)
         found = site.table.get(target)
-        if found is None and site.kind == "trap":
+        if found is None and site.kind == "modern" and (name := modern.resource(site.kind, target)):
+            found = ("modern", name)
+        elif found is None and site.kind == "trap":
             if cal := _CAL.match(target):
                 year, month = int(cal[1]), int(cal[2])
                 found = ("html", "cal") if year and 1 <= month <= 12 else None
@@ -682,7 +709,13 @@ class DemoWeb:
             return first._links(first._known(site.host), site.pages[res[1]])
         if res[0] in ("page", "html", "css"):
             return self._document(site, target, res, text=False).links
+        if res[0] == "modern" and res[1] == "page":
+            return [Link(*ref) for ref in self._modern_document(site, target)[1]]
         return []
+
+    def _modern_document(self, site: _Site, target: str) -> tuple[str, list[modern.Ref]]:
+        assets = self.origin(self.special_hosts["assets"])
+        return modern.document(site.kind, target, self.origin(site.host), assets, self.spec.seed)
 
     def _redirect_link(self, site: _Site, res: tuple) -> Link:
         origin = self.origin(site.host)
@@ -812,7 +845,9 @@ class DemoWeb:
                 if res[0] == "moved":
                     anchors.append((d.ref("a/href", d.url(target)), "moved here"))
         if site.host == self.hosts[0]:
-            for host in self.special_hosts.values():
+            for name, host in self.special_hosts.items():
+                if name == "assets":  # reached from the modern site's pages
+                    continue
                 anchors.append((d.ref("a/href", d.url("/", host)), host))
         return anchors
 
@@ -875,6 +910,11 @@ class DemoWeb:
             return Reply(res[1], [("Content-Type", "text/plain")], b"Internal Server Error\n")
         if kind == "hostile":
             return self._hostile(res[1])
+        if kind == "modern" and res[1] == "page":
+            return Reply(200, [("Content-Type", _HTML)], self._modern_document(site, target)[0].encode())
+        if kind == "modern":
+            ctype, body = modern.reply(site.kind, res[1], target, self.spec.seed)
+            return Reply(200, [("Content-Type", ctype)], body)
         return self._asset(site, target, res)
 
     def _asset(self, site: _Site, target: str, res: tuple) -> Reply:

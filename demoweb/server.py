@@ -349,7 +349,7 @@ def serve_args(spec: WebSpec) -> list[str]:
     """Command-line options of `python -m demoweb` that describe `spec`."""
     args = [f"--sites={spec.sites}", f"--pages={spec.pages_per_site}", f"--port={spec.port}"]
     args += [f"--seed={spec.seed}", f"--domain={spec.domain}", f"--version={spec.version}"]
-    args += ["--hostile"] * spec.hostile + ["--odd"] * spec.odd
+    args += ["--hostile"] * spec.hostile + ["--odd"] * spec.odd + ["--modern"] * spec.modern
     return args + ["--no-trap"] * (not spec.trap)
 
 

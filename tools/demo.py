@@ -13,7 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from warcio.archiveiterator import ArchiveIterator
+
 from demoweb import WebSpec, run_demo_process
+
+SCREENSHOT = "urn:screenshot:"
 
 CONFIG = """\
 # Written by tools/demo.py: the demo web lives on 127.0.0.1, so rests are short.
@@ -37,10 +41,22 @@ connect_timeout = 2.0
 first_byte_timeout = 3.0
 total_timeout = 5.0
 
+[browser]
+# A rendered page's requests to its own site rest this long between them, and a page is done
+# after this long with none in flight: the demo web answers at once, on loopback.
+embed_rest = 0.05
+quiet = 0.25
+
 [dns]
 hosts_file = "hosts"
 # Every demo name is in the hosts file; an unused loopback port keeps DNS off the network.
 nameservers = ["127.0.0.1:9"]
+
+# The modern site builds its pages with scripts: render in Chromium those that need it
+# (docs/capture.md). Without Chromium they are captured over HTTP, as every other page.
+[[sheets]]
+match = ["domain:modern.demo"]
+capture = "auto"
 """
 
 
@@ -67,7 +83,8 @@ def main() -> int:
     args = parser.parse_args()
     work = Path(args.dir).resolve()
     work.mkdir(parents=True, exist_ok=True)
-    spec = WebSpec(sites=args.sites, pages_per_site=args.pages, port=0, hostile=args.hostile)
+    spec = WebSpec(sites=args.sites, pages_per_site=args.pages, port=0, hostile=args.hostile,
+                   modern=True)
     with run_demo_process(spec, log_path=work / "demoweb-requests.jsonl") as (web, port, _):
         print(f"demo web: {len(web.hosts)} sites on 127.0.0.1:{port}", flush=True)
         (work / "hosts").write_text(web.hosts_file())
@@ -85,6 +102,14 @@ def main() -> int:
     print(f"\n{len(warcs)} WARC file(s), {size / 2**20:.1f} MiB, in {work / 'archive' / 'warcs'}")
     for path in warcs:
         print(f"  {path.name}")
+    rendered = _rendered(warcs)
+    if rendered:
+        print(f"\n{len(rendered)} page(s) rendered in Chromium, each with a screenshot; one of them:"
+              f"\n  {rendered[0]}\n  its captures, with the screenshot, once the replay runs:"
+              f"\n  http://127.0.0.1:8080/web/*/{rendered[0]}")
+    else:
+        print("\nNo page was rendered: Chromium did not start (install the distribution's "
+              "package: apt-get install chromium). Every page was captured over HTTP.")
     archiver, config = _archiver(), shlex.quote(_shown(work / "archiver.toml"))
     print("\nNext steps, each as printed from this folder:")
     for what, verb in (("the crawl's progress", "status"),
@@ -92,6 +117,18 @@ def main() -> int:
                        ("the replay, then open http://127.0.0.1:8080/ in a browser", "replay run")):
         print(f"  {what}:\n    {archiver} {verb} --config {config}")
     return 0
+
+
+def _rendered(warcs: list[Path]) -> list[str]:
+    """The pages rendered in the browser: those with a screenshot record, in crawl order."""
+    pages = []
+    for path in warcs:
+        with path.open("rb") as f:
+            for record in ArchiveIterator(f):
+                uri = record.rec_headers.get_header("WARC-Target-URI") or ""
+                if record.rec_type == "resource" and uri.startswith(SCREENSHOT):
+                    pages.append(uri.removeprefix(SCREENSHOT))
+    return pages
 
 
 if __name__ == "__main__":

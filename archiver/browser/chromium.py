@@ -63,24 +63,58 @@ class BrowserError(Exception):
 
 
 def tree_memory(root: int, proc: Path = Path("/proc")) -> int:
-    """Resident bytes of process ``root`` and all its descendants (0 if it is gone)."""
+    """Resident bytes of process ``root`` and all its descendants (0 if it is gone). The tree is
+    walked down its threads' ``children`` files; a kernel without them (CONFIG_PROC_CHILDREN) is
+    read whole, every process's parent from its ``stat``."""
+    if not (proc / str(root) / "task").is_dir() or not any(
+            (task / "children").exists() for task in _tasks(proc, root)):
+        return _scanned_tree_memory(root, proc)
+    total, todo, seen = 0, [root], set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        resident = _resident(proc, pid)
+        if resident is None:
+            continue  # ended while we looked
+        total += resident
+        for task in _tasks(proc, pid):
+            with suppress(OSError, ValueError):
+                todo.extend(int(child) for child in (task / "children").read_text().split())
+    return total
+
+
+def _tasks(proc: Path, pid: int) -> list[Path]:
+    try:
+        return list((proc / str(pid) / "task").iterdir())
+    except OSError:
+        return []
+
+
+def _resident(proc: Path, pid: int) -> int | None:
+    try:
+        return int((proc / str(pid) / "statm").read_text().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _scanned_tree_memory(root: int, proc: Path) -> int:
+    """``tree_memory`` from every process's parent (reads the whole of /proc)."""
     children: dict[int, list[int]] = {}
-    resident: dict[int, int] = {}
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
         try:
             stat = (entry / "stat").read_text()
-            pages = int((entry / "statm").read_text().split()[1])
-        except (OSError, ValueError, IndexError):
+        except OSError:
             continue  # ended while we looked
         parent = int(stat.rpartition(")")[2].split()[1])  # the command name may hold ") "
         children.setdefault(parent, []).append(int(entry.name))
-        resident[int(entry.name)] = pages * _PAGE
     total, todo = 0, [root]
     while todo:
         pid = todo.pop()
-        total += resident.get(pid, 0)
+        total += _resident(proc, pid) or 0
         todo.extend(children.get(pid, ()))
     return total
 
@@ -121,6 +155,16 @@ class Supervisor:
                 self._browser = await self._nursery.start(self._run)
             assert self._browser is not None
             return self._browser.devtools
+
+    async def exited(self, within: float) -> bool:
+        """Whether the browser has exited, or exits within ``within`` seconds (a page's
+        connection that broke: did the browser crash?)."""
+        browser = self._browser
+        if browser is None:
+            return True
+        with trio.move_on_after(within):
+            await browser.ended.wait()
+        return browser.ended.is_set()
 
     def pid(self) -> int | None:
         """The running browser's process id."""

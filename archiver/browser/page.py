@@ -1,22 +1,26 @@
 """A page target whose every request is answered by us: the browser renders, archiver fetches.
 
-:func:`open_page` opens a tab attached in flat mode; :func:`answer_requests` enables the Fetch
-domain for every request of that tab and answers each paused request with what a callback
-returns: an :class:`Answer` (status, headers, body; sent as ``Fetch.fulfillRequest``) or None,
-which refuses it (``Fetch.failRequest``, a network error for the page).
+:func:`open_page` opens a tab attached in flat mode (:func:`tab`: one closed after its block);
+:func:`answer_requests` enables the Fetch domain for every request of that tab and answers each
+paused request with what a callback returns: an :class:`Answer` (status, headers, body; sent as
+``Fetch.fulfillRequest``) or None, which refuses it (``Fetch.failRequest``, a network error for
+the page). A :class:`Traffic` given to it counts the requests in flight, so that a caller can wait
+until the page's network is idle.
 """
 
 from __future__ import annotations
 
 import base64
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
 import trio
 
-from archiver.browser.devtools import CommandError, DevTools
+from archiver.browser.devtools import CommandError, DevTools, DevToolsError
+
+CLOSE_TIMEOUT = 5.0  # seconds for the browser to close a tab
 
 
 @dataclass(frozen=True)
@@ -40,22 +44,96 @@ class Answer:
 Answerer = Callable[[Request], Awaitable[Answer | None]]
 
 
-async def open_page(devtools: DevTools) -> str:
-    """A new tab on about:blank, attached in flat mode: its session id."""
-    target = await devtools.send("Target.createTarget", {"url": "about:blank"})
+class Traffic:
+    """The requests of a page in flight (paused, not yet answered), and when that last changed."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self._changed = trio.Event()
+        self._since = trio.current_time()  # when the last request ended (or this began)
+
+    def begin(self) -> None:
+        self.in_flight += 1
+        self._wake()
+
+    def end(self) -> None:
+        self.in_flight -= 1
+        self._since = trio.current_time()
+        self._wake()
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def idle(self, quiet: float) -> None:
+        """Return once no request has been in flight for ``quiet`` seconds from now: woken by
+        each request that begins or ends, never by polling."""
+        start = trio.current_time()
+        while True:
+            changed = self._changed
+            if self.in_flight == 0:
+                remaining = max(self._since, start) + quiet - trio.current_time()
+                if remaining <= 0:
+                    return
+                with trio.move_on_after(remaining):
+                    await changed.wait()
+            else:
+                await changed.wait()
+
+
+async def _open(devtools: DevTools) -> tuple[str, str]:
+    # A window of its own: of the tabs of one window only the newest is visible, and a page in
+    # another sees no element come into view (no lazy image, no next page of an endless list).
+    target = await devtools.send("Target.createTarget", {"url": "about:blank", "newWindow": True})
     attached = await devtools.send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})
-    return str(attached["sessionId"])
+    return str(target["targetId"]), str(attached["sessionId"])
 
 
-async def evaluate(devtools: DevTools, session: str, expression: str) -> Any:
-    """The JSON value of a JavaScript expression in the page (awaited if a promise)."""
-    reply = await devtools.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
-                                                     "awaitPromise": True}, session)
+async def open_page(devtools: DevTools) -> str:
+    """A new tab on about:blank, in a window of its own, attached in flat mode: its session id."""
+    return (await _open(devtools))[1]
+
+
+@asynccontextmanager
+async def tab(devtools: DevTools) -> AsyncIterator[str]:
+    """A new tab (its session id) for the block, closed after it, even when the block was
+    cancelled; the block ends once the browser says the tab is gone (or after CLOSE_TIMEOUT: a
+    browser that no longer answers takes its tabs with it when it is restarted)."""
+    target, session = await _open(devtools)
+    try:
+        yield session
+    finally:
+        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT), suppress(DevToolsError):
+            async with devtools.events("Target.detachedFromTarget") as detached:
+                await devtools.send("Target.closeTarget", {"targetId": target}, timeout=CLOSE_TIMEOUT)
+                async for event in detached:
+                    if event.params.get("sessionId") == session:
+                        break
+
+
+async def evaluate(devtools: DevTools, session: str, expression: str, timeout: float | None = None,
+                   context: int | None = None) -> Any:
+    """The JSON value of a JavaScript expression in the page (awaited if a promise), in its main
+    world or in execution ``context`` (an :func:`isolated_world`); ``timeout`` bounds the command
+    (the connection's default if None)."""
+    params: dict[str, Any] = {"expression": expression, "returnByValue": True, "awaitPromise": True}
+    if context is not None:
+        params["contextId"] = context
+    reply = await devtools.send("Runtime.evaluate", params, session, timeout)
     if "exceptionDetails" in reply:
         details = reply["exceptionDetails"]
         raise CommandError("Runtime.evaluate", None,
                            details.get("exception", {}).get("description") or details.get("text", ""))
     return reply["result"].get("value")
+
+
+async def isolated_world(devtools: DevTools, session: str, timeout: float | None = None) -> int:
+    """A new execution context on the tab's current document, apart from the page's scripts (it
+    shares their DOM, not their globals: what the page patches does not reach it)."""
+    tree = await devtools.send("Page.getFrameTree", None, session, timeout)
+    world = await devtools.send("Page.createIsolatedWorld", {
+        "frameId": tree["frameTree"]["frame"]["id"], "worldName": "archiver"}, session, timeout)
+    return int(world["executionContextId"])
 
 
 def _request(params: dict[str, Any]) -> Request:
@@ -65,8 +143,16 @@ def _request(params: dict[str, Any]) -> Request:
                    params.get("resourceType", "Other"))
 
 
-async def _answer(devtools: DevTools, session: str, answerer: Answerer, params: dict[str, Any]) -> None:
-    request = _request(params)
+async def _answer(devtools: DevTools, session: str, answerer: Answerer, params: dict[str, Any],
+                  traffic: Traffic | None) -> None:
+    try:
+        await _fulfil(devtools, session, answerer, _request(params))
+    finally:
+        if traffic is not None:
+            traffic.end()
+
+
+async def _fulfil(devtools: DevTools, session: str, answerer: Answerer, request: Request) -> None:
     answer = await answerer(request)
     try:
         if answer is None:
@@ -77,40 +163,64 @@ async def _answer(devtools: DevTools, session: str, answerer: Answerer, params: 
                 "requestId": request.id, "responseCode": answer.status,
                 "responseHeaders": [{"name": name, "value": value} for name, value in answer.headers],
                 "body": base64.b64encode(answer.body).decode("ascii")}, session)
-    except CommandError:
-        pass  # the page went away, or navigated, while we fetched: nobody awaits the answer
+    except DevToolsError:
+        # The page went away or navigated while we fetched (nobody awaits the answer), or the
+        # browser did (the render notices it on its own commands).
+        pass
 
 
 @asynccontextmanager
-async def answer_requests(devtools: DevTools, session: str, answerer: Answerer) -> AsyncIterator[None]:
+async def answer_requests(devtools: DevTools, session: str, answerer: Answerer,
+                          traffic: Traffic | None = None) -> AsyncIterator[None]:
     """While the block runs, every request of the page is answered by ``answerer``, each in a
-    task of its own (a slow answer does not hold the others)."""
-    async with trio.open_nursery() as nursery, devtools.events("Fetch.requestPaused", session) as paused:
-        async def route() -> None:
-            async for event in paused:
-                nursery.start_soon(_answer, devtools, session, answerer, event.params)
-
-        nursery.start_soon(route)
+    task of its own (a slow answer does not hold the others); ``traffic`` counts those in flight.
+    What the block raises comes out as it is: the block does not run inside the answering tasks'
+    nursery, whose cancellation would otherwise turn it into a swallowed Cancelled."""
+    async with devtools.events("Fetch.requestPaused", session) as paused:
         await devtools.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]},
-                            session)
-        try:
-            yield
-        finally:
-            nursery.cancel_scope.cancel()
+                            session)  # the events it pauses wait in ``paused`` until routed
+        failure: BaseException | None = None
+        async with trio.open_nursery() as nursery:
+            async def route() -> None:
+                async for event in paused:
+                    if traffic is not None:
+                        traffic.begin()
+                    nursery.start_soon(_answer, devtools, session, answerer, event.params, traffic)
+
+            nursery.start_soon(route)
+            try:
+                yield
+            except BaseException as error:  # raised again below, once the nursery is closed
+                failure = error
+            finally:
+                nursery.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
 
 
 async def navigate(devtools: DevTools, session: str, url: str) -> None:
-    """Navigate the tab to ``url`` and wait for that document's load event; CommandError if the
-    navigation fails at once (a refused document, say)."""
+    """Navigate the tab to ``url`` and wait for that document's load event, or the load of a
+    document the page moved on to by script (``location.replace`` before its load);
+    CommandError if the navigation fails at once (a refused document, say)."""
     await devtools.send("Page.enable", None, session)
     await devtools.send("Page.setLifecycleEventsEnabled", {"enabled": True}, session)
-    async with devtools.events("Page.lifecycleEvent", session) as lifecycle:
+    async with devtools.events("Page.lifecycleEvent", session) as lifecycle, \
+            devtools.events("Page.frameNavigated", session) as navigated:
         reply = await devtools.send("Page.navigate", {"url": url}, session)
         if "errorText" in reply:
             raise CommandError("Page.navigate", None, f"{url}: {reply['errorText']}")
-        # The "load" of this very document: a bare Page.loadEventFired could also be the late
-        # load of the about:blank the tab was created with.
+        # The "load" of this very document or of one that replaced it in the tab's frame: a bare
+        # Page.loadEventFired could also be the late load of the about:blank the tab was created
+        # with. A document's frameNavigated comes before its load, so it is already waiting.
+        documents = {reply["loaderId"]}
         async for event in lifecycle:
-            if event.params.get("name") == "load" and event.params.get("loaderId") == reply["loaderId"]:
+            while True:
+                try:
+                    frame = navigated.receive_nowait().params.get("frame", {})
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+                if frame.get("id") == reply["frameId"] and frame.get("url") != "about:blank":
+                    documents.add(frame.get("loaderId"))
+            if event.params.get("name") == "load" and event.params.get("loaderId") in documents:
                 return
     raise CommandError("Page.navigate", None, f"{url}: the connection closed before the page loaded")

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from archiver.browser.render import Rendering
 from archiver.crawl import bodies
 from archiver.crawl.bodies import BodyWork
 from archiver.crawl.http import FetchResult
@@ -97,19 +98,41 @@ class CaptureSink:
         self._add_entry(record, written, labels, origin)
         return written
 
+    def write_rendering(self, url: str, rendering: Rendering, *, refers_to: Written, date: datetime,
+                        origin: str) -> None:
+        """The records of a page's render (archiver.crawl.rendering), after its response
+        ``refers_to`` and dated as it is (replay pairs them by date): its screenshot
+        (``urn:screenshot:<url>``) and its rendered text (``urn:text:<url>``), each a resource
+        record (the page's own entry has the label ``rendered``: ``reason``)."""
+        for kind, content_type, payload in (
+                ("screenshot", rendering.screenshot_type, rendering.screenshot),
+                ("text", "text/plain; charset=utf-8", rendering.text.encode("utf-8", "replace"))):
+            name = f"urn:{kind}:{url}"
+            written = self.bundle.write_resource(url=name, date=date, refers_to=refers_to.record_id,
+                                                 content_type=content_type, payload=payload)
+            # As `catalog reindex` makes it: a resource record's status is 200.
+            self._entry(name, date, 200, content_type, None, written, "resource", {}, origin)
+
     def _add_entry(self, record: Record, written: Written, labels: Mapping[str, str],
                    origin: str) -> None:
         result = record.exchange
+        self._entry(result.url, record.date, result.status, result.header("content-type"),
+                    result.header("location"), written,
+                    "response" if record.original is None else "revisit", labels, origin)
+
+    def _entry(self, url: str, date: datetime, status: int | None, content_type: str | None,
+               location: str | None, written: Written, rectype: str, labels: Mapping[str, str],
+               origin: str) -> None:
+        """The catalog entry of a record just written, pending until it is durable."""
         try:
             self._pending.append(capture_fields(
-                url=result.url, date=record.date, status=result.status,
-                content_type=result.header("content-type"), location=result.header("location"),
+                url=url, date=date, status=status, content_type=content_type, location=location,
                 digest=written.payload_digest, filename=written.response.filename,
                 offset=written.response.offset, length=written.response.length,
-                rectype="response" if record.original is None else "revisit", labels=labels))
+                rectype=rectype, labels=labels))
         except ValueError as e:  # the record is written; `catalog verify` will list it
             self._stats.errors["catalog"] += 1
-            event(log, logging.WARNING, "catalog-entry-failed", site=origin, url=result.url,
+            event(log, logging.WARNING, "catalog-entry-failed", site=origin, url=url,
                   error=str(e))
 
     def take(self) -> list[Capture]:

@@ -167,6 +167,7 @@ class ClusterMember:
             shipped.append(done)
             event(log, logging.INFO, "bundle-shipped", bundle=path.name, bytes=done.size,
                   to=self.objects.location(path.name))
+        if shipped:  # after the round, so that its ``waiting`` counts what is still left
             self._store_back()
         return shipped
 

@@ -36,7 +36,9 @@ class SiteConnection:
                     ) -> FetchResult:
         """Send ``url``'s request (with the ``conditions`` headers) from the address of its host,
         holding that address's slot; a host without an address is an answerless result. LeaseLost
-        if the site's lease is no longer held once the slot is."""
+        if the site's lease is no longer held once the slot is. One request at a time: the HTTP
+        client is not for concurrent use (a rendered page's requests take turns,
+        archiver.crawl.renderer)."""
         if self._agent != crawl.user_agent:  # a reload changed it
             await self.let_go()
             await self.client.aclose()

@@ -17,6 +17,7 @@ from archiver.crawl.addressslots import AddressSlots
 from archiver.crawl.bodies import BodyWork
 from archiver.crawl.capture import CaptureSink
 from archiver.crawl.dedupe import Dedupe
+from archiver.crawl.rendering import Browsers
 from archiver.crawl.stats import Stats
 from archiver.dns.lookup import Lookup
 from archiver.queues.interfaces import CrawlQueues, CrawlQueueStore, SpoolWriterStore
@@ -52,6 +53,8 @@ class CrawlContext:
     local_full: bool = False
     store_ok: trio.Event = field(default_factory=trio.Event)  # clear while the database is away
     database_away: bool = False
+    # The process's browser (archiver.crawl.rendering); None: pages are never rendered.
+    browsers: Browsers | None = None
     leases: Leases | None = None  # the site leases held (shared site queue); None: embedded
     published: list[Path] | None = None  # bundles finished, to ship (shared stores); None: embedded
     sync_lock: trio.Lock = field(default_factory=trio.Lock)  # one SyncJob at a time

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, NamedTuple, ParamSpec, TypeVar
 
 import trio
 
+from archiver.browser.chromium import supervised
 from archiver.config import Config
 from archiver.crawl.addressslots import AddressSlots
 from archiver.crawl.bodies import BodyWork
@@ -30,6 +31,7 @@ from archiver.crawl.openfiles import budget, raise_limit
 from archiver.crawl.pluginhost import PluginHost, describe, load_focus, load_plugins
 from archiver.crawl.policy import Outcome
 from archiver.crawl.recovery import CommitPoint, commit_path, recover
+from archiver.crawl.rendering import Browsers
 from archiver.crawl.stats import Stats
 from archiver.crawl.visit import SiteVisit
 from archiver.dns.lookup import Lookup
@@ -277,7 +279,11 @@ class Crawler:
             self.close()
 
     async def _crawl(self) -> None:
-        async with trio.open_nursery() as nursery:
+        # No browser runs until a page is rendered (crawl.capture, archiver.crawl.rendering).
+        async with supervised(self.config.browser.executable) as supervisor, \
+                trio.open_nursery() as nursery:
+            self.ctx.browsers = Browsers(supervisor, lambda: self.ctx.config.browser, self.stats)
+            nursery.start_soon(self.ctx.browsers.watch_idle)
             nursery.start_soon(self._report)
             nursery.start_soon(self._sync)
             if self.cluster is not None:

@@ -10,7 +10,7 @@ links are found in a worker thread, and routed ``ROUTE_SLICE`` at a time (archiv
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import trio
 
@@ -39,29 +39,44 @@ class LinkRouter:
     async def route(self, entry: Entry, result: FetchResult, labels: Mapping[str, str]) -> None:
         """Route the links of ``result``, the answer to ``entry`` (``labels``: its capture's, for
         the plugins' site_priority)."""
-        ctx, stats, policy = self.ctx, self.ctx.stats, self.policy
         headers = {name: value for name in ("content-type", "content-encoding", "location")
                    if (value := result.header(name)) is not None}
         status = result.status or 0
         small = pagelinks.links_if_small(entry.url, status, headers, result.body, bound=bodies.LARGE)
         if small is None:
-            found, targets = await ctx.bodies.run(_links_and_targets, entry.url, status, headers,
-                                                  result.body, ctx.config.crawl.max_decoded_size)
+            found, targets = await self.ctx.bodies.run(
+                _links_and_targets, entry.url, status, headers, result.body,
+                self.ctx.config.crawl.max_decoded_size)
         else:
             found, targets = small, [urls.normalize(ref, small.base) for ref in small.refs]
         if not found.read:
             return
-        depth = entry.depth if found.redirect else entry.depth + 1
+        await self._route(entry, zip(found.refs, targets, strict=True), found.base, labels,
+                          redirect=found.redirect)
+
+    async def route_urls(self, entry: Entry, found: Iterable[str], labels: Mapping[str, str]
+                         ) -> None:
+        """Route the URLs a render of ``entry``'s page found (its rendered links, the routes it
+        visited, the URLs it requested: archiver.crawl.rendering), as its HTML links are."""
+        unique = dict.fromkeys(found)
+        await self._route(entry, ((url, urls.normalize(url)) for url in unique), entry.url, labels,
+                          redirect=False)
+
+    async def _route(self, entry: Entry, links: Iterable[tuple[str, str | None]], base: str,
+                     labels: Mapping[str, str], *, redirect: bool) -> None:
+        """Route each (reference, its normalised URL or None) found in ``entry``'s answer."""
+        ctx, stats, policy = self.ctx, self.ctx.stats, self.policy
+        depth = entry.depth if redirect else entry.depth + 1
         shape = url_shape(entry.url)
         new_local = []
-        for number, (ref, url) in enumerate(zip(found.refs, targets, strict=True)):
+        for number, (ref, url) in enumerate(links):
             if number and not number % bodies.ROUTE_SLICE:
                 # Routing always finishes (its links are in the queue before the URL is done).
                 await trio.lowlevel.cancel_shielded_checkpoint()
             if url is None:  # mailto:, javascript:, a bad host or port...: counted, not followed
-                stats.skipped["url-" + urls.rejection(ref, found.base)] += 1
+                stats.skipped["url-" + urls.rejection(ref, base)] += 1
                 continue
-            where = policy.route(url, depth, source_shape=shape, redirect=found.redirect)
+            where = policy.route(url, depth, source_shape=shape, redirect=redirect)
             if where in (None, "external") and (plugin := self._refusal(
                     url, entry.url, depth, external=where == "external")) is not None:
                 if where is None and not self.crawl_queue.known(url):

@@ -30,6 +30,7 @@ class Stats:
     robots_excluded: int = 0
     links_local: int = 0
     links_external: int = 0
+    rendered: int = 0  # pages rendered in the browser (archiver.crawl.rendering)
     catalog_batch_max_ms: float = 0.0
     errors: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
@@ -57,6 +58,7 @@ class Stats:
             "sites_retried": self.sites_retried, "sites_lost": self.sites_lost,
             "robots_excluded": self.robots_excluded,
             "links_local": self.links_local, "links_external": self.links_external,
+            "rendered": self.rendered,
             "catalog_batch_max_ms": round(self.catalog_batch_max_ms, 1),
             "loop_stall_max_ms": round(self.loop.longest * 1000, 1),
             "loop_stall_task": self.loop.longest_task,

@@ -38,12 +38,13 @@ import trio
 
 from archiver.config import site_crawl
 from archiver.crawl import bodies
-from archiver.crawl.capture import Record
+from archiver.crawl.capture import Labeller, Record
 from archiver.crawl.connection import LeaseLost, SiteConnection
 from archiver.crawl.context import CrawlContext
 from archiver.crawl.http import FetchResult
 from archiver.crawl.pluginhost import PluginHost, no_plugins, read_document, small_document
 from archiver.crawl.policy import MAX_HOPS_RULE, Outcome, RobotsFetch, VisitPolicy
+from archiver.crawl.renderer import SiteRenderer
 from archiver.crawl.routing import LinkRouter, scope_detail
 from archiver.logs import event
 from archiver.plugins import CaptureInfo, Document, VisitContext
@@ -100,6 +101,8 @@ class SiteVisit:
         self._config = ctx.config  # the config the policy came from (SIGHUP replaces it)
         self.plugins = (plugins or no_plugins(ctx.stats.errors)).for_site(origin)
         self.labels: dict[str, str] = {}  # the plugins' labels of the page fetched last
+        # Browser-assisted capture: renders the visit's pages, answers their requests.
+        self.renderer = SiteRenderer(self)
 
     async def run(self) -> Outcome:
         ctx = self.ctx
@@ -169,7 +172,7 @@ class SiteVisit:
                 await trio.lowlevel.checkpoint()  # a long run of them must let others run
                 continue
             # robots.txt before the first URL in scope (a visit of out-of-scope URLs needs none).
-            if self.origin not in self.rules and await self._robots(self.origin) is None:
+            if self.origin not in self.rules and await self.robots(self.origin) is None:
                 return Outcome("retry", "robots.txt unavailable")  # the URL stays queued
             try:
                 end = await self._handle(entry)
@@ -244,13 +247,17 @@ class SiteVisit:
         origin, path = urls.split_origin(entry.url)
         rules = self.rules.get(origin)
         if rules is None:
-            rules = self.rules[origin] = await self._robots(origin) or robots.unreachable()
+            rules = self.rules[origin] = await self.robots(origin) or robots.unreachable()
         if not rules.allowed(path):
             stats.robots_excluded += 1
             event(log, logging.DEBUG, "robots-excluded", site=self.origin, url=entry.url)
             self.crawl_queue.decide(entry.url, "robots")
             self._commit(entry)
             await trio.lowlevel.checkpoint()  # a long run of excluded URLs must let others run
+            return None
+        if entry.url in self.renderer.fetched:  # a page's render fetched it in this visit
+            self._commit(entry)
+            await trio.lowlevel.checkpoint()
             return None
         earlier = await self.ctx.dedupe.earlier(entry.url) if self.recrawl else []
         if not ask_again([(to_datetime(c.timestamp).timestamp(), c.status) for c in earlier],
@@ -261,7 +268,7 @@ class SiteVisit:
             self._commit(entry)
             await trio.lowlevel.checkpoint()
             return None
-        result = await self._fetch(entry.url, earlier)
+        result = await self.fetch(entry.url, earlier, page=entry)
         if result.status is not None and self.sheet is not None and self.sheet.daily_pages:
             self.crawl_queue.count_day_page(self.sheet.day_of(self.ctx.clock()))
         if result.status is None:
@@ -269,6 +276,10 @@ class SiteVisit:
         verdict = policy.verdict(result.status, result.error)
         if verdict.links:
             await self.router.route(entry, result, self.labels)
+            if (render := self.renderer.last) is not None:  # what the browser found, routed
+                rendering = render.rendering
+                await self.router.route_urls(
+                    entry, [*rendering.links, *rendering.routes, *render.requested], self.labels)
         if verdict.entry == "requeue":
             self.crawl_queue.requeue(entry.url, entry.depth)
         if verdict.entry != "keep":
@@ -315,12 +326,14 @@ class SiteVisit:
         """Record, in memory, that ``entry`` is finished (see CrawlQueue.commit)."""
         self.crawl_queue.commit(entry, pages=self.policy.pages, bytes_=self.policy.bytes)
 
-    async def _robots(self, origin: str) -> robots.RobotsRules | None:
-        """Fetch and parse ``origin``'s robots.txt (RFC 9309 §2.3); None when it is unavailable."""
+    async def robots(self, origin: str, *, embed: bool = False) -> robots.RobotsRules | None:
+        """Fetch and parse ``origin``'s robots.txt (RFC 9309 §2.3); None when it is unavailable.
+        ``embed``: for a request of a rendered page (in its host's turn)."""
         walk = RobotsFetch(origin, self.ctx.config.crawl.agent)
         while True:
             earlier = await self.ctx.dedupe.earlier(walk.url) if self.recrawl else []
-            result = await self._fetch(walk.url, earlier, conditional=False)  # rules need a body
+            # Rules need a body: never conditional.
+            result = await self.fetch(walk.url, earlier, conditional=False, embed=embed)
             # Parsing costs up to about 1 ms per KiB, and a file is read up to 500 KiB: always
             # in a worker thread (once per origin and visit).
             answer = await self.ctx.bodies.run(
@@ -340,19 +353,23 @@ class SiteVisit:
             self.next_at = max(self.next_at, self._rest_from + rest.floor())
         return rules
 
-    async def _fetch(self, url: str, earlier: list[Capture], *, conditional: bool = True
-                     ) -> FetchResult:
+    async def fetch(self, url: str, earlier: list[Capture], *, conditional: bool = True,
+                     page: Entry | None = None, embed: bool = False) -> FetchResult:
         """Rest, fetch ``url`` (``conditional``: asking whether the last of its ``earlier``
-        captures is still current), hand the answer to the capture sink, set the next rest."""
+        captures is still current), hand the answer to the capture sink, set the next rest.
+        ``page``: the queued page fetched, rendered if crawl.capture asks for it; ``embed``: a
+        request of a page being rendered (archiver.crawl.rendering)."""
         ctx, stats = self.ctx, self.ctx.stats
-        self.labels = {}
+        if page is not None:
+            self.labels, self.renderer.last = {}, None
         if ctx.bundle.error is not None:  # the WARC could not be written: stop fetching
             ctx.disk_trouble(ctx.bundle.error, "warc")
         # Before the rest (its time counts towards it): the validators of the payload the last
         # capture stands for, to ask whether it changed since.
         dedupe = ctx.config.crawl.dedupe
         asking = await ctx.dedupe.ask(earlier, dedupe=dedupe, conditional=conditional)
-        result = await self._exchange(url, asking.conditions)
+        result = await (self.renderer.exchange(url) if embed else
+                        self._exchange(url, asking.conditions))
         if result.status is None:
             kind = (result.error or "error").split(":", 1)[0]
             stats.errors[kind] += 1
@@ -371,12 +388,22 @@ class SiteVisit:
                 self._started):
             self.changes.page(changed=not record.not_modified and (base.status, base.digest)
                               != (result.status, digest), since=result.started - seen)
-        labeller = None
+        labeller: Labeller | None = None
+        rendered = await self.renderer.render(page, result) if page is not None else {}
         if record.original is not None:  # a revisit's links go with the labels it repeats
-            self.labels = dict(record.original.label_map)
-        elif self.plugins.wants("on_capture"):
-            labeller = functools.partial(self._labels, await self._document(url, result))
-        await ctx.sink.write(record, origin=self.origin, labeller=labeller)
+            if page is not None:
+                self.labels = dict(record.original.label_map)
+        elif self.plugins.wants("on_capture") and not embed:
+            labeller = functools.partial(self._labels, await self._document(url, result),
+                                         rendered)
+        elif rendered:
+            labeller = lambda record, written: rendered  # noqa: E731
+        written = await ctx.sink.write(record, origin=self.origin, labeller=labeller)
+        if embed:  # where a later page of this visit finds it again
+            self.renderer.fetched[url] = written.response if record.original is None else None
+        if self.renderer.last is not None and page is not None:
+            ctx.sink.write_rendering(url, self.renderer.last.rendering, refers_to=written,
+                                     date=record.date, origin=self.origin)
         size = len(result.head) + len(result.body)
         stats.pages += 1
         stats.bytes += size
@@ -399,6 +426,7 @@ class SiteVisit:
         ctx.stats.active[self.origin]["url"] = url
         result = await self.connection.fetch(url, conditions, self.crawl)
         now = self._rest_from = trio.current_time()
+        self.renderer.site_fetched()
         retry_after = parse_retry_after(result.header("retry-after"), result.started
                                         + result.elapsed)
         size = len(result.head) + len(result.body)
@@ -419,13 +447,14 @@ class SiteVisit:
                                                  result.body, truncated)
         return document
 
-    def _labels(self, document: Document, record: Record, written: Written) -> dict[str, str]:
-        """The plugins' on_capture labels of the response just written (the capture sink writes
-        them in a metadata record right after it; a kill before that loses the labels, not the
-        capture)."""
+    def _labels(self, document: Document, rendered: dict[str, str], record: Record,
+                written: Written) -> dict[str, str]:
+        """The plugins' on_capture labels of the response just written, and ``rendered`` (the
+        capture sink writes them in a metadata record right after it; a kill before that loses
+        the labels, not the capture)."""
         capture = CaptureInfo(document.url, from_datetime(record.date), document.status,
                               written.record_id, written.response.filename,
                               written.response.offset, self.origin)
         self.labels = self.plugins.labels(capture, document)
-        return self.labels
+        return {**self.labels, **rendered}
 

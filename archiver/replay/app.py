@@ -108,7 +108,7 @@ from archiver.replay import (
     statuspages,
 )
 from archiver.replay.archive import ReplayArchive
-from archiver.replay.calendar import LISTED
+from archiver.replay.calendar import LISTED, CaptureTally
 from archiver.replay.lookups import Around
 from archiver.replay.rewrite import (
     BANNERED,
@@ -138,7 +138,7 @@ from archiver.store.models import Capture
 from archiver.store.objectstore import ObjectStoreUnavailable
 from archiver.store.warcindex import PIECE, OpenRecord, WarcError
 from archiver.web import urls
-from archiver.web.fuzzy import DEFAULT_RULES, FuzzyRule
+from archiver.web.fuzzy import DEFAULT_RULES, JSONP_RULE, FuzzyRule, callback_names
 from archiver.web.http import (
     UNSATISFIABLE,
     ByteRange,
@@ -165,10 +165,11 @@ CSP = (
     f"{SANDBOX}; default-src 'self' 'unsafe-inline' 'unsafe-eval' data: blob:; form-action 'self'; "
     "frame-ancestors 'self'"
 )
-# The replay's own pages: no scripts at all, inline styles only, never framed.
+# The replay's own pages: no scripts at all, inline styles only, never framed; images from the
+# content origin too (``{content}``: the capture list's screenshot thumbnails, inert as images).
 APP_CSP = (
-    "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; form-action 'self'; "
-    "base-uri 'none'; frame-ancestors 'none'"
+    "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: {content}; "
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
 COMMON_HEADERS = (("x-content-type-options", "nosniff"), ("referrer-policy", "no-referrer"))
 # The client script every rewritten HTML document loads first (client.js), at a URL that names
@@ -256,7 +257,7 @@ def create_apps(config: Config) -> ReplayApps:
             *statuspages.routes,
             *calendarpages.routes,
         ],
-        middleware=[Middleware(_SecurityHeaders, policy=APP_CSP)],
+        middleware=[Middleware(_SecurityHeaders, policy=APP_CSP.format(content=replay.content_origin))],
         exception_handlers=handlers,
     )
     content = Starlette(
@@ -503,16 +504,21 @@ async def _capture_list(request: Request, target: WebTarget) -> Response:
     """The capture calendar of a URL (pages.capture_list); ``/web/<digits>*/<url>`` shows the
     year its digits name and lists the captures they start, ``/web/<digits>*<timestamp>/<url>``
     the page of that list from the timestamp on (lookups.calendar: a page of LISTED)."""
-    calendar = partial(lookups.calendar, url=target.url, within=target.within, start=target.timestamp,
-                       size=LISTED)
-    tally = await _archive(request).scanner.collect(calendar)
+    tally, shots = await _archive(request).scanner.collect(partial(_calendar, target))
     if not tally.listed and (waiting := await _unshipped(request, target.url)) is not None:
         return waiting
     page = pages.capture_list(
         prefix=_prefix(request), content=_content(request), url=target.url, within=target.within, tally=tally,
-        start=target.timestamp,
+        start=target.timestamp, screenshots=shots,
     )  # fmt: skip
     return _html(page, 200 if tally.listed else 404)
+
+
+def _calendar(target: WebTarget, scan: Scan) -> tuple[CaptureTally, set[str]]:
+    """The calendar of a capture list (lookups.calendar: a page of LISTED captures) and the
+    seconds of the captures listed that have a screenshot (lookups.screenshots: one query)."""
+    tally = lookups.calendar(scan, target.url, target.within, target.timestamp, LISTED)
+    return tally, lookups.screenshots(scan, target.url, tally.listed)
 
 
 def _url_rows(url: str, scan: Scan) -> tuple[list[pages.UrlRow], bool]:
@@ -713,10 +719,12 @@ async def _memento(request: Request, target: WebTarget, found: tuple[Capture, Ar
                 count=near.count,
                 more=near.more,
                 coherence=await _banner_coherence(request, target.url, capture, embeds),
+                screenshot=await _banner_screenshot(request, target.url, capture),
             )
 
         banner = with_banner
-    response = await _replay(request, target, capture, head, payload, banner)
+    callback = callback_names(target.url, capture.url) if rule == JSONP_RULE else None
+    response = await _replay(request, target, capture, head, payload, banner, callback)
     response.headers["Memento-Datetime"] = memento.http_date(capture.timestamp)
     response.headers["Link"] = _memento_links(request, target.url, near, capture.timestamp)
     if rule is not None:
@@ -794,6 +802,17 @@ async def _banner_coherence(request: Request, url: str, capture: Capture,
         return None
 
 
+async def _banner_screenshot(request: Request, url: str, capture: Capture) -> bool:
+    """Whether the capture has a screenshot (lookups.has_screenshot, a lookup), for the banner,
+    which goes without the link when the lookup fails."""
+    try:
+        return await _archive(request).scanner.look_up(
+            partial(lookups.has_screenshot, url=url, at=capture.timestamp))
+    except ScanLimit as e:
+        event(log, logging.WARNING, "replay-screenshot-skipped", url=url, error=str(e))
+        return False
+
+
 async def _coherence_json(request: Request, target: WebTarget, capture: Capture | None) -> Response:
     """``?coherence=json`` on a memento URL: the page's timestamp and, per embed, the one served."""
     if capture is None:
@@ -820,15 +839,17 @@ def _not_modified(stored: OpenRecord) -> bool:
 
 
 async def _replay(request: Request, target: WebTarget, capture: Capture, head: OpenRecord,
-                  body: OpenRecord, banner: Banner | None) -> Response:
+                  body: OpenRecord, banner: Banner | None,
+                  callback: tuple[str, str] | None = None) -> Response:
     """The archived response: status, headers and body, rewritten as the modifier asks; an HTML
-    page that is not a redirect gets ``banner(its embeds)`` inserted. Links point into the content
+    page that is not a redirect gets ``banner(its embeds)`` inserted; a script's JSONP
+    ``callback`` (captured name, asked name) is renamed. Links point into the content
     origin, as paths (the document's own origin). A payload served as archived is streamed from
     ``body``, a range of it read past the bytes before it; a rewritten one is read whole, within
     ``replay.max_rewrite_size``. Closes both records (the streamed one once it is sent)."""
     records = {id(head): head, id(body): body}.values()
     try:
-        response = await _replay_records(request, target, capture, head, body, banner)
+        response = await _replay_records(request, target, capture, head, body, banner, callback)
     except BaseException:
         for record in records:
             record.close()
@@ -840,10 +861,13 @@ async def _replay(request: Request, target: WebTarget, capture: Capture, head: O
 
 
 async def _replay_records(request: Request, target: WebTarget, capture: Capture, head: OpenRecord,
-                          body: OpenRecord, banner: Banner | None) -> Response:
+                          body: OpenRecord, banner: Banner | None,
+                          callback: tuple[str, str] | None) -> Response:
     status, headers = parse_head(head.http_head)
-    if not head.http_head and capture.mime != "-":  # a resource record: its WARC Content-Type
-        headers = [("Content-Type", capture.mime)]
+    if not head.http_head:  # a resource record: its WARC Content-Type, parameters included
+        content_type = header(head.warc_headers, "content-type")
+        if content_type or capture.mime != "-":
+            headers = [("Content-Type", content_type or capture.mime)]
     url = urls.normalize(capture.url) or target.url
     content_type = header(headers, "content-type")
     mime = media_type(content_type or capture.mime)[0]
@@ -857,7 +881,7 @@ async def _replay_records(request: Request, target: WebTarget, capture: Capture,
             payload = await _payload(request, body, coding)
             done = await _rewrite(request, payload, kind=kind, coding=coding, url=url,
                                   timestamp=capture.timestamp, charset=media_type(content_type)[1],
-                                  modifier=target.modifier)
+                                  modifier=target.modifier, callback=callback)
         except NotRewritten as e:
             note = str(e)
             event(log, logging.WARNING, "replay-not-rewritten", url=url, timestamp=capture.timestamp,
@@ -913,13 +937,14 @@ async def _payload(request: Request, record: OpenRecord, coding: str) -> bytes:
 
 
 async def _rewrite(request: Request, body: bytes, *, kind: str, coding: str, url: str, timestamp: str,
-                   charset: str | None, modifier: str) -> Rewritten | None:
+                   charset: str | None, modifier: str, callback: tuple[str, str] | None
+                   ) -> Rewritten | None:
     """:func:`rewrite_document` of an archived payload: on the event loop up to _INLINE bytes,
     else in a rewriting worker (Busy when they and their queue are full)."""
     archive = _archive(request)
     job = partial(rewrite_document, body, kind=kind, coding=coding, url=url, timestamp=timestamp,
                   charset=charset, limit=archive.config.replay.max_rewrite_size, client=CLIENT_SRC,
-                  embeds_kept=coherence.EMBED_LIMIT, modifier=modifier)
+                  embeds_kept=coherence.EMBED_LIMIT, modifier=modifier, callback=callback)
     if len(decode_body(body, coding, _INLINE + 1)) <= _INLINE:
         return job()
     try:

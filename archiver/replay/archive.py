@@ -25,7 +25,7 @@ from archiver.logs import event
 from archiver.replay.scan import Scan, Scanner
 from archiver.replay.why import Answer, explain, gather
 from archiver.replay.workers import Workers
-from archiver.store.catalogkeys import surt_key
+from archiver.store.catalogkeys import rendering_of, surt_key
 from archiver.store.interfaces import DnsHistoryStore
 from archiver.store.models import Capture
 from archiver.store.originals import original_of
@@ -86,7 +86,10 @@ class ReplayArchive:
 
     async def why(self, url: str) -> Answer | None:
         """Why ``url`` has no capture (archiver.replay.why), as of now; None if the records
-        cannot say (a store unreachable, a listing past its limits)."""
+        cannot say (a store unreachable, a listing past its limits) or ``url`` is a page's
+        rendering (``urn:screenshot:<url>``: the crawler decides and logs of pages alone)."""
+        if rendering_of(url) is not None:
+            return None
         at = from_datetime(datetime.now(UTC))
 
         def answer(scan: Scan) -> Answer:

@@ -22,6 +22,7 @@ from archiver.replay import pages
 from archiver.replay.calendar import PageTally, day_of, tally_pages
 from archiver.replay.robotspages import origin_of
 from archiver.replay.scan import Scan
+from archiver.store.catalogkeys import rendering_of
 
 # Captures listed for one day (the URL lists hold as many).
 DAY_ROWS = 1000
@@ -43,7 +44,10 @@ def _day(text: str) -> date:
 
 
 def _host_tally(origin: str, day: date | None, scan: Scan) -> PageTally:
-    return tally_pages(scan.rows(scan.catalog.list(origin + "/", "host")), day, DAY_ROWS)
+    """The host's pages: the records of a page's rendering (its screenshot and text, listed
+    right after it) are not pages of their own."""
+    captures = scan.rows(scan.catalog.list(origin + "/", "host"))
+    return tally_pages((c for c in captures if rendering_of(c.url) is None), day, DAY_ROWS)
 
 
 async def host_calendar(request: Request) -> Response:

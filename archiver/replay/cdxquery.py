@@ -62,6 +62,7 @@ from typing import Any
 import re2
 
 from archiver.plugins import LABEL_NAME
+from archiver.store.catalogkeys import RENDERED
 from archiver.store.models import LABEL_FIELD, Capture
 from archiver.web.timestamps import parse_date, to_datetime
 
@@ -77,6 +78,7 @@ FIELDS = (
     "filename",
     "redirect",
     "fuzzy",
+    "rendered",  # a rendered page's label of that name, absent for a page fetched over HTTP alone
 )
 # The Internet Archive's names for three of them (its CDX server's JSON header row).
 ALIASES = {"original": "url", "mimetype": "mime", "statuscode": "status"}
@@ -216,8 +218,28 @@ def parse_query(params: Iterable[tuple[str, str]]) -> CdxQuery:
 
 
 def record(capture: Capture) -> dict[str, str]:
-    """A capture's fields as pywb reads them from our CDXJ line: strings, missing when unknown."""
-    return {"urlkey": capture.urlkey, "timestamp": capture.timestamp, **capture.cdxj_fields()}
+    """A capture's fields as pywb reads them from our CDXJ line: strings, missing when unknown;
+    ``rendered`` (the reason) for a page the crawler rendered."""
+    fields = capture.cdxj_fields()
+    if capture.labels and (reason := capture.label_map.get(RENDERED)):
+        fields[RENDERED] = reason
+    return {"urlkey": capture.urlkey, "timestamp": capture.timestamp, **fields}
+
+
+def _row(capture: Capture) -> tuple[dict[str, str], str]:
+    """(record, CDXJ line) of a capture: the line is ``Capture.to_cdxj``'s plus ``rendered``."""
+    values = record(capture)
+    fields = {k: v for k, v in values.items() if k not in ("urlkey", "timestamp")}
+    return values, f"{capture.urlkey} {capture.timestamp} {json.dumps(fields)}"
+
+
+def _split(line: str) -> tuple[str, str, str]:
+    """(urlkey, timestamp, JSON text) of a CDXJ line ``select`` made. A urlkey may hold a space
+    (a page's rendering: ``org,example)/ urn:screenshot``), the timestamp and JSON none before
+    the JSON's ``{``, which no urlkey holds after a space."""
+    head, _, fields = line.partition(" {")
+    urlkey, _, timestamp = head.rpartition(" ")
+    return urlkey, timestamp, "{" + fields
 
 
 def select(query: CdxQuery, captures: Iterable[Capture]) -> Iterator[tuple[dict[str, str], str]]:
@@ -228,7 +250,7 @@ def select(query: CdxQuery, captures: Iterable[Capture]) -> Iterator[tuple[dict[
     lines (the record is read back from its line once kept: a line is a fifth of the two).
     """
     rows: Iterator[tuple[dict[str, str], str]] = (
-        (record(c), c.to_cdxj()) for c in captures if _within(query, c.timestamp)
+        _row(c) for c in captures if _within(query, c.timestamp)
     )
     if query.filters:
         tests = query.filters
@@ -251,14 +273,14 @@ def select(query: CdxQuery, captures: Iterable[Capture]) -> Iterator[tuple[dict[
 def marked(row: tuple[dict[str, str], str], rule: str) -> tuple[dict[str, str], str]:
     """``row`` of a capture a fuzzy rule found, with the field ``fuzzy`` naming the rule."""
     values, line = row
-    urlkey, timestamp, fields = line.split(" ", 2)
+    urlkey, timestamp, fields = _split(line)
     fuzzy = {**json.loads(fields), "fuzzy": rule}
     return {**values, "fuzzy": rule}, f"{urlkey} {timestamp} {json.dumps(fuzzy)}"
 
 
 def _unpacked(line: str) -> tuple[dict[str, str], str]:
     """(record, line) of a CDXJ line that ``select`` made: the record read back from it."""
-    urlkey, timestamp, fields = line.split(" ", 2)
+    urlkey, timestamp, fields = _split(line)
     return {"urlkey": urlkey, "timestamp": timestamp, **json.loads(fields)}, line
 
 

@@ -20,6 +20,9 @@ span counts (``CatalogStore.walk``, ``count_captures``, ``span_counts``):
   before and after it start: at most twice the page's rows.
 - :func:`calendar`: a URL's calendar (archiver.replay.calendar) from counts per year and per day
   of one year (counted by the database, a chunk at a time) and a page of captures.
+- :func:`screenshots`: which of a page of captures have a screenshot of their own second (the
+  crawler's ``urn:screenshot:<url>`` record of a rendered page): one query of the screenshots'
+  key over the page's span of time, at most ``SCREENSHOT_ROWS`` per capture.
 
 Rows of one second beyond the first (the same capture read from two WARCs, say) are walked
 through, so a URL with very many captures in one second costs rows, never memory, and stops at
@@ -35,6 +38,7 @@ from datetime import date
 
 from archiver.replay.calendar import CaptureTally, day_of, tally_captures
 from archiver.replay.scan import Scan
+from archiver.store.catalogkeys import SCREENSHOT, rendering_of
 from archiver.store.models import Capture
 from archiver.web.fuzzy import FuzzyRule, match_key, stem
 from archiver.web.timestamps import stamp_after, stamp_before, to_datetime
@@ -44,6 +48,8 @@ COUNTED = 10_000
 # Rows a fuzzy lookup examines at most: the captures listed under the asked URL's stem (the same
 # path with other queries), in key order; past them it picks among those it has read.
 FUZZY_ROWS = 1000
+# Screenshot rows read per capture listed at most (one each, and room for a second's repeats).
+SCREENSHOT_ROWS = 2
 _EARLIEST = "0" * 14
 _LATEST = "9" * 14
 
@@ -222,3 +228,23 @@ def calendar(scan: Scan, url: str, within: str, start: str | None, size: int) ->
     day of the year shown, and a page of at most ``size`` captures from ``start`` on."""
     return tally_captures(_CatalogCaptures(scan, url), within, start, size)
 
+
+
+def screenshots(scan: Scan, url: str, captures: list[Capture]) -> set[str]:
+    """The seconds of ``captures`` (of ``url``, in time order) that have a screenshot of the same
+    second: the screenshots of ``url`` (``urn:screenshot:<url>``) within the captures' first and
+    last seconds, one query of at most SCREENSHOT_ROWS rows per capture (none for a URL that is
+    itself a rendering)."""
+    if not captures or rendering_of(url) is not None:
+        return set()
+    seconds = {c.timestamp for c in captures}
+    found = scan.catalog.captures(SCREENSHOT + url, from_=captures[0].timestamp,
+                                  to=captures[-1].timestamp, limit=SCREENSHOT_ROWS * len(captures))
+    return {shot.timestamp for shot in scan.rows(found)} & seconds
+
+
+def has_screenshot(scan: Scan, url: str, at: str) -> bool:
+    """Whether ``url`` has a screenshot of the 14-digit second ``at`` (one query of one row)."""
+    if rendering_of(url) is not None:
+        return False
+    return any(scan.rows(scan.catalog.captures(SCREENSHOT + url, from_=at, to=at, limit=1)))

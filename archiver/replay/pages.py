@@ -9,7 +9,7 @@ archiver.replay.app): links to captures go there.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass
 from datetime import date
 from itertools import groupby
@@ -31,8 +31,9 @@ from archiver.replay.calendar import (
     year_calendar,
 )
 from archiver.replay.coherence import PARAMETER, Coherence
-from archiver.replay.rewrite import archive_url
+from archiver.replay.rewrite import IDENTITY, archive_url
 from archiver.replay.why import Answer
+from archiver.store.catalogkeys import SCREENSHOT
 from archiver.store.models import Capture, HostTally
 from archiver.web.timestamps import to_iso
 
@@ -88,12 +89,13 @@ def _coherence_view(coherence: Coherence, prefix: str, url: str) -> dict[str, An
 
 def banner(
     *, prefix: str, content: str, url: str, timestamp: str, prev: str | None, next: str | None,
-    count: int | None, more: bool = False, coherence: Coherence | None = None,
+    count: int | None, more: bool = False, coherence: Coherence | None = None, screenshot: bool = False,
 ) -> str:
     """The strip shown atop a replayed page: capture date, previous and next captures, the list
     (with the count of captures, ``more`` if that is where counting stopped), and with
     ``coherence`` the spread of the dates the page is assembled from and the embeds captured more
-    than ``replay.max_skew`` away (or not archived), collapsed past three.
+    than ``replay.max_skew`` away (or not archived), collapsed past three; with ``screenshot``, a
+    link to the capture's screenshot (a rendered page's).
 
     Inline styles only (reset with ``all: initial``, or ``all: revert`` where the browser's own
     focus ring and disclosure marker should stay), so page stylesheets hardly reach it and it
@@ -114,6 +116,7 @@ def banner(
         count=count,
         more=more,
         robots_href=f"{prefix}/robots/{urlsplit(url).netloc}?at={timestamp}",
+        screenshot_href=archive_url(content, timestamp, IDENTITY, SCREENSHOT + url) if screenshot else None,
     )
 
 
@@ -218,11 +221,13 @@ def _times_title(count: int, stamps: list[str]) -> str:
 
 
 def capture_list(*, prefix: str, content: str, url: str, captures: list[Capture] | None = None,
-                 within: str = "", tally: CaptureTally | None = None, start: str | None = None) -> str:
+                 within: str = "", tally: CaptureTally | None = None, start: str | None = None,
+                 screenshots: Set[str] = frozenset()) -> str:
     """The capture calendar of ``url``: a bar per year, the twelve months of the year shown
     with each day's captures (archiver.replay.calendar), and a page of that year's captures (those
     whose timestamp starts with ``within``, from ``start`` on) by day with their times, with a
-    link to the next page. From ``tally``, or else from ``captures``."""
+    link to the next page; a capture whose second is in ``screenshots`` shows its screenshot as a
+    thumbnail. From ``tally``, or else from ``captures``."""
     if tally is None:
         tally = tally_captures(CapturesInMemory(captures or []), within, start)
     listed = tally.listed
@@ -255,6 +260,8 @@ def capture_list(*, prefix: str, content: str, url: str, captures: list[Capture]
                     + (" (unchanged: revisit)" if c.rectype == "revisit" else "")
                     + (f" {c.url}" if c.url != url else ""),
                     "revisit": c.rectype == "revisit",
+                    "thumbnail": archive_url(content, c.timestamp, IDENTITY, SCREENSHOT + url)
+                    if c.timestamp in screenshots else None,
                 }
                 for c in in_day
             ]

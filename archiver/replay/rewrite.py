@@ -36,6 +36,7 @@ from html.entities import html5
 from itertools import islice
 
 from archiver.replay.scripts import rewrite_js, rewrite_js_body
+from archiver.store.catalogkeys import rendering_of
 from archiver.web import urls
 
 # Shared with link extraction so that rewriting sees exactly the links the crawler followed.
@@ -100,7 +101,8 @@ def pad_timestamp(digits: str) -> str:
 
 
 def requested_url(text: str) -> str:
-    """The archived URL a request names, normalised; ValueError if it is not an http(s) URL.
+    """The archived URL a request names, normalised; ValueError if it is not an http(s) URL or
+    the record of the rendering of one (``urn:screenshot:<url>``, ``urn:text:<url>``).
 
     Accepts what people and old links write: no scheme (``example.org/a``, taken as http) and
     a scheme whose ``//`` a proxy or browser merged into one slash (``http:/example.org``).
@@ -108,6 +110,11 @@ def requested_url(text: str) -> str:
     text = text.strip(_C0_AND_SPACE)
     if not text:
         raise ValueError("no URL given: add one to the path, e.g. /web/2026/http://example.org/")
+    if (rendering := rendering_of(text)) is not None:  # a page's screenshot or rendered text
+        prefix, page = rendering
+        if rendering_of(page) is not None:
+            raise ValueError(f"not a page's rendering: {text[:200]!r}")
+        return prefix + requested_url(page)
     if match := _HTTP.match(text):
         candidate = f"{match.group(1)}://{text[match.end() :]}"
     else:
@@ -708,10 +715,11 @@ class Rewritten:
 
 def rewrite_document(body: bytes, *, kind: str, coding: str, limit: int, url: str, timestamp: str,
                      charset: str | None, client: str, embeds_kept: int,
-                     modifier: str = PAGE) -> Rewritten | None:
+                     modifier: str = PAGE, callback: tuple[str, str] | None = None) -> Rewritten | None:
     """The archived payload ``body`` (with the Content-Encoding ``coding``) of an HTML document,
     a stylesheet or a script file (``kind``), rewritten for replay at ``timestamp`` with links as
-    paths, served with ``modifier``; None for a script with nothing to rewrite. NotRewritten if
+    paths, served with ``modifier``; None for a script with nothing to rewrite. A script's JSONP
+    ``callback`` (captured name, asked name) is renamed (scripts.rewrite_js_body). NotRewritten if
     it is larger than ``limit`` bytes with its codings undone. Pure: the replay runs it in a
     worker process."""
     decoded = decode_body(body, coding, limit + 1)
@@ -730,7 +738,7 @@ def rewrite_document(body: bytes, *, kind: str, coding: str, limit: int, url: st
         return Rewritten(before.encode("utf-8", "surrogateescape"),
                          None if after is None else after.encode("utf-8", "surrogateescape"),
                          PageEmbeds(list(islice(distinct.values(), embeds_kept)), len(distinct)))
-    script = rewrite_js_body(decoded, charset)
+    script = rewrite_js_body(decoded, charset, callback)
     return None if script is None else Rewritten(script, None, PageEmbeds([], 0))
 
 

@@ -13,6 +13,11 @@ therefore rewrites two forms, and leaves every other byte as it was:
   ``location.assign(u)``, ``location.replace(u)``, bare or after ``window.``, ``self.`` or
   ``document.``: ``location`` becomes ``__archiverLocation``, which the client script defines to
   navigate to ``u``'s archive URL at the page's date;
+- a read of one of its parts (``location.pathname``, ``.href``, ``.search``, ``.hash``, ``.host``,
+  ``.hostname``, ``.port``, ``.origin``, ``.protocol``), bare or after ``window.`` or
+  ``document.``: the archived URL's part, as a single-page app reads its route; a bare one as
+  ``(self.__archiverLocation||location)``, so that a worker, where the client script does not
+  run, still reads its own;
 - a method call ``x.postMessage(args)`` becomes ``x.postMessage(...__archiverPost(args))``: the
   client script wraps a window message with the sender's archived origin and sends it to ``*``;
   the receiving document's client script checks the target origin as a browser would and
@@ -32,6 +37,8 @@ import bisect
 import codecs
 import contextlib
 import re
+
+from archiver.web.fuzzy import rename_callback
 
 LOCATION = "__archiverLocation"
 POST = "__archiverPost"
@@ -59,6 +66,12 @@ _BEFORE_EXPRESSION = frozenset((
 # declaration) and after it (an assignment, href assignment, assign or replace call):
 _WINDOW_MEMBER = re.compile(r"(?<![\w$.])(?:window|self|document)\s*\.\s*\Z")
 _WRITTEN = re.compile(r"\s*(?:=(?![=>])|\.\s*href\s*=(?![=>])|\.\s*(?:assign|replace)\s*\()")
+# A read of one of the location's parts (not an assignment to it).
+_READ = re.compile(r"\s*\.\s*(?:href|pathname|search|hash|host|hostname|port|origin|protocol)"
+                   r"(?![\w$])(?!\s*=(?![=>]))")
+# A bare location read becomes this: the archived location in a document, where the client script
+# defines it, and the worker's own location in a worker, where nothing does.
+GUARDED = f"(self.{LOCATION}||location)"
 _CALLED = re.compile(r"\s*\(")
 _MEMBER = re.compile(r"\.\s*\Z")
 # What declares a name rather than writing the window's location ("var location = ...").
@@ -137,34 +150,44 @@ def _found(text: str, name: str) -> list[int]:
     return found
 
 
-def _location_write(text: str, at: int) -> bool:
-    """Whether the word "location" at ``at`` is the window's location, written to."""
-    if not _WRITTEN.match(text, at + len("location")):
-        return False
+def _location_use(text: str, at: int) -> str | None:
+    """What the word "location" at ``at`` becomes if it is the window's location written to, or
+    one of its parts read (``location.pathname``), else None. A bare read is guarded (GUARDED);
+    ``self.location.<part>`` is left alone as a worker's own location may be."""
+    after = at + len("location")
+    written = _WRITTEN.match(text, after) is not None
+    if not written and not _READ.match(text, after):
+        return None
     window = _WINDOW_MEMBER.search(text, max(0, at - 40), at)
     if window is not None:
-        return not _DECLARING.search(text, max(0, window.start() - 24), window.start())
+        if not written and window.group().startswith("self"):
+            return None
+        declared = _DECLARING.search(text, max(0, window.start() - 24), window.start())
+        return None if declared else LOCATION
     before = text[max(0, at - 24) : at].rstrip()
-    return not before.endswith(".") and not _DECLARING.search(before)
+    if before.endswith(".") or _DECLARING.search(before):
+        return None
+    return LOCATION if written else GUARDED
 
 
 def rewrite_js(text: str) -> str:
     """``text`` with its location writes and postMessage calls rewritten (see the module)."""
-    writes = [at for at in _found(text, "location") if _location_write(text, at)]
+    writes = [(at, new) for at in _found(text, "location")
+              if (new := _location_use(text, at)) is not None]
     posts = [
         at for at in _found(text, "postMessage")
         if _CALLED.match(text, at + len("postMessage")) and _MEMBER.search(text, max(0, at - 40), at)
     ]  # fmt: skip
     if not writes and not posts:
         return text
-    literals = _literals(text, len(text) if posts else max(writes))
+    literals = _literals(text, len(text) if posts else max(at for at, _ in writes))
     starts = [start for start, _ in literals]
 
     def code_at(offset: int) -> bool:
         k = bisect.bisect_right(starts, offset) - 1
         return k < 0 or offset >= literals[k][1]
 
-    edits = [(at, at + len("location"), LOCATION) for at in writes if code_at(at)]
+    edits = [(at, at + len("location"), new) for at, new in writes if code_at(at)]
     posts = [at for at in posts if code_at(at)]
     if posts:
         closing = _closing_parens(text, literals)
@@ -200,12 +223,15 @@ def _closing_parens(text: str, literals: list[tuple[int, int]]) -> dict[int, int
     return found
 
 
-def rewrite_js_body(body: bytes, charset: str | None) -> bytes | None:
+def rewrite_js_body(body: bytes, charset: str | None, callback: tuple[str, str] | None = None
+                    ) -> bytes | None:
     """A script file (content-coding undone) rewritten, in UTF-8; None when nothing in it needs
     rewriting (then serve it as archived). Decoded by its byte-order mark, else its charset, else
     as UTF-8; bytes that do not decode pass through unchanged. Only scripts whose bytes spell
-    "location" or "postMessage" in ASCII are read (UTF-16 scripts are served as archived)."""
-    if b"location" not in body and b"postMessage" not in body:
+    "location" or "postMessage" in ASCII, or ``callback`` (the captured and the asked name of a
+    JSONP callback, archiver.web.fuzzy.callback_names), are read (UTF-16 scripts are served as
+    archived); a JSONP script's leading call of the captured name then calls the asked one."""
+    if b"location" not in body and b"postMessage" not in body and callback is None:
         return None
     codec = "utf-8"
     if body.startswith(codecs.BOM_UTF8):
@@ -217,7 +243,8 @@ def rewrite_js_body(body: bytes, charset: str | None) -> bytes | None:
         text = body.decode(codec, "surrogateescape")
     except UnicodeDecodeError:  # a multi-byte codec cut short: read it as UTF-8
         codec, text = "utf-8", body.decode("utf-8", "surrogateescape")
-    new = rewrite_js(text)
+    renamed = rename_callback(text, *callback) if callback is not None else None
+    new = rewrite_js(text if renamed is None else renamed)
     if new == text:
         return None
     return new.encode("utf-8", "surrogateescape" if codec == "utf-8" else "replace")

@@ -9,7 +9,8 @@ that holds, in this order:
 
 1. ``captured``: a capture of the URL itself at or before the date asked (the latest such); a
    capture of another URL under the same catalog key (``http://h/events`` for ``http://h/events/``:
-   SURT drops the trailing slash) is not one, and is named after the answer.
+   SURT drops the trailing slash) is not one, and is named after the answer. A capture the
+   crawler rendered in a browser says so and why (its ``rendered`` label: the fact ``rendered``).
 2. ``url-too-long``: longer than ``crawl.max_url_length``, so never queued.
 3. The newest decision logged about it at or before the date: ``robots``, a guard (``max-depth``,
    ``trap``, ``shape``, ``url-too-long``: only for a URL no crawl queue holds, as a guard refuses
@@ -39,6 +40,7 @@ from archiver.config import Config
 from archiver.queues.decisions import Decision
 from archiver.queues.models import QueuePosition, SiteRow
 from archiver.store import robotstxt
+from archiver.store.catalogkeys import RENDERED
 from archiver.store.interfaces import CatalogStore, WarcReader
 from archiver.store.models import Capture
 from archiver.stores import Stores
@@ -114,9 +116,13 @@ def explain(e: Evidence) -> Answer:
         facts["capture"] = c.to_json()
         facts["captures"] = len(before)
         what = "a revisit of an earlier payload" if c.rectype == "revisit" else "a response"
+        rendered = ""
+        if c.labels and (reason := c.label_map.get(RENDERED)):
+            facts["rendered"] = reason
+            rendered = f", rendered in a browser ({reason})"
         return Answer(e.url, e.at, "captured", f"Captured at {c.timestamp} (status {c.status}, "
-                      f"{what}), record {c.filename}:{c.offset}; {_count(len(before), 'capture')} "
-                      "by then.", facts)
+                      f"{what}{rendered}), record {c.filename}:{c.offset}; "
+                      f"{_count(len(before), 'capture')} by then.", facts)
     kind, reason = _not_captured(e, facts)
     if e.captures:
         facts["first_capture"] = e.captures[0].timestamp

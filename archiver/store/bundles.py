@@ -334,6 +334,28 @@ class BundleWriter:
         self._hand_over()
         return location
 
+    def write_resource(self, *, url: str, date: datetime, refers_to: str, content_type: str,
+                       payload: bytes) -> Written:
+        """Append a ``resource`` record: ``payload`` stored whole as ``content_type``, with
+        WARC-Refers-To naming the record ``refers_to`` (its WARC-Record-ID) it was made from, as
+        a page's screenshot and rendered text name the page's response (``urn:screenshot:<url>``,
+        ``urn:text:<url>``). A record of its own, without a request: ``Written.request`` repeats
+        ``Written.response``, its location."""
+        if not content_type.strip():
+            raise ValueError("a resource record needs a Content-Type")
+        record_id = StatusAndHeadersParser.make_warc_id()
+        record = self._record(
+            "resource", record_id,
+            [("WARC-Date", _warc_date(date)), ("WARC-Target-URI", _check_uri(url)),
+             ("WARC-Refers-To", _check_field("refers_to", refers_to))],
+            _check_field("content_type", content_type), payload)
+        member = self._compress(record)
+        self._ready()
+        location = self._append(member)
+        self._hand_over()
+        return Written(request=location, response=location, record_id=record_id,
+                       payload_digest=record.rec_headers.get_header("WARC-Payload-Digest"))
+
     def write_labels(self, *, url: str, date: datetime, refers_to: str, labels: Mapping[str, str]
                      ) -> RecordLocation:
         """Append a ``metadata`` record of the plugins' labels for the record ``refers_to`` (its

@@ -235,10 +235,13 @@ def export_cdxj(catalog: CatalogStore, out: TextIO) -> int:
     """Write every entry as one CDXJ index sorted as text (as ``sort`` would), for pywb.
 
     The catalog orders by (urlkey, timestamp); captures sharing both (a retry within one second)
-    are ordered by their whole line here.
+    are ordered by their whole line here. A rendered page's screenshot and text are left out:
+    their keys hold a space (archiver.store.catalogkeys), which CDXJ readers take for the end of
+    the key; pywb finds their ``urn:`` records when it indexes the WARC files itself.
     """
     lines = 0
-    for _, group in itertools.groupby(catalog.iter_all(), key=lambda c: (c.urlkey, c.timestamp)):
+    entries = (c for c in catalog.iter_all() if " " not in c.urlkey)
+    for _, group in itertools.groupby(entries, key=lambda c: (c.urlkey, c.timestamp)):
         for line in sorted(c.to_cdxj() for c in group):
             out.write(line)
             out.write("\n")

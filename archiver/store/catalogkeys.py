@@ -22,6 +22,12 @@ _HOST = re.compile(r"(?:[0-9a-z_\-.,]+|[0-9a-f:.\[\]]+)(?::\d+)?")
 # A scheme-less "host:port[/...]" as users type it.
 _HOST_PORT = re.compile(r"[^/:?#]+:\d+(?:[/?#]|\Z)")
 _PORT = re.compile(r":\d+\Z")
+# The URL prefixes of the records of a page's rendering (a screenshot, its rendered text), each
+# catalogued under its page's key (surt_key).
+SCREENSHOT, TEXT = "urn:screenshot:", "urn:text:"
+RENDERINGS = (SCREENSHOT, TEXT)
+# The label of a rendered page's own entry: why the crawler rendered it (crawl.capture).
+RENDERED = "rendered"
 # Above every file id and offset: (at, ABOVE, ABOVE) follows every capture of the second at.
 ABOVE = 2**62
 # Above every key of a host "h": its keys start "h)", a deeper label "h," and a port "h:", and no
@@ -57,8 +63,32 @@ def nearest(before: _Row | None, after: _Row | None, at: str) -> _Row | None:
     return before if target - to_datetime(before[1]) <= to_datetime(after[1]) - target else after
 
 
+def rendering_of(url: str) -> tuple[str, str] | None:
+    """(the prefix, the page URL) of a record of a page's rendering (``urn:screenshot:<url>``,
+    ``urn:text:<url>``), None for any other URL."""
+    for prefix in RENDERINGS:
+        if url.startswith(prefix):
+            return prefix, url[len(prefix):]
+    return None
+
+
 def surt_key(url: str) -> str:
-    """The SURT key of ``url`` as pywb and cdxj-indexer make it; ValueError if it names no host."""
+    """The SURT key of ``url`` as pywb and cdxj-indexer make it; ValueError if it names no host.
+
+    A record of a page's rendering (``urn:screenshot:<url>``, ``urn:text:<url>``) is keyed as its
+    page followed by a space and its kind (``org,example)/ urn:screenshot``): a space never occurs
+    in a SURT key, so it sorts right after the page's own key, lies in the page host's shard, and
+    an exact lookup of the page never meets it. Any other ``urn:`` is refused (it has no host)."""
+    if (rendering := rendering_of(url)) is not None:
+        prefix, page = rendering
+        if rendering_of(page) is not None:
+            raise ValueError(f"not a usable URL for the catalog: {url[:200]!r} (a rendering of a rendering)")
+        return _page_key(page) + " " + prefix[:-1]
+    return _page_key(url)
+
+
+def _page_key(url: str) -> str:
+    """:func:`surt_key` of a URL that is not a rendering."""
     if _HOST_PORT.match(url):
         url = "http://" + url  # surt would read "example.org:8080" as scheme "example.org"
     try:

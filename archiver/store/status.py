@@ -49,6 +49,7 @@ def summary_line(s: dict[str, Any]) -> str:
             f"revisits={s.get('revisits', 0)} bytes_saved={s.get('bytes_saved', 0)} "
             f"queued_urls={s['queued_urls']} errors={errors} "
             f"skipped={skipped} loop_stall_max_ms={s.get('loop_stall_max_ms', '-')}"
+            + (f" rendered={s['rendered']}" if s.get("rendered") else "")
             + (f" faults={faults}" if (faults := _counts(s.get("faults", {}))) != "0" else "")
             + (f" waiting_for={s['waiting_for']}" if s.get("waiting_for") else "")
             + (f" bundles_waiting={s['bundles_waiting']}" if s.get("bundles_waiting") else ""))

@@ -4,7 +4,10 @@ The crawler's live feed and ``archiver catalog reindex`` build their entries wit
 functions (:func:`capture_fields`), so a catalog rebuilt from the WARC files alone equals the one
 fed live. That includes a capture's plugin labels: the crawler writes them in a ``metadata``
 record right after the capture's records (``BundleWriter.write_labels``), and indexing attaches
-such a record's labels to the capture its WARC-Refers-To names (``labels_of``).
+such a record's labels to the capture its WARC-Refers-To names (``labels_of``), past the resource
+records of the capture's rendering written between them (``BundleWriter.write_resource``: a
+page's screenshot ``urn:screenshot:<url>`` and text ``urn:text:<url>``, entries of their own under
+the page's key, catalogkeys.surt_key). Other ``urn:`` resource records are not indexed.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.timeutils import iso_date_to_datetime
 
 from archiver.store.bundles import LABELS_TYPE, complete_prefix
-from archiver.store.catalogkeys import surt_key
+from archiver.store.catalogkeys import rendering_of, surt_key
 from archiver.store.models import Capture, labels_text
 from archiver.web import urls
 from archiver.web.timestamps import from_datetime
@@ -142,25 +145,28 @@ def index_stream(f: BinaryIO, name: str, where: str, *, gzipped: bool = True) ->
                                 f"records end at byte {end} of {size}")
             f.seek(0)
         it = ArchiveIterator(f, check_digests=False)
-        # The last capture is held back until the next one: a labels record may follow it.
-        held: tuple[str, Capture] | None = None
+        # A capture is held back until the next one that does not refer to it: a labels record
+        # may follow it, after the records of its rendering (a screenshot, its text), held too.
+        held: list[tuple[str, Capture]] = []
         for record in it:
-            if record.rec_type == "metadata" and held is not None:
+            if record.rec_type == "metadata" and held:
                 found = labels_of(record, record.content_stream().read(MAX_LABELS_RECORD))
                 it.read_to_end(record)
-                if found is not None and found[0] == held[0]:
-                    held = held[0], dataclasses.replace(held[1], labels=labels_text(found[1]))
+                if found is not None:
+                    held = [(rid, dataclasses.replace(c, labels=labels_text(found[1]))
+                             if rid == found[0] else c) for rid, c in held]
                 continue
             if record.rec_type not in INDEXED or not _web_url(record):
                 it.read_to_end(record)
                 continue
             it.read_to_end(record)
-            if held is not None:
-                yield held[1]
-            held = (record.rec_headers.get_header("WARC-Record-ID") or "",
-                    capture_of(record, name, it.get_record_offset(), it.get_record_length()))
-        if held is not None:
-            yield held[1]
+            headers = record.rec_headers
+            if not held or headers.get_header("WARC-Refers-To") != held[0][0]:
+                yield from (capture for _, capture in held)
+                held = []
+            held.append((headers.get_header("WARC-Record-ID") or "",
+                         capture_of(record, name, it.get_record_offset(), it.get_record_length())))
+        yield from (capture for _, capture in held)
     except (ArchiveLoadFailed, EOFError, OSError, ValueError, UnicodeDecodeError) as e:
         raise WarcError(f"{where}: not a complete WARC file{_at(it)}: {e}") from None
     except (TypeError, AttributeError, KeyError, IndexError) as e:  # warcio on a damaged record
@@ -175,8 +181,11 @@ def _at(it: ArchiveIterator | None) -> str:
 
 def _web_url(record: ArcWarcRecord) -> bool:
     """Is the record's target an http or https URL (not Heritrix's ``dns:``, wget's
-    ``metadata://``)?"""
+    ``metadata://``), or a resource record of the rendering of one (``urn:screenshot:<url>``,
+    ``urn:text:<url>``, catalogued beside its page: catalogkeys.surt_key)?"""
     url = record.rec_headers.get_header("WARC-Target-URI") or ""
+    if record.rec_type == "resource" and (rendering := rendering_of(url)) is not None:
+        url = rendering[1]
     return url[:8].lower().startswith(("http://", "https://"))
 
 

@@ -12,13 +12,18 @@ Plain string logic only: the work is linear in the URL's length.
 
 Replay tries the operator's rules (``replay.fuzzy_rules``) first, in their order, then
 :data:`DEFAULT_RULES`; the first rule under which some capture matches wins.
+
+A JSONP response served under the ``jsonp-callback`` rule calls the callback named in the
+captured URL, which the replayed page does not define: :func:`callback_names` gives the captured
+and the asked name, and :func:`rename_callback` puts the asked one in the script's first call.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 
 class FuzzyError(ValueError):
@@ -53,11 +58,14 @@ def _rule(name: str, *ignored: str) -> FuzzyRule:
     return FuzzyRule(name, ignore=frozenset(ignored))
 
 
+# The query parameters that name a JSONP callback.
+CALLBACK_PARAMETERS = ("callback", "jsonp", "jsoncallback")
+JSONP_RULE = "jsonp-callback"
 # The shipped rules, most specific first: jQuery's epoch-milliseconds cache buster; JSONP
 # callbacks (jQuery adds "_" with them); common cache busters; session identifiers.
 DEFAULT_RULES = (
     _rule("epoch-ms", "_"),
-    _rule("jsonp-callback", "callback", "jsonp", "jsoncallback", "_"),
+    _rule(JSONP_RULE, *CALLBACK_PARAMETERS, "_"),
     _rule("cache-buster", "v", "ver", "version", "t", "ts", "cb", "cachebust", "cachebuster", "_"),
     _rule("session-id", "sid", "sessionid", "session_id", "phpsessid", "jsessionid"),
 )
@@ -136,3 +144,49 @@ def make_rule(table: Mapping[str, object]) -> FuzzyRule:
     lowered = frozenset(n.lower() for n in names)
     return FuzzyRule(name, ignore=lowered if key == "ignore" else frozenset(),
                      keep=lowered if key == "keep" else None, host=host, path=path)
+
+
+# A callback name replay writes into a script: a plain JavaScript identifier (ASCII), bounded.
+_IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]{0,127}")
+# What may come before a JSONP script's call: whitespace (a byte-order mark too) and comments.
+_LEAD = re.compile(r"(?:[\s\ufeff]++|//[^\n]*+|/\*(?:[^*]|\*(?!/))*+\*/)*+")
+_CALL = re.compile(r"[ \t\r\n]*+\(")
+
+
+def _callback(url: str) -> tuple[str, str] | None:
+    """The first parameter of ``url``'s query that names a JSONP callback, and its value."""
+    try:
+        query = urlsplit(url).query
+    except ValueError:
+        return None
+    for pair in query.split("&"):
+        name, _, value = pair.partition("=")
+        if name.lower() in CALLBACK_PARAMETERS:
+            return name.lower(), unquote(value)
+    return None
+
+
+def callback_names(asked: str, captured: str) -> tuple[str, str] | None:
+    """(the captured name, the asked name) of the JSONP callback when the URL ``asked`` names
+    another callback than the URL ``captured``, in the same parameter, both plain identifiers;
+    else None (nothing to rename)."""
+    wanted, found = _callback(asked), _callback(captured)
+    if wanted is None or found is None or wanted[0] != found[0] or wanted[1] == found[1]:
+        return None
+    if not (_IDENTIFIER.fullmatch(wanted[1]) and _IDENTIFIER.fullmatch(found[1])):
+        return None
+    return found[1], wanted[1]
+
+
+def rename_callback(script: str, captured: str, asked: str) -> str | None:
+    """``script`` with its leading call of ``captured`` (after whitespace and comments, the name
+    then ``(``, spaces between allowed) calling ``asked`` instead; None if it does not start so or
+    a name is no plain identifier. Only that first occurrence changes; linear in the script."""
+    if not (_IDENTIFIER.fullmatch(captured) and _IDENTIFIER.fullmatch(asked)):
+        return None
+    start = _LEAD.match(script)
+    at = start.end() if start else 0
+    end = at + len(captured)
+    if not script.startswith(captured, at) or not _CALL.match(script, end):
+        return None
+    return script[:at] + asked + script[end:]

@@ -171,6 +171,39 @@ def test_replay_keys_are_checked(tmp_path, text, needle):
         config.load(write(tmp_path, text))
 
 
+@pytest.mark.parametrize("text, needle", [
+    ('[crawl]\ncapture = "js"\n', 'crawl.capture: must be "http", "browser" or "auto"'),
+    ('[[sheets]]\nmatch = ["domain:a.org"]\ncapture = "always"\n', 'capture: must be "http", "browser"'),
+    ('[browser]\nviewport = "1280"\n', "browser.viewport: expected WIDTHxHEIGHT"),
+    ('[browser]\nviewport = "20x900"\n', "browser.viewport: expected WIDTHxHEIGHT"),
+    ('[browser]\nscreenshot_format = "gif"\n', 'browser.screenshot_format: must be "png" or "webp"'),
+    ("[browser]\nquiet = 30.0\n", "browser.quiet: must be less than browser.page_timeout"),
+    ("[browser]\ntabs = 0\n", "browser.tabs: must be greater than 0"),
+    ('[browser]\nexecutable = ""\n', "browser.executable: must name a program"),
+    ("[browser]\nkept_answers = -1\n", "browser.kept_answers: must not be negative"),
+])  # fmt: skip
+def test_capture_and_browser_keys_are_checked(tmp_path, text, needle):
+    with pytest.raises(config.ConfigError, match=re.escape(needle)):
+        config.load(write(tmp_path, text))
+
+
+def test_capture_and_browser_keys_load(tmp_path):
+    cfg = config.load(write(tmp_path, '''
+[crawl]
+capture = "auto"
+[browser]
+viewport = "800x600"
+tabs = 8
+kept_answers = 0
+[[sheets]]
+match = ["domain:app.example"]
+capture = "browser"
+'''))
+    assert cfg.crawl.capture == "auto" and cfg.browser.tabs == 8 and cfg.browser.kept_answers == 0
+    assert config.viewport(cfg.browser.viewport) == (800, 600)
+    assert config.site_crawl(cfg.crawl, cfg.sheets[0]).capture == "browser"
+
+
 def test_replay_keys_load(tmp_path):
     cfg = config.load(write(tmp_path, '''
 [replay]

@@ -64,9 +64,9 @@ def test_a_full_disk_pauses_a_shared_crawler_which_ships_what_it_can_and_resumes
             fetched = len(requests(log))
             # The store back while the disk is still full: what waits is shipped (and deleted).
             endpoint.start()
-            wait_for(lambda: any("event=store-recovered store=objects" in line for line in lines),
-                     "the waiting bundles to be shipped")
-            assert not closed_bundles(config.root)
+            # The spool's files may bring the store back before the bundles' round ends.
+            wait_for(lambda: any("event=store-recovered store=objects" in line for line in lines)
+                     and not closed_bundles(config.root), "the waiting bundles to be shipped")
             status = subprocess.run([*ARCHIVER, "status", "--config", str(path)], capture_output=True,
                                     text=True, timeout=60, check=True).stdout
             paused = len(requests(log))

@@ -22,6 +22,12 @@ def test_each_next_step_the_demo_prints_works_as_printed(tmp_path: Path) -> None
     demo = subprocess.run([sys.executable, "-m", "tools.demo", "--dir", "demo", "--sites=2", "--pages=4"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert demo.returncode == 0, demo.stderr
+    # One rendered page, and where its screenshot shows once the replay runs.
+    shown = re.search(r"page\(s\) rendered in Chromium.*\n  (http://modern\.demo:\d+/\S+)\n.*\n"
+                      r"  http://127\.0\.0\.1:8080(/web/\*/\S+)", demo.stdout)
+    assert shown, demo.stdout
+    page, captures = shown.groups()
+    assert captures == "/web/*/" + page
     steps = demo.stdout.split("Next steps", 1)[1]
     commands = [line.strip() for line in steps.splitlines() if line.startswith("    ")]
     assert [c.split(" --config")[0].split()[-1] for c in commands] == ["status", "--once", "run"]
@@ -45,6 +51,9 @@ def test_each_next_step_the_demo_prints_works_as_printed(tmp_path: Path) -> None
         with urllib.request.urlopen(found[0] + "/", timeout=30) as answer:
             home = answer.read().decode()
         assert "site-000.demo" in home and "site-001.demo" in home  # the sites crawled
+        with urllib.request.urlopen(found[0] + captures, timeout=30) as answer:
+            listing = answer.read().decode()
+        assert "urn:screenshot:" + page in listing  # the capture's thumbnail
     finally:
         process.terminate()
         process.wait(30)

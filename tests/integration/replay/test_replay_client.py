@@ -78,7 +78,9 @@ window.finished = new Promise((finish) => document.addEventListener("DOMContentL
   results.domain = document.domain;
   const here = location.href;
   history.pushState(null, "", "/pushed" + ".html");
-  results.pushed = location.href;
+  // What the script reads (the archived URL), and where the tab really is (a computed member,
+  // which replay does not rewrite).
+  results.pushed = [location.href, window["location"].href];
   history.replaceState(null, "", here);
   finish(results);
 }));
@@ -149,7 +151,7 @@ async def test_a_tabbuilt_by_scripts_stays_in_the_archive(tmp_path):
             assert results["domain"] == "scripted.test"
             assert results["messages"] == [[SITE, "hello"]]
             archive = f"{origin}/web/{STAMP}"
-            assert results["pushed"] == f"{archive}/{SITE}/pushed.html"
+            assert results["pushed"] == [f"{SITE}/pushed.html", f"{archive}/{SITE}/pushed.html"]
             assert await page.evaluate("built.href") == f"{archive}/{SITE}/next.html"
             built = (
                 ("built-image", "img/dot.png"),

@@ -65,7 +65,7 @@ def big(tmp_path_factory) -> Config:
 async def test_every_response_carries_the_security_headers(small):
     async with serving(small) as replay:
         answers = [
-            (replay.app, path, APP_CSP)
+            (replay.app, path, APP_CSP.format(content=replay.content))
             for path in ("/", "/search?url=site.test", f"/web/*/{PAGE}", f"/web/{PAGE}",
                          f"/timemap/link/{PAGE}", f"/cdx?url={PAGE}", "/status", "/metrics", "/dns/site.test",
                          "/nowhere", "/web/2026/ftp://x/", f"/web/{STAMP}/{PAGE}")

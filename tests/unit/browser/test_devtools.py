@@ -9,27 +9,11 @@ from typing import Any, cast
 import trio
 
 from archiver.browser.devtools import DevTools
-
-
-class MemorySocket:
-    """What DevTools uses of a websocket, as two memory channels; answers each command."""
-
-    def __init__(self) -> None:
-        self.incoming_send, self.incoming = trio.open_memory_channel[str](100)
-
-    async def get_message(self) -> str:
-        return await self.incoming.receive()
-
-    async def send_message(self, text: str) -> None:
-        command = json.loads(text)
-        await self.incoming_send.send(json.dumps({"id": command["id"], "result": {"ok": True}}))
-
-    async def aclose(self) -> None:
-        await self.incoming_send.aclose()
+from tests.support.memorysocket import MemorySocket
 
 
 async def test_an_event_for_a_listener_that_went_away_is_dropped_and_the_reader_goes_on():
-    socket = MemorySocket()
+    socket = MemorySocket({"ok": True})
     devtools = DevTools(cast(Any, socket), timeout=5)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(devtools.read)

@@ -32,6 +32,14 @@ def document(body: bytes, kind: str = HTML, coding: str = "", limit: int = 2**20
                             charset=None, client=CLIENT, embeds_kept=kept)
 
 
+def test_a_gzipped_jsonp_script_is_served_calling_the_asked_callback():
+    body = gzip.compress(b'cb_1({"text": "x"});\n')
+    done = rewrite_document(body, kind=SCRIPT_FILE, coding="gzip", limit=2**20, url=URL, timestamp=TS,
+                            charset=None, client=CLIENT, embeds_kept=100, callback=("cb_1", "cb_2"))
+    assert done is not None and done.before == b'cb_2({"text": "x"});\n' and done.after is None
+    assert document(body, kind=SCRIPT_FILE, coding="gzip") is None  # no callback: as archived
+
+
 def test_a_page_comes_in_two_parts_around_its_banner_with_its_distinct_embeds():
     page = (b"<html><head><title>t</title></head><body class=x><img src=a.png><img src=b.png>"
             b"<img src=a.png><a href=next.html>n</a><script src=s.js></script></body></html>")

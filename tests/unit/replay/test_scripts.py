@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from archiver.replay.scripts import LOCATION, POST, rewrite_js, rewrite_js_body
+from archiver.replay.scripts import GUARDED, LOCATION, POST, rewrite_js, rewrite_js_body
 from tests.support.fuzzing import assert_cost_bounded, examples, repeat_to
 
 WRITES = [
@@ -23,13 +23,21 @@ WRITES = [
     ("if (x) location.href = u; else location = v", f"if (x) {LOCATION}.href = u; else {LOCATION} = v"),
     ("a => location.href = b", f"a => {LOCATION}.href = b"),
     ("`${location = 1} location = 2`", f"`${{{LOCATION} = 1}} location = 2`"),
+    # Reads of a part: the archived URL's, as a single-page app reads its route.
+    ("location.href == u", f"{GUARDED}.href == u"),
+    ("x = location.href", f"x = {GUARDED}.href"),
+    ('route = location.pathname.slice("/app/".length)', f'route = {GUARDED}.pathname.slice("/app/".length)'),
+    ("q = window.location.search", f"q = window.{LOCATION}.search"),
+    ("h = document.location . hash", f"h = document.{LOCATION} . hash"),
     ("w.postMessage(m, '*')", f"w.postMessage(...{POST}(m, '*'))"),
     ("p?.postMessage(f(g(1)), o)", f"p?.postMessage(...{POST}(f(g(1)), o))"),
     ("top.postMessage({a: (1)}, o, [b])", f"top.postMessage(...{POST}({{a: (1)}}, o, [b]))"),
 ]
 LEFT_ALONE = [
-    "location.href == u",
-    "x = location.href",
+    "x = location",  # the object itself: not one of its parts
+    "p = self.location.pathname",  # a worker's own location, perhaps
+    "location.pathname = p",  # a write to a part the archived location does not take
+    "location.pathnames",
     "if (location === y) {}",
     "top.location = u",  # another window's location
     "obj.location = u",
@@ -77,11 +85,21 @@ def test_script_files_are_decoded_by_their_charset_and_left_alone_without_writes
     assert rewrite_js_body(b"location = 1", "no-such-charset") == f"{LOCATION} = 1".encode()
 
 
+def test_a_jsonp_script_calls_the_asked_callback_and_keeps_its_location_writes() -> None:
+    names = ("jQuery3600_1", "jQuery3600_2")
+    assert rewrite_js_body(b'/**/ jQuery3600_1({"a": 1});', None, names) == b'/**/ jQuery3600_2({"a": 1});'
+    assert rewrite_js_body(b"jQuery3600_1(1); location = 'x'", None, names) == (
+        f"jQuery3600_2(1); {LOCATION} = 'x'".encode())
+    latin = "jQuery3600_1('caf\xe9')".encode("latin-1")
+    assert rewrite_js_body(latin, "iso-8859-1", names) == "jQuery3600_2('caf\xe9')".encode()
+    assert rewrite_js_body(b"other(1); jQuery3600_1(1)", None, names) is None  # not its first call
+
+
 def _only_insertions(original: str, rewritten: str) -> bool:
     """Whether ``rewritten`` is ``original`` with location renamed and postMessage arguments
     wrapped, and nothing else changed."""
     wraps = rewritten.count(f"...{POST}(")
-    plain = rewritten.replace(f"...{POST}(", "").replace(LOCATION, "location")
+    plain = rewritten.replace(f"...{POST}(", "").replace(GUARDED, "location").replace(LOCATION, "location")
     extra = iter(plain)
     # ``original`` is a subsequence of ``plain``, and what is left over is one ")" per wrap.
     left = [char for char in original if char not in extra]
