@@ -144,9 +144,6 @@ class HostClock:
             self._next = {h: at for h, at in self._next.items() if at > now}
         self._next[host] = now + seconds
 
-    def free_at(self, host: str) -> float:
-        return self._next.get(host, 0.0)
-
 
 @dataclass(frozen=True)
 class PageRender:
