@@ -61,7 +61,7 @@ class SiteRenderer:
     def site_fetched(self) -> None:
         """The visit fetched a page: a render's requests to the site come ``embed_gap`` after."""
         browsers = self.visit.ctx.browsers
-        if browsers is not None:
+        if browsers is not None and self.visit.crawl.capture != "http":  # none of an HTTP-only visit's
             browsers.clock.rest(self.visit.host, self.embed_gap())
 
     async def render(self, page: Entry, result: FetchResult) -> dict[str, str]:
