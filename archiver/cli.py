@@ -30,6 +30,7 @@ from archiver.commands import (
     scope,
     search,
     seeds,
+    site,
     status,
     store,
     why,
@@ -38,8 +39,8 @@ from archiver.commands.common import InputError, deprecated, fail, file_error, s
 from archiver.stores import StoreUnavailable
 
 # In the order ``archiver --help`` lists them.
-VERBS = (crawl, seeds, links, replay, status, robots, why, scope, focus, search, imports, export,
-         catalog, store, dns)
+VERBS = (crawl, seeds, links, replay, status, site, robots, why, scope, focus, search, imports,
+         export, catalog, store, dns)
 # The verbs whose old spelling had no sub-verb (``archiver crawl --config F``, ``archiver dns
 # --config F``, ``archiver search WORDS``): the sub-verb that spelling means now. It keeps working,
 # with a warning, until the next release.

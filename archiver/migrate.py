@@ -4,9 +4,9 @@ OLD is an embedded archive (``store.url = "sqlite"``, files under ``archive.root
 PostgreSQL database at this archiver's schema and an object store (``warc.store``: ``s3://...`` or a
 folder). The parts, in this order, each read with the embedded stores' own readers:
 
-- **sites**: every ``<root>/sites/<n>.sqlite`` into table ``sites``; ``active`` (a crawler stopped
-  mid-visit) becomes ``waiting``; no holder, epoch 0. An origin in two queues (``crawl.processes``
-  changed) is taken from the lowest-numbered one.
+- **sites**: every ``<root>/sites/<n>.sqlite`` into table ``sites`` (cookies and gatekeeper
+  counts too); ``active`` (a crawler stopped mid-visit) becomes ``waiting``; no holder, epoch 0.
+  An origin in two queues (``crawl.processes`` changed) is taken from the lowest-numbered one.
 - **crawl queues**: each ``<root>/crawl-queues/`` folder, and each site with rows in the inbox
   database (``crawl-queues/inbox.sqlite``) but no folder yet: its log's entries into ``crawl_entries``
   (``seq`` 1, 2, ... in log order), its cursor into ``crawl_cursors`` (the seq of the last entry
@@ -79,6 +79,7 @@ from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
 from archiver.queues.interfaces import LinksState
 from archiver.queues.models import STATES
 from archiver.queues.postgres.linksstate import bitmap_key
+from archiver.queues.sites import gatekeepers_text
 from archiver.queues.spool import OBJECT_PREFIX, SpoolDirectory
 from archiver.store.embedded.catalog import Catalog
 from archiver.store.embedded.dnshistory import DnsHistory
@@ -288,21 +289,23 @@ class Migration:
                         " state text, due float8, inlinks bigint, attempts integer, added float8,"
                         " visits integer, note text, restart boolean, next_visit float8,"
                         " compared float8, changed float8, compared_seconds float8, hops integer,"
-                        " priority float8) ON COMMIT DROP")
+                        " priority float8, cookies text, gatekeepers text) ON COMMIT DROP")
             with cur.copy("COPY migrate_sites FROM STDIN") as copy:
                 for number in self.source.site_queue_numbers():
                     with SiteQueue(queue_path(self.old.root, number), recover=False) as queue:
                         for row in queue.rows():
                             history = row.history
                             copy.write_row((number, *row[:10], history.compared, history.changed,
-                                            history.seconds, row.hops, row.priority))
+                                            history.seconds, row.hops, row.priority,
+                                            queue.cookies(row.origin),
+                                            gatekeepers_text(dict(row.gatekeepers))))
             chosen = ("SELECT DISTINCT ON (origin) origin, CASE state WHEN 'active' THEN 'waiting'"
                       " ELSE state END AS state, due, inlinks, attempts, added, visits, note, restart,"
-                      " next_visit, compared, changed, compared_seconds, hops, priority"
-                      " FROM migrate_sites ORDER BY origin, queue")
+                      " next_visit, compared, changed, compared_seconds, hops, priority, cookies,"
+                      " gatekeepers FROM migrate_sites ORDER BY origin, queue")
             cur.execute("INSERT INTO sites (origin, state, due, inlinks, attempts, added, visits, note,"
-                        f" restart, next_visit, compared, changed, compared_seconds, hops, priority) {chosen}"
-                        " ON CONFLICT DO NOTHING")
+                        " restart, next_visit, compared, changed, compared_seconds, hops, priority,"
+                        f" cookies, gatekeepers) {chosen} ON CONFLICT DO NOTHING")
             copied = cur.rowcount
             expected: dict[str, int] = dict(
                 cur.execute(f"SELECT state, count(*) FROM ({chosen}) s GROUP BY state").fetchall())

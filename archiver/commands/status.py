@@ -7,7 +7,7 @@ import contextlib
 import json
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from archiver import config
 from archiver.commands.common import Verbs, add_config, add_json, iso, load_config, verb
@@ -27,7 +27,8 @@ def add(verbs: Verbs) -> None:
     add_json(status, "a JSON array of the processes' statuses, each with running (true, false, or "
                      "null: cannot tell) and last_seen_s (with --sites: one JSON object a site)")
     status.add_argument("--sites", action="store_true",
-                        help="list every site of the site queues: state, next visit, change rate")
+                        help="list every site of the site queues: state (and why, for a paused "
+                             "site), next visit, change rate, gatekeeper answers")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,16 +109,18 @@ def _site_status(stores: Stores, *, as_json: bool) -> int:
 
 
 def describe_site(row: SiteRow, now: float) -> dict[str, object]:
-    """One site of a site queue, as ``status --sites --json`` prints it."""
+    """One site of a site queue, as ``status --sites --json`` prints it (a paused site's note is
+    why it is paused; it has no due time, it waits for ``archiver site resume``)."""
     rate = row.history.rate()
     return {"origin": row.origin, "state": row.state, "visits": row.visits, "inlinks": row.inlinks,
             "hops": row.hops, "priority": row.priority,
-            "due": iso(row.due) if row.state != "done" and row.due else None,
+            "due": iso(row.due) if row.state not in ("done", "paused") and row.due else None,
             "next_visit": iso(row.next_visit) if row.next_visit else None,
             "next_visit_in_days": round((row.next_visit - now) / 86400, 2) if row.next_visit else None,
             "change_rate_per_day": None if rate is None else round(rate * 86400, 4),
             "pages_compared": round(row.history.compared, 2),
-            "pages_changed": round(row.history.changed, 2), "note": row.note}
+            "pages_changed": round(row.history.changed, 2), "note": row.note,
+            "gatekeepers": dict(row.gatekeepers)}
 
 
 def site_line(site: dict[str, object]) -> str:
@@ -131,6 +134,8 @@ def site_line(site: dict[str, object]) -> str:
     if site["change_rate_per_day"] is not None:
         parts.append(f"change_rate={site['change_rate_per_day']}/day "
                      f"({site['pages_changed']} of {site['pages_compared']} pages compared changed)")
+    if gatekeepers := cast("dict[str, int]", site["gatekeepers"]):
+        parts.append("gatekeepers=" + ",".join(f"{kind}:{n}" for kind, n in gatekeepers.items()))
     if site["note"]:
         parts.append(f"note={site['note']!r}")
     return "  ".join(parts)

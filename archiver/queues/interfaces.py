@@ -55,6 +55,24 @@ class SiteQueueStore(Protocol):
     def retry(self, origin: str, *, delay: float, max_attempts: int, defer_delay: float,
               note: str, now: float | None = None) -> str: ...
 
+    def pause(self, origin: str, note: str) -> None:
+        """The visit of ``origin`` (active) found its session lost: ``paused``, ``note`` saying
+        why; never claimed, woken by links or waited for by ``--until-idle`` until ``resume``."""
+
+    def resume(self, origin: str, *, now: float | None = None) -> bool:
+        """A paused site waits again, due ``now``, its note cleared; False if it is not paused."""
+
+    def cookies(self, origin: str) -> str:
+        """The site's cookie jar (JSON text) kept by its last ``keep_cookies``; '' if none."""
+
+    def keep_cookies(self, origin: str, text: str) -> bool:
+        """Keep the site's cookie jar for its next visits; False (and a warning) if ``text`` is
+        longer than ``models.COOKIES_LIMIT`` bytes (what was kept before stays), or the site
+        is unknown."""
+
+    def count_gatekeepers(self, origin: str, counts: Mapping[str, int]) -> None:
+        """Add a visit's gatekeeper answers by kind (``challenge``, ``rate-limit``, ``block``)."""
+
     def next_due(self, *, include_deferred: bool, include_revisits: bool = False) -> float | None: ...
 
     def counts(self) -> dict[str, int]: ...

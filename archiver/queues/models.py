@@ -11,7 +11,9 @@ from typing import NamedTuple
 from archiver.queues.revisits import ChangeHistory
 
 # A site's states in a site queue (see ``queues.embedded.sitequeue``).
-STATES = ("waiting", "active", "retry", "deferred", "revisit", "done")
+STATES = ("waiting", "active", "retry", "deferred", "paused", "revisit", "done")
+# The most a site's saved cookies may hold (``keep_cookies``): bytes of the jar's JSON text.
+COOKIES_LIMIT = 256 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +64,8 @@ class SiteRow(NamedTuple):
     history: ChangeHistory
     hops: int = 0
     priority: float = 0.0
+    # The gatekeeper answers its visits met (``count_gatekeepers``), (kind, count) by kind.
+    gatekeepers: tuple[tuple[str, int], ...] = ()
 
 
 class LinkedSite(NamedTuple):

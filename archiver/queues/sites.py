@@ -1,14 +1,22 @@
 """What both site queues share, pure: a site's row from its columns, the states a slot may claim
-from, a failed visit's back-off, which crawler process owns a site, what the links batch sends."""
+from, a failed visit's back-off, which crawler process owns a site, what the links batch sends,
+a site's gatekeeper counts as its column holds them (a JSON object's text, '' for none), whether
+its cookies fit (``cookies_fit``, which logs when they do not)."""
 
 from __future__ import annotations
 
+import json
+import logging
+from collections.abc import Mapping
 from typing import Any
 
 import mmh3
 
-from archiver.queues.models import LinkedSite, SiteRow
+from archiver.logs import event
+from archiver.queues.models import COOKIES_LIMIT, LinkedSite, SiteRow
 from archiver.queues.revisits import ChangeHistory
+
+log = logging.getLogger("archiver.queues.sites")
 
 
 def linked_site(site: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -18,13 +26,43 @@ def linked_site(site: tuple[Any, ...]) -> tuple[Any, ...]:
 
 # The columns of a SiteRow, in its order, as both site queues select them (``site_row``).
 SITE_COLUMNS = ("origin, state, due, inlinks, attempts, added, visits, note, restart, next_visit,"
-                " compared, changed, compared_seconds, hops, priority")
+                " compared, changed, compared_seconds, hops, priority, gatekeepers")
 
 
 def site_row(row: tuple[Any, ...]) -> SiteRow:
     """A SiteRow from the values of SITE_COLUMNS."""
     return SiteRow._make((*row[:8], bool(row[8]), row[9], ChangeHistory(*row[10:13]), row[13],
-                          row[14]))
+                          row[14], gatekeeper_counts(row[15])))
+
+
+def gatekeeper_counts(text: str) -> tuple[tuple[str, int], ...]:
+    """The (kind, count) pairs of a gatekeepers column, by kind."""
+    return tuple(sorted(json.loads(text).items())) if text else ()
+
+
+def gatekeepers_added(text: str, counts: Mapping[str, int]) -> str:
+    """A gatekeepers column's ``text`` with ``counts`` added (kinds counted 0 or less left out)."""
+    total = dict(gatekeeper_counts(text))
+    for kind, count in counts.items():
+        if count > 0:
+            total[kind] = total.get(kind, 0) + count
+    return gatekeepers_text(total)
+
+
+def gatekeepers_text(counts: Mapping[str, int]) -> str:
+    """The gatekeepers column's text of ``counts``."""
+    return json.dumps(dict(counts), sort_keys=True) if counts else ""
+
+
+def cookies_fit(origin: str, text: str) -> bool:
+    """Whether ``text``, a site's cookie jar, is within COOKIES_LIMIT bytes; if not, says so
+    (event ``cookies-not-kept``)."""
+    size = len(text.encode())
+    if size <= COOKIES_LIMIT:
+        return True
+    event(log, logging.WARNING, "cookies-not-kept", site=origin, bytes=size, limit=COOKIES_LIMIT,
+          note="the site's cookie jar is larger than a site may keep; the cookies kept before stay")
+    return False
 
 
 def ready_states(include_deferred: bool, include_revisits: bool) -> tuple[str, ...]:

@@ -3,7 +3,7 @@
 The answer comes from the archive's own records only: the catalog (was it captured, when, which
 record), the crawl's decision log (archiver.queues.decisions: robots.txt exclusions, guards,
 fetch errors), the robots.txt captures (which line of which robots.txt excluded it), the site queue
-(the site deferred or failing, with its note and when it is due) and the site's crawl queue (queued
+(the site deferred, failing or paused, with its note and when it is due) and the site's crawl queue (queued
 and not reached yet). ``gather`` reads them (blocking I/O); ``explain`` is pure: the first reason
 that holds, in this order:
 
@@ -19,9 +19,10 @@ that holds, in this order:
    ``scope`` also when no decision was kept but the config's scope rules exclude it now (no
    crawl requests it: a link to another site out of scope is not logged by the linking site).
 4. Queued and not reached: ``site-retry`` / ``site-deferred`` when its site is waiting out
-   failures, ``limit`` when the last visit ended at ``crawl.max_pages`` or ``max_bytes``,
-   else ``queued``. A failing site whose queue was never opened answers ``site-retry`` or
-   ``site-deferred`` too.
+   failures, ``site-paused`` when its site's session was lost (the reason; ``archiver site
+   resume`` continues it), ``limit`` when the last visit ended at ``crawl.max_pages`` or
+   ``max_bytes``, else ``queued``. A failing or paused site whose queue was never opened
+   answers ``site-retry``, ``site-deferred`` or ``site-paused`` too.
 5. ``robots`` when no decision was kept (the log is bounded, or the URL was never queued) but
    the robots.txt in force at the date excludes it; ``later`` when it was captured only after
    the date; ``handled`` when a visit passed it and left no trace.
@@ -154,12 +155,12 @@ def _not_captured(e: Evidence, facts: dict[str, object]) -> tuple[str, str]:
     site = e.site
     if site is not None:
         facts["site"] = {"state": site.state, "note": site.note, "due": stamp(site.due)
-                         if site.due else None}
+                         if site.due and site.state != "paused" else None}
     if e.position is not None:
         facts["queue"] = e.position._asdict()
     if e.position is not None and not e.position.done:
         return _waiting(e, e.position)
-    if site is not None and site.state in ("retry", "deferred"):
+    if site is not None and site.state in ("retry", "deferred", "paused"):
         return f"site-{site.state}", f"Not captured yet: {_failing(e.origin, site)}."
     if e.robots is not None and not e.robots.allowed:
         facts["robots"] = _robots_facts(e.robots)
@@ -208,7 +209,7 @@ def _waiting(e: Evidence, p: QueuePosition) -> tuple[str, str]:
     """A URL queued and not reached: why the crawl has not got to it."""
     ahead = f"{_count(p.ahead, 'URL')} ahead of it of {p.pending} still queued"
     site = e.site
-    if site is not None and site.state in ("retry", "deferred"):
+    if site is not None and site.state in ("retry", "deferred", "paused"):
         return f"site-{site.state}", f"Not captured yet: queued ({ahead}), but {_failing(e.origin, site)}."
     if site is not None and site.note in LIMITS and site.state in ("done", "revisit"):
         setting = LIMITS[site.note]
@@ -221,6 +222,10 @@ def _waiting(e: Evidence, p: QueuePosition) -> tuple[str, str]:
 
 
 def _failing(origin: str, site: SiteRow) -> str:
+    """Why a site failing, deferred or paused stands still."""
+    if site.state == "paused":
+        return (f"its site {origin} is paused ({site.note or 'no note'}) until `archiver site "
+                f"resume {origin}`")
     what = "deferred after repeated failures" if site.state == "deferred" else "failing"
     tries = f", {_count(site.attempts, 'attempt')}" if site.attempts else ""
     return (f"its site {origin} is {what} ({site.note or 'no note'}{tries}) and due again at "

@@ -46,6 +46,7 @@ def summary_line(s: dict[str, Any]) -> str:
             f"active={len(s['active'])} done={s['sites_done']} "
             f"waiting={sites.get('waiting', 0) + sites.get('retry', 0)} "
             f"deferred={sites.get('deferred', 0)} revisit={sites.get('revisit', 0)} "
+            + (f"paused={sites['paused']} " if sites.get("paused") else "") +
             f"revisits={s.get('revisits', 0)} bytes_saved={s.get('bytes_saved', 0)} "
             f"queued_urls={s['queued_urls']} errors={errors} "
             f"skipped={skipped} loop_stall_max_ms={s.get('loop_stall_max_ms', '-')}"

@@ -103,3 +103,45 @@ def test_status_shows_every_process(mode_archive: ModeArchive) -> None:
     if mode_archive.mode == "shared":
         assert [s["host"] for s in as_json] == ["crawl-a.example", "crawl-b.example"]
         assert as_json[1]["heartbeat_age"] >= 1000
+
+
+LOST = "session lost: http://members.example/p7 did not contain 'Log out'"
+
+
+def test_a_paused_site_in_status_why_and_site_resume(mode_archive: ModeArchive) -> None:
+    stores, origin = mode_archive.stores, "http://members.example"
+    queue = stores.site_queue(stores.site_queue_of(origin))
+    try:
+        for site in (origin, "http://open.example"):
+            queue.add(site, now=0)
+        assert queue.claim(include_deferred=False, now=0) == origin
+        queue.pause(origin, LOST)
+        queue.count_gatekeepers(origin, {"challenge": 12})
+    finally:
+        queue.close()
+    with stores.catalog():  # made (empty), for why
+        pass
+    text = here(mode_archive, "status", "--sites").stdout.decode().splitlines()
+    assert [line for line in text if line.startswith(origin)] == [
+        f"{origin}  paused  visits=1  inlinks=0  hops=0  priority=0.0  gatekeepers=challenge:12"
+        f"  note={LOST!r}"]
+    listed = here(mode_archive, "status", "--sites", "--json").stdout
+    sites = [json.loads(line) for line in listed.splitlines()]
+    paused = next(site for site in sites if site["origin"] == origin)
+    assert (paused["state"], paused["note"], paused["gatekeepers"]) == ("paused", LOST, {"challenge": 12})
+    why = here(mode_archive, "why", origin + "/p7")
+    assert why.returncode == 1 and f"is paused ({LOST})".encode() in why.stdout
+
+    resumed = archiver(mode_archive, "site", "resume", origin)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.decode() == (f"site resume: {origin} was paused ({LOST}); it waits for a "
+                                       "crawler now, and its next visit goes on from its cursor\n")
+    again = here(mode_archive, "site", "resume", "members.example")
+    assert again.returncode == 1 and again.stdout == b""
+    assert again.stderr == f"archiver: site resume: {origin} is waiting, not paused; nothing to do\n".encode()
+    unknown = here(mode_archive, "site", "resume", "https://members.example")
+    assert unknown.returncode == 2
+    assert unknown.stderr == b"archiver: site resume: no site queue holds https://members.example\n"
+    bad = here(mode_archive, "site", "resume", "mailto:x@y")
+    assert bad.returncode == 2 and b"site resume: 'mailto:x@y' names no site" in bad.stderr
+    assert b"Traceback" not in again.stderr + unknown.stderr + bad.stderr

@@ -37,6 +37,7 @@ from archiver.queues.embedded.crawlqueue import (
 from archiver.queues.embedded.inboxes import SiteInbox
 from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
 from archiver.queues.postgres.linksstate import PgLinksState
+from archiver.queues.sites import gatekeepers_text
 from archiver.queues.spool import SpoolDirectory
 from archiver.store.catalog_maintenance import ObjectWarcs, WarcFiles
 from archiver.store.embedded.catalog import Catalog
@@ -59,6 +60,7 @@ SETTINGS = "[warc]\nmax_size = 32768\n[spool]\nmax_lines = 2\n[links]\nexpected_
 INBOX = [("/late-a", 1), ("/late-b", 2)]
 ACTIVE_ORIGIN = "http://unvisited.example:8080"
 INBOX_ONLY_ORIGIN = "http://linked-to.example"  # inbox rows, no crawl-queue folder
+PAUSED_ORIGIN = "http://members.example"  # paused, with cookies and gatekeeper counts
 BUDGET = (20_416, 3)  # the first site's daily budget count: (day, pages)
 
 
@@ -102,6 +104,11 @@ def crawled_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
         crawl_queues.append(INBOX_ONLY_ORIGIN, [(INBOX_ONLY_ORIGIN + "/", 0)])
     (queue_dir(cfg.root, first) / INBOX_FILE).write_text(f"3\t{first}/from-a-file\n")
     with SiteQueue(queue_path(cfg.root, 0), recover=False) as queue:
+        queue.add(PAUSED_ORIGIN, inlinks=10**9)  # claimed first
+        assert queue.claim(include_deferred=True, now=float("inf")) == PAUSED_ORIGIN
+        queue.pause(PAUSED_ORIGIN, "session lost")
+        queue.keep_cookies(PAUSED_ORIGIN, '[{"name": "session", "value": "s1"}]')
+        queue.count_gatekeepers(PAUSED_ORIGIN, {"challenge": 4})
         queue.add(ACTIVE_ORIGIN)
         while queue.claim(include_deferred=True, now=float("inf")) != ACTIVE_ORIGIN:
             pass
@@ -162,10 +169,15 @@ def check_everything(old: config.Config, url: str, bucket: Any) -> None:
             for row in queue.rows():
                 state = "waiting" if row.state == "active" else row.state
                 old_sites.append((row.origin, state, row.due, row.inlinks, row.attempts, row.added,
-                                  row.visits, row.note, row.restart, None, 0, None))
+                                  row.visits, row.note, row.restart, None, 0, None,
+                                  queue.cookies(row.origin), gatekeepers_text(dict(row.gatekeepers))))
         new_sites = db.execute("SELECT origin, state, due, inlinks, attempts, added, visits, note, restart,"
-                               " holder, epoch, lease_until FROM sites ORDER BY origin").fetchall()
+                               " holder, epoch, lease_until, cookies, gatekeepers FROM sites"
+                               " ORDER BY origin").fetchall()
         assert new_sites == sorted(old_sites) and len(new_sites) >= 5
+        paused = next(site for site in new_sites if site[0] == PAUSED_ORIGIN)
+        assert paused[1] == "paused" and paused[-2:] == ('[{"name": "session", "value": "s1"}]',
+                                                         '{"challenge": 4}')
         assert dict(db.execute("SELECT origin, state FROM sites").fetchall())[ACTIVE_ORIGIN] == "waiting"
 
         # Crawl queues: entries in log order from seq 1, the cursor at the finished entries, the inbox.

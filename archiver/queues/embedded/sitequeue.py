@@ -9,9 +9,13 @@ why the busy timeout is 30 s).
 
 States: ``waiting`` (ready once ``due``), ``active`` (in a slot now), ``retry`` (failed, back
 after ``due``), ``deferred`` (failed too often; revisited by a daemon when due, not waited for by
-``--until-idle``), ``revisit`` (finished, visited again from ``due``, its crawl queue started over,
-by a daemon only), ``done`` (finished, no revisit). A site left ``active`` by a crash is
-``waiting`` again on open.
+``--until-idle``), ``paused`` (its visit found its session lost, the note says how; never
+claimed, woken or waited for, until ``resume``: ``archiver site resume``), ``revisit`` (finished,
+visited again from ``due``, its crawl queue started over, by a daemon only), ``done`` (finished,
+no revisit). A site left ``active`` by a crash is ``waiting`` again on open.
+
+Each site also keeps its cookies between visits (``keep_cookies``: the jar's JSON text, at most
+``COOKIES_LIMIT`` bytes) and the gatekeeper answers its visits met, by kind (``count_gatekeepers``).
 
 Revisits (archiver.queues.revisits): each site keeps its change history (``compared``,
 ``changed``, ``compared_seconds``) and its next visit (``next_visit``, 0 if none). A visit that
@@ -30,13 +34,21 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from archiver.queues.models import STATES, SiteRow
 from archiver.queues.revisits import ChangeHistory, PageChanges, RevisitSchedule, visit_ended
-from archiver.queues.sites import SITE_COLUMNS, backoff, linked_site, ready_states, site_row
+from archiver.queues.sites import (
+    SITE_COLUMNS,
+    backoff,
+    cookies_fit,
+    gatekeepers_added,
+    linked_site,
+    ready_states,
+    site_row,
+)
 from archiver.store.embedded import sqlite
 
 _SCHEMA = """
@@ -55,7 +67,9 @@ CREATE TABLE IF NOT EXISTS sites (
     changed REAL NOT NULL DEFAULT 0,
     compared_seconds REAL NOT NULL DEFAULT 0,
     hops INTEGER NOT NULL DEFAULT 0,
-    priority REAL NOT NULL DEFAULT 0
+    priority REAL NOT NULL DEFAULT 0,
+    cookies TEXT NOT NULL DEFAULT '',
+    gatekeepers TEXT NOT NULL DEFAULT ''
 );
 """
 # The claim order's index (made once the columns it names are there); ``sites_ready`` was the
@@ -69,7 +83,8 @@ CREATE INDEX IF NOT EXISTS sites_order ON sites (state, priority DESC, inlinks D
 _ADDED = {"restart": "INTEGER NOT NULL DEFAULT 0", "next_visit": "REAL NOT NULL DEFAULT 0",
           "compared": "REAL NOT NULL DEFAULT 0", "changed": "REAL NOT NULL DEFAULT 0",
           "compared_seconds": "REAL NOT NULL DEFAULT 0", "hops": "INTEGER NOT NULL DEFAULT 0",
-          "priority": "REAL NOT NULL DEFAULT 0"}
+          "priority": "REAL NOT NULL DEFAULT 0", "cookies": "TEXT NOT NULL DEFAULT ''",
+          "gatekeepers": "TEXT NOT NULL DEFAULT ''"}
 
 
 def _ready(include_deferred: bool, include_revisits: bool) -> tuple[tuple[str, ...], str]:
@@ -127,7 +142,7 @@ class SiteQueue:
                                       cache_mib=sqlite.SITES_CACHE_MIB, attach_uris=True)
         self._db.executescript(_SCHEMA)
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(sites)")}
-        for name, definition in _ADDED.items():  # a queue made before recrawls, or revisits
+        for name, definition in _ADDED.items():  # a queue made before recrawls, revisits...
             if name not in columns:
                 self._db.execute(f"ALTER TABLE sites ADD COLUMN {name} {definition}")
         self._db.executescript(_ORDER_INDEX)
@@ -271,6 +286,42 @@ class SiteQueue:
         self._db.execute("UPDATE sites SET state='waiting', due=?, note=? WHERE origin=? AND"
                          " state='active'", (due, note, origin))
 
+    def pause(self, origin: str, note: str) -> None:
+        """The visit found its session lost: the site is ``paused`` with ``note`` saying why,
+        until ``resume``; its crawl queue and cursor are untouched."""
+        self._db.execute("UPDATE sites SET state='paused', note=? WHERE origin=? AND state='active'",
+                         (note, origin))
+
+    def resume(self, origin: str, *, now: float | None = None) -> bool:
+        """A paused site waits again, due ``now``, its note cleared (its next visit continues
+        from its cursor); False if ``origin`` is not paused."""
+        return self._db.execute(
+            "UPDATE sites SET state='waiting', due=?, note='' WHERE origin=? AND state='paused'",
+            (time.time() if now is None else now, origin)).rowcount == 1
+
+    def cookies(self, origin: str) -> str:
+        """The cookies kept for ``origin`` (``keep_cookies``), '' if none."""
+        row = self._db.execute("SELECT cookies FROM sites WHERE origin=?", (origin,)).fetchone()
+        return row[0] if row else ""
+
+    def keep_cookies(self, origin: str, text: str) -> bool:
+        """Keep ``text`` (the site's cookie jar as JSON) as its cookies for its next visits;
+        False, with a warning, if it is longer than COOKIES_LIMIT bytes (the cookies kept
+        before stay) or the site is not in this queue."""
+        if not cookies_fit(origin, text):
+            return False
+        return self._db.execute("UPDATE sites SET cookies=? WHERE origin=?",
+                                (text, origin)).rowcount == 1
+
+    def count_gatekeepers(self, origin: str, counts: Mapping[str, int]) -> None:
+        """Add a visit's gatekeeper answers, by kind (``challenge``, ``rate-limit``, ``block``)."""
+        with sqlite.transaction(self._db):
+            row = self._db.execute("SELECT gatekeepers FROM sites WHERE origin=?",
+                                   (origin,)).fetchone()
+            if row is not None:
+                self._db.execute("UPDATE sites SET gatekeepers=? WHERE origin=?",
+                                 (gatekeepers_added(row[0], counts), origin))
+
     def retry(self, origin: str, *, delay: float, max_attempts: int, defer_delay: float,
               note: str, now: float | None = None) -> str:
         """The visit failed: back after ``delay`` doubled per attempt, or deferred; returns the state."""
@@ -319,4 +370,5 @@ class SiteQueue:
         """Every site with all it records, by origin (``archiver store migrate``, ``status --sites``)."""
         for row in self._db.execute(f"SELECT {SITE_COLUMNS} FROM sites ORDER BY origin"):
             yield site_row(row)
+
 

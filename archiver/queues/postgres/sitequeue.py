@@ -11,7 +11,8 @@ holder that comes back late changes nothing: it learns that it lost the lease (`
 event ``lease-lost``; each write refused, event ``fenced-write``) and stops. A visit that ends
 while URLs wait in its site's inbox (queued since it last looked: a lost bundle's refetches)
 leaves the site waiting, due at once, instead of finished. States and due times are those of the
-embedded queue (``queues.embedded.sitequeue``); times are seconds since the epoch, like there.
+embedded queue (``queues.embedded.sitequeue``), ``paused`` included (a pause ends the lease);
+times are seconds since the epoch, like there.
 
 A PgSiteQueue is used from one thread at a time (the crawler's ``OffLoop``). A call is run again
 on a new connection if the server went away (``store.postgres.connection``); the writes whose answer may
@@ -24,14 +25,22 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from archiver.logs import event
 from archiver.queues.leases import Leases, lost_to
 from archiver.queues.models import STATES, SiteRow
 from archiver.queues.revisits import ChangeHistory, PageChanges, RevisitSchedule, visit_ended
-from archiver.queues.sites import SITE_COLUMNS, backoff, linked_site, ready_states, site_row
+from archiver.queues.sites import (
+    SITE_COLUMNS,
+    backoff,
+    cookies_fit,
+    gatekeepers_added,
+    linked_site,
+    ready_states,
+    site_row,
+)
 from archiver.store.postgres.connection import NOT_DONE, NotDone, PgConnection, StoreWatch, retried
 
 if TYPE_CHECKING:
@@ -155,6 +164,46 @@ class PgSiteQueue:
         if origin is not None:
             sql, params = sql + " AND origin = %s", (*params, origin)
         return self._db.execute(sql, params).rowcount
+
+    def resume(self, origin: str, *, now: float | None = None) -> bool:
+        """As ``SiteQueue.resume``: a paused site waits again, due ``now``, its note cleared."""
+        due = time.time() if now is None else now
+
+        def resumed() -> bool | NotDone:  # after a lost answer: our due time tells our write
+            row = self._db.execute("SELECT state, due, note FROM sites WHERE origin = %s",
+                                   (origin,)).fetchone()
+            if row is not None and row[0] == "paused":
+                return NOT_DONE
+            return row is not None and (row[0], row[1], row[2]) == ("waiting", due, "")
+
+        return self._db.run(lambda: self._db.execute(
+            "UPDATE sites SET state = 'waiting', due = %s, note = '' WHERE origin = %s"
+            " AND state = 'paused'", (due, origin)).rowcount == 1, resolve=resumed)
+
+    def cookies(self, origin: str) -> str:
+        row = self._one("SELECT cookies FROM sites WHERE origin = %s", (origin,))
+        return row[0] if row else ""
+
+    @retried  # an absolute update
+    def keep_cookies(self, origin: str, text: str) -> bool:
+        """As ``SiteQueue.keep_cookies``."""
+        if not cookies_fit(origin, text):
+            return False
+        return self._db.execute("UPDATE sites SET cookies = %s WHERE origin = %s",
+                                (text, origin)).rowcount == 1
+
+    def count_gatekeepers(self, origin: str, counts: Mapping[str, int]) -> None:
+        """As ``SiteQueue.count_gatekeepers`` (counts whose answer was lost with the connection
+        may be added twice: a figure for the operator, nothing decides on it)."""
+        def add() -> None:
+            with self._db.transaction():
+                row = self._one("SELECT gatekeepers FROM sites WHERE origin = %s FOR UPDATE",
+                                (origin,))
+                if row is not None:
+                    self._db.execute("UPDATE sites SET gatekeepers = %s WHERE origin = %s",
+                                     (gatekeepers_added(row[0], counts), origin))
+
+        self._db.run(add)
 
     def visits(self, origin: str) -> int:
         row = self._one("SELECT visits FROM sites WHERE origin = %s", (origin,))
@@ -343,6 +392,12 @@ class PgSiteQueue:
         self._held_write(origin, "postpone", "UPDATE sites SET state = 'waiting', due = %(due)s,"
                          " note = %(note)s, holder = NULL, lease_until = NULL",
                          {"due": due, "note": note})
+        self.leases.drop(origin)
+
+    def pause(self, origin: str, note: str) -> None:
+        """As ``SiteQueue.pause``: the lease ends, the site is paused with ``note``."""
+        self._held_write(origin, "pause", "UPDATE sites SET state = 'paused', note = %(note)s,"
+                         " holder = NULL, lease_until = NULL", {"note": note})
         self.leases.drop(origin)
 
     def restarted(self, origin: str) -> None:

@@ -50,6 +50,11 @@ Version 10 adds ``catalog_captures.labels``: a capture's plugin labels as a JSON
 Version 12 indexes ``pending_captures`` by the URL key of each entry: replay asks whether a URL
 it has no catalogued capture of waits in a bundle not shipped yet (a 503, not a 404).
 
+Version 13 gives ``sites`` the state ``paused`` (a visit found its session lost; ``archiver site
+resume``), each site's ``cookies`` (its cookie jar's JSON text, kept between visits) and
+``gatekeepers`` (the gatekeeper answers its visits met, a JSON object of counts by kind); rows
+from before read as no cookies and no gatekeeper answers.
+
 Connections come from ``connect``: autocommit (every store call is its own transaction, so no
 reader holds one open between calls), and errors with any password taken out of their text.
 """
@@ -306,6 +311,14 @@ ALTER TABLE crawl_cursors ADD COLUMN budget_day integer NOT NULL DEFAULT 0,
 """),
     Migration(12, "the catalog entries of bundles not shipped yet, found by URL key (replay)", """
 CREATE INDEX pending_captures_urlkey ON pending_captures ((capture ->> 'urlkey'));
+"""),
+    Migration(13, "sessions: a site paused, its cookies, its gatekeeper answers by kind", """
+ALTER TABLE sites DROP CONSTRAINT sites_state_check;
+ALTER TABLE sites ADD CONSTRAINT sites_state_check
+    CHECK (state IN ('waiting', 'active', 'retry', 'deferred', 'paused', 'revisit', 'done'));
+ALTER TABLE sites
+    ADD COLUMN cookies text NOT NULL DEFAULT '',
+    ADD COLUMN gatekeepers text NOT NULL DEFAULT '';
 """),
 )
 CURRENT_VERSION = MIGRATIONS[-1].version

@@ -110,3 +110,21 @@ def test_a_queue_without_a_process_number_adds_but_cannot_claim(queues, pg_store
             reader.claim(include_deferred=False)
     finally:
         reader.close()
+
+
+def test_a_pause_ends_the_lease_and_a_late_holder_s_pause_changes_nothing(queues, pg_store_url,
+                                                                          caplog):
+    late, taker = queues(0), queues(1)
+    late.add("http://a.test", now=0)
+    assert late.claim(include_deferred=False, now=0) == "http://a.test"
+    expire(pg_store_url, "http://a.test")
+    assert taker.claim(include_deferred=False, now=0) == "http://a.test"
+    late.pause("http://a.test", "session lost")                       # fenced: the taker's visit
+    assert late.state("http://a.test") == "active"
+    assert [r.fields["write"] for r in caplog.records if r.getMessage() == "fenced-write"] == ["pause"]
+    taker.pause("http://a.test", "session lost")
+    assert taker.leases.held() == {}
+    with psycopg.connect(pg_store_url) as db:
+        assert db.execute("SELECT state, holder, lease_until FROM sites").fetchall() == [
+            ("paused", None, None)]
+    assert taker.next_due(include_deferred=True) is None             # no lease left to wait for

@@ -3,6 +3,8 @@ crawler process's SQLite queue and the shared queue in PostgreSQL (where a claim
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import pytest
 from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
 from archiver.queues.interfaces import SiteQueueStore
 from archiver.queues.leases import Leases
+from archiver.queues.models import COOKIES_LIMIT
 from archiver.queues.postgres.sitequeue import PgSiteQueue
 from archiver.queues.revisits import ChangeHistory, PageChanges, RevisitSchedule
 
@@ -178,3 +181,58 @@ def test_without_revisits_a_finished_site_is_done_and_recrawl_takes_a_revisit_to
     assert q.claim(include_deferred=False, now=5) is not None
     assert q.claim(include_deferred=False, now=5) is not None
     assert q.restart_pending("http://a.test") and q.restart_pending("http://b.test")
+
+
+LOST = "session lost: http://a.test/members/p7 did not contain 'Log out'"
+
+
+def test_a_paused_site_is_not_claimed_woken_or_waited_for_until_resumed(open_queue):
+    q = open_queue()
+    q.add("http://a.test", now=0)
+    assert q.claim(include_deferred=False, now=0) == "http://a.test"
+    q.pause("http://a.test", LOST)
+    assert q.state("http://a.test") == "paused" and q.site("http://a.test").note == LOST
+    assert q.counts()["paused"] == 1 and q.counts()["active"] == 0
+    assert q.next_due(include_deferred=True, include_revisits=True) is None   # idle
+    assert q.claim(include_deferred=True, include_revisits=True, now=1e12) is None
+    q.merge_links([("http://a.test", 3, True)], now=5)           # new URLs wake no paused site
+    assert q.recrawl(now=5) == 0
+    assert q.state("http://a.test") == "paused"
+    assert not q.resume("http://b.test", now=9)                   # unknown
+    assert q.resume("http://a.test", now=10)
+    row = q.site("http://a.test")
+    assert (row.state, row.due, row.note) == ("waiting", 10, "")
+    assert not q.resume("http://a.test", now=11)                  # not paused any more
+    assert q.claim(include_deferred=False, now=9) is None
+    assert q.claim(include_deferred=False, now=10) == "http://a.test"
+    assert q.visits("http://a.test") == 2
+
+
+def test_a_site_keeps_its_cookies_between_visits_up_to_the_limit(open_queue, caplog):
+    q = open_queue()
+    q.add("http://a.test", now=0)
+    assert q.cookies("http://a.test") == ""
+    jar = json.dumps([{"name": "session", "value": "x" * 100, "domain": "a.test", "path": "/"}])
+    assert q.keep_cookies("http://a.test", jar)
+    q = open_queue()                                              # the next visit's process
+    assert q.cookies("http://a.test") == jar
+    big = json.dumps([{"name": "c", "value": "y" * COOKIES_LIMIT}])
+    with caplog.at_level(logging.WARNING):
+        assert not q.keep_cookies("http://a.test", big)
+    [refused] = [r for r in caplog.records if r.getMessage() == "cookies-not-kept"]
+    assert (refused.fields["site"], refused.fields["bytes"]) == ("http://a.test", len(big))
+    assert q.cookies("http://a.test") == jar                      # the last jar that fitted
+    assert q.keep_cookies("http://a.test", "")
+    assert q.cookies("http://a.test") == ""
+    assert not q.keep_cookies("http://b.test", jar) and q.cookies("http://b.test") == ""
+
+
+def test_gatekeeper_answers_add_up_by_kind(open_queue):
+    q = open_queue()
+    q.add("http://a.test", now=0)
+    assert q.site("http://a.test").gatekeepers == ()
+    q.count_gatekeepers("http://a.test", {"challenge": 2, "block": 0})
+    q.count_gatekeepers("http://a.test", {"challenge": 10, "rate-limit": 1})
+    q.count_gatekeepers("http://b.test", {"challenge": 1})        # unknown: nothing
+    assert q.site("http://a.test").gatekeepers == (("challenge", 12), ("rate-limit", 1))
+    assert [row.gatekeepers for row in q.rows()] == [(("challenge", 12), ("rate-limit", 1))]

@@ -1,10 +1,17 @@
-"""`archiver status --sites`: each site's state, next visit and change rate, as JSON and as text."""
+"""`archiver status --sites`: each site's state, next visit and change rate, as JSON and as text;
+a paused site in the overview and /metrics."""
 
 from __future__ import annotations
 
+import json
+
 from archiver.commands.status import describe_site, site_line
+from archiver.crawl.stats import Stats
+from archiver.queues.embedded.sitequeue import SiteQueue, queue_path
 from archiver.queues.models import SiteRow
 from archiver.queues.revisits import ChangeHistory
+from archiver.replay.statuspages import metrics_text
+from archiver.store.status import summary_line
 
 DAY = 86400.0
 NOW = 1_800_000_000.0
@@ -36,3 +43,30 @@ def test_a_site_never_revisited_has_no_rate_and_a_done_one_no_due_time():
     assert "change_rate" not in site_line(fresh) and "due=" in site_line(fresh)
     done = describe_site(row(state="done", next_visit=0.0, note="max_pages"), NOW)
     assert done["due"] is None and "note='max_pages'" in site_line(done)
+
+
+LOST = "session lost: http://a.test/members/p7 did not contain 'Log out'"
+
+
+def test_a_paused_site_shows_why_and_its_gatekeepers_and_no_due_time():
+    paused = describe_site(row(state="paused", due=NOW, next_visit=0.0, note=LOST,
+                               gatekeepers=(("challenge", 12), ("rate-limit", 1))), NOW)
+    assert (paused["state"], paused["note"], paused["due"]) == ("paused", LOST, None)
+    assert paused["gatekeepers"] == {"challenge": 12, "rate-limit": 1}
+    assert json.loads(json.dumps(paused))["gatekeepers"] == {"challenge": 12, "rate-limit": 1}
+    line = site_line(paused)
+    assert line.startswith("http://a.test  paused  ") and f"note={LOST!r}" in line
+    assert "gatekeepers=challenge:12,rate-limit:1" in line and "due=" not in line
+    assert describe_site(row(), NOW)["gatekeepers"] == {}
+    assert "gatekeepers=" not in site_line(describe_site(row(), NOW))
+
+
+def test_the_overview_and_metrics_count_paused_sites(tmp_path):
+    with SiteQueue(queue_path(tmp_path, 0)) as queue:
+        queue.add("http://a.test", now=0)
+        queue.claim(include_deferred=False, now=0)
+        queue.pause("http://a.test", LOST)
+        status = Stats(process=0).snapshot(queue.counts())
+    assert " paused=1 " in summary_line(status)
+    assert 'archiver_sites{process="0",state="paused"} 1\n' in metrics_text([status])
+    assert " paused=" not in summary_line(Stats(process=0).snapshot({"waiting": 1}))

@@ -111,6 +111,18 @@ def test_a_failing_site_says_its_note_and_when_it_is_due() -> None:
     assert explain(evidence(site=deferred)).kind == "site-deferred"
 
 
+def test_a_paused_site_says_why_and_how_to_resume_it() -> None:
+    lost = "session lost: http://a.test/members/p7 did not contain 'Log out'"
+    paused = site("paused", lost, due=T)              # the due time it was claimed at: past
+    answer = explain(evidence(site=paused, position=QueuePosition(0, False, 3, 9)))
+    assert answer.kind == "site-paused"
+    assert answer.reason == (f"Not captured yet: queued (3 URLs ahead of it of 9 still queued), but its site "
+                             f"{ORIGIN} is paused ({lost}) until `archiver site resume {ORIGIN}`.")
+    assert answer.facts["site"] == {"state": "paused", "note": lost, "due": None}
+    # The URL whose page found the session lost stays queued; one never queued says so too.
+    assert explain(evidence(site=paused)).kind == "site-paused"
+
+
 def test_queued_says_how_many_are_ahead_and_a_limit_says_which() -> None:
     waiting = explain(evidence(site=site("active"), position=QueuePosition(2, False, 7, 9)))
     assert waiting.kind == "queued" and "7 URLs ahead of it of 9" in waiting.reason

@@ -10,6 +10,7 @@ import psycopg
 import pytest
 
 from archiver import cli
+from archiver.queues.postgres.sitequeue import PgSiteQueue
 from archiver.store.postgres.catalog import PgCatalog
 from archiver.store.postgres.schema import (
     CURRENT_VERSION,
@@ -133,3 +134,26 @@ def test_no_password_in_any_message(
                f" password={PASSWORD}, or {PASSWORD} alone")
     assert PASSWORD not in redact(message)
     assert redact(message).count("***") == 4
+
+
+def test_a_database_from_before_sessions_keeps_its_sites_and_can_pause_them(pg_url: str) -> None:
+    sessions = next(m for m in MIGRATIONS if "'paused'" in m.sql)
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # as ``store init`` left it before
+        conn.execute("CREATE TABLE schema_version (version integer PRIMARY KEY, description text"
+                     " NOT NULL, applied timestamptz NOT NULL DEFAULT now())")
+        for migration in MIGRATIONS[:MIGRATIONS.index(sessions)]:
+            conn.execute(migration.sql)
+            conn.execute("INSERT INTO schema_version (version, description) VALUES (%s, %s)",
+                         (migration.version, migration.description))
+        conn.execute("INSERT INTO sites (origin, added, note) VALUES ('http://a.test', 0, 'old')")
+    assert sessions in init_schema(pg_url)
+    queue = PgSiteQueue(pg_url, process=0)
+    try:
+        row = queue.site("http://a.test")
+        assert row is not None and (row.note, row.gatekeepers) == ("old", ())
+        assert queue.cookies("http://a.test") == ""
+        assert queue.claim(include_deferred=False, now=0) == "http://a.test"
+        queue.pause("http://a.test", "session lost")
+        assert queue.counts()["paused"] == 1
+    finally:
+        queue.close()

@@ -35,3 +35,19 @@ def test_backoff_doubles_the_delay_then_defers_and_starts_counting_again():
     steps = [backoff(n, delay=10, max_attempts=4, defer_delay=3600, now=1000) for n in range(4)]
     assert steps == [("retry", 1010, 1), ("retry", 1020, 2), ("retry", 1040, 3),
                      ("deferred", 4600, 0)]
+
+
+def test_a_queue_made_before_sessions_gains_cookies_gatekeepers_and_pauses(tmp_path):
+    path = queue_path(tmp_path, 0)
+    first_site_queue(path, [("http://a.test", "waiting", 0)])
+    q = SiteQueue(path)
+    assert q.cookies("http://a.test") == "" and q.site("http://a.test").gatekeepers == ()
+    assert q.keep_cookies("http://a.test", "[]") and q.cookies("http://a.test") == "[]"
+    q.count_gatekeepers("http://a.test", {"challenge": 3})
+    assert q.claim(include_deferred=False, now=0) == "http://a.test"
+    q.pause("http://a.test", "session lost")
+    q.close()
+    q = SiteQueue(path)                      # a pause outlives the process, unlike active
+    row = q.site("http://a.test")
+    assert (row.state, row.note, row.gatekeepers) == ("paused", "session lost", (("challenge", 3),))
+    q.close()
