@@ -2,9 +2,10 @@
 
 One trio + h11 server on 127.0.0.1 (a free port) serves every host below by its ``Host`` header;
 the test config maps the names to 127.0.0.1 (:meth:`SessionWeb.hosts_file`). Every request is
-logged (:class:`Request`: host, method, target, headers, body, and the status answered) before it
-is answered. Every host serves ``/robots.txt`` allowing all (``sitemaps.test``'s also names its
-sitemap index); robots.txt is never redirected, guarded nor challenged.
+logged (:class:`Request`: host, method, target, headers, body, arrival time, and the status
+answered) before it is answered. Every host serves ``/robots.txt`` allowing all
+(``sitemaps.test``'s also names its sitemap index); robots.txt is never redirected, guarded nor
+challenged (real Cloudflare sites rarely challenge it).
 
 - ``cookies.test``: a page requested without the ``visitor`` cookie the server issued answers 302
   to the same URL with ``Set-Cookie: visitor=<random>`` (a client keeping no cookie loops, with a
@@ -81,13 +82,15 @@ CF_JS = (b"<!DOCTYPE html><html><head><title>Just a moment...</title></head><bod
 
 @dataclass
 class Request:
-    """One request as received, and the status it was answered with (0 until answered)."""
+    """One request as received (``at``: the trio time its head arrived), and the status it was
+    answered with (0 until answered)."""
 
     host: str
     method: str
     target: str
     headers: list[tuple[str, str]]
     body: bytes
+    at: float
     status: int = 0
 
     def header(self, name: str) -> str | None:
@@ -190,7 +193,8 @@ class SessionWeb:
                     headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in event.headers]
                     host = dict((k.lower(), v) for k, v in headers).get("host", "")
                     request = Request(host.lower().rsplit(":", 1)[0], event.method.decode("ascii"),
-                                      event.target.decode("latin-1"), headers, b"")
+                                      event.target.decode("latin-1"), headers, b"",
+                                      trio.current_time())
                     self.requests.append(request)
                 elif isinstance(event, h11.Data) and request is not None:
                     request.body += event.data

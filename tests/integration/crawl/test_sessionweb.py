@@ -304,6 +304,8 @@ async def test_gated_always_challenges_every_page_request():
         answers = [await fetch(web, GATED, "/") for _ in range(4)]
         assert [kind(a) for a in answers] == ["403 cf-mitigated", "200 just-a-moment"] * 2
         assert [r.status for r in web.to(GATED)] == [403, 200, 403, 200]
+        times = [r.at for r in web.to(GATED)]
+        assert times == sorted(times)
 
 
 async def test_unknown_hosts_and_oversized_bodies_are_refused():
