@@ -13,8 +13,10 @@ challenged (real Cloudflare sites rarely challenge it).
   cookie too) and ``other.test``'s home page. ``other.test`` (and ``other.github.io``,
   ``other.co.uk``, ``elsewhere.test``) serve a plain page on any path.
 - ``shop.github.io`` and ``shop.example.co.uk``: the home page sets a cookie for the public
-  suffix (``Domain=github.io``, ``Domain=co.uk``) and links a page on a sibling host under the
-  same suffix; a client following RFC 6265bis sends that cookie nowhere.
+  suffix (``tracker``, ``Domain=github.io`` or ``co.uk``), one for the shop alone (``basket``,
+  host-only: the jar's working control) and links ``/basket.html`` and a page on a sibling host
+  under the same suffix; a client following RFC 6265bis sends ``basket`` back to the shop only,
+  and ``tracker`` nowhere.
 - ``basic.test``: ``/`` is public and links ``/members/``, which links ``MEMBER_PAGES - 1`` more
   pages; everything under ``/members/`` needs HTTP Basic (``BASIC_USER``, ``BASIC_PASSWORD``, realm
   ``Members``), else 401. ``digest.test`` is the same behind Digest (RFC 7616, MD5, qop=auth):
@@ -269,7 +271,8 @@ class SessionWeb:
         if path != "/":
             return Answer(200, html(host, f"<p>a page of {host}: {path}</p>"))
         body = html("shop", links(["/basket.html", self.origin(sibling) + "/"]))
-        return Answer(200, body, [("Set-Cookie", f"tracker=1; Domain={domain}; Path=/")])
+        return Answer(200, body, [("Set-Cookie", f"tracker=1; Domain={domain}; Path=/"),
+                                  ("Set-Cookie", "basket=1; Path=/")])
 
     # -- basic.test, digest.test ----------------------------------------------------------
 
