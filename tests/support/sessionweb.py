@@ -199,7 +199,7 @@ class SessionWeb:
                                       trio.current_time())
                     self.requests.append(request)
                 elif isinstance(event, h11.Data) and request is not None:
-                    request.body += event.data
+                    request.body = (request.body + event.data)[: MAX_BODY + 1]  # kept bounded
                 elif isinstance(event, h11.EndOfMessage) and request is not None:
                     if len(request.body) > MAX_BODY:
                         answer = Answer(413, b"request body too large")
