@@ -25,7 +25,7 @@ import re
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from itertools import chain
 from typing import Literal
 from xml.parsers import expat
@@ -117,7 +117,7 @@ def parse_lastmod(text: str) -> float | None:
         )  # fmt: skip
     except ValueError:
         return None
-    return (instant - timedelta(minutes=offset)).timestamp()
+    return instant.timestamp() - offset * 60  # not a datetime: year 9999 plus an offset overflows
 
 
 def allowed(sitemap_url: str, url: str, robots_origin: str | None = None) -> bool:
