@@ -384,7 +384,6 @@ class SitemapWalk:
         self._depth: dict[str, int] = {}  # every sitemap URL ever queued -> its nesting depth
         self._robots_origin: dict[str, str | None] = {}
         self.too_deep = 0  # child sitemaps not followed: listed by an index at MAX_DEPTH
-        self.over_limit = 0  # sitemaps not handed out: past MAX_SITEMAPS
         for line in robots_sitemaps:
             sitemap_url = normalize(line.strip(), origin + "/")
             if sitemap_url is not None:
@@ -398,13 +397,15 @@ class SitemapWalk:
         self._robots_origin[sitemap_url] = robots_origin
         self._queue.append(sitemap_url)
 
+    @property
+    def over_limit(self) -> int:
+        """Sitemaps queued but never to be handed out: past MAX_SITEMAPS."""
+        return max(0, len(self._queue) - MAX_SITEMAPS)
+
     def next_url(self) -> str | None:
         """The next sitemap URL to fetch, or None when there is none left (or MAX_SITEMAPS
         were handed out)."""
-        if self._next >= len(self._queue):
-            return None
-        if self._next >= MAX_SITEMAPS:
-            self.over_limit = len(self._queue) - self._next
+        if self._next >= min(len(self._queue), MAX_SITEMAPS):
             return None
         self._next += 1
         return self._queue[self._next - 1]
