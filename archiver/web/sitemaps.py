@@ -120,17 +120,21 @@ def parse_lastmod(text: str) -> float | None:
     return instant.timestamp() - offset * 60  # not a datetime: year 9999 plus an offset overflows
 
 
-def allowed(sitemap_url: str, url: str, robots_origin: str | None = None) -> bool:
+def allowed(sitemap_url: str, url: str, robots_origin: str | None = None, *, index: bool = False) -> bool:
     """May the sitemap at `sitemap_url` list `url` (both normalised)?
 
-    The protocol's rule: a sitemap lists only URLs under its own location, same scheme and
+    The protocol's rules: a sitemap lists only URLs under its own location, same scheme and
     host and a path starting with the sitemap's directory (``http://a.org/shop/sitemap.xml``
-    may list ``http://a.org/shop/...``, not ``http://a.org/blog/...`` nor ``https://a.org/shop/``).
-    A sitemap named by the robots.txt of `robots_origin` (cross-submit) may also list any URL
-    of that origin, wherever the sitemap itself is.
+    may list ``http://a.org/shop/...``, not ``http://a.org/blog/...`` nor ``https://a.org/shop/``);
+    an `index` lists sitemaps anywhere on its own origin. A sitemap named by the robots.txt of
+    `robots_origin` (an origin as `urls.origin` gives it; the protocol's cross-submit) may also
+    list any URL of that origin, wherever the sitemap itself is.
     """
-    if robots_origin is not None and split_origin(url)[0] == robots_origin:
+    url_origin = split_origin(url)[0]
+    if url_origin == robots_origin:
         return True
+    if index:
+        return url_origin == split_origin(sitemap_url)[0]
     cut = sitemap_url.find("?")
     head = sitemap_url if cut < 0 else sitemap_url[:cut]
     return url.startswith(head[: head.rfind("/") + 1])
@@ -174,7 +178,7 @@ class _Reading:
         if url is None:
             sitemap.refused += 1
         elif not (
-            allowed(self.url, url, self.robots_origin)
+            allowed(self.url, url, self.robots_origin, index=sitemap.kind == "index")
             if self.url is not None
             else split_origin(url)[0] == self.robots_origin
         ):
@@ -222,7 +226,7 @@ class _Reading:
         except zlib.error as exc:
             self.fail(f"gzip: {exc}")
             return
-        if not inflater.eof:
+        if not inflater.eof and not self.sitemap.truncated:  # not cut by MAX_BYTES upstream
             self.fail("gzip: the stream ends early")
 
     # --- text sitemaps ------------------------------------------------------------------------

@@ -448,6 +448,29 @@ def test_allowed_urls_are_under_the_sitemap_or_of_the_robots_origin(
     assert allowed(sitemap_url, url, robots_origin) is expected
 
 
+@pytest.mark.parametrize(
+    ("index_url", "url", "robots_origin", "expected"),
+    [
+        ("http://a.org/maps/index.xml", "http://a.org/sitemap-posts.xml", None, True),
+        ("http://a.org/maps/index.xml", "https://a.org/maps/1.xml", None, False),
+        ("http://a.org/maps/index.xml", "http://b.a.org/maps/1.xml", None, False),
+        ("http://cdn.b.org/index.xml", "http://a.org/x/1.xml", "http://a.org", True),
+        ("http://cdn.b.org/index.xml", "http://c.org/1.xml", "http://a.org", False),
+    ],
+)
+def test_an_index_lists_sitemaps_anywhere_on_its_origin(
+    index_url: str, url: str, robots_origin: str | None, expected: bool
+) -> None:
+    assert allowed(index_url, url, robots_origin, index=True) is expected
+
+
+def test_an_index_reads_its_children_by_the_index_rule() -> None:
+    body = index("http://example.org/elsewhere/1.xml", "http://other.org/2.xml")
+    sitemap = read_sitemap(body, "http://example.org/maps/index.xml")
+    assert urls(sitemap) == ["http://example.org/elsewhere/1.xml"]
+    assert sitemap.foreign == 1
+
+
 def test_foreign_urls_are_counted_not_kept() -> None:
     body = urlset("http://example.org/shop/a", "http://example.org/blog/b", "http://other.org/shop/c")
     sitemap = read_sitemap(body, "http://example.org/shop/sitemap.xml")
