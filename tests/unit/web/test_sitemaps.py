@@ -347,6 +347,14 @@ def test_a_gzip_bomb_in_a_gzip_bomb_stops_at_the_cap() -> None:
     assert sitemap.truncated
 
 
+def test_an_inner_gzip_layer_cut_by_the_limit_is_truncated_not_broken() -> None:
+    stored = gzip.compress(_filled_urlset(MAX_BYTES + 1024 * 1024, b" "), 0)  # over 50 MB itself
+    sitemap = read_sitemap(gzip.compress(stored, 1), SITEMAP)
+    assert urls(sitemap) == ["http://example.org/first"]
+    assert sitemap.truncated
+    assert sitemap.error is None
+
+
 def test_tiny_elements_stop_at_the_element_limit() -> None:
     sitemap = read_sitemap(_filled_urlset(MAX_ELEMENTS * 5, b"<a/>"), SITEMAP)
     assert urls(sitemap) == ["http://example.org/first"]
