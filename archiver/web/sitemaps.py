@@ -385,7 +385,6 @@ class SitemapWalk:
     """
 
     def __init__(self, origin: str, robots_sitemaps: Iterable[str]) -> None:
-        self.origin = origin
         self._queue: list[str] = []  # to hand out, in order
         self._next = 0
         self._depth: dict[str, int] = {}  # every sitemap URL ever queued -> its nesting depth
