@@ -192,7 +192,7 @@ def _parse(text: str, now: float) -> _Parsed | str:
                 seconds = int(argument)
                 max_age = -math.inf if seconds <= 0 else now + min(seconds, MAX_AGE_SECONDS)
         elif key == "domain":
-            if argument:
+            if argument:  # "Domain=." leaves "": the last Domain then makes a host-only cookie
                 domain = argument.removeprefix(".").lower()
         elif key == "path":
             path = argument if argument.startswith("/") else None
@@ -300,6 +300,8 @@ class CookieJar:
     """The cookies of one site (see the module docstring for the rules)."""
 
     def __init__(self, *, max_cookies: int = MAX_COOKIES) -> None:
+        if max_cookies < 1:
+            raise ValueError(f"a cookie jar holds at least one cookie, not {max_cookies}")
         self.max_cookies = max_cookies
         # keyed by (name, domain, host_only, path): §5.7 step 23's identity
         self._cookies: dict[tuple[str, str, bool, str], Cookie] = {}
@@ -329,7 +331,7 @@ class CookieJar:
         """§5.7 for one parsed cookie from a request to (secure, host, path)."""
         host_only = True
         domain = host
-        if parsed.domain is not None:
+        if parsed.domain:
             wanted = _canonical_domain(parsed.domain)
             if wanted is None:
                 return "domain-mismatch"
@@ -548,7 +550,9 @@ def _from_browser(entry: object, now: float) -> Cookie | None:
         return None
     if isinstance(domain, str) and domain:
         host_only = not domain.startswith(".")
-        domain = domain.removeprefix(".").lower()
+        domain = _canonical_domain(domain.removeprefix(".").lower())
+        if domain is None:
+            return None
     elif isinstance(url, str) and (request := _request(url)) is not None:
         host_only, domain = True, request[1]
     else:

@@ -152,6 +152,13 @@ def test_a_domain_cookie_goes_to_the_domain_and_its_subdomains(domain: str) -> N
         assert jar.header(f"http://{host}/", NOW) is None
 
 
+@pytest.mark.parametrize("attributes", ["Domain=", "Domain=.", "Domain=example.com; Domain=."])
+def test_an_empty_domain_makes_a_host_only_cookie(attributes: str) -> None:
+    jar = jar_with("http://example.com/", f"a=1; {attributes}")
+    assert jar.header("http://www.example.com/", NOW) is None
+    assert jar.header("http://example.com/", NOW) == "a=1"
+
+
 def test_a_domain_equal_to_the_host_makes_a_domain_cookie() -> None:
     jar = jar_with("http://example.com/", "a=1; Domain=example.com")
     assert jar.header("http://www.example.com/", NOW) == "a=1"
@@ -370,6 +377,11 @@ def test_a_full_domain_evicts_insecure_cookies_before_secure_ones() -> None:
     assert "plain" not in names and names >= {"s0", "newer"}
 
 
+def test_a_jar_holds_at_least_one_cookie() -> None:
+    with pytest.raises(ValueError, match="at least one"):
+        CookieJar(max_cookies=0)
+
+
 def test_expired_cookies_go_before_live_ones() -> None:
     jar = CookieJar(max_cookies=2)
     jar.receive("http://example.com/", ["old=1; Max-Age=5", "keep=1"], NOW)
@@ -450,6 +462,7 @@ def test_cookies_from_the_browser_are_taken_under_the_same_rules() -> None:
         {"name": "__Host-x", "value": "5", "domain": "www.example.com", "path": "/x",
          "secure": True},
         {"name": "odd", "value": "6", "domain": "www.example.com", "path": "/", "expires": "x"},
+        {"name": "up", "value": "7", "domain": "WWW.Example.COM", "path": "/up"},
     ]
     refusals = jar.receive_browser("https://www.example.com/page", got, NOW)
     assert [r.reason for r in refusals] == [
@@ -457,3 +470,15 @@ def test_cookies_from_the_browser_are_taken_under_the_same_rules() -> None:
     assert jar.header("https://www.example.com/", NOW) == "js=1; wide=2"
     assert jar.header("https://example.com/", NOW) == "wide=2"
     assert jar.cookies(NOW)[1].expires == NOW + 60
+    assert jar.header("https://www.example.com/up", NOW) == "up=7; js=1; wide=2"
+
+
+def test_an_ipv6_host_keeps_its_cookies_through_json_and_the_browser() -> None:
+    jar = jar_with("http://[::1]:8080/", "a=1", "b=2; Domain=[::1]")
+    assert jar.header("http://[::1]/", NOW) == "a=1; b=2"
+    again, reason = CookieJar.from_json(jar.to_json(NOW), NOW)
+    assert reason is None and again.header("http://[::1]/", NOW) == "a=1; b=2"
+    back = CookieJar()
+    got = [{"name": "a", "value": "1", "domain": "[::1]", "path": "/"}]
+    assert back.receive_browser("http://[::1]/", got + jar.browser_cookies(NOW), NOW) == []
+    assert back.header("http://[::1]/", NOW) == "a=1; b=2"
