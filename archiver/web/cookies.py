@@ -117,7 +117,7 @@ class _Parsed(NamedTuple):
     value: str
     expires: float | None  # Max-Age wins over Expires; -inf for "already expired"
     domain: str | None
-    path: str | None  # the Path attribute as given, when it starts with "/"
+    path: str | None  # the last Path attribute, "" if it did not start with "/"; None: none
     secure: bool
     http_only: bool
     same_site: str
@@ -195,7 +195,7 @@ def _parse(text: str, now: float) -> _Parsed | str:
             if argument:  # "Domain=." leaves "": the last Domain then makes a host-only cookie
                 domain = argument.removeprefix(".").lower()
         elif key == "path":
-            path = argument if argument.startswith("/") else None
+            path = argument if argument.startswith("/") else ""  # "": the default path
         elif key == "secure":
             secure = True
         elif key == "httponly":
@@ -345,10 +345,10 @@ class CookieJar:
             return "secure-from-insecure"
         cookie = Cookie(
             parsed.name, parsed.value, domain, host_only,
-            parsed.path if parsed.path is not None else _default_path(path),
+            parsed.path or _default_path(path),
             parsed.secure, parsed.http_only, parsed.same_site, parsed.expires, now, now,
         )
-        if parsed.name.lower().startswith("__host-") and parsed.path != "/":
+        if parsed.name.lower().startswith("__host-") and parsed.path is None:  # §5.7 step 17
             return "prefix"
         if not secure and self._shadows_secure(cookie):
             return "shadows-secure"

@@ -281,6 +281,8 @@ def test_an_insecure_origin_cannot_overwrite_or_shadow_a_secure_cookie() -> None
     ("https://example.com/", "__Host-a=1; Secure; Path=/", False),
     ("https://example.com/", "__Host-a=1; Secure", True),  # the Path attribute is required
     ("https://example.com/", "__Host-a=1; Secure; Path=/x", True),
+    ("https://example.com/page", "__Host-a=1; Secure; Path=x", False),  # default path: "/"
+    ("https://example.com/dir/page", "__Host-a=1; Secure; Path=x", True),  # "/dir"
     ("https://www.example.com/", "__Host-a=1; Secure; Path=/; Domain=example.com", True),
     ("https://example.com/", "__HOST-a=1; Path=/", True),
     ("https://example.com/", "=__Host-a", True),  # a nameless cookie may not look prefixed
