@@ -6,7 +6,7 @@
 a rendering browser (DevTools `Network.setCookies` / `Network.getCookies` shapes). Time is always
 an argument (epoch seconds), so the jar never reads a clock.
 
-Rules beyond the RFC's letter, all of them stricter:
+Choices within or beyond the RFC's letter:
 
 - A cookie name or value holding anything but printable ASCII, space and tab (or holding ";", or
   a name holding "=") is refused (`bad-character`), so `header` always yields a valid RFC 9110
@@ -14,13 +14,17 @@ Rules beyond the RFC's letter, all of them stricter:
 - The public suffix list is tldextract's bundled snapshot with its private section (github.io is
   a suffix), read once per process and never fetched; a single-label Domain is a public suffix
   (the list's default rule "*"). A Domain attribute equal to the request's IP address makes a
-  host-only cookie, as browsers do.
+  host-only cookie, as browsers do. SameSite=None without Secure is refused, as in browsers.
 - Limits (§6.1 asks for at least 4096 octets per cookie, 50 cookies per domain and 3000 in all):
   name and value together at most 4096 octets, an attribute value at most 1024 (a longer one is
   ignored), expiry at most 400 days ahead (§5.6.1), at most 50 cookies per domain and
   `max_cookies` (180) per jar, since a jar holds one site's cookies. Past a limit the jar
   evicts, per §5.7: within an overfull domain non-Secure cookies first, then in both cases the
   least recently used (last sent or set) first.
+
+`to_json` keeps every unexpired cookie, session cookies included: a site's visits make one
+browsing session, as Heritrix keeps its cookies across a crawl, and where a server has ended the
+session the crawler's login logic logs in again.
 
 SameSite is parsed and kept for the browser; it filters none of the crawler's own requests,
 which are all same-site top-level navigations of the site. A cookie is Secure-only when sent:
@@ -43,7 +47,7 @@ from archiver.web.urls import normalize, origin_parts, split_origin
 if TYPE_CHECKING:
     import tldextract
 
-MAX_NAME_VALUE_BYTES = 4096  # §5.6 step 6
+MAX_NAME_VALUE_BYTES = 4096  # §5.6: a larger cookie is ignored
 MAX_ATTRIBUTE_VALUE_BYTES = 1024  # §5.6: a longer attribute is ignored
 MAX_AGE_SECONDS = 400 * 86400  # §5.6.1 / §5.6.2: the cookie-age-limit
 MAX_COOKIES_PER_DOMAIN = 50  # §6.1 minimum
@@ -58,14 +62,14 @@ REFUSALS = (
     "public-suffix",  # Domain is a public suffix other than the host itself
     "domain-mismatch",  # the host does not domain-match Domain
     "secure-from-insecure",  # Secure set over http
-    "shadows-secure",  # over http, would overwrite or shadow a Secure cookie (§5.7 step 16)
+    "shadows-secure",  # over http, would overwrite or shadow a Secure cookie (§5.7)
     "samesite-none-insecure",  # SameSite=None without Secure
     "prefix",  # __Secure- / __Host- requirements not met
     "bad-entry",  # a browser or persisted cookie with a missing or ill-typed field
 )
 
 _SAME_SITE = {"strict": "Strict", "lax": "Lax", "none": "None"}
-# A set-cookie-string holding one of these is ignored whole (§5.6 step 1): CTLs but HTAB.
+# A set-cookie-string holding one of these is ignored whole (§5.6): CTLs but HTAB.
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 # What a name or value may hold (see the module docstring); a name no "=" either.
 _VALUE = re.compile(r"[\t\x20-\x3a\x3c-\x7e]*")
@@ -303,7 +307,7 @@ class CookieJar:
         if max_cookies < 1:
             raise ValueError(f"a cookie jar holds at least one cookie, not {max_cookies}")
         self.max_cookies = max_cookies
-        # keyed by (name, domain, host_only, path): §5.7 step 23's identity
+        # keyed by (name, domain, host_only, path): §5.7's identity for replacement
         self._cookies: dict[tuple[str, str, bool, str], Cookie] = {}
         self._per_domain: dict[str, int] = {}
 
@@ -348,14 +352,15 @@ class CookieJar:
             parsed.path or _default_path(path),
             parsed.secure, parsed.http_only, parsed.same_site, parsed.expires, now, now,
         )
-        if parsed.name.lower().startswith("__host-") and parsed.path is None:  # §5.7 step 17
+        if parsed.name.lower().startswith("__host-") and parsed.path is None:
             return "prefix"
         if not secure and self._shadows_secure(cookie):
             return "shadows-secure"
         return self._store(cookie, now)
 
     def _shadows_secure(self, cookie: Cookie) -> bool:
-        """§5.7 step 16: an insecure cookie may not overlay a Secure one of the same name."""
+        """§5.7, "leave Secure cookies alone": over http, no cookie may overlay a Secure one of
+        the same name."""
         return any(
             old.secure and old.name == cookie.name and _path_matches(cookie.path, old.path) and (
                 _domain_matches(old.domain, cookie.domain)
@@ -363,7 +368,7 @@ class CookieJar:
             for old in self._cookies.values())
 
     def _store(self, cookie: Cookie, now: float) -> str | None:
-        """§5.7 steps 22-24 and the limits: check, replace, insert, evict."""
+        """The end of §5.7 and the limits: check, replace, insert, evict."""
         reason = _problem(cookie)
         if reason is not None:
             return reason
