@@ -466,20 +466,17 @@ class CookieJar:
     def browser_cookies(self, now: float) -> list[dict[str, Any]]:
         """The cookies as DevTools `Network.CookieParam`s for `Network.setCookies`.
 
-        A domain cookie carries `domain` with a leading dot; a host-only cookie carries `url`
-        instead (http or https as it is Secure), since Chromium reads any `domain` as a Domain
-        attribute. `sameSite` is left out where the cookie had none, `expires` for a session
-        cookie.
+        `domain` has a leading dot for a domain cookie and none for a host-only one, as in
+        `Network.getCookies` (Chromium sets a dotless domain as host-only: the integration
+        test checks it). `sameSite` is left out where the cookie had none, `expires` for a
+        session cookie.
         """
         params = []
         for c in self.cookies(now):
-            param: dict[str, Any] = {"name": c.name, "value": c.value, "path": c.path,
-                                     "secure": c.secure, "httpOnly": c.http_only}
-            if c.host_only:
-                host = f"[{c.domain}]" if ":" in c.domain else c.domain
-                param["url"] = f"{'https' if c.secure else 'http'}://{host}{c.path}"
-            else:
-                param["domain"] = "." + c.domain
+            param: dict[str, Any] = {
+                "name": c.name, "value": c.value, "domain": ("" if c.host_only else ".") + c.domain,
+                "path": c.path, "secure": c.secure, "httpOnly": c.http_only,
+            }
             if c.same_site != "Default":
                 param["sameSite"] = c.same_site
             if c.expires is not None:
@@ -489,9 +486,9 @@ class CookieJar:
 
     def receive_browser(self, url: str, cookies: Iterable[Mapping[str, Any]], now: float
                         ) -> list[Refusal]:
-        """Take back what `Network.getCookies` gives after rendering `url` (or `browser_cookies`
-        params): cookies `url`'s host could set, under the same rules as `receive`; the browser
-        has applied the Secure rules already."""
+        """Take back what `Network.getCookies` gives after rendering `url` (or what
+        `browser_cookies` gave): the cookies `url`'s host could set, under the same rules as
+        `receive`, less the Secure ones the browser has applied already."""
         request = _request(url)
         refusals: list[Refusal] = []
         for entry in cookies:
@@ -546,21 +543,18 @@ def _from_entry(entry: object) -> Cookie | None:
 
 
 def _from_browser(entry: object, now: float) -> Cookie | None:
-    """A Cookie from a DevTools Cookie or CookieParam, or None if it is not one."""
+    """A Cookie from a DevTools Cookie (or `browser_cookies`' CookieParam), or None if it is
+    not one."""
     if not isinstance(entry, Mapping):
         return None
     name, value, path = entry.get("name"), entry.get("value"), entry.get("path", "/")
-    domain, url = entry.get("domain"), entry.get("url")
-    if not (isinstance(name, str) and isinstance(value, str) and isinstance(path, str)):
+    domain = entry.get("domain")
+    if not (isinstance(name, str) and isinstance(value, str) and isinstance(path, str)
+            and isinstance(domain, str)):
         return None
-    if isinstance(domain, str) and domain:
-        host_only = not domain.startswith(".")
-        domain = _canonical_domain(domain.removeprefix(".").lower())
-        if domain is None:
-            return None
-    elif isinstance(url, str) and (request := _request(url)) is not None:
-        host_only, domain = True, request[1]
-    else:
+    host_only = not domain.startswith(".")
+    domain = _canonical_domain(domain.removeprefix(".").lower())
+    if domain is None:
         return None
     expires = None
     if not entry.get("session", False) and entry.get("expires", -1) != -1:

@@ -445,7 +445,7 @@ def test_browser_cookies_have_the_devtools_cookie_param_shape() -> None:
                    "d=2; Domain=example.com; Path=/; Max-Age=60")
     assert jar.browser_cookies(NOW) == [
         {"name": "h", "value": "1", "path": "/a", "secure": True, "httpOnly": True,
-         "url": "https://www.example.com/a", "sameSite": "Lax"},
+         "domain": "www.example.com", "sameSite": "Lax"},
         {"name": "d", "value": "2", "path": "/", "secure": False, "httpOnly": False,
          "domain": ".example.com", "expires": NOW + 60},
     ]

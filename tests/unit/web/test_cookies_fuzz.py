@@ -156,7 +156,8 @@ def _without_times(cookie: Cookie) -> tuple[Any, ...]:
 
 def _page_for(param: dict[str, Any]) -> str:
     """A page whose host could have set the cookie a CookieParam describes."""
-    return param["url"] if "url" in param else "https://" + param["domain"].lstrip(".") + "/"
+    domain = param["domain"].lstrip(".")
+    return f"https://[{domain}]/" if ":" in domain else f"https://{domain}/"
 
 
 @settings(max_examples=examples(80), deadline=None)
