@@ -3,8 +3,8 @@ taken or refused without an exception, and over any sequence of responses:
 
 - the Cookie header is always a valid RFC 9110 field value (h11 accepts it);
 - a cookie goes only to the host that set it or to hosts sharing its registrable domain (checked
-  with tldextract's own registered_domain, not the jar's matching), and a Secure one only over
-  https;
+  with tldextract's own registered domain, not the jar's matching), only to hosts that
+  domain-match its domain (its host alone if host-only), and a Secure one only over https;
 - JSON persistence and the browser's round trip keep the header of every URL.
 """
 
@@ -123,13 +123,17 @@ def test_a_cookie_goes_only_to_its_site_and_a_secure_one_only_over_https(data: s
     jar = CookieJar()
     origins, now = _receive_all(data.draw, jar)
     for request in data.draw(st.lists(_URLS, min_size=1, max_size=6)):
+        stored = {c.value: c for c in jar.cookies(now)}
         header = jar.header(request, now)
         _check_header(header)
-        host = request.split("/")[2]
+        host = request.split("/")[2].strip("[]")
         for token in re.findall(r"v[0-9]+x", header or ""):
             setting_host, secure = origins[token]
-            assert _same_site(host.strip("[]"), setting_host.strip("[]")), (token, request)
+            assert _same_site(host, setting_host.strip("[]")), (token, request)
             assert request.startswith("https:") or not secure
+            cookie = stored[token]
+            assert host == cookie.domain or (
+                not cookie.host_only and host.endswith("." + cookie.domain)), (token, request)
 
 
 def _headers(jar: CookieJar, now: float) -> list[str | None]:
