@@ -76,6 +76,8 @@ _VALUE = re.compile(r"[\t\x20-\x3a\x3c-\x7e]*")
 _NAME = re.compile(r"[\t\x20-\x3a\x3c\x3e-\x7e]*")
 _HOST = re.compile(r"[a-z0-9_\-]{1,63}(?:\.[a-z0-9_\-]{1,63})*")
 _IPV4 = re.compile(r"[0-9.]+")
+_IPV6 = re.compile(r"[0-9a-f:.]*:[0-9a-f:.]*")
+_NOT_HOST = re.compile(r"[:/?#@\\%\[\]\s]|\.\Z")
 _WSP = " \t"
 _UNPRINTABLE = re.compile(r"[^\x20-\x7e]")
 
@@ -259,10 +261,13 @@ def _canonical_domain(domain: str) -> str | None:
     if _HOST.fullmatch(domain):
         return domain
     bare = domain[1:-1] if domain.startswith("[") and domain.endswith("]") else domain
-    url = normalize(f"http://[{bare}]/" if ":" in bare else f"http://{bare}/")
-    if url is None:
+    if _IPV6.fullmatch(bare):
+        url = normalize(f"http://[{bare}]/")
+    elif domain.isascii() or _NOT_HOST.search(domain):  # no port, path, userinfo, final dot
         return None
-    return origin_parts(split_origin(url)[0])[1]
+    else:
+        url = normalize(f"http://{domain}/")
+    return None if url is None else origin_parts(split_origin(url)[0])[1]
 
 
 def _request(url: str) -> tuple[bool, str, str] | None:

@@ -170,6 +170,12 @@ def test_a_domain_equal_to_the_host_makes_a_domain_cookie() -> None:
     ("example.com", "ample.com"),
     ("127.0.0.1", "0.0.1"),
     ("www.example.com", "exa mple.com"),
+    ("www.example.com", "example.com:80"),  # a Domain is a host name, nothing else
+    ("www.example.com", "example.com/x"),
+    ("www.example.com", "user@example.com"),
+    ("www.example.com", "example.com."),
+    ("www.xn--bcher-kva.de", "bücher.de:1"),
+    ("www.xn--bcher-kva.de", "bücher.de."),
 ])
 def test_a_domain_the_host_does_not_match_is_refused(host: str, domain: str) -> None:
     assert reasons(f"http://{host}/", f"a=1; Domain={domain}") == ["domain-mismatch"]
