@@ -41,6 +41,7 @@ REDACTED = "REDACTED"
 FORM_TYPE = "application/x-www-form-urlencoded"
 
 _CONTROLS = "input, select, textarea, button"
+_FORM_OR_CONTROL = ":is(form, input, select, textarea, button)"  # once each, in document order
 _NOT_SENT_INPUTS = frozenset(("file", "reset", "button", "image", "submit"))
 _SUBMIT_INPUTS = frozenset(("submit", "image"))
 
@@ -106,19 +107,34 @@ def find_login_form(html: bytes, page_url: str, username_field: str, password_fi
             base = urls.normalize(_attribute(node, "href").strip(), page_url) or page_url
         owner: dict[int, _Form] = {}  # control (mem_id) -> the form it is inside
         here: list[_Form] = []
-        for node in root.css("form"):
+        pointer: tuple[_Form, set[int]] | None = None  # an empty form, the controls it may own
+        parents: set[int] = set()
+        disabled = _disabled_by_fieldsets(root)
+        for node in root.css(_FORM_OR_CONTROL):
+            if node.tag != "form":
+                if len(controls) < MAX_CONTROLS:
+                    form = owner.get(node.mem_id)
+                    if form is None and pointer is not None and node.mem_id in pointer[1]:
+                        form = pointer[0]
+                    controls.append((node, form, node.mem_id in disabled))
+                continue
             if carried is not None and not here:
                 form = carried
             elif len(forms) < MAX_FORMS:
                 form = _Form(node)
                 forms.append(form)
             else:
-                break
+                pointer = None
+                continue
             here.append(form)
-            owner.update((control.mem_id, form) for control in node.css(_CONTROLS))
-        disabled = _disabled_by_fieldsets(root)
-        for control in root.css(_CONTROLS)[: MAX_CONTROLS - len(controls)]:
-            controls.append((control, owner.get(control.mem_id), control.mem_id in disabled))
+            descendants = node.css(_CONTROLS)
+            owner.update((control.mem_id, form) for control in descendants)
+            # A form opened in a table is left empty by the parser, which gives it the controls
+            # that follow in the table (HTML's "form element pointer").
+            pointer = None
+            if not descendants and (parent := node.parent) is not None and parent.mem_id not in parents:
+                parents.add(parent.mem_id)
+                pointer = (form, {control.mem_id for control in parent.css(_CONTROLS)})
         carried, carry = _open_at_end(prefix + part, carried, carry, here[-1] if here else None)
     by_id: dict[str, _Form] = {}
     for form in forms:

@@ -106,6 +106,15 @@ def test_controls_bound_by_the_form_attribute() -> None:
     assert form is not None and form.fields == (("token", "t"), ("user", ""), ("pass", ""))
 
 
+def test_a_form_opened_in_a_table_owns_the_table_s_controls() -> None:
+    # The parser leaves such a form empty and associates the controls through its form pointer.
+    form = form_of('<table><form method="post" action="/in"><tr><td><input name="user"></td>'
+                   '<td><input name="pass" type="password"><input type="submit" name="go" value="Go">'
+                   '</td></tr></form></table><input name="outside">')
+    assert form is not None and form.action == "http://example.org/in"
+    assert form.fields == (("user", ""), ("pass", ""), ("go", "Go"))
+
+
 def test_disabled_controls_and_fieldsets_are_not_sent() -> None:
     form = form_of('<form><input name="user"><input name="pass"><input name="d" disabled>'
                    '<fieldset disabled><legend><input name="spared" value="1"></legend>'
@@ -168,6 +177,7 @@ _PATHOLOGICAL = {
     "controls bound to a form": b"<form id=f></form>" + b"<input name=a form=f>" * 40_000,
     "nested disabled fieldsets": b"<form>" + b"<fieldset disabled><input name=a>" * 20_000,
     "many forms": b"<form><input name=user></form>" * 30_000,
+    "forms opened in a table": b"<table>" + b"<form><tr><td><input name=a></td></tr>" * 20_000,
     "deep nesting": b"<form>" + b"<div>" * 100_000 + b"<input name=user><input name=pass>",
 }
 
