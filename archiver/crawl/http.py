@@ -455,6 +455,15 @@ class HttpClient:
             result.truncated = "disconnect" if eof else "unspecified"
 
 
+def request_target(url: str) -> str | None:
+    """The request target `HttpClient.fetch` sends for `url` (the path and query exactly as
+    given: what a Digest ``uri=`` must repeat), or None for a URL it sends nothing for."""
+    try:
+        return _Target.parse(url).target
+    except ValueError:
+        return None
+
+
 @functools.cache
 def _tls_context(verify: bool) -> ssl.SSLContext:
     if verify:

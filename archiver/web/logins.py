@@ -354,8 +354,9 @@ def _digest(params: dict[str, str]) -> DigestChallenge | None:
 def digest_authorization(username: str, password: str, challenge: DigestChallenge, method: str,
                          target: str, *, nc: int = 1, cnonce: str | None = None) -> str:
     """The ``Authorization`` value answering ``challenge`` for ``method`` and request ``target``
-    (path and query as sent); ``nc``: how many requests this nonce has served, this one
-    included; ``cnonce`` (tests): a random one by default."""
+    (path and query exactly as sent: ``archiver.crawl.http.request_target``); ``nc``: how many
+    requests this nonce has served, this one included; ``cnonce`` (tests): a random one by
+    default."""
     digest = _HASHES[challenge.algorithm.removesuffix("-sess")]
     cnonce = cnonce or random.token_urlsafe(24)
     secret = digest(f"{username}:{challenge.realm}:{password}".encode())
@@ -422,8 +423,9 @@ def redact_request(request: bytes, secrets: Iterable[str]) -> bytes:
     """An HTTP/1.1 request's exact bytes with the secrets replaced by `REDACTED`: the
     credentials of ``Authorization`` and ``Proxy-Authorization`` after their scheme, every form
     of every secret (`secret_forms`) in the request target, the header values and the body,
-    and ``Content-Length`` set to the new body's length. Method, version and header names are
-    left as they are, so the result parses as the request did."""
+    and ``Content-Length`` set to the new body's length (the crawler's client sends no chunked
+    request). Method, version and header names are left as they are, so the result parses as
+    the request did."""
     forms = [form.encode() for secret in secrets for form in secret_forms(secret)]
     replacement = REDACTED.encode()
     head, separator, body = request.partition(b"\r\n\r\n")

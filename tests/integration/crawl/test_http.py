@@ -20,7 +20,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeadersParser
 from warcio.warcwriter import WARCWriter
 
-from archiver.crawl.http import ACCEPT, ACCEPT_ENCODING, FetchResult
+from archiver.crawl.http import ACCEPT, ACCEPT_ENCODING, FetchResult, request_target
 from archiver.web.http import decode_body
 from tests.support.httpclient import client
 
@@ -642,3 +642,16 @@ async def test_refused_requests_send_nothing(
     port = await recording_server(nursery, requests)
     result = await client().fetch(f"http://{LOCAL}:{port}/", LOCAL, method=method, body=body)
     assert (result.status, result.request, result.error, requests) == (None, b"", error, [])
+
+
+@pytest.mark.parametrize("path", ["/", "/a/b?c=d&e=%2F", "/p?", "/x;y?z#frag", ""])
+async def test_request_target_is_what_the_request_line_carries(
+    nursery: trio.Nursery, path: str
+) -> None:
+    requests: list[bytes] = []
+    port = await recording_server(nursery, requests)
+    url = f"http://{LOCAL}:{port}{path}"
+    result = await client().fetch(url, LOCAL)
+    target = result.request.split(b" ")[1].decode()
+    assert result.error is None and request_target(url) == target
+    assert request_target("ftp://example.org/") is None and request_target("http://a b/") is None
