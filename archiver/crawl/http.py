@@ -221,7 +221,8 @@ class HttpClient:
     ) -> FetchResult:
         """Send `method` (GET, HEAD or POST) for `url` to address `ip`, with the request headers
         ``conditions`` (a conditional request: ``web.http.conditions``) and ``headers`` (each
-        replaces a default or configured header of the same name); redirects are returned, not
+        replaces a default, configured or condition header of the same name; Host is always the
+        URL's, a second one a ``request`` error); redirects are returned, not
         followed. A POST sends ``body`` with its ``Content-Length`` and always goes on a new
         connection: it is not idempotent, so it is never sent on a kept-alive one the server may
         be closing, where a retry could submit it twice. Another method with a body is a
@@ -230,7 +231,7 @@ class HttpClient:
         t0 = trio.current_time()
         received = bytearray()
         try:
-            request = self._request(url, method, body, [*conditions, *headers])
+            request = self._request(url, method, body, conditions, headers)
             with trio.move_on_at(t0 + self.total_timeout) as total:
                 await self._fetch(url, ip, request, result, t0, received)
             if total.cancelled_caught:
@@ -256,7 +257,8 @@ class HttpClient:
         await trio.lowlevel.checkpoint()
 
     def _request(
-        self, url: str, method: str, body: bytes, headers: Sequence[tuple[str, str]]
+        self, url: str, method: str, body: bytes, conditions: Sequence[tuple[str, str]],
+        headers: Sequence[tuple[str, str]],
     ) -> _Request:
         """The request to send; _Failed if it cannot be one."""
         try:
@@ -267,10 +269,10 @@ class HttpClient:
             raise _Failed(f"request: unsupported method {method!r}")
         if body and method != "POST":
             raise _Failed(f"request: a {method} has no body")
-        replaced = {name.lower() for name, _ in headers}
-        fields = [("Host", target.host_header)]
-        fields += [h for h in self._headers if h[0].lower() not in replaced]
-        fields += headers
+        fields = [("Host", target.host_header), *self._headers, *conditions]
+        if headers:
+            replaced = {name.lower() for name, _ in headers}
+            fields = [fields[0], *(h for h in fields[1:] if h[0].lower() not in replaced), *headers]
         if method == "POST":
             fields = [h for h in fields if h[0].lower() != "content-length"]
             fields.append(("Content-Length", str(len(body))))

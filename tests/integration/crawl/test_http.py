@@ -655,3 +655,10 @@ async def test_request_target_is_what_the_request_line_carries(
     target = result.request.split(b" ")[1].decode()
     assert result.error is None and request_target(url) == target
     assert request_target("ftp://example.org/") is None and request_target("http://a b/") is None
+
+
+async def test_the_host_header_is_always_the_url_s(nursery: trio.Nursery) -> None:
+    requests: list[bytes] = []
+    port = await recording_server(nursery, requests)
+    result = await client().fetch(f"http://{LOCAL}:{port}/", LOCAL, headers=[("host", "other.example")])
+    assert (result.request, result.error, requests) == (b"", "request: Found multiple Host: headers", [])
