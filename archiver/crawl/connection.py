@@ -9,6 +9,7 @@ when to send it (the rest between fetches) is the visit's decision (archiver.cra
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from archiver.config import CrawlConfig
 from archiver.crawl.context import CrawlContext
@@ -32,9 +33,12 @@ class SiteConnection:
         self.client = HttpClient(crawl)
         self._agent = crawl.user_agent  # the client's User-Agent
 
-    async def fetch(self, url: str, conditions: list[tuple[str, str]], crawl: CrawlConfig
-                    ) -> FetchResult:
-        """Send ``url``'s request (with the ``conditions`` headers) from the address of its host,
+    async def fetch(
+        self, url: str, conditions: list[tuple[str, str]], crawl: CrawlConfig, *,
+        method: str = "GET", body: bytes = b"", headers: Sequence[tuple[str, str]] = (),
+    ) -> FetchResult:
+        """Send ``url``'s request (with the ``conditions`` headers; ``method``, ``body`` and
+        ``headers`` as `HttpClient.fetch` takes them) from the address of its host,
         holding that address's slot; a host without an address is an answerless result. LeaseLost
         if the site's lease is no longer held once the slot is. One request at a time: the HTTP
         client is not for concurrent use (a rendered page's requests take turns,
@@ -50,7 +54,8 @@ class SiteConnection:
         await self._hold(ip)
         if not self.ctx.may_fetch(self.origin):  # checked last: holding the slot may take a while
             raise LeaseLost
-        result = await self.client.fetch(url, ip, conditions=conditions)
+        result = await self.client.fetch(url, ip, conditions=conditions, method=method, body=body,
+                                         headers=headers)
         if self.ctx.slots.contended(ip):  # another site waits for this address: hand it over
             await self.let_go()
         return result

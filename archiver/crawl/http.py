@@ -7,7 +7,8 @@ The address comes from the caller: nothing here resolves names. `fetch` never ra
 back in `FetchResult.error` (no response head) or `FetchResult.truncated` (a head, then a body
 cut short). `error` is "kind: detail", the kind one of: `url` (not an http(s) URL of printable
 ASCII with a valid host and a port 1-65535: nothing is sent), `request` (h11 refused the
-request, e.g. a configured header), `address-refused` (the address is not a public one and not
+request, e.g. a configured header; a method other than GET, HEAD and POST; a body on a GET or
+HEAD), `address-refused` (the address is not a public one and not
 in `allowed_networks`: checked on the address connected to, see archiver.web.netpolicy; nothing is
 sent), `connect`, `timeout` (connect, first-byte or total), `tls`,
 `reset` (the connection broke before a response head) and `protocol` (the head broke HTTP/1.1).
@@ -15,7 +16,8 @@ Each failure class is caught by name, so a programming error still surfaces.
 
 What is stored, and why:
 
-- `request` is exactly what h11 produced and what went on the wire.
+- `request` is exactly what h11 produced and what went on the wire: the head, then a POST's
+  body.
 - `head` is the final response's status line and header block exactly as received (bare LF
   line endings and folded lines included). Interim 1xx responses are read and dropped: a WARC
   response record holds one HTTP response, and a 1xx head in front of the final one would be
@@ -64,6 +66,7 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 # What Firefox sends for a page: servers that vary on Accept give us what a reader would see.
 ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 ACCEPT_ENCODING = "gzip, deflate, br"
+METHODS = ("GET", "HEAD", "POST")
 RENAMED_TE = b"X-Archiver-Transfer-Encoding:"
 _TE_LINE = re.compile(rb"^transfer-encoding:", re.IGNORECASE | re.MULTILINE)
 _MAX_REASON = 200
@@ -160,6 +163,15 @@ class _Connection:
         return not poller.poll(0)
 
 
+@dataclass(frozen=True)
+class _Request:
+    """One request ready for h11: where it goes, its head and its body."""
+
+    target: _Target
+    head: h11.Request
+    body: bytes
+
+
 class _Failed(Exception):
     """The fetch failed before a response head; the message is `FetchResult.error`."""
 
@@ -203,16 +215,25 @@ class HttpClient:
         self._headers += list(extra_headers)
         self._conn: _Connection | None = None
 
-    async def fetch(self, url: str, ip: str, *, conditions: Sequence[tuple[str, str]] = ()
-                    ) -> FetchResult:
-        """GET `url` from address `ip`, with the request headers ``conditions`` too (a
-        conditional request: ``web.http.conditions``); redirects are returned, not followed."""
+    async def fetch(
+        self, url: str, ip: str, *, conditions: Sequence[tuple[str, str]] = (),
+        method: str = "GET", body: bytes = b"", headers: Sequence[tuple[str, str]] = (),
+    ) -> FetchResult:
+        """Send `method` (GET, HEAD or POST) for `url` to address `ip`, with the request headers
+        ``conditions`` (a conditional request: ``web.http.conditions``) and ``headers`` (each
+        replaces a default, configured or condition header of the same name; Host is always the
+        URL's, a second one a ``request`` error); redirects are returned, not
+        followed. A POST sends ``body`` with its ``Content-Length`` and always goes on a new
+        connection: it is not idempotent, so it is never sent on a kept-alive one the server may
+        be closing, where a retry could submit it twice. Another method with a body is a
+        ``request`` error."""
         result = FetchResult(url=url, ip=ip, started=time.time())
         t0 = trio.current_time()
-        body = bytearray()
+        received = bytearray()
         try:
+            request = self._request(url, method, body, conditions, headers)
             with trio.move_on_at(t0 + self.total_timeout) as total:
-                await self._fetch(url, ip, result, t0, body, conditions)
+                await self._fetch(url, ip, request, result, t0, received)
             if total.cancelled_caught:
                 if result.status is None:
                     result.error = "timeout: total"
@@ -224,7 +245,7 @@ class HttpClient:
             if self._conn is not None and not self._conn.reusable:
                 self._conn.close()
                 self._conn = None
-        result.body = bytes(body)
+        result.body = bytes(received)
         result.elapsed = trio.current_time() - t0
         return result
 
@@ -235,28 +256,49 @@ class HttpClient:
             self._conn = None
         await trio.lowlevel.checkpoint()
 
-    async def _fetch(
-        self, url: str, ip: str, result: FetchResult, t0: float, body: bytearray,
-        conditions: Sequence[tuple[str, str]],
-    ) -> None:
+    def _request(
+        self, url: str, method: str, body: bytes, conditions: Sequence[tuple[str, str]],
+        headers: Sequence[tuple[str, str]],
+    ) -> _Request:
+        """The request to send; _Failed if it cannot be one."""
         try:
             target = _Target.parse(url)
         except ValueError as exc:
             raise _Failed(f"url: {exc}") from None
-        headers = [("Host", target.host_header), *self._headers, *conditions]
+        if method not in METHODS:
+            raise _Failed(f"request: unsupported method {method!r}")
+        if body and method != "POST":
+            raise _Failed(f"request: a {method} has no body")
+        fields = [("Host", target.host_header), *self._headers, *conditions]
+        if headers:
+            replaced = {name.lower() for name, _ in headers}
+            fields = [fields[0], *(h for h in fields[1:] if h[0].lower() not in replaced), *headers]
+        if method == "POST":
+            fields = [h for h in fields if h[0].lower() != "content-length"]
+            fields.append(("Content-Length", str(len(body))))
         try:
-            request = h11.Request(method="GET", target=target.target, headers=headers)
-        except (h11.LocalProtocolError, UnicodeError) as exc:  # a configured header h11 refuses
+            head = h11.Request(method=method, target=target.target, headers=fields)
+        except (h11.LocalProtocolError, UnicodeError) as exc:  # a header h11 refuses
             raise _Failed(f"request: {_short(exc)}") from None
+        return _Request(target, head, body)
+
+    async def _fetch(
+        self, url: str, ip: str, request: _Request, result: FetchResult, t0: float,
+        received: bytearray,
+    ) -> None:
+        target = request.target
         key = (target.scheme, ip, target.port, target.host)
         conn = self._conn
-        if conn is not None and not (conn.key == key and conn.reusable and conn.idle_alive()):
+        idempotent = request.head.method != b"POST"
+        if conn is not None and not (
+            idempotent and conn.key == key and conn.reusable and conn.idle_alive()
+        ):
             conn.close()
             conn = self._conn = None
         if conn is not None:
             conn.reusable = False
             try:
-                await self._exchange(conn, request, result, t0, body)
+                await self._exchange(conn, request, result, t0, received)
                 return
             except _Dead:
                 # The server closed the idle connection as we reused it: one retry on a new
@@ -265,7 +307,7 @@ class HttpClient:
                 self._conn = None
         self._conn = await self._connect(target, ip, key)
         try:
-            await self._exchange(self._conn, request, result, t0, body)
+            await self._exchange(self._conn, request, result, t0, received)
         except _Dead as exc:
             raise _Failed(f"reset: {exc}") from None
 
@@ -318,14 +360,17 @@ class HttpClient:
     async def _exchange(
         self,
         conn: _Connection,
-        request: h11.Request,
+        request: _Request,
         result: FetchResult,
         t0: float,
         body: bytearray,
     ) -> None:
         http = conn.http
         try:
-            result.request = http.send(request) + (http.send(h11.EndOfMessage()) or b"")
+            sent = http.send(request.head) or b""
+            if request.body:
+                sent += http.send(h11.Data(data=request.body)) or b""
+            result.request = sent + (http.send(h11.EndOfMessage()) or b"")
         except h11.LocalProtocolError as exc:  # only if the connection's state were wrong
             raise _Failed(f"request: {_short(exc)}") from None
         response = None
@@ -410,6 +455,15 @@ class HttpClient:
             result.truncated = "disconnect"
         except h11.RemoteProtocolError:
             result.truncated = "disconnect" if eof else "unspecified"
+
+
+def request_target(url: str) -> str | None:
+    """The request target `HttpClient.fetch` sends for `url` (the path and query exactly as
+    given: what a Digest ``uri=`` must repeat), or None for a URL it sends nothing for."""
+    try:
+        return _Target.parse(url).target
+    except ValueError:
+        return None
 
 
 @functools.cache

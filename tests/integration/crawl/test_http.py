@@ -20,7 +20,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeadersParser
 from warcio.warcwriter import WARCWriter
 
-from archiver.crawl.http import FetchResult
+from archiver.crawl.http import ACCEPT, ACCEPT_ENCODING, FetchResult, request_target
 from archiver.web.http import decode_body
 from tests.support.httpclient import client
 
@@ -493,3 +493,172 @@ async def test_tls_with_sni_and_keep_alive(nursery: trio.Nursery) -> None:
     refused = await client(verify_tls=True).fetch(url, LOCAL)
     assert refused.status is None
     assert refused.error is not None and refused.error.startswith("tls: certificate: ")
+
+
+async def read_message(stream: trio.abc.Stream) -> bytes | None:
+    """One whole request as sent: its head and the ``Content-Length`` bytes of body after it."""
+    data = await read_request(stream)
+    if data is None:
+        return None
+    head = data.partition(b"\r\n\r\n")[0]
+    length = next((int(line.partition(b":")[2]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    while len(data) < len(head) + 4 + length:
+        data += await stream.receive_some()
+    return data
+
+
+async def recording_server(nursery: trio.Nursery, requests: list[bytes]) -> int:
+    """Keeps every request whole, answers each with ``reply``; one entry per request."""
+
+    async def handler(stream: trio.abc.Stream) -> None:
+        while (message := await read_message(stream)) is not None:
+            requests.append(message)
+            await stream.send_all(response(b"reply"))
+
+    return await serve(nursery, handler)
+
+
+async def test_post_sends_body_and_headers_exactly(nursery: trio.Nursery) -> None:
+    requests: list[bytes] = []
+    port = await recording_server(nursery, requests)
+    http = client()
+    form = b"user=ann&pass=p%C3%A4ss+word&csrf=a%2Fb"
+    result = await http.fetch(
+        f"http://{LOCAL}:{port}/login?next=/", LOCAL, method="POST", body=form,
+        headers=[("Content-Type", "application/x-www-form-urlencoded"),
+                 ("Cookie", "sid=1; lang=en"), ("Referer", f"http://{LOCAL}:{port}/login")])
+    await http.aclose()
+    assert (result.status, result.body, result.error) == (200, b"reply", None)
+    assert requests == [result.request]
+    head, _, body = result.request.partition(b"\r\n\r\n")
+    assert body == form
+    lines = head.split(b"\r\n")
+    assert lines[0] == b"POST /login?next=/ HTTP/1.1"
+    assert lines[1:] == [
+        b"Host: 127.0.0.1:%d" % port, b"User-Agent: archiver-test/1.0",
+        b"Accept: " + ACCEPT.encode(), b"Accept-Encoding: " + ACCEPT_ENCODING.encode(),
+        b"Content-Type: application/x-www-form-urlencoded", b"Cookie: sid=1; lang=en",
+        b"Referer: http://127.0.0.1:%d/login" % port, b"Content-Length: %d" % len(form)]
+
+
+async def test_post_with_empty_body_sends_content_length_zero(nursery: trio.Nursery) -> None:
+    requests: list[bytes] = []
+    port = await recording_server(nursery, requests)
+    http = client()
+    result = await http.fetch(f"http://{LOCAL}:{port}/", LOCAL, method="POST",
+                              headers=[("Content-Length", "99")])
+    await http.aclose()
+    assert result.error is None and requests == [result.request]
+    assert result.request.endswith(b"\r\nContent-Length: 0\r\n\r\n")
+    assert result.request.count(b"Content-Length") == 1
+
+
+async def test_request_headers_replace_defaults_and_configured_ones(nursery: trio.Nursery) -> None:
+    requests: list[bytes] = []
+    port = await recording_server(nursery, requests)
+    http = client(extra_headers=[("From", "ops@example.org"), ("X-Crawl", "a")])
+    replaced = await http.fetch(
+        f"http://{LOCAL}:{port}/", LOCAL, conditions=[("If-None-Match", '"e1"')],
+        headers=[("user-agent", "login-agent/2"), ("ACCEPT", "text/html"), ("x-crawl", "b"),
+                 ("Authorization", "Basic YTpi")])
+    plain = await http.fetch(f"http://{LOCAL}:{port}/", LOCAL)  # nothing kept for the next one
+    await http.aclose()
+    assert requests == [replaced.request, plain.request]
+    assert replaced.request.split(b"\r\n")[1:-2] == [
+        b"Host: 127.0.0.1:%d" % port, b"Accept-Encoding: " + ACCEPT_ENCODING.encode(),
+        b"From: ops@example.org", b'If-None-Match: "e1"', b"user-agent: login-agent/2",
+        b"ACCEPT: text/html", b"x-crawl: b", b"Authorization: Basic YTpi"]
+    assert plain.request.split(b"\r\n")[1:-2] == [
+        b"Host: 127.0.0.1:%d" % port, b"User-Agent: archiver-test/1.0",
+        b"Accept: " + ACCEPT.encode(), b"Accept-Encoding: " + ACCEPT_ENCODING.encode(),
+        b"From: ops@example.org", b"X-Crawl: a"]
+
+
+async def test_head_reads_no_body_and_keeps_the_connection(nursery: trio.Nursery) -> None:
+    connections: list[int] = []
+    heads: list[bytes] = []
+
+    async def handler(stream: trio.abc.Stream) -> None:
+        connections.append(1)
+        while (request := await read_request(stream)) is not None:
+            heads.append(request)
+            reply = response(b"0123456789")  # a HEAD's answer: the head alone
+            await stream.send_all(reply[:-10] if request.startswith(b"HEAD ") else reply)
+
+    port = await serve(nursery, handler)
+    http = client()
+    head = await http.fetch(f"http://{LOCAL}:{port}/doc", LOCAL, method="HEAD")
+    get = await http.fetch(f"http://{LOCAL}:{port}/doc", LOCAL)
+    await http.aclose()
+    assert head.request.startswith(b"HEAD /doc HTTP/1.1\r\n") and heads[0] == head.request
+    assert (head.status, head.header("Content-Length"), head.body, head.truncated, head.error) == (
+        200, "10", b"", None, None)
+    assert (get.body, get.error, len(connections)) == (b"0123456789", None, 1)
+
+
+async def test_post_goes_on_a_new_connection(nursery: trio.Nursery) -> None:
+    connections: list[int] = []
+    port = await keep_alive_server(nursery, connections)
+    http = client()
+    first = await http.fetch(f"http://{LOCAL}:{port}/", LOCAL)
+    posted = await http.fetch(f"http://{LOCAL}:{port}/", LOCAL, method="POST", body=b"a=1")
+    after = await http.fetch(f"http://{LOCAL}:{port}/", LOCAL)  # the POST's connection, kept
+    await http.aclose()
+    assert [r.body for r in (first, posted, after)] == [b"reply 1", b"reply 1", b"reply 2"]
+    assert len(connections) == 2
+
+
+async def test_post_on_a_dying_connection_is_not_sent_twice(nursery: trio.Nursery) -> None:
+    posts: list[bytes] = []
+
+    async def handler(stream: trio.abc.Stream) -> None:
+        while (message := await read_message(stream)) is not None:
+            if message.startswith(b"POST "):
+                posts.append(message)
+                return  # closes without an answer, as a server dropping the connection would
+            await stream.send_all(response(b"page"))  # and keeps the connection open
+
+    port = await serve(nursery, handler)
+    http = client()
+    page = await http.fetch(f"http://{LOCAL}:{port}/", LOCAL)
+    posted = await http.fetch(f"http://{LOCAL}:{port}/", LOCAL, method="POST", body=b"a=1")
+    await http.aclose()
+    assert page.body == b"page"
+    assert (posted.status, posted.error) == (None, "reset: closed before response")
+    assert posts == [posted.request]
+
+
+@pytest.mark.parametrize(("method", "body", "error"), [
+    ("GET", b"a=1", "request: a GET has no body"),
+    ("HEAD", b"a=1", "request: a HEAD has no body"),
+    ("PUT", b"", "request: unsupported method 'PUT'"),
+    ("get", b"", "request: unsupported method 'get'"),
+])
+async def test_refused_requests_send_nothing(
+    nursery: trio.Nursery, method: str, body: bytes, error: str
+) -> None:
+    requests: list[bytes] = []
+    port = await recording_server(nursery, requests)
+    result = await client().fetch(f"http://{LOCAL}:{port}/", LOCAL, method=method, body=body)
+    assert (result.status, result.request, result.error, requests) == (None, b"", error, [])
+
+
+@pytest.mark.parametrize("path", ["/", "/a/b?c=d&e=%2F", "/p?", "/x;y?z#frag", ""])
+async def test_request_target_is_what_the_request_line_carries(
+    nursery: trio.Nursery, path: str
+) -> None:
+    requests: list[bytes] = []
+    port = await recording_server(nursery, requests)
+    url = f"http://{LOCAL}:{port}{path}"
+    result = await client().fetch(url, LOCAL)
+    target = result.request.split(b" ")[1].decode()
+    assert result.error is None and request_target(url) == target
+    assert request_target("ftp://example.org/") is None and request_target("http://a b/") is None
+
+
+async def test_the_host_header_is_always_the_url_s(nursery: trio.Nursery) -> None:
+    requests: list[bytes] = []
+    port = await recording_server(nursery, requests)
+    result = await client().fetch(f"http://{LOCAL}:{port}/", LOCAL, headers=[("host", "other.example")])
+    assert (result.request, result.error, requests) == (b"", "request: Found multiple Host: headers", [])
