@@ -19,6 +19,11 @@ DocumentKey = tuple[str, str]
 SNIPPET_WORDS = 24
 # The date a search without one is made at: every capture is at or before it.
 LATEST = "99999999999999"
+# The labels of a capture that is not the site's content (docs/gatekeepers.md): a gatekeeper's
+# answer (challenge, rate limit, block page), a login's exchanges, and what was captured after a
+# session was lost. Replay never serves such a capture as a page or embed, and a revisit does not
+# compare with it.
+NOT_CONTENT = ("gatekeeper", "login", "session-lost")
 # The kinds of DNS history row (DnsRow.type).
 CANONICAL, ADDRESS, ALIAS = "canonical", "address", "alias"
 
@@ -52,6 +57,13 @@ class Capture:
     def label_map(self) -> dict[str, str]:
         """The labels as a dict (empty when none)."""
         return json.loads(self.labels) if self.labels else {}
+
+    @property
+    def is_content(self) -> bool:
+        """Whether this capture is the site's content: it has none of the NOT_CONTENT labels."""
+        if not any(f'"{name}"' in self.labels for name in NOT_CONTENT):  # no JSON to read
+            return True
+        return not any(name in NOT_CONTENT for name in self.label_map)
 
     def to_json(self) -> dict[str, object]:
         """For our own JSON output: CDXJ field names with native types (numbers as numbers).
