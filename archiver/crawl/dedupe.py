@@ -7,12 +7,18 @@ conditional request headers of its payload (``If-None-Match``, ``If-Modified-Sin
 of that response when the server said not modified or sent the same payload again, or (with
 "digest") of the first response holding the same payload under any URL. Every catalog or WARC read
 is made in a worker thread (archiver.store.offloop).
+
+A capture that is not the site's content (``Capture.is_content``: a gatekeeper's answer, a
+login's exchange, one made after a session was lost) is not the URL's capture: a revisit neither
+compares with it nor counts it in the URL's gone history. A walk passes over at most
+``NOT_CONTENT_ROWS`` such captures; past them the URL is asked as if it had no capture yet.
 """
 
 from __future__ import annotations
 
 import logging
 import sqlite3
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from archiver.crawl import bodies
@@ -32,6 +38,9 @@ from archiver.web.http import conditions as conditions_of
 from archiver.web.http import content_length
 
 log = logging.getLogger("archiver.crawl.dedupe")
+# Captures that are not content a revisit's walk passes over at most (a site that answered a
+# challenge at every visit costs that many rows per fetch, no more).
+NOT_CONTENT_ROWS = 100
 
 
 @dataclass(frozen=True)
@@ -57,15 +66,15 @@ class Dedupe:
     async def earlier(self, url: str) -> list[Capture]:
         """The captures of ``url`` a revisit needs, oldest first (none if the catalog cannot
         say): the last ones up to its run of gone answers (queues.revisits.look_back), after the
-        response the last one's payload stands for."""
+        response the last one's payload stands for; content only (module docstring)."""
 
         def needed() -> list[Capture]:
-            kept = look_back(self.lookup.walk(url, "9" * 14, forward=False))  # latest first
+            kept = look_back(content(self.lookup.walk(url, "9" * 14, forward=False)))  # latest first
             if not kept or payload_holder(kept, kept[-1].digest) is not None:
                 return kept
             last = kept[-1]
             holder = self.lookup.payload_holder(url, last.digest, last.timestamp)
-            return kept if holder is None else [holder, *kept]
+            return kept if holder is None or not holder.is_content else [holder, *kept]
 
         try:
             return await self.calls.call(needed)
@@ -122,6 +131,19 @@ class Dedupe:
         except (CatalogError, ValueError, sqlite3.Error) as e:
             event(log, logging.WARNING, "digest-lookup-failed", digest=digest, error=str(e))
             return None
+
+
+def content(captures: Iterable[Capture]) -> Iterator[Capture]:
+    """The captures of ``captures`` that are content, in their order, until the
+    NOT_CONTENT_ROWS + 1st that is not (then none more)."""
+    passed = 0
+    for capture in captures:
+        if capture.is_content:
+            yield capture
+            continue
+        passed += 1
+        if passed > NOT_CONTENT_ROWS:
+            return
 
 
 def _same_payload(base: Capture | None, digest: str, result: FetchResult) -> Capture | None:
