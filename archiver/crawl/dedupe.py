@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from archiver.crawl import bodies
@@ -29,7 +28,7 @@ from archiver.logs import event
 from archiver.queues.revisits import look_back
 from archiver.store.bundles import payload_digest
 from archiver.store.interfaces import CatalogStore, WarcReader
-from archiver.store.models import Capture, CatalogError
+from archiver.store.models import Capture, CatalogError, content_only
 from archiver.store.objectstore import ObjectStoreError
 from archiver.store.offloop import OffLoop
 from archiver.store.originals import payload_holder
@@ -69,7 +68,8 @@ class Dedupe:
         response the last one's payload stands for; content only (module docstring)."""
 
         def needed() -> list[Capture]:
-            kept = look_back(content(self.lookup.walk(url, "9" * 14, forward=False)))  # latest first
+            kept = look_back(content_only(self.lookup.walk(url, "9" * 14, forward=False),
+                                         NOT_CONTENT_ROWS))  # latest first
             if not kept or payload_holder(kept, kept[-1].digest) is not None:
                 return kept
             last = kept[-1]
@@ -131,19 +131,6 @@ class Dedupe:
         except (CatalogError, ValueError, sqlite3.Error) as e:
             event(log, logging.WARNING, "digest-lookup-failed", digest=digest, error=str(e))
             return None
-
-
-def content(captures: Iterable[Capture]) -> Iterator[Capture]:
-    """The captures of ``captures`` that are content, in their order, until the
-    NOT_CONTENT_ROWS + 1st that is not (then none more)."""
-    passed = 0
-    for capture in captures:
-        if capture.is_content:
-            yield capture
-            continue
-        passed += 1
-        if passed > NOT_CONTENT_ROWS:
-            return
 
 
 def _same_payload(base: Capture | None, digest: str, result: FetchResult) -> Capture | None:

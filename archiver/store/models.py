@@ -6,7 +6,7 @@ index's keys and hits, and the errors both backends raise. No backend is importe
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 # A label's field in CDXJ and /cdx: "label." and its name.
@@ -142,6 +142,20 @@ class Capture:
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a CDXJ capture line ({exc!r}): {line[:200]!r}") from None
+
+
+def content_only(captures: Iterable[Capture], passed: int | None = None) -> Iterator[Capture]:
+    """The captures of ``captures`` that are content (``Capture.is_content``), in their order;
+    with ``passed``, none more once more than that many that are not have been passed (a walk
+    over a URL's captures then reads a bounded number of rows)."""
+    skipped = 0
+    for capture in captures:
+        if capture.is_content:
+            yield capture
+            continue
+        skipped += 1
+        if passed is not None and skipped > passed:
+            return
 
 
 def labels_text(labels: Mapping[str, str]) -> str:
