@@ -4,6 +4,9 @@ Every run reads the whole catalog (``CatalogStore.iter_all``) and takes the entr
 has not taken yet (``FullTextStore.seen``, by WARC file and offset), a batch at a time, each
 batch one transaction of the index. What it takes:
 
+Captures that are not content (``Capture.is_content``: a gatekeeper's answer, a login's exchange,
+one made after a session was lost) are never taken: search finds no challenge page's text.
+
 - an HTML response (``text/html`` or ``application/xhtml+xml``) with status 200: its text is
   extracted from its WARC record (``web.pagetext.response_text``), unless the index already
   holds the text of that payload (same URL and digest: the capture joins that document; another
@@ -65,7 +68,10 @@ class IndexTotals:
 
 def indexable(capture: Capture) -> bool:
     """Whether the index takes this catalog entry: an HTML 200 response, or a revisit (200, or
-    a 304) of a payload that may be one."""
+    a 304) of a payload that may be one; never a capture that is not content (a challenge page's
+    text is no page's)."""
+    if not capture.is_content:
+        return False
     if capture.rectype == "revisit":
         return capture.status in (200, 304)
     return capture.status == 200 and capture.mime.lower() in HTML_TYPES
