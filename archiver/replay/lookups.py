@@ -15,7 +15,8 @@ span counts (``CatalogStore.walk``, ``count_captures``, ``span_counts``):
   its own to: a prefix listing of the URL's stem, at most ``FUZZY_ROWS`` rows.
 - :func:`around`: what a memento's Link header and banner name: the seconds before and after its
   own (one seek each), the first and last captures (one seek each, or none at either end), and
-  for the banner a count that stops at ``COUNTED`` ("10000+").
+  for the banner a count of the content among the first ``COUNTED`` + 1 captures ("10000+"
+  past it).
 - :func:`timemap_page`: ``size`` distinct capture seconds from a date on, and where the pages
   before and after it start: at most twice the page's rows.
 - :func:`calendar`: a URL's calendar (archiver.replay.calendar) from counts per year and per day
@@ -31,7 +32,7 @@ the nearest content capture stands in. A lookup's walk passes over at most ``NOT
 of them each way (past them that side has no capture), so a URL with thousands of challenge
 captures costs a bounded read per request; a listing (TimeMap, calendar) passes over any number,
 within its row cap. ``/cdx`` lists every capture, with its labels. The banner's count and the
-calendar's counts per year and day are the catalog's counts, every capture included.
+calendar's counts per year and day count content only (the catalog's counts do).
 
 Rows of one second beyond the first (the same capture read from two WARCs, say) are walked
 through, so a URL with very many captures in one second costs rows, never memory, and stops at
@@ -150,8 +151,9 @@ class Around:
 
 
 def around(scan: Scan, url: str, capture: Capture, *, count: bool) -> Around:
-    """The neighbours of ``capture`` among the captures of ``url``, by at most four seeks; with
-    ``count``, their number up to COUNTED (a read of at most COUNTED + 1 rows)."""
+    """The neighbours of ``capture`` among the content captures of ``url``, by at most four
+    walks (a seek each, past at most NOT_CONTENT_ROWS others); with ``count``, the number of
+    content among the first COUNTED + 1 captures (a read of at most that many rows)."""
     second = capture.timestamp
     prev = _one(scan, url, stamp_before(second), forward=False)
     after = _one(scan, url, stamp_after(second), forward=True)

@@ -24,6 +24,9 @@ LATEST = "99999999999999"
 # session was lost. Replay never serves such a capture as a page or embed, and a revisit does not
 # compare with it.
 NOT_CONTENT = ("gatekeeper", "login", "session-lost")
+# How each stands in a capture's labels text (labels_text: compact JSON, and a label's name has no
+# quote): a key, never part of a value, whose quotes are escaped. The catalogs count by the same.
+NOT_CONTENT_KEYS = tuple(f'"{name}":' for name in NOT_CONTENT)
 # The kinds of DNS history row (DnsRow.type).
 CANONICAL, ADDRESS, ALIAS = "canonical", "address", "alias"
 
@@ -61,9 +64,7 @@ class Capture:
     @property
     def is_content(self) -> bool:
         """Whether this capture is the site's content: it has none of the NOT_CONTENT labels."""
-        if not any(f'"{name}"' in self.labels for name in NOT_CONTENT):  # no JSON to read
-            return True
-        return not any(name in NOT_CONTENT for name in self.label_map)
+        return not self.labels or not any(key in self.labels for key in NOT_CONTENT_KEYS)
 
     def to_json(self) -> dict[str, object]:
         """For our own JSON output: CDXJ field names with native types (numbers as numbers).

@@ -74,6 +74,10 @@ def test_timemaps_and_calendars_list_only_content() -> None:
         tally = listing(catalog, partial(lookups.calendar, url=URL, within="2026", start=None, size=10))
         assert tally.listed == pages
         assert (tally.first, tally.last) == (pages[0].timestamp, pages[2].timestamp)
+        assert (tally.total, tally.matching, dict(tally.per_year)) == (3, 3, {2026: 3})
+        assert sum(tally.per_day.values()) == 3
+        near = listing(catalog, partial(lookups.around, url=URL, capture=pages[1], count=True))
+        assert (near.count, near.more) == (3, False)
 
 
 def test_a_fuzzy_rule_never_takes_a_challenge() -> None:
