@@ -105,6 +105,11 @@ def served(scan: Scan, url: str, at: str) -> Capture | None:
     return before if earlier_gap <= to_datetime(after.timestamp) - target else after
 
 
+def latest(scan: Scan, url: str) -> Capture | None:
+    """The latest content capture of ``url`` (a walk back from the end), None if none."""
+    return _one(scan, url, _LATEST, forward=False)
+
+
 def _closer(at: str, one: Capture | None, other: Capture) -> Capture:
     """Of ``one`` and ``other``, the capture nearer to ``at``; of two as near, the earlier."""
     if one is None:

@@ -2,8 +2,9 @@
 (``tests.support.storemodes``): real bundles where a page's newest captures are challenges (with
 ``cf-mitigated: challenge``, and a 200 challenge page), labelled ``gatekeeper`` as the crawler
 labels them (``BundleWriter.write_labels``). Replay shows the page captured before them; a URL
-captured only as a challenge is not in the archive, and its reasons say what it got; the TimeMap
-and capture list leave the challenges out; /cdx lists them with their label."""
+captured only as a challenge is not in the archive, and its reasons say what it got; the TimeMap,
+the capture list and the home page's front-page link leave the challenges out; /cdx lists them
+with their label."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from tests.support.httpclient import get
 from tests.support.replayarchive import serving
 from tests.support.storemodes import DATE, ModeArchive, entries_of
 
+FRONT = "http://example.org/"
 PAGE = "http://example.org/news.html"
 ONLY = "http://example.org/gated.html"
 REQUEST = b"GET / HTTP/1.1\r\nHost: example.org\r\n\r\n"
@@ -31,8 +33,9 @@ PAGE_AT, GATED_AT, GATED_200_AT = (from_datetime(DATE + timedelta(seconds=s)) fo
 
 
 def write_archive(folder: Path) -> list[Path]:
-    """The page at PAGE_AT, challenges of it at GATED_AT (403) and GATED_200_AT (200), and a URL
-    answered only with a challenge, at GATED_AT."""
+    """The page at PAGE_AT, challenges of it at GATED_AT (403) and GATED_200_AT (200), a URL
+    answered only with a challenge, at GATED_AT, and the front page at PAGE_AT and challenged at
+    GATED_AT."""
     with BundleWriter(folder, WarcConfig(prefix="g")) as writer:
         def exchange(url: str, seconds: int, status: int, body: bytes, gate: bool) -> None:
             date = DATE + timedelta(seconds=seconds)
@@ -42,6 +45,8 @@ def write_archive(folder: Path) -> list[Path]:
                 writer.write_labels(url=url, date=date, refers_to=record.record_id,
                                     labels={"gatekeeper": "challenge"})
 
+        exchange(FRONT, 0, 200, BODY, False)
+        exchange(FRONT, 10, 403, CHALLENGE, True)
         exchange(PAGE, 0, 200, BODY, False)
         exchange(PAGE, 10, 403, CHALLENGE, True)
         exchange(ONLY, 10, 403, CHALLENGE, True)
@@ -73,6 +78,9 @@ async def test_replay_shows_the_page_not_the_challenges_captured_after_it(
         assert PAGE_AT in timemap and GATED_AT not in timemap and GATED_200_AT not in timemap
         listed = (await get(app, f"/web/*/{PAGE}")).body.decode()
         assert f"/web/{PAGE_AT}/{PAGE}" in listed and f"/web/{GATED_AT}/" not in listed
+
+        home = (await get(app, "/")).body.decode()  # the front page's latest capture: the page
+        assert f"/web/{PAGE_AT}/{FRONT}" in home and f"/web/{GATED_AT}/" not in home
 
         rows = await get(app, f"/cdx?url={quote(PAGE, safe='')}&output=json&fl=timestamp,status,"
                               "label.gatekeeper")
