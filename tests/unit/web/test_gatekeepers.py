@@ -181,3 +181,22 @@ def test_work_is_bounded_whatever_the_answer() -> None:
         return [recognise(status, answer[0], answer[1]) for status in (200, 403)]
 
     assert_cost_bounded(run, (headers, hostile), ([("x-h", "v")], benign), 20, "gatekeepers")
+
+
+_VALUES = (st.none() | st.booleans() | st.integers(-5, 1000) | st.text(max_size=12)
+           | st.sampled_from(["challenge", "block", "rate-limit", "x-a", "(", "[z-a]", "a"])
+           | st.lists(st.integers(-1, 1000) | st.text(max_size=3), max_size=3))
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.dictionaries(st.sampled_from(["kind", "name", "status", "header", "header_value", "body",
+                                        "other"]), _VALUES, max_size=6))
+def test_make_rule_gives_a_rule_or_a_gatekeeper_error(table: dict[str, object]) -> None:
+    try:
+        rule = make_rule(table)
+    except GatekeeperError as e:
+        assert str(e).split(":")[0] in {"kind", "name", "status", "header", "header_value", "body",
+                                        "other", "give at least one condition"}
+        return
+    assert rule.kind in KINDS and (rule.status or rule.header or rule.body is not None)
+    recognise(403, [("x-a", "v")], b"body", [rule])
