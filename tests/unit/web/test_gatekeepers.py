@@ -4,6 +4,8 @@ any answer: recognise never raises and its work is bounded."""
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,6 +19,8 @@ from archiver.web.gatekeepers import (
     make_rule,
     recognise,
 )
+from archiver.web.http import decode_body
+from demoweb import HOSTILE_PATHS, DemoWeb, WebSpec
 from tests.support.fuzzing import assert_cost_bounded, examples, repeat_to
 
 HTML = [("Content-Type", "text/html; charset=UTF-8")]
@@ -200,3 +204,19 @@ def test_make_rule_gives_a_rule_or_a_gatekeeper_error(table: dict[str, object]) 
         return
     assert rule.kind in KINDS and (rule.status or rule.header or rule.body is not None)
     recognise(403, [("x-a", "v")], b"body", [rule])
+
+
+def test_no_answer_of_the_demo_web_is_a_gatekeeper() -> None:
+    """Its pages, robots.txt files, redirects, 404s and hostile answers are all the sites' own."""
+    web = DemoWeb(WebSpec(sites=8, pages_per_site=12, port=8080, hostile=True))
+    urls = web.expected("archiver/0.1") | {o + path for o in web.origins()
+                                           for path in ("/robots.txt", "/no-such-page", *HOSTILE_PATHS)}
+    found = {}
+    for url in sorted(urls):
+        parts = urlsplit(url)
+        reply = web.respond(parts.hostname or "", parts.path + ("?" + parts.query if parts.query else ""))
+        coding = next((v for k, v in reply.headers if k.lower() == "content-encoding"), None)
+        body = decode_body(reply.body, coding, SCANNED)
+        if (match := recognise(reply.status, reply.headers, body)) is not None:
+            found[url] = match
+    assert len(urls) > 100 and found == {}
