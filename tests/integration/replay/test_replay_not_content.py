@@ -88,3 +88,6 @@ async def test_replay_shows_the_page_not_the_challenges_captured_after_it(
             {"timestamp": PAGE_AT, "status": "200"},
             {"timestamp": GATED_AT, "status": "403", "label.gatekeeper": "challenge"},
             {"timestamp": GATED_200_AT, "status": "200", "label.gatekeeper": "challenge"}]
+        content_only = await get(app, f"/cdx?url={quote(PAGE, safe='')}&filter=!~label.gatekeeper:."
+                                      "&fl=timestamp&output=text")
+        assert content_only.body.decode().split() == [PAGE_AT]
