@@ -36,6 +36,8 @@ ABOVE = 2**62
 HOST_END = "*"
 # Rows one chunk of span_counts counts: a few milliseconds of the database's time.
 TALLY_ROWS = 10_000
+_STAMP = re.compile(r"\d{14}", re.ASCII)
+_Row = TypeVar("_Row", bound=tuple[Any, ...])
 
 
 def content_condition(find: str) -> str:
@@ -44,8 +46,6 @@ def content_condition(find: str) -> str:
     -> position or 0 (SQLite's instr, PostgreSQL's strpos)."""
     absent = " AND ".join(f"{find}(labels, '{key}') = 0" for key in NOT_CONTENT_KEYS)
     return f"(labels IS NULL OR ({absent}))"
-_STAMP = re.compile(r"\d{14}", re.ASCII)
-_Row = TypeVar("_Row", bound=tuple[Any, ...])
 
 
 def check_stamp(text: str) -> str:

@@ -4,9 +4,6 @@ Every run reads the whole catalog (``CatalogStore.iter_all``) and takes the entr
 has not taken yet (``FullTextStore.seen``, by WARC file and offset), a batch at a time, each
 batch one transaction of the index. What it takes:
 
-Captures that are not content (``Capture.is_content``: a gatekeeper's answer, a login's exchange,
-one made after a session was lost) are never taken: search finds no challenge page's text.
-
 - an HTML response (``text/html`` or ``application/xhtml+xml``) with status 200: its text is
   extracted from its WARC record (``web.pagetext.response_text``), unless the index already
   holds the text of that payload (same URL and digest: the capture joins that document; another
@@ -17,8 +14,10 @@ one made after a session was lost) are never taken: search finds no challenge pa
   when every response of the catalog has been taken; a revisit of a page with no text (an image)
   is then taken without one.
 
-A page with no text is taken without one, and not looked at again. A record that cannot be read
-(``WarcError``: a damaged or missing bundle) costs that record: counted, reported through
+A capture that is not content (``Capture.is_content``: a gatekeeper's answer, a login's
+exchange, one made after a session was lost) is never taken: search finds no challenge page's
+text. A page with no text is taken without one, and not looked at again. A record that cannot be
+read (``WarcError``: a damaged or missing bundle) costs that record: counted, reported through
 ``broken`` and left for the next run; any other failure (a store unreachable) ends the run, and
 what the earlier batches took stays taken. A second run with nothing new reads the catalog and
 extracts nothing.
