@@ -106,8 +106,9 @@ DEFAULT_RULES = (
 
 def recognise(status: int | None, headers: Iterable[tuple[str, str]], body: bytes,
               rules: Iterable[GatekeeperRule] = DEFAULT_RULES) -> Match | None:
-    """The first of ``rules`` the answer meets (``body``: its payload with content codings
-    undone, only the first SCANNED bytes are read), or None: the answer is the site's own."""
+    """The first of ``rules`` the answer meets, or None: the answer is the site's own.
+    ``body`` is its payload with content codings undone (``archiver.web.http.decode_body(body,
+    content_encoding, SCANNED)``); only its first SCANNED bytes are read."""
     fields: dict[str, list[str]] = {}
     for name, value in islice(headers, HEADERS):
         fields.setdefault(name.strip().lower(), []).append(value[:HEADER_CHARS])
