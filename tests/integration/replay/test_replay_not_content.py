@@ -3,8 +3,8 @@
 ``cf-mitigated: challenge``, and a 200 challenge page), labelled ``gatekeeper`` as the crawler
 labels them (``BundleWriter.write_labels``). Replay shows the page captured before them; a URL
 captured only as a challenge is not in the archive, and its reasons say what it got; the TimeMap,
-the capture list and the home page's front-page link leave the challenges out; /cdx lists them
-with their label."""
+the capture list, the host's calendar and the home page's front-page link leave the challenges
+out; /cdx lists them with their label."""
 
 from __future__ import annotations
 
@@ -79,6 +79,9 @@ async def test_replay_shows_the_page_not_the_challenges_captured_after_it(
         listed = (await get(app, f"/web/*/{PAGE}")).body.decode()
         assert f"/web/{PAGE_AT}/{PAGE}" in listed and f"/web/{GATED_AT}/" not in listed
 
+        day = (await get(app, f"/calendar/example.org?day={PAGE_AT[:8]}")).body.decode()
+        assert f"/web/{PAGE_AT}/{PAGE}" in day and f"/web/{PAGE_AT}/{FRONT}" in day
+        assert ONLY not in day and f"/web/{GATED_AT}/" not in day  # no page of that day
         home = (await get(app, "/")).body.decode()  # the front page's latest capture: the page
         assert f"/web/{PAGE_AT}/{FRONT}" in home and f"/web/{GATED_AT}/" not in home
 
