@@ -23,6 +23,9 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from archiver.web.fuzzy import DEFAULT_RULES, FuzzyError, FuzzyRule, make_rule
+from archiver.web.gatekeepers import DEFAULT_RULES as GATEKEEPER_RULES
+from archiver.web.gatekeepers import GatekeeperError, GatekeeperRule
+from archiver.web.gatekeepers import make_rule as make_gatekeeper_rule
 from archiver.web.netpolicy import parse_networks
 from archiver.web.scope import Scope, ScopeError, scope_of
 from archiver.web.sheets import Sheet, SheetError, make_sheet
@@ -130,6 +133,13 @@ class CrawlConfig:
     # renders every HTML page in Chromium, whose every request archiver's client makes; "auto"
     # renders a page when it needs scripts to show its content (archiver.web.scriptneed).
     capture: str = "http"
+    # Gatekeeper pages (archiver.web.gatekeepers, docs/gatekeepers.md): an answer that is a bot
+    # challenge, a rate limit or a firewall's block page is kept in the WARC, labelled
+    # gatekeeper=<kind>, and never counts as the URL's capture; false turns recognition off.
+    # gatekeeper_rules ([[crawl.gatekeeper_rules]] tables) are tried before the shipped rules;
+    # a sheet cannot change either.
+    gatekeepers: bool = True
+    gatekeeper_rules: tuple[GatekeeperRule, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -734,6 +744,9 @@ def _section(where: str, base: Path, name: str, cls: type, values: dict[str, Any
         if (name, key) == ("replay", "fuzzy_rules"):
             out[key] = _fuzzy_rules(label, value)
             continue
+        if (name, key) == ("crawl", "gatekeeper_rules"):
+            out[key] = _gatekeeper_rules(label, value)
+            continue
         out[key] = _convert(label, hints[key], value, base)
         if (name, key) in _POSITIVE and out[key] <= 0:
             raise ConfigError(f"{label}: must be greater than 0, got {value!r}")
@@ -757,6 +770,25 @@ def _fuzzy_rules(label: str, tables: Any) -> tuple[FuzzyRule, ...]:
         try:
             rule = make_rule(table)
         except FuzzyError as e:
+            raise ConfigError(f"{label}[{index}]: {e}") from None
+        if rule.name in taken:
+            raise ConfigError(f"{label}[{index}]: name: {rule.name!r} is taken (by a shipped rule "
+                              "or an earlier one): give each rule a name of its own")
+        taken.add(rule.name)
+        rules.append(rule)
+    return tuple(rules)
+
+
+def _gatekeeper_rules(label: str, tables: Any) -> tuple[GatekeeperRule, ...]:
+    """The [[crawl.gatekeeper_rules]] tables, parsed; ConfigError naming the rule (index) and key."""
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise ConfigError(f"{label}: must be tables, written [[crawl.gatekeeper_rules]]")
+    rules: list[GatekeeperRule] = []
+    taken = {rule.name for rule in GATEKEEPER_RULES}
+    for index, table in enumerate(tables):
+        try:
+            rule = make_gatekeeper_rule(table)
+        except GatekeeperError as e:
             raise ConfigError(f"{label}[{index}]: {e}") from None
         if rule.name in taken:
             raise ConfigError(f"{label}[{index}]: name: {rule.name!r} is taken (by a shipped rule "

@@ -7,6 +7,11 @@ conditional request headers of its payload (``If-None-Match``, ``If-Modified-Sin
 of that response when the server said not modified or sent the same payload again, or (with
 "digest") of the first response holding the same payload under any URL. Every catalog or WARC read
 is made in a worker thread (archiver.store.offloop).
+
+A capture that is not the site's content (``Capture.is_content``: a gatekeeper's answer, a
+login's exchange, one made after a session was lost) is not the URL's capture: a revisit neither
+compares with it nor counts it in the URL's gone history. A walk passes over at most
+``NOT_CONTENT_ROWS`` such captures; past them the URL is asked as if it had no capture yet.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from archiver.logs import event
 from archiver.queues.revisits import look_back
 from archiver.store.bundles import payload_digest
 from archiver.store.interfaces import CatalogStore, WarcReader
-from archiver.store.models import Capture, CatalogError
+from archiver.store.models import Capture, CatalogError, content_only
 from archiver.store.objectstore import ObjectStoreError
 from archiver.store.offloop import OffLoop
 from archiver.store.originals import payload_holder
@@ -32,6 +37,9 @@ from archiver.web.http import conditions as conditions_of
 from archiver.web.http import content_length
 
 log = logging.getLogger("archiver.crawl.dedupe")
+# Captures that are not content a revisit's walk passes over at most (a site that answered a
+# challenge at every visit costs that many rows per fetch, no more).
+NOT_CONTENT_ROWS = 100
 
 
 @dataclass(frozen=True)
@@ -57,15 +65,16 @@ class Dedupe:
     async def earlier(self, url: str) -> list[Capture]:
         """The captures of ``url`` a revisit needs, oldest first (none if the catalog cannot
         say): the last ones up to its run of gone answers (queues.revisits.look_back), after the
-        response the last one's payload stands for."""
+        response the last one's payload stands for; content only (module docstring)."""
 
         def needed() -> list[Capture]:
-            kept = look_back(self.lookup.walk(url, "9" * 14, forward=False))  # latest first
+            kept = look_back(content_only(self.lookup.walk(url, "9" * 14, forward=False),
+                                         NOT_CONTENT_ROWS))  # latest first
             if not kept or payload_holder(kept, kept[-1].digest) is not None:
                 return kept
             last = kept[-1]
             holder = self.lookup.payload_holder(url, last.digest, last.timestamp)
-            return kept if holder is None else [holder, *kept]
+            return kept if holder is None or not holder.is_content else [holder, *kept]
 
         try:
             return await self.calls.call(needed)

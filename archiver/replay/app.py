@@ -448,15 +448,15 @@ def _memento_links(request: Request, url: str, near: Around, current: str | None
 def _sites(after: str, scan: Scan) -> tuple[list[pages.SiteRow], str | None]:
     """A page of the archive's sites from the host after ``after`` on (CatalogStore.hosts: each
     an index seek and at most SITE_COUNTED rows counted), each with its front page's latest
-    capture (one seek), and the host to start the next page after (None on the last page)."""
+    content capture (lookups.latest), and the host to start the next page after (None on the
+    last page)."""
     sites: list[pages.SiteRow] = []
     for tally in scan.catalog.hosts(after=after, at_most=SITE_COUNTED):
         scan.examine(tally.captures + 1)
         if len(sites) == SITES_PAGE:
             return sites, sites[-1].tally.host
         front = urls.origin(tally.url) + "/"
-        sites.append(pages.SiteRow(tally, next(scan.rows(scan.catalog.walk(front, _LATEST, forward=False)),
-                                               None)))
+        sites.append(pages.SiteRow(tally, lookups.latest(scan, front)))
     return sites, None
 
 

@@ -45,9 +45,11 @@ def _day(text: str) -> date:
 
 def _host_tally(origin: str, day: date | None, scan: Scan) -> PageTally:
     """The host's pages: the records of a page's rendering (its screenshot and text, listed
-    right after it) are not pages of their own."""
+    right after it) are not pages of their own, nor is a capture that is not content (a
+    challenge, docs/gatekeepers.md)."""
     captures = scan.rows(scan.catalog.list(origin + "/", "host"))
-    return tally_pages((c for c in captures if rendering_of(c.url) is None), day, DAY_ROWS)
+    return tally_pages((c for c in captures if rendering_of(c.url) is None and c.is_content), day,
+                       DAY_ROWS)
 
 
 async def host_calendar(request: Request) -> Response:

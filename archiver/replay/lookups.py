@@ -15,7 +15,8 @@ span counts (``CatalogStore.walk``, ``count_captures``, ``span_counts``):
   its own to: a prefix listing of the URL's stem, at most ``FUZZY_ROWS`` rows.
 - :func:`around`: what a memento's Link header and banner name: the seconds before and after its
   own (one seek each), the first and last captures (one seek each, or none at either end), and
-  for the banner a count that stops at ``COUNTED`` ("10000+").
+  for the banner a count of the content among the first ``COUNTED`` + 1 captures ("10000+"
+  past it).
 - :func:`timemap_page`: ``size`` distinct capture seconds from a date on, and where the pages
   before and after it start: at most twice the page's rows.
 - :func:`calendar`: a URL's calendar (archiver.replay.calendar) from counts per year and per day
@@ -23,6 +24,15 @@ span counts (``CatalogStore.walk``, ``count_captures``, ``span_counts``):
 - :func:`screenshots`: which of a page of captures have a screenshot of their own second (the
   crawler's ``urn:screenshot:<url>`` record of a rendered page): one query of the screenshots'
   key over the page's span of time, at most ``SCREENSHOT_ROWS`` per capture.
+
+Only content is shown (``Capture.is_content``, docs/gatekeepers.md): a capture labelled as a
+gatekeeper's answer, a login's exchange or made after a session was lost is never served as a page
+or an embed, named as a neighbour, listed in a TimeMap or a calendar, nor taken by a fuzzy rule;
+the nearest content capture stands in. A lookup's walk passes over at most ``NOT_CONTENT_ROWS``
+of them each way (past them that side has no capture), so a URL with thousands of challenge
+captures costs a bounded read per request; a listing (TimeMap, calendar) passes over any number,
+within its row cap. ``/cdx`` lists every capture, with its labels. The banner's count and the
+calendar's counts per year and day count content only (the catalog's counts do).
 
 Rows of one second beyond the first (the same capture read from two WARCs, say) are walked
 through, so a URL with very many captures in one second costs rows, never memory, and stops at
@@ -39,7 +49,7 @@ from datetime import date
 from archiver.replay.calendar import CaptureTally, day_of, tally_captures
 from archiver.replay.scan import Scan
 from archiver.store.catalogkeys import SCREENSHOT, rendering_of
-from archiver.store.models import Capture
+from archiver.store.models import Capture, content_only
 from archiver.web.fuzzy import FuzzyRule, match_key, stem
 from archiver.web.timestamps import stamp_after, stamp_before, to_datetime
 
@@ -50,6 +60,8 @@ COUNTED = 10_000
 FUZZY_ROWS = 1000
 # Screenshot rows read per capture listed at most (one each, and room for a second's repeats).
 SCREENSHOT_ROWS = 2
+# Captures that are not content a lookup's walk passes over at most, each way.
+NOT_CONTENT_ROWS = 100
 _EARLIEST = "0" * 14
 _LATEST = "9" * 14
 
@@ -61,11 +73,19 @@ def self_redirect(capture: Capture, url: str) -> bool:
 
 
 def _walk(scan: Scan, url: str, at: str, *, forward: bool) -> Iterator[Capture]:
-    return scan.rows(scan.catalog.walk(url, at, forward=forward))
+    """The content captures of ``url`` from ``at`` on, nearest first (a lookup's: at most
+    NOT_CONTENT_ROWS others passed over)."""
+    return content_only(scan.rows(scan.catalog.walk(url, at, forward=forward)), NOT_CONTENT_ROWS)
+
+
+def _listed(scan: Scan, url: str, at: str, *, forward: bool) -> Iterator[Capture]:
+    """The content captures of ``url`` from ``at`` on, nearest first (a listing's: any number of
+    others passed over, within the listing's row cap)."""
+    return content_only(scan.rows(scan.catalog.walk(url, at, forward=forward)))
 
 
 def _one(scan: Scan, url: str, at: str | None, *, forward: bool) -> Capture | None:
-    """The first capture of a walk from ``at`` (None: nothing that side)."""
+    """The first content capture of a walk from ``at`` (None: nothing that side)."""
     return None if at is None else next(_walk(scan, url, at, forward=forward), None)
 
 
@@ -83,6 +103,11 @@ def served(scan: Scan, url: str, at: str) -> Capture | None:
         return before or after
     earlier_gap = target - to_datetime(before.timestamp)
     return before if earlier_gap <= to_datetime(after.timestamp) - target else after
+
+
+def latest(scan: Scan, url: str) -> Capture | None:
+    """The latest content capture of ``url`` (a walk back from the end), None if none."""
+    return _one(scan, url, _LATEST, forward=False)
 
 
 def _closer(at: str, one: Capture | None, other: Capture) -> Capture:
@@ -106,7 +131,7 @@ def fuzzy(scan: Scan, url: str, at: str, rules: tuple[FuzzyRule, ...]) -> tuple[
         return None
     best: list[Capture | None] = [None] * len(keys)
     for capture in scan.rows(scan.catalog.list(stem(url), "prefix", limit=FUZZY_ROWS)):
-        if self_redirect(capture, url):
+        if self_redirect(capture, url) or not capture.is_content:
             continue
         for index, (rule, key) in enumerate(keys):
             if match_key(rule, capture.url) == key:
@@ -131,8 +156,9 @@ class Around:
 
 
 def around(scan: Scan, url: str, capture: Capture, *, count: bool) -> Around:
-    """The neighbours of ``capture`` among the captures of ``url``, by at most four seeks; with
-    ``count``, their number up to COUNTED (a read of at most COUNTED + 1 rows)."""
+    """The neighbours of ``capture`` among the content captures of ``url``, by at most four
+    walks (a seek each, past at most NOT_CONTENT_ROWS others); with ``count``, the number of
+    content among the first COUNTED + 1 captures (a read of at most that many rows)."""
     second = capture.timestamp
     prev = _one(scan, url, stamp_before(second), forward=False)
     after = _one(scan, url, stamp_after(second), forward=True)
@@ -169,7 +195,7 @@ def timemap_page(scan: Scan, url: str, start: str, size: int) -> TimeMapPage:
     ``size`` seconds for where the page before starts (pages from the first capture on line up)."""
     seconds: list[str] = []
     following = None
-    for capture in _walk(scan, url, start, forward=True):
+    for capture in _listed(scan, url, start, forward=True):
         if seconds and capture.timestamp == seconds[-1]:
             continue
         if len(seconds) == size:
@@ -180,7 +206,7 @@ def timemap_page(scan: Scan, url: str, start: str, size: int) -> TimeMapPage:
     before = stamp_before(seconds[0]) if seconds else None
     if before is not None:
         earlier: list[str] = []
-        for capture in _walk(scan, url, before, forward=False):
+        for capture in _listed(scan, url, before, forward=False):
             if not earlier or capture.timestamp != earlier[-1]:
                 earlier.append(capture.timestamp)
                 if len(earlier) == size:
@@ -215,12 +241,12 @@ class _CatalogCaptures:
         return sum(self._spans(len(prefix), prefix.ljust(14, "0"), prefix.ljust(14, "9")).values())
 
     def ends(self) -> tuple[str, str] | None:
-        first = _one(self.scan, self.url, _EARLIEST, forward=True)
-        last = _one(self.scan, self.url, _LATEST, forward=False)
+        first = next(_listed(self.scan, self.url, _EARLIEST, forward=True), None)
+        last = next(_listed(self.scan, self.url, _LATEST, forward=False), None)
         return None if first is None or last is None else (first.timestamp, last.timestamp)
 
     def walk(self, start: str) -> Iterator[Capture]:
-        return _walk(self.scan, self.url, start, forward=True)
+        return _listed(self.scan, self.url, start, forward=True)
 
 
 def calendar(scan: Scan, url: str, within: str, start: str | None, size: int) -> CaptureTally:

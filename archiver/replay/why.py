@@ -11,6 +11,9 @@ that holds, in this order:
    capture of another URL under the same catalog key (``http://h/events`` for ``http://h/events/``:
    SURT drops the trailing slash) is not one, and is named after the answer. A capture the
    crawler rendered in a browser says so and why (its ``rendered`` label: the fact ``rendered``).
+   Only content counts (``Capture.is_content``): a URL captured only as a gatekeeper's answer,
+   a login's exchange or after a session was lost is not captured, and the answer says so after
+   its reason (the fact ``not_content``: the latest such capture by the date).
 2. ``url-too-long``: longer than ``crawl.max_url_length``, so never queued.
 3. The newest decision logged about it at or before the date: ``robots``, a guard (``max-depth``,
    ``trap``, ``shape``, ``url-too-long``: only for a URL no crawl queue holds, as a guard refuses
@@ -43,7 +46,7 @@ from archiver.queues.models import QueuePosition, SiteRow
 from archiver.store import robotstxt
 from archiver.store.catalogkeys import RENDERED
 from archiver.store.interfaces import CatalogStore, WarcReader
-from archiver.store.models import Capture
+from archiver.store.models import NOT_CONTENT, Capture
 from archiver.stores import Stores
 from archiver.web import robots, urls
 from archiver.web.scope import ScopeDecision
@@ -82,6 +85,8 @@ class Evidence:
     # Captures of other URLs under the same catalog key (SURT drops a trailing slash, "www." and
     # the scheme): never an answer for this URL, but worth naming when it has none.
     twins: list[Capture] = field(default_factory=list)
+    # Captures of the URL that are not content (docs/gatekeepers.md), in time order.
+    not_content: list[Capture] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -129,6 +134,12 @@ def explain(e: Evidence) -> Answer:
         facts["first_capture"] = e.captures[0].timestamp
         if kind != "later":
             reason += f" It was first captured later, at {e.captures[0].timestamp}."
+    if withheld := [c for c in e.not_content if c.timestamp <= e.at]:
+        last = withheld[-1]
+        facts["not_content"] = last.to_json()
+        name = next(n for n in NOT_CONTENT if n in last.label_map)
+        reason += (f" At {last.timestamp} it was captured as {name}={last.label_map[name]} "
+                   f"(status {last.status}), which is not the page: replay does not show it.")
     if twins := [c for c in e.twins if c.timestamp <= e.at]:
         twin = twins[-1]
         facts["key_twin"] = twin.to_json()
@@ -281,10 +292,12 @@ def gather(stores: Stores, catalog: CatalogStore, warcs: WarcReader,
               "crawl.max_per_shape": c.max_per_shape, "crawl.max_pages": c.max_pages,
               "crawl.max_bytes": c.max_bytes}
     keyed = catalog.captures(url)
-    captures = [cap for cap in keyed if urls.normalize(cap.url) == url]
+    own = [cap for cap in keyed if urls.normalize(cap.url) == url]
+    captures = [cap for cap in own if cap.is_content]
     evidence = Evidence(url, origin, at, captures, decisions, site, position, None,
                         c.max_url_length, limits, config.scope.rules().decide(url),
-                        [cap for cap in keyed if urls.normalize(cap.url) != url])
+                        [cap for cap in keyed if urls.normalize(cap.url) != url and cap.is_content],
+                        [cap for cap in own if not cap.is_content])
     if any(cap.timestamp <= at for cap in captures):
         return evidence  # captured: robots.txt need not be read
     robots_at = max((stamp(d.time) for d in decisions if d.kind == "robots"

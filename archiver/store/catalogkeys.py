@@ -11,6 +11,7 @@ from typing import Any, NamedTuple, TypeVar
 import mmh3
 import surt
 
+from archiver.store.models import NOT_CONTENT_KEYS
 from archiver.web.timestamps import to_datetime
 
 # Recorded in catalog.json; bump it if shard_of ever changes, and reindex.
@@ -37,6 +38,14 @@ HOST_END = "*"
 TALLY_ROWS = 10_000
 _STAMP = re.compile(r"\d{14}", re.ASCII)
 _Row = TypeVar("_Row", bound=tuple[Any, ...])
+
+
+def content_condition(find: str) -> str:
+    """The SQL condition of a content row (``Capture.is_content``): no labels, or none of the
+    NOT_CONTENT names among them; ``find`` is the database's substring function, (text, part)
+    -> position or 0 (SQLite's instr, PostgreSQL's strpos)."""
+    absent = " AND ".join(f"{find}(labels, '{key}') = 0" for key in NOT_CONTENT_KEYS)
+    return f"(labels IS NULL OR ({absent}))"
 
 
 def check_stamp(text: str) -> str:

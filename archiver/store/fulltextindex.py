@@ -14,8 +14,10 @@ batch one transaction of the index. What it takes:
   when every response of the catalog has been taken; a revisit of a page with no text (an image)
   is then taken without one.
 
-A page with no text is taken without one, and not looked at again. A record that cannot be read
-(``WarcError``: a damaged or missing bundle) costs that record: counted, reported through
+A capture that is not content (``Capture.is_content``: a gatekeeper's answer, a login's
+exchange, one made after a session was lost) is never taken: search finds no challenge page's
+text. A page with no text is taken without one, and not looked at again. A record that cannot be
+read (``WarcError``: a damaged or missing bundle) costs that record: counted, reported through
 ``broken`` and left for the next run; any other failure (a store unreachable) ends the run, and
 what the earlier batches took stays taken. A second run with nothing new reads the catalog and
 extracts nothing.
@@ -65,7 +67,10 @@ class IndexTotals:
 
 def indexable(capture: Capture) -> bool:
     """Whether the index takes this catalog entry: an HTML 200 response, or a revisit (200, or
-    a 304) of a payload that may be one."""
+    a 304) of a payload that may be one; never a capture that is not content (a challenge page's
+    text is no page's)."""
+    if not capture.is_content:
+        return False
     if capture.rectype == "revisit":
         return capture.status in (200, 304)
     return capture.status == 200 and capture.mime.lower() in HTML_TYPES

@@ -48,12 +48,14 @@ class CatalogStore(Protocol):
         ``digest``, in one query (None if there is none)."""
 
     def count_captures(self, url: str, *, at_most: int) -> int:
-        """How many captures ``url`` has, counted no further than ``at_most``."""
+        """How many content captures (``Capture.is_content``) ``url`` has among its first
+        ``at_most`` captures in time order (no more rows read)."""
 
     def span_counts(self, url: str, digits: int, *, from_: str = "0" * 14, to: str = "9" * 14
                     ) -> Iterator[tuple[str, int]]:
-        """Captures of ``url`` per span of timestamps sharing their first ``digits`` digits,
-        within the bounds, in time order, a chunk of rows at a time (a span may come in pieces)."""
+        """Content captures (``Capture.is_content``) of ``url`` per span of timestamps sharing
+        their first ``digits`` digits, within the bounds, in time order, a chunk of rows at a
+        time (a span may come in pieces)."""
 
     def hosts(self, *, after: str = "", at_most: int) -> Iterator[HostTally]:
         """Each host once, by shard then key, past the host ``after``: its captures counted up

@@ -6,7 +6,7 @@ index's keys and hits, and the errors both backends raise. No backend is importe
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 # A label's field in CDXJ and /cdx: "label." and its name.
@@ -19,6 +19,14 @@ DocumentKey = tuple[str, str]
 SNIPPET_WORDS = 24
 # The date a search without one is made at: every capture is at or before it.
 LATEST = "99999999999999"
+# The labels of a capture that is not the site's content (docs/gatekeepers.md): a gatekeeper's
+# answer (challenge, rate limit, block page), a login's exchanges, and what was captured after a
+# session was lost. Replay never serves such a capture as a page or embed, and a revisit does not
+# compare with it.
+NOT_CONTENT = ("gatekeeper", "login", "session-lost")
+# How each stands in a capture's labels text (labels_text: compact JSON, and a label's name has no
+# quote): a key, never part of a value, whose quotes are escaped. The catalogs count by the same.
+NOT_CONTENT_KEYS = tuple(f'"{name}":' for name in NOT_CONTENT)
 # The kinds of DNS history row (DnsRow.type).
 CANONICAL, ADDRESS, ALIAS = "canonical", "address", "alias"
 
@@ -52,6 +60,11 @@ class Capture:
     def label_map(self) -> dict[str, str]:
         """The labels as a dict (empty when none)."""
         return json.loads(self.labels) if self.labels else {}
+
+    @property
+    def is_content(self) -> bool:
+        """Whether this capture is the site's content: it has none of the NOT_CONTENT labels."""
+        return not self.labels or not any(key in self.labels for key in NOT_CONTENT_KEYS)
 
     def to_json(self) -> dict[str, object]:
         """For our own JSON output: CDXJ field names with native types (numbers as numbers).
@@ -130,6 +143,20 @@ class Capture:
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a CDXJ capture line ({exc!r}): {line[:200]!r}") from None
+
+
+def content_only(captures: Iterable[Capture], passed: int | None = None) -> Iterator[Capture]:
+    """The captures of ``captures`` that are content (``Capture.is_content``), in their order;
+    with ``passed``, none more once more than that many that are not have been passed (a walk
+    over a URL's captures then reads a bounded number of rows)."""
+    skipped = 0
+    for capture in captures:
+        if capture.is_content:
+            yield capture
+            continue
+        skipped += 1
+        if passed is not None and skipped > passed:
+            return
 
 
 def labels_text(labels: Mapping[str, str]) -> str:

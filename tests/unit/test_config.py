@@ -106,6 +106,18 @@ def test_empty_hosts_file_means_none(tmp_path):
      "replay.fuzzy_rules[1]: name: 'r' is taken"),
     ("[[replay.fuzzy_rules]]\nname = 'epoch-ms'\nignore = ['a']\n", "name: 'epoch-ms' is taken"),
     ("[replay]\nfuzzy = 'no'\n", "replay.fuzzy: expected true or false"),
+    ("[crawl]\ngatekeeper_rules = ['x']\n", "crawl.gatekeeper_rules: must be tables"),
+    ("[[crawl.gatekeeper_rules]]\nkind = 'block'\nname = 'r'\n",
+     "crawl.gatekeeper_rules[0]: give at least one condition"),
+    ("[[crawl.gatekeeper_rules]]\nkind = 'wall'\nname = 'r'\nstatus = [403]\n",
+     "crawl.gatekeeper_rules[0]: kind: expected one of challenge, rate-limit, block"),
+    ("[[crawl.gatekeeper_rules]]\nkind = 'block'\nname = 'r'\nbody = '(x'\n",
+     "crawl.gatekeeper_rules[0]: body: not a regular expression"),
+    ("[[crawl.gatekeeper_rules]]\nkind = 'block'\nname = 'too-many-requests'\nstatus = [403]\n",
+     "name: 'too-many-requests' is taken"),
+    ("[crawl]\ngatekeepers = 'no'\n", "crawl.gatekeepers: expected true or false"),
+    ("[[sheets]]\nmatch = ['host:a.example']\ngatekeeper_rules = []\n",
+     "gatekeeper_rules: unknown key (known in a sheet"),
     ("crawl = 3\n", "[crawl] must be a table"),
     ("[crawl\n", "not valid TOML"),
 ])
@@ -281,6 +293,16 @@ lease_ttl = 90
     assert config.database_url(failover) == failover
     folder = config.load(write(tmp_path, '[warc]\nstore = "bundles"\n'))
     assert folder.warc.store == str(tmp_path / "bundles")
+
+
+def test_operator_gatekeeper_rules_are_read_in_their_order(tmp_path):
+    cfg = config.load(write(tmp_path, "[[crawl.gatekeeper_rules]]\nkind = 'challenge'\nname = 'gate'\n"
+                                      "header = 'X-Gate'\n[[crawl.gatekeeper_rules]]\nkind = 'block'\n"
+                                      "name = 'wall'\nstatus = [403]\nbody = 'Go away'\n"))
+    first, second = cfg.crawl.gatekeeper_rules
+    assert (first.kind, first.name, first.header, second.name, second.status) == (
+        "challenge", "gate", "x-gate", "wall", frozenset({403}))
+    assert cfg.crawl.gatekeepers
 
 
 def test_operator_fuzzy_rules_are_read_in_their_order(tmp_path):

@@ -52,6 +52,7 @@ from archiver.store.catalogkeys import (
     KeyRange,
     check_dates,
     check_stamp,
+    content_condition,
     key_range,
     nearest,
     shard_of,
@@ -136,9 +137,13 @@ _HOLDER = (f"{_SELECT} WHERE urlkey = ? AND ts <= ? AND digest = ? AND NOT revis
 # Span counts (Catalog.span_counts): where a chunk of TALLY_ROWS rows ends, and its counts.
 _CHUNK_END = ("SELECT ts, file, pos FROM captures WHERE urlkey = ? AND (ts, file, pos) > (?, ?, ?)"
               " AND ts <= ? ORDER BY ts, file, pos LIMIT 1 OFFSET ?")
+# Content rows only (content_condition), a chunk being TALLY_ROWS rows of any kind.
+_CONTENT = content_condition("instr")
 _CHUNK_COUNTS = ("SELECT substr(ts, 1, ?), count(*) FROM captures WHERE urlkey = ?"
-                 " AND (ts, file, pos) > (?, ?, ?) AND (ts, file, pos) <= (?, ?, ?) GROUP BY 1 ORDER BY 1")
-_COUNT = "SELECT count(*) FROM (SELECT 1 FROM captures WHERE urlkey = ? LIMIT ?)"
+                 " AND (ts, file, pos) > (?, ?, ?) AND (ts, file, pos) <= (?, ?, ?)"
+                 f" AND {_CONTENT} GROUP BY 1 ORDER BY 1")
+_COUNT = (f"SELECT count(*) FROM (SELECT labels FROM captures WHERE urlkey = ? ORDER BY ts, file, pos"
+          f" LIMIT ?) WHERE {_CONTENT}")
 # A host listing (Catalog.hosts): the first key at or past a place, then a host's captures
 # counted up to a bound with their latest timestamp.
 _NEXT_KEY = "SELECT urlkey, url FROM captures WHERE urlkey >= ? ORDER BY urlkey LIMIT 1"
@@ -280,8 +285,8 @@ class Catalog:
         return None if row is None else self._capture(shard, conn, row)
 
     def count_captures(self, url: str, *, at_most: int) -> int:
-        """How many captures ``url`` has, counted no further than ``at_most`` (at most that many
-        rows of its key read)."""
+        """How many content captures (``Capture.is_content``) ``url`` has among its first
+        ``at_most`` captures in time order (at most that many rows of its key read)."""
         key = surt_key(url)
         conn = self._conn(shard_of(key, self.shards), create=False)
         return 0 if conn is None else int(conn.execute(_COUNT, (key, at_most)).fetchone()[0])
@@ -308,11 +313,12 @@ class Catalog:
 
     def span_counts(self, url: str, digits: int, *, from_: str = "0" * 14, to: str = "9" * 14
                     ) -> Iterator[tuple[str, int]]:
-        """How many captures of ``url`` each span of time holds, a span being the captures whose
-        timestamps begin with the same ``digits`` digits (4: a year, 8: a day), within the
-        inclusive 14-digit bounds, in time order. Counted by the database TALLY_ROWS rows at a
-        time and given chunk by chunk, so a span's count may come in several pieces, one after
-        another: add them up. Memory: one chunk's spans. A bad argument raises at once."""
+        """How many content captures (``Capture.is_content``) of ``url`` each span of time holds,
+        a span being the captures whose timestamps begin with the same ``digits`` digits (4: a
+        year, 8: a day), within the inclusive 14-digit bounds, in time order. Counted by the
+        database TALLY_ROWS rows (of any kind) at a time and given chunk by chunk, so a span's
+        count may come in several pieces, one after another: add them up; a chunk of no content
+        gives none. Memory: one chunk's spans. A bad argument raises at once."""
         if not 1 <= digits <= 14:
             raise ValueError(f"spans are named by 1 to 14 digits, not {digits}")
         check_stamp(from_)

@@ -51,6 +51,7 @@ from archiver.store.catalogkeys import (
     KeyRange,
     check_dates,
     check_stamp,
+    content_condition,
     key_range,
     nearest,
     shard_of,
@@ -90,9 +91,11 @@ _BACKWARD = (f"SELECT {_COLUMNS} {_KEY} AND (ts, file, pos) < (%s, %s, %s)"
 # Span counts: where a chunk of TALLY_ROWS rows ends, and its counts.
 _CHUNK_END = (f"SELECT ts, file, pos {_KEY} AND (ts, file, pos) > (%s, %s, %s) AND ts <= %s"
               " ORDER BY ts, file, pos LIMIT 1 OFFSET %s")
+# Content rows only (content_condition), a chunk being TALLY_ROWS rows of any kind.
+_CONTENT = content_condition("strpos")
 _CHUNK_COUNTS = (f"SELECT substr(ts, 1, %s), count(*) {_KEY} AND (ts, file, pos) > (%s, %s, %s)"
-                 " AND (ts, file, pos) <= (%s, %s, %s) GROUP BY 1 ORDER BY 1")
-_COUNT = f"SELECT count(*) FROM (SELECT 1 {_KEY} LIMIT %s) c"
+                 f" AND (ts, file, pos) <= (%s, %s, %s) AND {_CONTENT} GROUP BY 1 ORDER BY 1")
+_COUNT = f"SELECT count(*) FROM (SELECT labels {_KEY} ORDER BY ts, file, pos LIMIT %s) c WHERE {_CONTENT}"
 _HOLDER = (f"SELECT {_COLUMNS} {_KEY} AND ts <= %s AND digest = %s AND NOT revisit"
            " ORDER BY ts DESC, file DESC, pos DESC LIMIT 1")
 _Row = tuple[Any, ...]
@@ -188,7 +191,7 @@ class PgCatalog:
 
     @retried
     def count_captures(self, url: str, *, at_most: int) -> int:
-        """How many captures ``url`` has, counted no further than ``at_most``."""
+        """As ``Catalog.count_captures``: content captures among the first ``at_most``."""
         key = surt_key(url)
         found = self._db.execute(_COUNT, (shard_of(key, self.shards), key, at_most)).fetchone()
         return int(found[0]) if found else 0
@@ -212,7 +215,7 @@ class PgCatalog:
 
     def span_counts(self, url: str, digits: int, *, from_: str = "0" * 14, to: str = "9" * 14
                     ) -> Iterator[tuple[str, int]]:
-        """As ``Catalog.span_counts``: captures per span of ``digits`` digits, TALLY_ROWS rows
+        """As ``Catalog.span_counts``: content captures per span of ``digits`` digits, TALLY_ROWS rows
         counted by the server at a time, a span's count in pieces."""
         if not 1 <= digits <= 14:
             raise ValueError(f"spans are named by 1 to 14 digits, not {digits}")

@@ -291,6 +291,21 @@ def test_count_captures_counts_no_further_than_asked(catalog: CatalogStore) -> N
     assert catalog.count_captures("http://nowhere.example/", at_most=100) == 0
 
 
+def test_counts_count_content_only(catalog: CatalogStore) -> None:
+    """A capture labelled gatekeeper, login or session-lost is not counted (Capture.is_content),
+    one labelled otherwise is; count_captures reads no more than at_most rows of any kind."""
+    catalog.add([cap(PAGE, "20200101000020", offset=7, labels='{"gatekeeper":"challenge"}'),
+                 cap(PAGE, "20200101000030", offset=8, labels='{"lang":"fr","login":"s1"}'),
+                 cap(PAGE, "20200131000001", offset=9, labels='{"session-lost":"s1"}'),
+                 cap(PAGE, "20200131000002", offset=10, labels='{"session":"s1"}'),
+                 cap(PAGE, "20200131000003", offset=11, labels='{"note":"\\"login\\":"}')])
+    assert catalog.count_captures(PAGE, at_most=100) == 7
+    assert catalog.count_captures(PAGE, at_most=4) == 2  # of the first four rows, two are content
+    assert add_up(catalog.span_counts(PAGE, 8)) == [("20200101", 2), ("20200131", 3), ("20200201", 1),
+                                                    ("20210615", 1)]
+    assert add_up(catalog.span_counts(PAGE, 14, from_="20200101000011", to="20200101000030")) == []
+
+
 def test_hosts_lists_each_host_once_by_shard_with_bounded_counts(open_catalog: OpenCatalog) -> None:
     c = open_catalog(7)
     c.add([

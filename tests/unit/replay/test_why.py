@@ -169,3 +169,13 @@ def test_a_capture_of_a_key_twin_is_not_the_url_s_own_but_is_named() -> None:
     assert answer.facts["key_twin"]["url"] == ORIGIN + "/private/x.html/"
     later = capture("20261125000000", ORIGIN + "/private/x.html/")
     assert "key_twin" not in explain(evidence(twins=[later])).facts  # captured after the date
+
+
+def test_a_url_captured_only_as_a_challenge_is_not_captured_and_says_what_it_got() -> None:
+    gate = dataclasses.replace(capture("20261124110000", status=403), labels='{"gatekeeper":"challenge"}')
+    answer = explain(evidence(not_content=[gate], position=QueuePosition(1, True, 0, 0)))
+    assert not answer.captured and answer.kind == "handled"
+    assert "captured as gatekeeper=challenge (status 403), which is not the page" in answer.reason
+    assert answer.facts["not_content"]["timestamp"] == "20261124110000"
+    later = explain(evidence(at="20261124100000", not_content=[gate], position=QueuePosition(1, True, 0, 0)))
+    assert "not_content" not in later.facts  # not by the date asked

@@ -138,3 +138,6 @@ def test_what_the_index_takes():
     assert not indexable(entry(status=None))
     assert indexable(entry(rectype="revisit", mime="warc/revisit", status=304))
     assert not indexable(entry(rectype="revisit", mime="warc/revisit", status=404))
+    assert not indexable(entry(labels='{"gatekeeper":"challenge"}'))
+    assert not indexable(entry(rectype="revisit", mime="warc/revisit", labels='{"session-lost":"s1"}'))
+    assert indexable(entry(labels='{"session":"s1"}'))
