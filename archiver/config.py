@@ -12,6 +12,7 @@ import dataclasses
 import ipaddress
 import json
 import math
+import os
 import re
 import tomllib
 import types
@@ -22,13 +23,20 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from archiver.credentials import (
+    ENVIRONMENT_VARIABLE,
+    Credential,
+    CredentialsError,
+    credentials_path,
+    load_credentials,
+)
 from archiver.web.fuzzy import DEFAULT_RULES, FuzzyError, FuzzyRule, make_rule
 from archiver.web.gatekeepers import DEFAULT_RULES as GATEKEEPER_RULES
 from archiver.web.gatekeepers import GatekeeperError, GatekeeperRule
 from archiver.web.gatekeepers import make_rule as make_gatekeeper_rule
 from archiver.web.netpolicy import parse_networks
 from archiver.web.scope import Scope, ScopeError, scope_of
-from archiver.web.sheets import Sheet, SheetError, make_sheet
+from archiver.web.sheets import LOGIN_KEYS, Sheet, SheetError, make_login, make_sheet
 
 
 class ConfigError(Exception):
@@ -140,6 +148,13 @@ class CrawlConfig:
     # a sheet cannot change either.
     gatekeepers: bool = True
     gatekeeper_rules: tuple[GatekeeperRule, ...] = ()
+    # Sessions (archiver.crawl.session): a cookie jar per site, kept between visits and shared
+    # with its rendering browser; the sitemaps of robots.txt and /sitemap.xml read as links; the
+    # TOML file of login credentials the sheets name (readable only by the service user;
+    # ARCHIVER_CREDENTIALS_FILE in the environment may name it instead).
+    cookies: bool = True
+    sitemaps: bool = True
+    credentials_file: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -364,6 +379,8 @@ class Config:
     log: LogConfig = field(default_factory=LogConfig)
     # [[sheets]]: per-site overrides (archiver.web.sheets), in the file's order.
     sheets: tuple[Sheet, ...] = ()
+    # The credentials the sheets' logins name, by table (crawl.credentials_file): never shown.
+    credentials: Mapping[str, Credential] = field(default_factory=dict, repr=False)
     # Warnings about the file that do not stop it from loading (retired keys), for the caller to show.
     notices: tuple[str, ...] = ()
 
@@ -390,14 +407,16 @@ def section_name(attribute: str) -> str:
     return attribute.removesuffix("_")
 
 
+# The Config attributes that are no [section] of the file.
+NOT_SECTIONS = ("path", "notices", "sheets", "credentials")
 _SECTIONS = {section_name(f.name): f.type for f in dataclasses.fields(Config)
-             if f.name not in ("path", "notices", "sheets")}
+             if f.name not in NOT_SECTIONS}
 # The Config attribute of each section whose name is a Python keyword.
 _ATTRIBUTES = {section_name(f.name): f.name for f in dataclasses.fields(Config)}
 # What a [[sheets]] table may hold: its own keys, and the [crawl] keys it overrides for its sites.
-SHEET_KEYS = ("match", "window", "time_zone", "daily_pages")
+SHEET_KEYS = ("match", "window", "time_zone", "daily_pages", *LOGIN_KEYS)
 SHEET_CRAWL_KEYS = ("min_rest", "max_rest", "rest_factor", "max_pages", "max_bytes", "max_depth",
-                    "user_agent", "capture")
+                    "user_agent", "capture", "cookies", "sitemaps")
 CAPTURES = ("http", "browser", "auto")
 _LEVELS = ("debug", "info", "warning", "error")
 _INT64 = (-(2**63), 2**63 - 1)
@@ -601,7 +620,8 @@ def from_dict(data: dict[str, Any], path: Path | None = None) -> Config:
     if warc.store and not warc.store.startswith("s3:") and not Path(warc.store).is_absolute():
         sections["warc"] = dataclasses.replace(warc, store=str(base / warc.store))
     sheets = _sheets(where, data.get("sheets", []), sections.get("crawl", CrawlConfig()))
-    return Config(path=path, notices=tuple(notices), sheets=sheets,
+    credentials = _credentials(where, sections.get("crawl", CrawlConfig()), sheets)
+    return Config(path=path, notices=tuple(notices), sheets=sheets, credentials=credentials,
                   **{_ATTRIBUTES[name]: section for name, section in sections.items()})
 
 
@@ -644,7 +664,8 @@ def _sheets(where: str, tables: Any, crawl: CrawlConfig) -> tuple[Sheet, ...]:
                   for key, hint in (("window", str), ("time_zone", str), ("daily_pages", int))
                   if key in table}
         try:
-            sheet = make_sheet(index, match, overrides=overrides, **values)
+            login = make_login(_login_values(label, table))
+            sheet = make_sheet(index, match, overrides=overrides, login=login, **values)
         except SheetError as e:
             raise ConfigError(f"{label}: {e}") from None
         effective = site_crawl(crawl, sheet)
@@ -656,6 +677,50 @@ def _sheets(where: str, tables: Any, crawl: CrawlConfig) -> tuple[Sheet, ...]:
             raise ConfigError(f"{label}: capture: must be \"http\", \"browser\" or \"auto\"")
         sheets.append(sheet)
     return tuple(sheets)
+
+
+def _credentials(where: str, crawl: CrawlConfig, sheets: tuple[Sheet, ...]
+                 ) -> Mapping[str, Credential]:
+    """The credentials file's tables (crawl.credentials_file, or ARCHIVER_CREDENTIALS_FILE);
+    ConfigError if it cannot be used or lacks a table a sheet's login names."""
+    configured = crawl.credentials_file
+    path = credentials_path(str(configured) if configured else None, os.environ)
+    logins = [(sheet, sheet.login) for sheet in sheets if sheet.login is not None]
+    if path is None:
+        if logins:
+            sheet = logins[0][0]
+            raise ConfigError(f"{where}: sheets[{sheet.index}]: credentials: no credentials file "
+                              f"(set crawl.credentials_file or {ENVIRONMENT_VARIABLE})")
+        return {}
+    try:
+        credentials = load_credentials(path)
+    except CredentialsError as e:
+        raise ConfigError(f"{where}: crawl.credentials_file: {e}") from None
+    for sheet, login in logins:
+        if login.credentials not in credentials:
+            raise ConfigError(f"{where}: sheets[{sheet.index}]: credentials: {path} has no table "
+                              f"[{login.credentials}]")
+    return credentials
+
+
+def _login_values(label: str, table: dict[str, Any]) -> dict[str, Any]:
+    """A sheet's login keys, their types checked (``login_fields``: a table of strings,
+    ``session_scope``: a list of strings, the others strings)."""
+    values: dict[str, Any] = {}
+    for key in LOGIN_KEYS:
+        if key not in table:
+            continue
+        value = table[key]
+        if key == "login_fields":
+            if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+                raise ConfigError(f"{label}: login_fields: expected a table of strings, "
+                                  "e.g. { remember = \"1\" }")
+            values[key] = value
+        elif key == "session_scope":
+            values[key] = _convert(f"{label}: {key}", tuple[str, ...], value, Path.cwd())
+        else:
+            values[key] = _convert(f"{label}: {key}", str, value, Path.cwd())
+    return values
 
 
 # What a running crawler takes from a new config on SIGHUP; everything else needs a restart.

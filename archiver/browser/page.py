@@ -81,10 +81,13 @@ class Traffic:
                 await changed.wait()
 
 
-async def _open(devtools: DevTools) -> tuple[str, str]:
+async def _open(devtools: DevTools, context: str | None = None) -> tuple[str, str]:
     # A window of its own: of the tabs of one window only the newest is visible, and a page in
     # another sees no element come into view (no lazy image, no next page of an endless list).
-    target = await devtools.send("Target.createTarget", {"url": "about:blank", "newWindow": True})
+    params: dict[str, Any] = {"url": "about:blank", "newWindow": True}
+    if context is not None:
+        params["browserContextId"] = context
+    target = await devtools.send("Target.createTarget", params)
     attached = await devtools.send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})
     return str(target["targetId"]), str(attached["sessionId"])
 
@@ -96,10 +99,19 @@ async def open_page(devtools: DevTools) -> str:
 
 @asynccontextmanager
 async def tab(devtools: DevTools) -> AsyncIterator[str]:
-    """A new tab (its session id) for the block, closed after it, even when the block was
-    cancelled; the block ends once the browser says the tab is gone (or after CLOSE_TIMEOUT: a
-    browser that no longer answers takes its tabs with it when it is restarted)."""
-    target, session = await _open(devtools)
+    """A new tab (its session id) for the block, in a browser context of its own (its cookies and
+    storage are the page's alone), closed after it, even when the block was cancelled; the block
+    ends once the browser says the tab is gone (or after CLOSE_TIMEOUT: a browser that no longer
+    answers takes its tabs with it when it is restarted)."""
+    context = str((await devtools.send("Target.createBrowserContext", {}))["browserContextId"])
+    try:
+        target, session = await _open(devtools, context)
+    except BaseException:
+        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT), \
+                suppress(DevToolsError):
+            await devtools.send("Target.disposeBrowserContext", {"browserContextId": context},
+                                timeout=CLOSE_TIMEOUT)
+        raise
     try:
         yield session
     finally:
@@ -109,6 +121,8 @@ async def tab(devtools: DevTools) -> AsyncIterator[str]:
                 async for event in detached:
                     if event.params.get("sessionId") == session:
                         break
+            await devtools.send("Target.disposeBrowserContext", {"browserContextId": context},
+                                timeout=CLOSE_TIMEOUT)
 
 
 async def evaluate(devtools: DevTools, session: str, expression: str, timeout: float | None = None,

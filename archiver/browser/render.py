@@ -12,8 +12,8 @@ raises :class:`BrowserHung` (restart it). The tab is closed in every case.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import trio
@@ -85,6 +85,9 @@ class Rendering:
     requests: int  # requests answered
     refused: int  # requests refused (the answerer said None, or past max_resources)
     scrolls: int  # scroll steps taken
+    # The tab's cookies for the page once rendered (DevTools Network.Cookie objects): what its
+    # scripts set too, for the site's cookie jar (archiver.web.cookies).
+    cookies: list[dict[str, Any]] = field(default_factory=list)
 
 
 def rendered_links(base: str, urls: Iterable[str], srcsets: Iterable[str],
@@ -176,6 +179,7 @@ async def _collect(devtools: DevTools, session: str, url: str, settings: RenderS
         routes = []
     shot = await devtools.send("Page.captureScreenshot", {"format": settings.screenshot_format},
                                session, COLLECT_TIMEOUT)
+    jar = await devtools.send("Network.getCookies", {"urls": [url]}, session, COLLECT_TIMEOUT)
     if not isinstance(state, dict):
         state = {}
     final = state.get("url")
@@ -193,12 +197,16 @@ async def _collect(devtools: DevTools, session: str, url: str, settings: RenderS
         requests=tally.answered,
         refused=tally.refused,
         scrolls=tally.scrolls,
+        cookies=[c for c in jar.get("cookies", ()) if isinstance(c, dict)],
     )
 
 
 async def render_page(devtools: DevTools, url: str, answerer: Answerer,
-                      settings: RenderSettings) -> Rendering:
-    """Render ``url`` in a new tab, every request answered by ``answerer`` (see the module).
+                      settings: RenderSettings, cookies: Sequence[dict[str, Any]] = ()
+                      ) -> Rendering:
+    """Render ``url`` in a new tab, every request answered by ``answerer`` (see the module);
+    the tab (in a browser context of its own) starts with ``cookies`` (DevTools
+    Network.CookieParam objects: the site's jar).
     :class:`BrowserHung` if the browser gave no rendering in time; ``CommandError`` if the
     navigation failed at once (the document refused, say)."""
     tally = _Tally(answerer, settings.max_resources)
@@ -209,6 +217,8 @@ async def render_page(devtools: DevTools, url: str, answerer: Answerer,
             "width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}, session)
         await devtools.send("Page.addScriptToEvaluateOnNewDocument",
                             {"source": behaviours.ROUTES_RECORDER}, session)
+        if cookies:
+            await devtools.send("Network.setCookies", {"cookies": list(cookies)}, session)
         async with answer_requests(devtools, session, tally, traffic):
             with trio.move_on_after(settings.page_timeout) as waiting:
                 await navigate(devtools, session, url)

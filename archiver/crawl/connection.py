@@ -1,5 +1,7 @@
 """One site's way to the network during a visit: the addresses of its hosts, the connection slot
-of the address it fetches from (archiver.crawl.addressslots), and its kept-alive HTTP client.
+of the address it fetches from (archiver.crawl.addressslots), its kept-alive HTTP client, and its
+session (archiver.crawl.session: the cookies and credentials its requests carry, the cookies its
+answers set; a request record holds the session's secrets replaced).
 
 Every request of a site goes through its ``SiteConnection``, whichever fetcher makes it, so that
 each holds an address's slot as the others do and none is sent once the site's lease is lost;
@@ -8,13 +10,19 @@ when to send it (the rest between fetches) is the visit's decision (archiver.cra
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 
 from archiver.config import CrawlConfig
 from archiver.crawl.context import CrawlContext
 from archiver.crawl.http import FetchResult, HttpClient
+from archiver.crawl.session import SiteSession
+from archiver.logs import event
 from archiver.web import urls
+from archiver.web.logins import redact_request, redact_text
+
+log = logging.getLogger("archiver.crawl.connection")
 
 
 class LeaseLost(Exception):
@@ -22,23 +30,24 @@ class LeaseLost(Exception):
 
 
 class SiteConnection:
-    """The addresses, connection slot and HTTP client of one site's visit."""
+    """The addresses, connection slot, HTTP client and session of one site's visit."""
 
-    def __init__(self, origin: str, ctx: CrawlContext, crawl: CrawlConfig) -> None:
+    def __init__(self, origin: str, ctx: CrawlContext, crawl: CrawlConfig,
+                 session: SiteSession | None = None) -> None:
         """``crawl``: the site's [crawl] settings (its sheet's overrides applied)."""
         self.origin = origin
         self.ctx = ctx
+        self.session = session or SiteSession(origin, jar=None, login=None, credential=None)
         self.addresses: dict[str, str] = {}  # host -> the address fetched from
         self.held: str | None = None  # the address whose connection slot this visit holds
         self.client = HttpClient(crawl)
         self._agent = crawl.user_agent  # the client's User-Agent
 
-    async def fetch(
-        self, url: str, conditions: list[tuple[str, str]], crawl: CrawlConfig, *,
-        method: str = "GET", body: bytes = b"", headers: Sequence[tuple[str, str]] = (),
-    ) -> FetchResult:
-        """Send ``url``'s request (with the ``conditions`` headers; ``method``, ``body`` and
-        ``headers`` as `HttpClient.fetch` takes them) from the address of its host,
+    async def fetch(self, url: str, conditions: list[tuple[str, str]], crawl: CrawlConfig, *,
+                    method: str = "GET", body: bytes = b"",
+                    headers: Sequence[tuple[str, str]] = ()) -> FetchResult:
+        """Send ``url``'s request (with the ``conditions`` headers, the session's and
+        ``headers``; ``method`` and ``body``: a login's form) from the address of its host,
         holding that address's slot; a host without an address is an answerless result. LeaseLost
         if the site's lease is no longer held once the slot is. One request at a time: the HTTP
         client is not for concurrent use (a rendered page's requests take turns,
@@ -54,8 +63,16 @@ class SiteConnection:
         await self._hold(ip)
         if not self.ctx.may_fetch(self.origin):  # checked last: holding the slot may take a while
             raise LeaseLost
+        session = self.session
+        sent = [*session.request_headers(url, time.time(), method), *headers]
         result = await self.client.fetch(url, ip, conditions=conditions, method=method, body=body,
-                                         headers=headers)
+                                         headers=sent)
+        if session.secrets:
+            result.request = redact_request(result.request, session.secrets)
+            if result.error is not None:
+                result.error = redact_text(result.error, session.secrets)
+        for refusal in session.answered(result, time.time()):
+            event(log, logging.DEBUG, "cookie-refused", site=self.origin, url=url, reason=refusal)
         if self.ctx.slots.contended(ip):  # another site waits for this address: hand it over
             await self.let_go()
         return result

@@ -415,11 +415,15 @@ class Crawler:
             if closed is not None:  # outside its window: back without a fetch (nor a lookup)
                 outcome = Outcome("postponed", closed[1], due=closed[0])
             else:
+                cookies = await self._queue(self.queue.cookies, origin)
                 visit = SiteVisit(origin, self.ctx, recrawl=recrawl,
-                                  hops=site.hops if site else 0, plugins=self.plugins)
+                                  hops=site.hops if site else 0, plugins=self.plugins,
+                                  cookies=cookies)
                 outcome = await visit.run()
                 if visit.changes.compared:
                     outcome = dataclasses.replace(outcome, changes=visit.changes)
+                if outcome.kind != "lost":  # the site is another process's now
+                    await self._keep_session(origin, visit)
         except trio.Cancelled:
             # Also reached when the claim's thread finished after the slot was cancelled: the site
             # is ours, and goes back now (or, if even that fails, at the next start's recovery).
@@ -434,6 +438,15 @@ class Crawler:
             self.stats.errors["internal"] += 1
             outcome = Outcome("retry", f"internal error: {type(e).__name__}")
         await self._settle_site(origin, outcome)
+
+    async def _keep_session(self, origin: str, visit: SiteVisit) -> None:
+        """Keep what the visit leaves of its site's session: the cookie jar (for the next
+        visit) and the count of gatekeepers' answers (``status --sites``)."""
+        jar = visit.session.jar
+        if jar is not None:
+            await self._queue(self.queue.keep_cookies, origin, jar.to_json(time.time()))
+        if visit.gatekeepers:
+            await self._queue(self.queue.count_gatekeepers, origin, dict(visit.gatekeepers))
 
     async def _settle_site(self, origin: str, outcome: Outcome) -> None:
         """Record a visit's outcome in the site queue; on a full disk, try again after a sync."""
@@ -456,6 +469,11 @@ class Crawler:
         if outcome.kind == "stopped":
             await self._queue(self.queue.release, origin)
             event(log, logging.INFO, "site-stopped", site=origin, reason=outcome.note)
+            return
+        if outcome.kind == "paused":  # its session was lost: it waits for `site resume`
+            await self._queue(self.queue.pause, origin, outcome.note)
+            self.stats.sites_paused += 1
+            event(log, logging.WARNING, "site-paused", site=origin, reason=outcome.note)
             return
         if outcome.kind == "postponed":  # its sheet's window or daily budget
             await self._queue(self.queue.postpone, origin, outcome.due, outcome.note)

@@ -52,9 +52,11 @@ _CUT_SHORT = frozenset({"time", "disconnect", "unspecified"})
 @dataclass(frozen=True)
 class Outcome:
     """How a visit ended: ``done`` (finished or stopped by a site limit), ``retry`` (come back
-    later), ``stopped`` (the process is draining or the disk is full: back to the queue) or
+    later), ``stopped`` (the process is draining or the disk is full: back to the queue),
     ``postponed`` (its sheet's window closed or its daily budget is spent: back to the queue, due
-    at ``due``); and the pages it compared with an earlier visit's captures, if any."""
+    at ``due``) or ``paused`` (its session was lost or its login failed: it waits for
+    ``archiver site resume``); and the pages it compared with an earlier visit's captures, if
+    any."""
 
     kind: str
     note: str = ""
@@ -182,15 +184,19 @@ class VisitPolicy:
             self.bytes += size
         return self.rest.after(status, elapsed, retry_after)
 
-    def verdict(self, status: int | None, error: str | None = None) -> Verdict:
-        """What to do with a queued URL whose fetch answered ``status`` (None: no answer)."""
+    def verdict(self, status: int | None, error: str | None = None, *,
+                gatekeeper: str | None = None) -> Verdict:
+        """What to do with a queued URL whose fetch answered ``status`` (None: no answer);
+        ``gatekeeper``: the kind of gatekeeper whose answer it was (archiver.web.gatekeepers):
+        not the URL's capture, so it is fetched again later, as after a 429."""
         c = self.config
-        if status in RATE_LIMITED:
+        if status in RATE_LIMITED or gatekeeper is not None:
             self.failures = 0
             self.rate_limited += 1
             if self.rate_limited >= c.max_rate_limited:
+                what = f"gatekeeper ({gatekeeper})" if gatekeeper else "429/503"
                 return Verdict("requeue", False, Outcome(
-                    "retry", f"{self.rate_limited} answers 429/503 in a row"))
+                    "retry", f"{self.rate_limited} answers {what} in a row"))
             return Verdict("requeue", False)
         self.rate_limited = 0
         if status is None or status >= 500:

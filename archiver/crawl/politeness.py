@@ -57,6 +57,13 @@ class Rest:
         p = self.policy
         return max(p.min_rest, min(self.crawl_delay or 0.0, p.max_rest), self.backoff)
 
+    def slow_down(self) -> float:
+        """An answer that was a gatekeeper's (a challenge, a block page): the back-off grows as
+        for a 429 without Retry-After; the rest before the next fetch."""
+        p = self.policy
+        self.backoff = self._peak = min(max(self.backoff * 2, p.backoff_start), p.max_backoff)
+        return self.floor()
+
     def after(self, status: int | None, elapsed: float, retry_after: float | None = None) -> float:
         """The rest to take after a fetch that answered ``status`` (None: no answer) in ``elapsed`` s."""
         p = self.policy

@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import logging
 import sqlite3
+import time
 from typing import TYPE_CHECKING
 
 import trio
@@ -98,8 +99,10 @@ class SiteRenderer:
 
         self._error = None
 
+        jar = visit.session.jar
         try:
-            rendering = await browsers.render(result.url, answer_request)
+            rendering = await browsers.render(
+                result.url, answer_request, jar.browser_cookies(time.time()) if jar else ())
         except RenderFailed as e:
             visit.ctx.stats.errors["render"] += 1
             event(log, logging.WARNING, "render-failed", site=visit.origin, url=result.url,
@@ -110,6 +113,8 @@ class SiteRenderer:
                 and is_disk_error(self._error)):
             raise self._error
         visit.ctx.stats.rendered += 1
+        if jar is not None:  # what its scripts set, kept as the site's answers' cookies are
+            jar.receive_browser(result.url, rendering.cookies, time.time())
         self.last = PageRender(reason, rendering, requested)
         event(log, logging.DEBUG, "rendered", site=visit.origin, url=result.url, reason=reason,
               requests=rendering.requests, refused=rendering.refused,

@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import trio
 
@@ -176,10 +177,11 @@ class Browsers:
     def supervisor(self) -> Supervisor:
         return self._supervisor
 
-    async def render(self, url: str, answer: Callable[[Request], Awaitable[Answer | None]]
-                     ) -> Rendering:
-        """Render ``url`` in a tab whose requests ``answer`` answers; RenderFailed if the browser
-        could not (it is then restarted for the next page)."""
+    async def render(self, url: str, answer: Callable[[Request], Awaitable[Answer | None]],
+                     cookies: Sequence[dict[str, Any]] = ()) -> Rendering:
+        """Render ``url`` in a tab whose requests ``answer`` answers, starting with ``cookies``
+        (the site's jar); RenderFailed if the browser could not (it is then restarted for the
+        next page)."""
         config = self._config()
         self._tabs.total_tokens = config.tabs
         settings = RenderSettings(
@@ -204,7 +206,7 @@ class Browsers:
                 starts = self._supervisor.starts
                 try:
                     with trio.fail_after(config.page_timeout + HANG_GRACE):
-                        return await render_page(devtools, url, answer, settings)
+                        return await render_page(devtools, url, answer, settings, cookies)
                 except (trio.TooSlowError, BrowserHung, DevToolsError) as e:
                     raise RenderFailed(await self._failed(url, e, starts, config)) from None
             finally:

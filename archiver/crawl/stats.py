@@ -27,6 +27,7 @@ class Stats:
     sites_done: int = 0
     sites_retried: int = 0
     sites_lost: int = 0  # visits stopped because another process took the site's lease
+    sites_paused: int = 0  # visits that paused their site (session lost, login failed)
     robots_excluded: int = 0
     links_local: int = 0
     links_external: int = 0
@@ -34,6 +35,7 @@ class Stats:
     catalog_batch_max_ms: float = 0.0
     errors: Counter[str] = field(default_factory=Counter)
     skipped: Counter[str] = field(default_factory=Counter)
+    gatekeepers: Counter[str] = field(default_factory=Counter)  # gatekeepers' answers by kind
     # Faults of the cluster's parts and recoveries from them, by event name (``fault``).
     faults: Counter[str] = field(default_factory=Counter)
     # What fetching waits for now ("store", "objects", "disk", ...), None while it goes on.
@@ -56,6 +58,7 @@ class Stats:
             "bytes_saved": self.bytes_saved,
             "pages_per_s": round(rate, 1), "sites_done": self.sites_done,
             "sites_retried": self.sites_retried, "sites_lost": self.sites_lost,
+            "sites_paused": self.sites_paused,
             "robots_excluded": self.robots_excluded,
             "links_local": self.links_local, "links_external": self.links_external,
             "rendered": self.rendered,
@@ -65,6 +68,7 @@ class Stats:
             "loop_stalls_over_100ms": self.loop.long_steps,
             "queued_urls": sum(a.get("queued", 0) for a in self.active.values()),
             "errors": dict(self.errors), "skipped": dict(self.skipped),
+            "gatekeepers": dict(self.gatekeepers),
             "faults": dict(self.faults), "waiting_for": self.waiting_for,
             "bundles_waiting": self.bundles_waiting,
             "sites": queue,

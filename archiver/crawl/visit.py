@@ -33,6 +33,8 @@ import functools
 import logging
 import sqlite3
 import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
 
 import trio
 
@@ -42,10 +44,13 @@ from archiver.crawl.capture import Labeller, Record
 from archiver.crawl.connection import LeaseLost, SiteConnection
 from archiver.crawl.context import CrawlContext
 from archiver.crawl.http import FetchResult
+from archiver.crawl.login import log_in
 from archiver.crawl.pluginhost import PluginHost, no_plugins, read_document, small_document
-from archiver.crawl.policy import MAX_HOPS_RULE, Outcome, RobotsFetch, VisitPolicy
+from archiver.crawl.policy import MAX_HOPS_RULE, Outcome, RobotsAnswer, RobotsFetch, VisitPolicy
 from archiver.crawl.renderer import SiteRenderer
 from archiver.crawl.routing import LinkRouter, scope_detail
+from archiver.crawl.session import LOGIN, SiteSession
+from archiver.crawl.sitemapping import read_sitemaps
 from archiver.logs import event
 from archiver.plugins import CaptureInfo, Document, VisitContext
 from archiver.queues.models import Entry
@@ -54,15 +59,27 @@ from archiver.store.bundles import Written
 from archiver.store.durable import is_disk_error
 from archiver.store.models import Capture
 from archiver.web import robots, urls
-from archiver.web.http import MAX_CODINGS, CodingError, content_codings, parse_retry_after
+from archiver.web.cookies import CookieJar
+from archiver.web.gatekeepers import DEFAULT_RULES, SCANNED, recognise
+from archiver.web.http import (
+    MAX_CODINGS,
+    CodingError,
+    content_codings,
+    decode_body,
+    parse_retry_after,
+)
 from archiver.web.sheets import sheet_for
 from archiver.web.timestamps import from_datetime, to_datetime
 
 log = logging.getLogger("archiver.crawl.visit")
+GATEKEEPER = "gatekeeper"  # the label of a gatekeeper's answer (its kind)
+# A page with one of these labels is not the site's content: never rendered.
+_NOT_RENDERED = {GATEKEEPER, LOGIN, "session-lost"}
 
 
-class _Postponed(Exception):
-    """The site's sheet closed its window during a rest: the visit stops before the fetch."""
+class _Ended(Exception):
+    """The visit ends before the URL is finished: its site's sheet closed its window during a
+    rest (before the fetch)."""
 
     def __init__(self, outcome: Outcome) -> None:
         super().__init__(outcome.note)
@@ -78,10 +95,11 @@ class SiteVisit:
     """Crawls one origin until its queue is empty, a limit is reached, or it must be retried."""
 
     def __init__(self, origin: str, ctx: CrawlContext, *, recrawl: bool = False, hops: int = 0,
-                 plugins: PluginHost | None = None) -> None:
+                 plugins: PluginHost | None = None, cookies: str = "") -> None:
         """``recrawl``: the site was visited before, so unchanged payloads become revisit records;
         ``hops``: the site's hop count from a seed site (``scope.max_hops``); ``plugins``: the
-        process's plugins (none if not given)."""
+        process's plugins (none if not given); ``cookies``: the site's cookie jar as its last
+        visit left it (CookieJar.to_json)."""
         self.origin = origin
         self.ctx = ctx
         self.recrawl = recrawl
@@ -103,6 +121,28 @@ class SiteVisit:
         self.labels: dict[str, str] = {}  # the plugins' labels of the page fetched last
         # Browser-assisted capture: renders the visit's pages, answers their requests.
         self.renderer = SiteRenderer(self)
+        # The site's cookie jar and login (archiver.crawl.session).
+        login = self.sheet.login if self.sheet is not None else None
+        jar = self._jar(cookies) if self.crawl.cookies else None
+        self.session = SiteSession(origin, jar=jar, login=login, credential=None if login is None
+                                   else ctx.config.credentials.get(login.credentials))
+        self.gatekeepers: Counter[str] = Counter()  # gatekeeper answers by kind
+        self.gatekept: str | None = None  # the gatekeeper kind of the last fetch's answer
+        self.answer_again = False  # the last answer was a Digest challenge the session answers
+        self.sitemaps_read = False
+        # Sitemap URLs whose lastmod is newer than their last capture (archiver.crawl.sitemapping):
+        # fetched before the crawl queue's next entries; once fetched, skipped when reached.
+        self.due_first: list[str] = []
+        self.fetched_first: set[str] = set()
+
+    def _jar(self, kept: str) -> CookieJar:
+        """The site's cookie jar as its last visit ``kept`` it ("" for none: an empty jar)."""
+        if not kept:
+            return CookieJar()
+        jar, problem = CookieJar.from_json(kept, time.time())
+        if problem is not None:
+            event(log, logging.WARNING, "cookies-unreadable", site=self.origin, reason=problem)
+        return jar
 
     async def run(self) -> Outcome:
         ctx = self.ctx
@@ -114,7 +154,7 @@ class SiteVisit:
             ctx.stats.errors["dns"] += 1
             event(log, logging.WARNING, "dns-failed", site=self.origin, error=resolution.error)
             return Outcome("retry", f"dns: {resolution.error}")
-        self.connection = SiteConnection(self.origin, ctx, self.crawl)
+        self.connection = SiteConnection(self.origin, ctx, self.crawl, self.session)
         self.connection.addresses[self.host] = resolution.addresses[0]
         # Opening reads the whole log (the bitmap is rebuilt from it) and merges the inbox under
         # its lock: a worker thread's job, not the event loop's.
@@ -132,7 +172,7 @@ class SiteVisit:
             return await self._crawl()
         except _Draining:
             return Outcome("stopped", "draining" if ctx.disk_ok.is_set() else ctx.held_by)
-        except _Postponed as e:
+        except _Ended as e:
             return e.outcome
         except LeaseLost:
             return Outcome("lost", "the site's lease went to another process")
@@ -162,22 +202,28 @@ class SiteVisit:
                 return Outcome("done", limit)
             if (postponed := self.sheet_wait()) is not None:
                 return postponed
-            entry = crawl_queue.next(merge=False)
+            entry = self._due_first() or crawl_queue.next(merge=False)
             if entry is None and crawl_queue.inbox_waiting():
                 await self._merge_inbox()
                 entry = crawl_queue.next(merge=False)
             if entry is None:
                 return Outcome("done", "")
-            if self._out_of_scope(entry) or self._refused(entry):
+            if self._out_of_scope(entry) or self._refused(entry) or self._login_page(entry):
                 await trio.lowlevel.checkpoint()  # a long run of them must let others run
                 continue
             # robots.txt before the first URL in scope (a visit of out-of-scope URLs needs none).
             if self.origin not in self.rules and await self.robots(self.origin) is None:
                 return Outcome("retry", "robots.txt unavailable")  # the URL stays queued
+            if (self.session.login is not None and not self.session.opened
+                    and (reason := await log_in(self))):
+                return self._pause(reason)
+            if self.crawl.sitemaps and not self.sitemaps_read:
+                self.sitemaps_read = True
+                await read_sitemaps(self)
             try:
                 end = await self._handle(entry)
                 policy.handled()
-            except (_Draining, LeaseLost, _Postponed):
+            except (_Draining, LeaseLost, _Ended):
                 raise
             except Exception as e:  # one URL's bug costs that URL, not the site
                 if isinstance(e, (OSError, sqlite3.Error)) and is_disk_error(e):
@@ -224,6 +270,14 @@ class SiteVisit:
         self._commit(entry)
         return True
 
+    def _login_page(self, entry: Entry) -> bool:
+        """Finish, unfetched, a queued URL that is the sheet's login page."""
+        if not self.session.login_page(entry.url):
+            return False
+        self.crawl_queue.decide(entry.url, "login", "the sheet's login_url: fetched to log in only")
+        self._commit(entry)
+        return True
+
     async def _merge_inbox(self) -> None:
         """Merge the URLs other processes queued for this site: the inbox's reads and its delete
         (another process may hold the inbox database's write lock) and the log's fsync are done in
@@ -255,7 +309,9 @@ class SiteVisit:
             self._commit(entry)
             await trio.lowlevel.checkpoint()  # a long run of excluded URLs must let others run
             return None
-        if entry.url in self.renderer.fetched:  # a page's render fetched it in this visit
+        # A page's render fetched it in this visit, or it was due first.
+        if entry.url in self.renderer.fetched or (entry.end >= 0 and entry.url in
+                                                  self.fetched_first):
             self._commit(entry)
             await trio.lowlevel.checkpoint()
             return None
@@ -268,12 +324,17 @@ class SiteVisit:
             self._commit(entry)
             await trio.lowlevel.checkpoint()
             return None
+        self.answer_again = False
         result = await self.fetch(entry.url, earlier, page=entry)
+        if self.answer_again:  # a Digest challenge: the same URL with its answer, once
+            result = await self.fetch(entry.url, earlier, page=entry)
+        if self.session.lost:  # before archiving more pages of a login: the URL stays queued
+            return self._pause(self.session.lost)
         if result.status is not None and self.sheet is not None and self.sheet.daily_pages:
             self.crawl_queue.count_day_page(self.sheet.day_of(self.ctx.clock()))
         if result.status is None:
             self.crawl_queue.decide(entry.url, "fetch-error", result.error or "error")
-        verdict = policy.verdict(result.status, result.error)
+        verdict = policy.verdict(result.status, result.error, gatekeeper=self.gatekept)
         if verdict.links:
             await self.router.route(entry, result, self.labels)
             if (render := self.renderer.last) is not None:  # what the browser found, routed
@@ -285,6 +346,12 @@ class SiteVisit:
         if verdict.entry != "keep":
             self._commit(entry)
         return verdict.end
+
+    def _pause(self, reason: str) -> Outcome:
+        """The visit ends with its site paused: its session is lost or its login failed."""
+        event(log, logging.WARNING, "session-lost" if self.session.lost else "login-failed",
+              site=self.origin, reason=reason)
+        return Outcome("paused", reason)
 
     def _failed(self, entry: Entry, error: Exception) -> Outcome | None:
         """A URL whose handling raised: logged with its traceback, counted, finished as failed."""
@@ -323,8 +390,20 @@ class SiteVisit:
         self.next_at = min(self.next_at, self._rest_from + self.policy.rest.floor())
 
     def _commit(self, entry: Entry) -> None:
-        """Record, in memory, that ``entry`` is finished (see CrawlQueue.commit)."""
-        self.crawl_queue.commit(entry, pages=self.policy.pages, bytes_=self.policy.bytes)
+        """Record, in memory, that ``entry`` is finished (see CrawlQueue.commit); an entry due
+        first (no place in the log) has nothing to record."""
+        if entry.end >= 0:
+            self.crawl_queue.commit(entry, pages=self.policy.pages, bytes_=self.policy.bytes)
+
+    def _due_first(self) -> Entry | None:
+        """The next URL due first (a sitemap's lastmod says it changed), as an entry with no
+        place in the crawl queue's log."""
+        while self.due_first:
+            url = self.due_first.pop(0)
+            if url not in self.fetched_first:
+                self.fetched_first.add(url)
+                return Entry(url, 1, -1)
+        return None
 
     async def robots(self, origin: str, *, embed: bool = False) -> robots.RobotsRules | None:
         """Fetch and parse ``origin``'s robots.txt (RFC 9309 §2.3); None when it is unavailable.
@@ -336,6 +415,9 @@ class SiteVisit:
             result = await self.fetch(walk.url, earlier, conditional=False, embed=embed)
             # Parsing costs up to about 1 ms per KiB, and a file is read up to 500 KiB: always
             # in a worker thread (once per origin and visit).
+            if self.gatekept is not None:  # not the file: unavailable (never "allow all")
+                answer = RobotsAnswer(reason=f"gatekeeper: {self.gatekept}")
+                break
             answer = await self.ctx.bodies.run(
                 walk.answer, result.status, location=result.header("location"),
                 content_encoding=result.header("content-encoding"), body=result.body,
@@ -354,11 +436,17 @@ class SiteVisit:
         return rules
 
     async def fetch(self, url: str, earlier: list[Capture], *, conditional: bool = True,
-                     page: Entry | None = None, embed: bool = False) -> FetchResult:
+                    page: Entry | None = None, embed: bool = False, method: str = "GET",
+                    body: bytes = b"", headers: Sequence[tuple[str, str]] = (),
+                    labels: Mapping[str, str] | None = None) -> FetchResult:
         """Rest, fetch ``url`` (``conditional``: asking whether the last of its ``earlier``
         captures is still current), hand the answer to the capture sink, set the next rest.
         ``page``: the queued page fetched, rendered if crawl.capture asks for it; ``embed``: a
-        request of a page being rendered (archiver.crawl.rendering)."""
+        request of a page being rendered (archiver.crawl.rendering); ``method``, ``body``,
+        ``headers``: a login's request (archiver.crawl.login), whose ``labels`` the capture gets
+        instead of the session's. A gatekeeper's answer (archiver.web.gatekeepers) is labelled
+        with its kind (``gatekept``), neither rendered nor checked for the session; a page that
+        shows the session lost (SiteSession.check) is labelled so and ends the visit."""
         ctx, stats = self.ctx, self.ctx.stats
         if page is not None:
             self.labels, self.renderer.last = {}, None
@@ -369,7 +457,8 @@ class SiteVisit:
         dedupe = ctx.config.crawl.dedupe
         asking = await ctx.dedupe.ask(earlier, dedupe=dedupe, conditional=conditional)
         result = await (self.renderer.exchange(url) if embed else
-                        self._exchange(url, asking.conditions))
+                        self._exchange(url, asking.conditions, method, body, headers))
+        self.gatekept = None
         if result.status is None:
             kind = (result.error or "error").split(":", 1)[0]
             stats.errors[kind] += 1
@@ -381,6 +470,7 @@ class SiteVisit:
             stats.errors["codings"] += 1
             event(log, logging.INFO, "too-many-codings", site=self.origin, url=url,
                   limit=MAX_CODINGS)
+        fixed = dict(labels) if labels is not None else self._answer_labels(result, page, embed)
         record, digest = await ctx.dedupe.record(result, asking, dedupe=dedupe)
         base = asking.base
         # A capture of this visit (fetched again) is no earlier visit's: whole seconds, as stored.
@@ -389,15 +479,15 @@ class SiteVisit:
             self.changes.page(changed=not record.not_modified and (base.status, base.digest)
                               != (result.status, digest), since=result.started - seen)
         labeller: Labeller | None = None
-        rendered = await self.renderer.render(page, result) if page is not None else {}
+        if page is not None and not fixed.keys() & _NOT_RENDERED:
+            fixed.update(await self.renderer.render(page, result))
         if record.original is not None:  # a revisit's links go with the labels it repeats
             if page is not None:
                 self.labels = dict(record.original.label_map)
         elif self.plugins.wants("on_capture") and not embed:
-            labeller = functools.partial(self._labels, await self._document(url, result),
-                                         rendered)
-        elif rendered:
-            labeller = lambda record, written: rendered  # noqa: E731
+            labeller = functools.partial(self._labels, await self._document(url, result), fixed)
+        elif fixed:
+            labeller = lambda record, written: fixed  # noqa: E731
         written = await ctx.sink.write(record, origin=self.origin, labeller=labeller)
         if embed:  # where a later page of this visit finds it again
             self.renderer.fetched[url] = written.response if record.original is None else None
@@ -415,16 +505,56 @@ class SiteVisit:
               bytes=size, ms=round(result.elapsed * 1000))
         return result
 
-    async def _exchange(self, url: str, conditions: list[tuple[str, str]]) -> FetchResult:
-        """Wait out the rest, then fetch ``url`` over the site's connection; set the next rest
-        from the answer."""
+    def _answer_labels(self, result: FetchResult, page: Entry | None, embed: bool
+                       ) -> dict[str, str]:
+        """The labels of an answer of the site: a gatekeeper's kind (which also slows the
+        visit down), or the session's; a page showing the session lost marks it lost."""
+        assert result.status is not None
+        match = self._gatekeeper(result)
+        if match is not None:
+            self.gatekept = match
+            self.gatekeepers[match] += 1
+            self.ctx.stats.gatekeepers[match] += 1
+            event(log, logging.INFO, "gatekeeper", site=self.origin, url=result.url, kind=match)
+            if not embed:
+                self.next_at = max(self.next_at, self._rest_from + self.policy.rest.slow_down())
+            return {GATEKEEPER: match}
+        session = self.session
+        if session.challenge(result):  # a Digest login's exchange: answered by a fetch again
+            self.answer_again = True
+            return {LOGIN: session.id}
+        if page is not None and session.opened:
+            text = None
+            if session.login is not None and session.login.logged_in and _is_html(result):
+                text = decode_body(result.body, result.header("content-encoding"),
+                                   self.crawl.max_decoded_size).decode("utf-8", "replace")
+            session.lost = session.check(result.url, result.status, result.header("location"),
+                                         text)
+        return session.labels() if session.own(result.url) else {}
+
+    def _gatekeeper(self, result: FetchResult) -> str | None:
+        """The kind of gatekeeper whose answer ``result`` is, or None (crawl.gatekeepers)."""
+        if not self.crawl.gatekeepers:
+            return None
+        assert result.status is not None
+        body = decode_body(result.body, result.header("content-encoding"), SCANNED)
+        match = recognise(result.status, result.headers, body,
+                          (*self._config.crawl.gatekeeper_rules, *DEFAULT_RULES))
+        return None if match is None else match.kind
+
+    async def _exchange(self, url: str, conditions: list[tuple[str, str]], method: str = "GET",
+                        body: bytes = b"", headers: Sequence[tuple[str, str]] = ()
+                        ) -> FetchResult:
+        """Wait out the rest, then fetch ``url`` over the site's connection (``method``,
+        ``body``, ``headers``: a login's request); set the next rest from the answer."""
         ctx = self.ctx
         if not ctx.disk_ok.is_set() or await self._rest():
             raise _Draining
         if (postponed := self.sheet_wait()) is not None:  # the window closed during the rest
-            raise _Postponed(postponed)
+            raise _Ended(postponed)
         ctx.stats.active[self.origin]["url"] = url
-        result = await self.connection.fetch(url, conditions, self.crawl)
+        result = await self.connection.fetch(url, conditions, self.crawl, method=method,
+                                             body=body, headers=headers)
         now = self._rest_from = trio.current_time()
         self.renderer.site_fetched()
         retry_after = parse_retry_after(result.header("retry-after"), result.started
@@ -447,14 +577,20 @@ class SiteVisit:
                                                  result.body, truncated)
         return document
 
-    def _labels(self, document: Document, rendered: dict[str, str], record: Record,
+    def _labels(self, document: Document, fixed: dict[str, str], record: Record,
                 written: Written) -> dict[str, str]:
-        """The plugins' on_capture labels of the response just written, and ``rendered`` (the
-        capture sink writes them in a metadata record right after it; a kill before that loses
-        the labels, not the capture)."""
+        """The plugins' on_capture labels of the response just written, and the ``fixed`` ones
+        (the session's, a rendering's: the capture sink writes them in a metadata record right
+        after it; a kill before that loses the labels, not the capture)."""
         capture = CaptureInfo(document.url, from_datetime(record.date), document.status,
                               written.record_id, written.response.filename,
                               written.response.offset, self.origin)
         self.labels = self.plugins.labels(capture, document)
-        return {**self.labels, **rendered}
+        return {**self.labels, **fixed}
 
+
+
+def _is_html(result: FetchResult) -> bool:
+    """Is the answer an HTML page (by its Content-Type)?"""
+    kind = (result.header("content-type") or "").split(";", 1)[0].strip().lower()
+    return kind in ("text/html", "application/xhtml+xml")

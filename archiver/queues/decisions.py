@@ -18,6 +18,8 @@ leaves nothing in the archive, so the crawl writes a line here when it decides:
     no answer: DNS, connection, timeout, a malformed response (``detail``: the error).
 ``gone``
     not asked again this visit, its last answers were 404/410 (``detail``: the last one).
+``login``
+    the site's login page (its sheet's ``login_url``): fetched to log in only, never crawled.
 ``error``
     handling the URL raised (``detail``: the exception).
 
@@ -39,7 +41,7 @@ from typing import BinaryIO, NamedTuple
 DECISIONS = "decisions"
 OLDER = "decisions.1"
 KINDS = ("robots", "url-too-long", "max-depth", "trap", "shape", "scope", "plugin", "fetch-error",
-         "gone", "error")
+         "gone", "login", "error")
 # A URL longer than this is not logged (a line stays small; ``why`` tells a URL over
 # crawl.max_url_length from its length alone).
 MAX_LOGGED_URL = 8192

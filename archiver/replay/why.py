@@ -209,6 +209,8 @@ def _decided(e: Evidence, d: Decision, facts: dict[str, object]) -> str:
         return f"Not captured: the fetch failed at {when}: {d.detail}."
     if d.kind == "gone":
         return f"Not captured: not asked again at {when}, its last answer was {d.detail}."
+    if d.kind == "login":
+        return f"Not captured as a page at {when}: {d.detail}."
     return f"Not captured: handling it failed at {when}: {d.detail}."
 
 

@@ -80,6 +80,75 @@ def parse_zone(name: str) -> tzinfo:
                          "\"UTC\")") from None
 
 
+LOGINS = ("basic", "digest", "form")
+# A sheet's login keys (archiver.crawl.session): how its sites are logged in to, and how a
+# visit tells that the session is still alive.
+LOGIN_KEYS = ("login", "credentials", "login_url", "username_field", "password_field",
+              "login_fields", "login_success", "logged_in", "logged_out_url", "session_scope")
+
+
+@dataclass(frozen=True)
+class Login:
+    """A sheet's login: ``method`` (basic, digest or form) with the credentials table named
+    ``credentials``; for a form, the page holding it (``login_url``), its field names, extra
+    ``fields`` to send and the text of the page after a successful login (``login_success``).
+    ``logged_in``: a text every page of the session holds ("" for no check); ``logged_out_url``:
+    where the site sends a visitor who is logged out (an absolute URL or a path, matched as a
+    prefix of a redirect's target); ``scope``: which pages the check applies to (scope rules;
+    empty: every HTML page of the site)."""
+
+    method: str
+    credentials: str
+    login_url: str = ""
+    username_field: str = ""
+    password_field: str = ""
+    fields: tuple[tuple[str, str], ...] = ()
+    login_success: str = ""
+    logged_in: str = ""
+    logged_out_url: str = ""
+    scope: tuple[str, ...] = ()
+    rules: Scope = field(default_factory=Scope, compare=False, repr=False)
+
+    def checks(self, url: str) -> bool:
+        """Does the session check apply to the page ``url``?"""
+        return not self.scope or self.rules.decide(url).in_scope
+
+
+def make_login(values: dict[str, Any]) -> Login | None:
+    """The Login of a sheet's login keys (strings and tables, types already checked), None
+    without ``login``; SheetError naming the key."""
+    method = values.get("login")
+    if method is None:
+        stray = sorted(set(values) - {"login"})
+        if stray:
+            raise SheetError(f"{stray[0]}: needs login = \"basic\", \"digest\" or \"form\" in "
+                             "the same sheet")
+        return None
+    if method not in LOGINS:
+        raise SheetError("login: must be \"basic\", \"digest\" or \"form\"")
+    if not values.get("credentials"):
+        raise SheetError("credentials: name the table of the credentials file this login uses")
+    if method == "form":
+        for key in ("login_url", "username_field", "password_field", "login_success"):
+            if not values.get(key):
+                raise SheetError(f"{key}: a form login needs it")
+    else:
+        for key in ("login_url", "username_field", "password_field", "login_fields",
+                    "login_success"):
+            if key in values:
+                raise SheetError(f"{key}: only for login = \"form\"")
+    scope = tuple(values.get("session_scope", ()))
+    try:
+        rules = Scope(include=[parse_rule(text) for text in scope])
+    except ScopeError as e:
+        raise SheetError(f"session_scope: {e}") from None
+    fields = tuple(sorted(values.get("login_fields", {}).items()))
+    return Login(method, values["credentials"], values.get("login_url", ""),
+                 values.get("username_field", ""), values.get("password_field", ""), fields,
+                 values.get("login_success", ""), values.get("logged_in", ""),
+                 values.get("logged_out_url", ""), scope, rules)
+
+
 @dataclass(frozen=True)
 class Sheet:
     """One ``[[sheets]]`` table, parsed: ``index`` (its place in the file), ``match`` (its rules
@@ -92,6 +161,7 @@ class Sheet:
     window: Window | None = None
     time_zone: str = ""
     daily_pages: int = 0
+    login: Login | None = None
     rules: Scope = field(default_factory=Scope, compare=False, repr=False)
     zone: tzinfo = field(default=UTC, compare=False, repr=False)
 
@@ -165,7 +235,8 @@ def _local(day: date, hour: int, minute: int, zone: tzinfo) -> float:
 
 
 def make_sheet(index: int, match: Iterable[str], *, overrides: Iterable[tuple[str, Any]] = (),
-               window: str = "", time_zone: str = "", daily_pages: int = 0) -> Sheet:
+               window: str = "", time_zone: str = "", daily_pages: int = 0,
+               login: Login | None = None) -> Sheet:
     """A Sheet from its table's values (types already checked); SheetError naming the key."""
     match = tuple(match)
     if not match:
@@ -184,7 +255,8 @@ def make_sheet(index: int, match: Iterable[str], *, overrides: Iterable[tuple[st
         raise SheetError(f"window: {e}") from None
     if daily_pages < 0:
         raise SheetError(f"daily_pages: must be 0 (no budget) or more, got {daily_pages}")
-    return Sheet(index, match, tuple(overrides), parsed, time_zone, daily_pages, rules, zone)
+    return Sheet(index, match, tuple(overrides), parsed, time_zone, daily_pages, login, rules,
+                 zone)
 
 
 def sheet_for(sheets: Iterable[Sheet], origin: str) -> Sheet | None:

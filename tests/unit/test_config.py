@@ -34,7 +34,7 @@ def test_shipped_config_lists_every_default():
 def test_shipped_config_shows_every_key_under_its_policy():
     written = tomllib.loads(SHIPPED.read_text())
     for section in dataclasses.fields(config.Config):
-        if section.name in ("path", "sheets", "notices"):
+        if section.name in config.NOT_SECTIONS:
             continue
         keys = {f.name for f in dataclasses.fields(getattr(config.Config(), section.name))}
         keys.discard("tables")  # [plugins.<name>] tables: none by default
@@ -311,3 +311,67 @@ def test_operator_fuzzy_rules_are_read_in_their_order(tmp_path):
     first, second = cfg.replay.fuzzy_rules
     assert (first.name, first.host, first.keep, second.name, second.ignore) == (
         "search", "example.org", frozenset({"q"}), "b", frozenset({"x"}))
+
+
+@pytest.mark.parametrize("sheet, needle", [
+    ('logged_in = "Log out"\n', 'logged_in: needs login = "basic", "digest" or "form"'),
+    ('login = "oauth"\ncredentials = "m"\n', 'login: must be "basic", "digest" or "form"'),
+    ('login = "basic"\n', "credentials: name the table of the credentials file"),
+    ('login = "form"\ncredentials = "m"\n', "login_url: a form login needs it"),
+    ('login = "basic"\ncredentials = "m"\nlogin_url = "/login"\n', 'login_url: only for login = "form"'),
+    ('login = "form"\ncredentials = "m"\nlogin_url = "/l"\nusername_field = "u"\n'
+     'password_field = "p"\nlogin_success = "ok"\nlogin_fields = ["a"]\n',
+     "login_fields: expected a table of strings"),
+    ('login = "basic"\ncredentials = "m"\nsession_scope = ["re:("]\n', "session_scope:"),
+    ('login = "basic"\ncredentials = "m"\n', "credentials: no credentials file (set"),
+])  # fmt: skip
+def test_sheet_logins_are_checked(tmp_path, monkeypatch, sheet, needle):
+    monkeypatch.delenv("ARCHIVER_CREDENTIALS_FILE", raising=False)
+    with pytest.raises(config.ConfigError, match=re.escape(needle)):
+        config.load(write(tmp_path, '[[sheets]]\nmatch = ["host:a.org"]\n' + sheet))
+
+
+def _credentials(tmp_path, mode=0o600):
+    path = tmp_path / "credentials.toml"
+    path.write_text('[members]\nusername = "archivist"\npassword = "s3cret-pass"\n')
+    path.chmod(mode)
+    return path
+
+
+def test_a_sheet_login_reads_its_credentials_and_never_shows_them(tmp_path, monkeypatch):
+    monkeypatch.delenv("ARCHIVER_CREDENTIALS_FILE", raising=False)
+    path = _credentials(tmp_path)
+    cfg = config.load(write(tmp_path, f'''
+[crawl]
+credentials_file = "{path}"
+[[sheets]]
+match = ["host:a.org"]
+login = "form"
+credentials = "members"
+login_url = "/login"
+username_field = "user"
+password_field = "pass"
+login_fields = {{ remember = "1" }}
+login_success = "Welcome"
+logged_in = "Log out"
+session_scope = ["re:https?://a\\\\.org/members/.*"]
+'''))
+    login = cfg.sheets[0].login
+    assert login is not None and login.method == "form" and login.fields == (("remember", "1"),)
+    assert login.checks("http://a.org/members/p1") and not login.checks("http://a.org/about")
+    assert cfg.credentials["members"].username == "archivist"
+    assert "s3cret-pass" not in repr(cfg) and "s3cret-pass" not in str(cfg.credentials)
+
+
+def test_credentials_are_refused_when_others_may_read_them(tmp_path, monkeypatch):
+    path = _credentials(tmp_path, 0o644)
+    monkeypatch.setenv("ARCHIVER_CREDENTIALS_FILE", str(path))
+    with pytest.raises(config.ConfigError, match=re.escape("crawl.credentials_file")):
+        config.load(write(tmp_path, "[crawl]\n"))
+
+
+def test_a_sheet_naming_a_missing_table_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("ARCHIVER_CREDENTIALS_FILE", str(_credentials(tmp_path)))
+    with pytest.raises(config.ConfigError, match=re.escape("has no table [staff]")):
+        config.load(write(tmp_path, '[[sheets]]\nmatch = ["host:a.org"]\nlogin = "basic"\n'
+                                    'credentials = "staff"\n'))

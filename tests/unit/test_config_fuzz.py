@@ -13,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from archiver import config
-from archiver.config import Config, ConfigError
+from archiver.config import NOT_SECTIONS, Config, ConfigError
 from tests.support.fuzzing import corpus, examples
 
 _SECTIONS = {config.section_name(f.name): f.default_factory().__class__
-             for f in dataclasses.fields(Config) if f.name not in ("path", "notices", "sheets")}
+             for f in dataclasses.fields(Config) if f.name not in NOT_SECTIONS}
 
 
 def _toml_string(text: str) -> str:
@@ -70,7 +70,7 @@ def _check_config(loaded: Config) -> None:
     """What a service may rely on: every number finite and within TOML's 64-bit integer range,
     every path free of NUL (which no system call takes)."""
     for field in dataclasses.fields(Config):
-        if field.name in ("path", "notices", "sheets"):
+        if field.name in NOT_SECTIONS:
             continue
         values = dataclasses.asdict(getattr(loaded, field.name))
         for value in values.values():

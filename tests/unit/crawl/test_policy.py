@@ -207,3 +207,14 @@ def test_only_http_https_twins_on_default_ports_are_aliases():
     assert p.route("http://example.org:8080/x", 1, redirect=True) == "external"
     assert p.route("https://example.org:8443/x", 1, redirect=True) == "external"
     assert p.route("https://example.org/x", 1, redirect=True) is None
+
+
+def test_gatekeepers_answers_are_requeued_and_a_long_run_ends_the_visit():
+    p = policy()
+    for _ in range(3):
+        verdict = p.verdict(200, gatekeeper="challenge")  # a 200 that is a challenge page
+        assert verdict.entry == "requeue" and not verdict.links and verdict.end is None
+    end = p.verdict(403, gatekeeper="block").end
+    assert end is not None and end.kind == "retry" and "gatekeeper (block)" in end.note
+    p.verdict(200)                                      # a real page resets the run
+    assert p.verdict(200, gatekeeper="challenge").end is None

@@ -99,3 +99,16 @@ def test_parse_retry_after():
 def test_parse_retry_after_never_raises(value):
     wait = parse_retry_after(value, 1_000_000.0)
     assert wait is None or wait >= 0
+
+
+def test_a_gatekeepers_answer_slows_down_as_a_429_does():
+    rest = Rest(POLICY)
+    first = rest.slow_down()
+    assert rest.backoff == 2.0 and first == max(POLICY.min_rest, 2.0)
+    rest.slow_down()
+    assert rest.backoff == 4.0
+    for _ in range(10):
+        rest.slow_down()
+    assert rest.backoff == 40.0                                      # capped
+    rest.after(200, 0.0)
+    assert rest.backoff < 40.0                                       # and it recovers
