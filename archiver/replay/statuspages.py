@@ -36,6 +36,8 @@ _SCALARS = (
     ("archiver_pages_per_second", "gauge", "Pages per second over the last status interval.", "pages_per_s"),
     ("archiver_sites_done_total", "counter", "Site visits finished.", "sites_done"),
     ("archiver_sites_retried_total", "counter", "Site visits put back for a retry.", "sites_retried"),
+    ("archiver_sites_paused_total", "counter", "Site visits that paused their site (session lost, "
+     "login failed).", "sites_paused"),
     ("archiver_robots_excluded_total", "counter", "URLs not fetched because robots.txt disallows them.",
      "robots_excluded"),
     ("archiver_links_local_total", "counter", "Links found to the same site.", "links_local"),
@@ -47,6 +49,8 @@ _MAPS = (
     ("archiver_sites", "gauge", "Sites in the process's site queue, by state.", "sites", "state"),
     ("archiver_errors_total", "counter", "Fetch and processing errors, by kind.", "errors", "kind"),
     ("archiver_skipped_total", "counter", "URLs not queued, by reason.", "skipped", "reason"),
+    ("archiver_gatekeepers_total", "counter", "Answers that were a gatekeeper's, not the site's, "
+     "by kind.", "gatekeepers", "kind"),
     ("archiver_faults_total", "counter", "Faults of the stores and the cluster, and recoveries, by event.",
      "faults", "event"),
 )

@@ -308,3 +308,26 @@ async def test_pages_rendered_at_once_each_see_their_elements_come_into_view() -
             for site in sites:
                 nursery.start_soon(render_page, devtools, f"{SITE}/", site, FAST)
     assert [list_pages(site) for site in sites] == [[1, 2, 3, 4]] * 3
+
+
+async def test_the_tab_starts_with_the_sites_cookies_and_gives_back_what_scripts_set() -> None:
+    page = html("""<script>
+    document.cookie = "theme=dark; path=/";
+    fetch("/echo?c=" + encodeURIComponent(document.cookie));
+    </script>""")
+    echo = html("echo")
+    site = Site({f"{SITE}/": page})
+    site.pages.update({f"{SITE}/echo?c=visitor%3Dabc%3B%20theme%3Ddark": echo,
+                       f"{SITE}/echo?c=theme%3Ddark%3B%20visitor%3Dabc": echo})
+    cookies = [{"name": "visitor", "value": "abc", "url": f"{SITE}/", "path": "/"}]
+    with trio.fail_after(90):
+        async with supervised() as browser:
+            devtools = await browser.devtools()
+            rendering = await render_page(devtools, f"{SITE}/", site, FAST, cookies)
+            # A browser context per tab: the next page starts without this one's cookies.
+            other = await render_page(devtools, f"{SITE}/", Site({f"{SITE}/": html("x")}), FAST)
+    echoed = [url for url in site.asked if "/echo?" in url]
+    assert len(echoed) == 1 and "visitor%3Dabc" in echoed[0]  # the script saw the jar's cookie
+    assert {(c["name"], c["value"]) for c in rendering.cookies} == {("visitor", "abc"),
+                                                                  ("theme", "dark")}
+    assert other.cookies == []

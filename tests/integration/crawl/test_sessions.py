@@ -436,6 +436,8 @@ async def test_challenges_on_every_second_request_are_kept_labelled_and_never_re
             status, _, listed = await get(replay.app_at, f"/cdx?url={quote(origin + '/*', safe='')}"
                                           "&filter==label.gatekeeper:challenge&output=json")
             assert status == 200
+            status, _, metrics = await get(replay.app_at, "/metrics")
+            assert status == 200
         status_json = run.cli("status", "--json")
         row = run.site_rows()[origin]
     # Every page eventually captured as content.
@@ -455,6 +457,8 @@ async def test_challenges_on_every_second_request_are_kept_labelled_and_never_re
     assert row["gatekeepers"] == {"challenge": web.challenges}
     [process] = json.loads(status_json)
     assert process["gatekeepers"] == {"challenge": web.challenges}
+    assert (f'archiver_gatekeepers_total{{process="0",kind="challenge"}} {web.challenges}'
+            in metrics.decode())
 
 
 async def test_a_site_answering_only_challenges_backs_off_and_is_reported(tmp_path, caplog):
