@@ -17,10 +17,10 @@ import re
 import tomllib
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from archiver.credentials import (
@@ -807,10 +807,12 @@ def _section(where: str, base: Path, name: str, cls: type, values: dict[str, Any
         if key not in known:
             raise ConfigError(f"{label}: unknown key (known in [{name}]: {', '.join(sorted(known))})")
         if (name, key) == ("replay", "fuzzy_rules"):
-            out[key] = _fuzzy_rules(label, value)
+            out[key] = _named_rules(label, value, "replay.fuzzy_rules", DEFAULT_RULES, make_rule,
+                                    FuzzyError)
             continue
         if (name, key) == ("crawl", "gatekeeper_rules"):
-            out[key] = _gatekeeper_rules(label, value)
+            out[key] = _named_rules(label, value, "crawl.gatekeeper_rules", GATEKEEPER_RULES,
+                                    make_gatekeeper_rule, GatekeeperError)
             continue
         out[key] = _convert(label, hints[key], value, base)
         if (name, key) in _POSITIVE and out[key] <= 0:
@@ -825,35 +827,21 @@ def _section(where: str, base: Path, name: str, cls: type, values: dict[str, Any
     return section
 
 
-def _fuzzy_rules(label: str, tables: Any) -> tuple[FuzzyRule, ...]:
-    """The [[replay.fuzzy_rules]] tables, parsed; ConfigError naming the rule (index) and key."""
-    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
-        raise ConfigError(f"{label}: must be tables, written [[replay.fuzzy_rules]]")
-    rules: list[FuzzyRule] = []
-    taken = {rule.name for rule in DEFAULT_RULES}
-    for index, table in enumerate(tables):
-        try:
-            rule = make_rule(table)
-        except FuzzyError as e:
-            raise ConfigError(f"{label}[{index}]: {e}") from None
-        if rule.name in taken:
-            raise ConfigError(f"{label}[{index}]: name: {rule.name!r} is taken (by a shipped rule "
-                              "or an earlier one): give each rule a name of its own")
-        taken.add(rule.name)
-        rules.append(rule)
-    return tuple(rules)
+_Rule = TypeVar("_Rule", FuzzyRule, GatekeeperRule)
 
 
-def _gatekeeper_rules(label: str, tables: Any) -> tuple[GatekeeperRule, ...]:
-    """The [[crawl.gatekeeper_rules]] tables, parsed; ConfigError naming the rule (index) and key."""
+def _named_rules(label: str, tables: Any, written: str, shipped: Iterable[_Rule],
+                 make: Callable[[Any], _Rule], error: type[ValueError]) -> tuple[_Rule, ...]:
+    """Operator rules of ``[[written]]`` tables (the fuzzy and gatekeeper rules), parsed by
+    ``make``; ConfigError naming the rule (index) and key, or a name ``shipped`` already holds."""
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
-        raise ConfigError(f"{label}: must be tables, written [[crawl.gatekeeper_rules]]")
-    rules: list[GatekeeperRule] = []
-    taken = {rule.name for rule in GATEKEEPER_RULES}
+        raise ConfigError(f"{label}: must be tables, written [[{written}]]")
+    rules: list[_Rule] = []
+    taken = {rule.name for rule in shipped}
     for index, table in enumerate(tables):
         try:
-            rule = make_gatekeeper_rule(table)
-        except GatekeeperError as e:
+            rule = make(table)
+        except error as e:
             raise ConfigError(f"{label}[{index}]: {e}") from None
         if rule.name in taken:
             raise ConfigError(f"{label}[{index}]: name: {rule.name!r} is taken (by a shipped rule "
