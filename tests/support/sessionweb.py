@@ -143,6 +143,7 @@ class SessionWeb:
     expire_after: int | None = None  # forms.test: members' pages a session serves, then it ends
     logins_fail: bool = False  # forms.test: refuse every login ("Login failed")
     gated_always: bool = False  # gated.test: challenge every page request, not every second one
+    lastmod: dict[str, str] = field(default_factory=dict)  # sitemaps.test: a page's new lastmod
     port: int = 0
     requests: list[Request] = field(default_factory=list)
     visitors: set[str] = field(default_factory=set)  # cookies.test: visitor cookies issued
@@ -403,7 +404,8 @@ class SessionWeb:
 
     def _urlset(self, paths: list[str], extra: str = "") -> bytes:
         entries = "".join(f"<url><loc>{self.origin(SITEMAPS)}{p}</loc>"
-                          f"<lastmod>{SITEMAP_PAGES[p]}</lastmod></url>" for p in paths)
+                          f"<lastmod>{self.lastmod.get(p, SITEMAP_PAGES[p])}</lastmod></url>"
+                          for p in paths)
         return _xml("urlset", entries + extra)
 
     # -- gated.test ------------------------------------------------------------------------

@@ -84,11 +84,12 @@ class Run:
         self.config: Config = load(path)
         self.log_lines: list[str] = []
 
-    async def crawl(self, seeds: list[str], caplog: pytest.LogCaptureFixture) -> None:
+    async def crawl(self, seeds: list[str], caplog: pytest.LogCaptureFixture, *,
+                    recrawl: bool = False) -> None:
         """Crawl until idle (a paused site counts as idle), keeping every log line. The config
         is read again, as a crawler started anew reads it (the credentials file too)."""
         self.config = load(self.path)
-        enqueue_seeds(self.config, 0, seeds)
+        enqueue_seeds(self.config, 0, seeds, recrawl=recrawl)
         caplog.clear()
         with caplog.at_level(logging.DEBUG, logger="archiver"), trio.fail_after(GUARD):
             await Crawler(self.config, until_idle=True).run()
@@ -198,12 +199,17 @@ async def test_a_site_redirecting_until_its_cookie_returns_is_captured_whole(tmp
     async with session_web() as web:
         run = Run(tmp_path, web)  # crawl.cookies is on by default
         await run.crawl([web.origin(COOKIES) + "/", web.origin(OTHER) + "/"], caplog)
+        first_visit = len(web.to(COOKIES))
+        # The next visit starts with the jar the last one kept in the site's state.
+        await run.crawl([web.origin(COOKIES) + "/"], caplog, recrawl=True)
+        again = [r for r in web.to(COOKIES)[first_visit:] if r.target != "/robots.txt"]
+        assert again and all("visitor" in r.cookies() for r in again)
     pages = [web.origin(COOKIES) + p
              for p in ["/", *(f"/page{n}.html" for n in range(1, COOKIE_PAGES + 1))]]
     found = by_url(run.catalog(), web.origin(COOKIES))
     for url in pages:
         assert any(c.status == 200 for c in found.get(url, [])), url
-    # One visitor cookie issued and kept: every later request carried it.
+    # One visitor cookie issued and kept, across both visits: every later request carried it.
     assert len(web.visitors) == 1
     page_requests = [r for r in web.to(COOKIES) if r.target != "/robots.txt"]
     assert all("visitor" in r.cookies() for r in page_requests[1:])
@@ -413,6 +419,21 @@ async def test_pages_reachable_only_from_a_nested_gzip_sitemap_index_are_capture
     # Routed as links are: the scope rule's decision names the sitemap that listed the URL.
     assert why.returncode == 1, why.stdout + why.stderr  # not captured
     assert "out of scope" in why.stdout and "/maps/first.xml.gz" in why.stdout, why.stdout
+
+
+async def test_a_page_whose_lastmod_is_newer_than_its_capture_comes_first_on_a_revisit(
+        tmp_path, caplog):
+    async with session_web() as web:
+        origin = web.origin(SITEMAPS)
+        run = Run(tmp_path, web)
+        await run.crawl([origin + "/"], caplog)
+        before = len(web.to(SITEMAPS))
+        web.lastmod["/p5.html"] = "2100-01-01"  # changed since its capture, its sitemap says
+        await run.crawl([origin + "/"], caplog, recrawl=True)
+    pages = [r.target for r in web.to(SITEMAPS)[before:] if r.target.startswith("/p")]
+    # Due first: before the crawl queue's walk (which starts at /p1.html), and fetched once.
+    assert pages[0] == "/p5.html" and pages.count("/p5.html") == 1
+    assert sorted(pages) == sorted([*SITEMAP_PAGES, DEFAULT_SITEMAP_PAGE])
 
 
 # -- gatekeepers -----------------------------------------------------------------------------
