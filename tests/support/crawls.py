@@ -30,6 +30,9 @@ FAST = {
     # Every demo site lives on 127.0.0.1: per-address politeness would crawl them one at a time.
     "connections_per_address": 64,
     "allowed_networks": ["127.0.0.0/8"],
+    # Off here, so that tests counting a site's requests see only the pages they serve: the
+    # tests of sitemaps (tests/integration/crawl/test_sessions.py) turn them on.
+    "sitemaps": False,
 }
 
 

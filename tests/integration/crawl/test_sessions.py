@@ -402,8 +402,9 @@ def test_a_credentials_file_others_can_read_is_refused_without_showing_it(tmp_pa
 async def test_pages_reachable_only_from_a_nested_gzip_sitemap_index_are_captured(tmp_path, caplog):
     async with session_web() as web:
         origin = web.origin(SITEMAPS)
-        run = Run(tmp_path, web, sheets='\n[scope]\nexclude = ["re:.*/p2\\\\.html"]\n')
-        await run.crawl([origin + "/"], caplog)  # crawl.sitemaps is on by default
+        run = Run(tmp_path, web, sheets='\n[scope]\nexclude = ["re:.*/p2\\\\.html"]\n',
+                  sitemaps=True)  # the default (tests/support/crawls.py turns it off)
+        await run.crawl([origin + "/"], caplog)
         why = archiver_here_text("why", origin + "/p2.html", "--config", str(run.path))
     found = by_url(run.catalog(), origin)
     for path in [*SITEMAP_PAGES, DEFAULT_SITEMAP_PAGE]:
@@ -425,7 +426,7 @@ async def test_a_page_whose_lastmod_is_newer_than_its_capture_comes_first_on_a_r
         tmp_path, caplog):
     async with session_web() as web:
         origin = web.origin(SITEMAPS)
-        run = Run(tmp_path, web)
+        run = Run(tmp_path, web, sitemaps=True)
         await run.crawl([origin + "/"], caplog)
         before = len(web.to(SITEMAPS))
         web.lastmod["/p5.html"] = "2100-01-01"  # changed since its capture, its sitemap says
@@ -485,7 +486,7 @@ async def test_challenges_on_every_second_request_are_kept_labelled_and_never_re
 async def test_a_site_answering_only_challenges_backs_off_and_is_reported(tmp_path, caplog):
     async with session_web(gated_always=True) as web:
         origin = web.origin(GATED)
-        run = Run(tmp_path, web, site_retries=1)
+        run = Run(tmp_path, web, site_retries=1, sitemaps=True)
         await run.crawl([origin + "/"], caplog)
         row = run.site_rows()[origin]
     page_requests = [r for r in web.to(GATED) if r.target != "/robots.txt"]
