@@ -47,6 +47,7 @@ from archiver.crawl.http import FetchResult
 from archiver.crawl.login import log_in
 from archiver.crawl.pluginhost import PluginHost, no_plugins, read_document, small_document
 from archiver.crawl.policy import MAX_HOPS_RULE, Outcome, RobotsAnswer, RobotsFetch, VisitPolicy
+from archiver.crawl.politeness import RATE_LIMITED
 from archiver.crawl.renderer import SiteRenderer
 from archiver.crawl.routing import LinkRouter, scope_detail
 from archiver.crawl.session import LOGIN, SiteSession
@@ -516,7 +517,7 @@ class SiteVisit:
             self.gatekeepers[match] += 1
             self.ctx.stats.gatekeepers[match] += 1
             event(log, logging.INFO, "gatekeeper", site=self.origin, url=result.url, kind=match)
-            if not embed:
+            if not embed and result.status not in RATE_LIMITED:  # Rest.after slowed down for those
                 self.next_at = max(self.next_at, self._rest_from + self.policy.rest.slow_down())
             return {GATEKEEPER: match}
         session = self.session

@@ -76,7 +76,7 @@ async def test_http_to_https_redirect_keeps_the_visit(tmp_path):
         (tmp_path / "hosts").write_text(f"{ADDRESS} {HOST} elsewhere.test\n")
         (tmp_path / "c.toml").write_text(
             '[archive]\nroot = "archive"\n[crawl]\nmin_rest = 0.01\nmax_rest = 0.1\n'
-            'allowed_networks = ["127.0.0.0/8"]\n'
+            'allowed_networks = ["127.0.0.0/8"]\nsitemaps = false\n'
             '[dns]\nhosts_file = "hosts"\nnameservers = ["127.0.0.1:9"]\n')
         config = load(tmp_path / "c.toml")
         enqueue_seeds(config, 0, [f"http://{HOST}/"])
