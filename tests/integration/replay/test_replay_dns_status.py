@@ -232,7 +232,7 @@ async def test_metrics(archive_config, nursery):
     assert time.time() - samples['archiver_status_time_seconds{process="1"}'] > 3500
     text = result.body.decode()
     assert "# TYPE archiver_pages_total counter\n" in text and "# TYPE archiver_sites gauge\n" in text
-    assert text.count("# HELP ") == text.count("# TYPE ") == 17
+    assert text.count("# HELP ") == text.count("# TYPE ") == 19
 
 
 async def test_status_and_metrics_survive_odd_files(archive_config, nursery):
