@@ -34,6 +34,30 @@ ROUTES_RECORDER = """(() => {
   Object.defineProperty(window, "__archiverRoutes", {value: routes, enumerable: false});
 })();"""
 
+# A login form filled in and submitted as a person would: each field (by name) focused, its value
+# set through the element's own setter (frameworks watch it) with input and change events, then
+# the form submitted with its submit button's click (requestSubmit: the page's own handlers run).
+# Returns the ``required`` names not found ("" when each was there); other fields the page lacks
+# are left out.
+FILL_AND_SUBMIT = """((fields, required) => {
+  let form = null;
+  const missing = [];
+  for (const [name, value] of Object.entries(fields)) {
+    const input = document.querySelector(`[name="${CSS.escape(name)}"]`);
+    if (!input) { if (required.includes(name)) missing.push(name); continue; }
+    input.focus();
+    const setter = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(input), "value");
+    if (setter && setter.set) setter.set.call(input, value); else input.value = value;
+    input.dispatchEvent(new Event("input", {bubbles: true}));
+    input.dispatchEvent(new Event("change", {bubbles: true}));
+    form = form || input.form;
+  }
+  if (missing.length) return missing.join(", ");
+  if (!form) return "a form holding the fields";
+  if (form.requestSubmit) form.requestSubmit(); else form.submit();
+  return "";
+})"""
+
 PREPARE = """(() => {
   let opened = 0, eager = 0, played = 0;
   for (const details of document.querySelectorAll("details:not([open])")) {

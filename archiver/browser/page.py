@@ -32,6 +32,7 @@ class Request:
     method: str
     headers: dict[str, str]
     kind: str  # the DevTools resource type: Document, Script, Image, Fetch, XHR...
+    body: bytes = b""  # a POST's data (a form the page submits)
 
 
 @dataclass(frozen=True)
@@ -49,12 +50,19 @@ class Traffic:
 
     def __init__(self) -> None:
         self.in_flight = 0
+        self.begun = 0  # requests begun in all
         self._changed = trio.Event()
         self._since = trio.current_time()  # when the last request ended (or this began)
 
     def begin(self) -> None:
         self.in_flight += 1
+        self.begun += 1
         self._wake()
+
+    async def begun_after(self, count: int) -> None:
+        """Return once more than ``count`` requests have begun."""
+        while self.begun <= count:
+            await self._changed.wait()
 
     def end(self) -> None:
         self.in_flight -= 1
@@ -154,7 +162,20 @@ def _request(params: dict[str, Any]) -> Request:
     request = params["request"]
     return Request(params["requestId"], request["url"], request["method"],
                    {str(k): str(v) for k, v in request.get("headers", {}).items()},
-                   params.get("resourceType", "Other"))
+                   params.get("resourceType", "Other"), _post_data(request))
+
+
+def _post_data(request: dict[str, Any]) -> bytes:
+    """A paused request's body: its ``postDataEntries`` (base64), else its ``postData`` text."""
+    entries = request.get("postDataEntries")
+    if isinstance(entries, list):
+        try:
+            return b"".join(base64.b64decode(entry.get("bytes", "")) for entry in entries
+                            if isinstance(entry, dict))
+        except (ValueError, TypeError):
+            return b""
+    data = request.get("postData")
+    return data.encode("utf-8", "replace") if isinstance(data, str) else b""
 
 
 async def _answer(devtools: DevTools, session: str, answerer: Answerer, params: dict[str, Any],

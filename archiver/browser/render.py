@@ -12,7 +12,8 @@ raises :class:`BrowserHung` (restart it). The tab is closed in every case.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +46,19 @@ SCREENSHOT_TYPES = {"png": "image/png", "webp": "image/webp"}
 
 class BrowserHung(Exception):
     """The browser did not give a page's rendering within its bound: restart it."""
+
+
+class FormMissing(Exception):
+    """The page holds no form with the fields a login fills in (the message names them)."""
+
+
+@dataclass(frozen=True)
+class FormFill:
+    """A form a render fills in and submits (a scripted login): its ``fields`` by name, and the
+    names that must be there (``required``: the page's other fields it may lack)."""
+
+    fields: Mapping[str, str]
+    required: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -163,6 +177,21 @@ async def _behave(devtools: DevTools, session: str, traffic: Traffic, settings: 
         pass  # the page navigated away from under a step: what it shows now is collected
 
 
+async def _submit(devtools: DevTools, session: str, url: str, traffic: Traffic,
+                  settings: RenderSettings, form: FormFill) -> None:
+    """Fill in and submit the page's form once its own scripts are done; return once the
+    submission's first request has begun."""
+    await traffic.idle(settings.quiet)  # a form built by the page's scripts is there by now
+    world = await isolated_world(devtools, session, COLLECT_TIMEOUT)
+    begun = traffic.begun
+    missing = await evaluate(devtools, session, f"({behaviours.FILL_AND_SUBMIT})"
+                             f"({json.dumps(dict(form.fields))}, {json.dumps(form.required)})",
+                             COLLECT_TIMEOUT, world)
+    if missing:
+        raise FormMissing(f"{url}: no form with {missing}")
+    await traffic.begun_after(begun)
+
+
 async def _collect(devtools: DevTools, session: str, url: str, settings: RenderSettings,
                    tally: _Tally, timed_out: bool) -> Rendering:
     expression = f"{behaviours.COLLECT}({MAX_LINKS}, {MAX_TEXT})"
@@ -202,11 +231,13 @@ async def _collect(devtools: DevTools, session: str, url: str, settings: RenderS
 
 
 async def render_page(devtools: DevTools, url: str, answerer: Answerer,
-                      settings: RenderSettings, cookies: Sequence[dict[str, Any]] = ()
-                      ) -> Rendering:
+                      settings: RenderSettings, cookies: Sequence[dict[str, Any]] = (),
+                      form: FormFill | None = None) -> Rendering:
     """Render ``url`` in a new tab, every request answered by ``answerer`` (see the module);
     the tab (in a browser context of its own) starts with ``cookies`` (DevTools
-    Network.CookieParam objects: the site's jar).
+    Network.CookieParam objects: the site's jar). With a ``form``, the page's form is filled
+    in and submitted instead of the behaviours, and the rendering is of the page it leads to
+    (FormMissing if the page has no such form).
     :class:`BrowserHung` if the browser gave no rendering in time; ``CommandError`` if the
     navigation failed at once (the document refused, say)."""
     tally = _Tally(answerer, settings.max_resources)
@@ -222,7 +253,10 @@ async def render_page(devtools: DevTools, url: str, answerer: Answerer,
         async with answer_requests(devtools, session, tally, traffic):
             with trio.move_on_after(settings.page_timeout) as waiting:
                 await navigate(devtools, session, url)
-                await _behave(devtools, session, traffic, settings, tally)
+                if form is None:
+                    await _behave(devtools, session, traffic, settings, tally)
+                else:
+                    await _submit(devtools, session, url, traffic, settings, form)
                 await traffic.idle(settings.quiet)
             try:
                 with trio.fail_after(COLLECT_TIMEOUT):

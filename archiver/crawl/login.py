@@ -4,7 +4,10 @@ Basic credentials need no exchange: the session opens at once and every request 
 carries them. Digest credentials answer the site's first ``401`` challenge (that answer is the
 login's exchange). A form login fetches ``login_url``, fills in the form holding the two fields
 (its hidden fields, a CSRF token say, as the page gave them), posts it, follows the redirects on
-the site, and checks that the page it ends on contains ``login_success``.
+the site, and checks that the page it ends on contains ``login_success``. On a site captured in
+the browser (``capture = "browser"``) the form login is scripted: the login page is rendered, its
+form (one its scripts built, too) filled in and submitted in the tab, and the text of the page it
+leads to checked.
 
 Every request of a login is a fetch of the visit: it rests as any other, obeys robots.txt (a login
 page robots.txt disallows cannot be used: the site pauses with that reason), and is archived
@@ -18,6 +21,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from archiver.browser.render import FormFill, FormMissing
+from archiver.crawl.rendering import RenderFailed
 from archiver.crawl.session import LOGIN
 from archiver.web import urls
 from archiver.web.http import decode_body
@@ -48,6 +53,8 @@ async def log_in(visit: SiteVisit) -> str:
         return f"login: login_url {login.login_url!r} is not a URL of the site"
     if (refusal := _refused(visit, page)) is not None:
         return refusal
+    if visit.crawl.capture == "browser" and visit.ctx.browsers is not None:
+        return await _log_in_browser(visit, page, labels)
     answer = await visit.fetch(page, [], conditional=False, labels=labels)
     if answer.status != 200:
         return f"login: {page} answered {answer.status or answer.error}"
@@ -79,6 +86,29 @@ async def log_in(visit: SiteVisit) -> str:
             "utf-8", "replace"):
         return (f"login failed: the page after it ({answer.url}, "
                 f"{answer.status or answer.error}) did not contain {login.login_success!r}")
+    session.open()
+    return ""
+
+
+async def _log_in_browser(visit: SiteVisit, page: str, labels: dict[str, str]) -> str:
+    """The scripted login of a site captured in the browser: the login page rendered, its form
+    filled in and submitted in the tab (its scripts run: a form they build, a token they
+    compute), every request answered by the visit."""
+    session = visit.session
+    login, credential = session.login, session.credential
+    assert login is not None and credential is not None
+    required = (login.username_field, login.password_field)
+    fields = {**dict(login.fields), login.username_field: credential.username,
+              login.password_field: credential.password}
+    try:
+        rendering = await visit.renderer.log_in(page, FormFill(fields, required), labels)
+    except FormMissing as e:
+        return f"login: {e}"
+    except RenderFailed as e:
+        return f"login: the browser could not log in: {e}"
+    if login.login_success not in rendering.text:
+        return (f"login failed: the page after it ({rendering.url}) did not contain "
+                f"{login.login_success!r}")
     session.open()
     return ""
 

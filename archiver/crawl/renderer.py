@@ -16,12 +16,14 @@ import io
 import logging
 import sqlite3
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import trio
 from warcio.statusandheaders import StatusAndHeadersParser, StatusAndHeadersParserException
 
 from archiver.browser.page import Answer, Request
+from archiver.browser.render import FormFill, Rendering
 from archiver.crawl import bodies
 from archiver.crawl.connection import LeaseLost
 from archiver.crawl.http import FetchResult
@@ -55,6 +57,7 @@ class SiteRenderer:
         self.last: PageRender | None = None  # the render of the page fetched last
         self._error: Exception | None = None  # the first a render's request raised
         self._robots_lock = trio.Lock()
+        self._login: dict[str, str] | None = None  # the labels of a scripted login's requests
         # The page's requests come at once, each in a task; the site's connection takes one at a
         # time (an HTTP-only visit, one fetch after the other, needs no lock: none is taken).
         self._sending = trio.Lock()
@@ -121,6 +124,37 @@ class SiteRenderer:
               timed_out=rendering.timed_out)
         return {"rendered": reason}
 
+    async def log_in(self, url: str, form: FormFill, labels: dict[str, str]) -> Rendering:
+        """A scripted login: the page ``url`` rendered, its form filled in with ``form`` and
+        submitted; the rendering of the page that leads to. Its requests, the form's POST too,
+        are the visit's fetches, labelled ``labels``; the site's cookies go in and come back.
+        RenderFailed, or FormMissing when the page holds no such form."""
+        visit = self.visit
+        browsers = visit.ctx.browsers
+        assert browsers is not None
+        jar = visit.session.jar
+
+        async def answer_request(request: Request) -> Answer | None:
+            try:
+                return await self._answer(request, 1)
+            except Exception as e:  # as for a render's requests (see render)
+                self._error = self._error or e
+                if not isinstance(e, LeaseLost):
+                    self._failed_request(request.url, e)
+                return None
+
+        self._error, self._login = None, labels
+        try:
+            rendering = await browsers.render(
+                url, answer_request, jar.browser_cookies(time.time()) if jar else (), form)
+        finally:
+            self._login = None
+        if self._error is not None and isinstance(self._error, LeaseLost):
+            raise self._error
+        if jar is not None:
+            jar.receive_browser(rendering.url, rendering.cookies, time.time())
+        return rendering
+
     async def _answer(self, request: Request, depth: int) -> Answer | None:
         """The answer to one request of a page being rendered: from memory, refused (None: a
         network error for the page), or fetched by this visit as any URL is."""
@@ -130,9 +164,12 @@ class SiteRenderer:
         if url is None:
             stats.skipped["browser-url"] += 1
             return None
-        if (answer := self.answers.get(url) or await self._from_archive(url)) is not None:
+        posted = (request.method == "POST" and self._login is not None  # a scripted login's form
+                  and urls.origin(url) == visit.origin)
+        if not posted and (answer := self.answers.get(url) or await self._from_archive(url)
+                           ) is not None:
             return answer
-        if request.method not in ("GET", "HEAD"):  # the client sends GET only
+        if request.method not in ("GET", "HEAD") and not posted:  # the client sends GET only
             stats.skipped["browser-method"] += 1
             return None
         own = urls.origin(url) in visit.policy.local
@@ -157,11 +194,16 @@ class SiteRenderer:
             return None
         if visit.ctx.draining.is_set() or not visit.ctx.disk_ok.is_set():
             return None
-        result = await visit.fetch(url, [], conditional=False, embed=True)
+        if posted:
+            result = await visit.fetch(url, [], conditional=False, embed=True, method="POST",
+                                       body=request.body, headers=_form_headers(request),
+                                       labels=self._login)
+            return await self._answer_of(result)
+        result = await visit.fetch(url, [], conditional=False, embed=True, labels=self._login)
         if result.status is not None:  # its own links (an iframe's, a style sheet's)
             await visit.router.route(Entry(url, depth, 0), result, {})
         answer = await self._answer_of(result)
-        if answer is not None:
+        if answer is not None and self._login is None:  # a login's pages are fetched again
             self.answers.put(url, answer)
         return answer
 
@@ -209,9 +251,11 @@ class SiteRenderer:
         visit = self.visit
         return max(visit.ctx.config.browser.embed_rest, visit.policy.rest.crawl_delay or 0.0)
 
-    async def exchange(self, url: str) -> FetchResult:
+    async def exchange(self, url: str, method: str = "GET", body: bytes = b"",
+                       headers: Sequence[tuple[str, str]] = ()) -> FetchResult:
         """Fetch a rendered page's request over the site's connection in its host's turn: its
-        own site after ``browser.embed_rest``, another host after the crawl rest."""
+        own site after ``browser.embed_rest``, another host after the crawl rest (``method``,
+        ``body``, ``headers``: a scripted login's form)."""
         visit = self.visit
         browsers = visit.ctx.browsers
         assert browsers is not None
@@ -219,7 +263,8 @@ class SiteRenderer:
         own = host == visit.host
         async with browsers.clock.turn(host), self._sending:
             visit.ctx.stats.active[visit.origin]["url"] = url
-            result = await visit.connection.fetch(url, [], visit.crawl)
+            result = await visit.connection.fetch(url, [], visit.crawl, method=method, body=body,
+                                                  headers=headers)
             now = trio.current_time()
             if own:
                 browsers.clock.rest(host, self.embed_gap())
@@ -230,3 +275,9 @@ class SiteRenderer:
                 browsers.clock.rest(host, rest.after(result.status, result.elapsed, parse_retry_after(
                     result.header("retry-after"), result.started + result.elapsed)))
         return result
+
+
+def _form_headers(request: Request) -> list[tuple[str, str]]:
+    """The headers of a form's POST the client sends as the browser gave them."""
+    return [(name, value) for name, value in request.headers.items()
+            if name.lower() in ("content-type", "origin", "referer")]

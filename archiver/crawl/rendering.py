@@ -41,7 +41,13 @@ import trio
 from archiver.browser.chromium import BrowserError, Supervisor
 from archiver.browser.devtools import CommandTimeout, DevToolsError
 from archiver.browser.page import Answer, Request
-from archiver.browser.render import BrowserHung, Rendering, RenderSettings, render_page
+from archiver.browser.render import (
+    BrowserHung,
+    FormFill,
+    Rendering,
+    RenderSettings,
+    render_page,
+)
 from archiver.config import BrowserConfig, viewport
 from archiver.crawl.http import FetchResult
 from archiver.crawl.stats import Stats
@@ -178,10 +184,11 @@ class Browsers:
         return self._supervisor
 
     async def render(self, url: str, answer: Callable[[Request], Awaitable[Answer | None]],
-                     cookies: Sequence[dict[str, Any]] = ()) -> Rendering:
+                     cookies: Sequence[dict[str, Any]] = (), form: FormFill | None = None
+                     ) -> Rendering:
         """Render ``url`` in a tab whose requests ``answer`` answers, starting with ``cookies``
-        (the site's jar); RenderFailed if the browser could not (it is then restarted for the
-        next page)."""
+        (the site's jar), with its ``form`` filled in and submitted (a scripted login);
+        RenderFailed if the browser could not (it is then restarted for the next page)."""
         config = self._config()
         self._tabs.total_tokens = config.tabs
         settings = RenderSettings(
@@ -206,7 +213,7 @@ class Browsers:
                 starts = self._supervisor.starts
                 try:
                     with trio.fail_after(config.page_timeout + HANG_GRACE):
-                        return await render_page(devtools, url, answer, settings, cookies)
+                        return await render_page(devtools, url, answer, settings, cookies, form)
                 except (trio.TooSlowError, BrowserHung, DevToolsError) as e:
                     raise RenderFailed(await self._failed(url, e, starts, config)) from None
             finally:

@@ -457,7 +457,7 @@ class SiteVisit:
         # capture stands for, to ask whether it changed since.
         dedupe = ctx.config.crawl.dedupe
         asking = await ctx.dedupe.ask(earlier, dedupe=dedupe, conditional=conditional)
-        result = await (self.renderer.exchange(url) if embed else
+        result = await (self.renderer.exchange(url, method, body, headers) if embed else
                         self._exchange(url, asking.conditions, method, body, headers))
         self.gatekept = None
         if result.status is None:
@@ -490,7 +490,8 @@ class SiteVisit:
         elif fixed:
             labeller = lambda record, written: fixed  # noqa: E731
         written = await ctx.sink.write(record, origin=self.origin, labeller=labeller)
-        if embed:  # where a later page of this visit finds it again
+        if embed and labels is None:  # where a later page of this visit finds it again (a
+            # login's exchanges are not the site's content: its pages are fetched again)
             self.renderer.fetched[url] = written.response if record.original is None else None
         if self.renderer.last is not None and page is not None:
             ctx.sink.write_rendering(url, self.renderer.last.rendering, refers_to=written,

@@ -311,6 +311,32 @@ async def test_a_form_login_captures_the_members_area_without_its_password(tmp_p
     assert_secret_absent(secret_forms(FORM_USER, FORM_PASSWORD), run, texts, run.config.root)
 
 
+async def test_a_scripted_browser_login_fills_in_a_form_built_by_a_script(tmp_path, caplog):
+    async with session_web() as web:
+        origin = web.origin(FORMS)
+        keys = {**FORM_SHEET, "login_url": "/login-js", "capture": "browser"}
+        run = Run(tmp_path, web, credentials={"archive": (FORM_USER, FORM_PASSWORD)},
+                  sheets=sheet(FORMS, **keys)
+                  + "[browser]\nquiet = 0.3\nembed_rest = 0.05\npage_timeout = 20.0\n")
+        await run.crawl([origin + "/members/"], caplog)
+        texts = [run.cli("status", "--sites", "--json")]
+    # The login page as sent holds no form (a script builds it): only the browser could fill it
+    # in, and it did, once.
+    [login_page] = [data for rec_type, uri, data in warc_payloads(run.config.root)
+                    if rec_type == "response" and uri == origin + "/login-js"]
+    assert b"<script>" in login_page and b"<form" not in login_page
+    [posted] = [r for r in web.to(FORMS) if r.method == "POST"]
+    assert posted.target == "/session"
+    pages = {c.url for c in content(run.catalog())
+             if c.url.startswith(origin + "/members/") and c.status == 200}
+    assert pages == web.member_urls(FORMS)
+    # The form's POST went through archiver's client: in the WARC, its password replaced.
+    [request] = [data for rec_type, uri, data in warc_payloads(run.config.root)
+                 if rec_type == "request" and data.startswith(b"POST /session ")]
+    assert b"user=archivist" in request and b"pass=REDACTED" in request
+    assert_secret_absent(secret_forms(FORM_USER, FORM_PASSWORD), run, texts, run.config.root)
+
+
 async def test_a_session_expiring_after_n_pages_pauses_the_site_and_resume_finishes_it(
         tmp_path, caplog):
     async with session_web(expire_after=3) as web:
