@@ -106,6 +106,8 @@ async def _log_in_browser(visit: SiteVisit, page: str, labels: dict[str, str]) -
         return f"login: {e}"
     except RenderFailed as e:
         return f"login: the browser could not log in: {e}"
+    if visit.renderer.leaked:
+        return f"login: the form on {page} sends with GET: its URL would hold the password"
     if login.login_success not in rendering.text:
         return (f"login failed: the page after it ({rendering.url}) did not contain "
                 f"{login.login_success!r}")

@@ -37,6 +37,7 @@ from archiver.store.durable import is_disk_error
 from archiver.store.warcindex import WarcError, read_record
 from archiver.web import robots, urls
 from archiver.web.http import parse_retry_after
+from archiver.web.logins import secret_forms
 
 if TYPE_CHECKING:
     from archiver.crawl.visit import SiteVisit
@@ -58,6 +59,7 @@ class SiteRenderer:
         self._error: Exception | None = None  # the first a render's request raised
         self._robots_lock = trio.Lock()
         self._login: dict[str, str] | None = None  # the labels of a scripted login's requests
+        self.leaked = False  # a scripted login's page asked for a URL holding the password
         # The page's requests come at once, each in a task; the site's connection takes one at a
         # time (an HTTP-only visit, one fetch after the other, needs no lock: none is taken).
         self._sending = trio.Lock()
@@ -163,6 +165,9 @@ class SiteRenderer:
         url = urls.normalize(request.url)
         if url is None:
             stats.skipped["browser-url"] += 1
+            return None
+        if self._login is not None and _holds_secret(request.url, visit.session.secrets):
+            self.leaked = True  # a form sent by GET: its URL would be recorded with the password
             return None
         posted = (request.method == "POST" and self._login is not None  # a scripted login's form
                   and urls.origin(url) == visit.origin)
@@ -281,3 +286,8 @@ def _form_headers(request: Request) -> list[tuple[str, str]]:
     """The headers of a form's POST the client sends as the browser gave them."""
     return [(name, value) for name, value in request.headers.items()
             if name.lower() in ("content-type", "origin", "referer")]
+
+
+def _holds_secret(url: str, secrets: Sequence[str]) -> bool:
+    """Does ``url`` hold one of ``secrets``, in any form a form would write it?"""
+    return any(form in url for secret in secrets for form in secret_forms(secret))

@@ -69,6 +69,7 @@ from archiver.web.http import (
     decode_body,
     parse_retry_after,
 )
+from archiver.web.logins import redact_text
 from archiver.web.sheets import sheet_for
 from archiver.web.timestamps import from_datetime, to_datetime
 
@@ -350,6 +351,7 @@ class SiteVisit:
 
     def _pause(self, reason: str) -> Outcome:
         """The visit ends with its site paused: its session is lost or its login failed."""
+        reason = redact_text(reason, self.session.secrets)  # it goes to the site queue and logs
         event(log, logging.WARNING, "session-lost" if self.session.lost else "login-failed",
               site=self.origin, reason=reason)
         return Outcome("paused", reason)

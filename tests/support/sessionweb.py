@@ -24,7 +24,8 @@ challenged (real Cloudflare sites rarely challenge it).
 - ``forms.test``: ``/login`` sets a ``login`` cookie and serves a form whose hidden ``csrf`` token
   (new on every GET) must come back with that cookie in a POST to ``/session``; right credentials
   (``FORM_USER``, ``FORM_PASSWORD``) set ``sid`` and answer 303 to ``/members/``, wrong ones 200
-  with "Login failed"; ``/login-js`` is the same login page with its form built by a script.
+  with "Login failed"; ``/login-js`` is the same login page with its form built by a script,
+  ``/login-get`` too, its form sending by GET.
   ``/members/`` and its pages (``FORM_PAGES`` in all, each linking the next)
   contain ``Log out`` (as text, not a link a crawler could follow) and need a live ``sid``, else
   302 to ``/login?next=<path>``. ``expire_after`` ends a session after that many members' pages;
@@ -342,6 +343,8 @@ class SessionWeb:
             return self._login_form("")
         if path == "/login-js" and request.method == "GET":
             return self._login_form("", scripted=True)
+        if path == "/login-get" and request.method == "GET":  # a form that sends by GET
+            return self._login_form("", scripted=True, method="get")
         if path == "/session" and request.method == "POST":
             return self._log_in(request)
         pages = self._members(FORM_PAGES)
@@ -358,10 +361,10 @@ class SessionWeb:
         return Answer(200, html(path, f"<p>member page {path}</p>", links(following),
                                 f"<p>Signed in as {FORM_USER}. {LOGGED_IN} from the menu.</p>"))
 
-    def _login_form(self, notice: str, *, scripted: bool = False) -> Answer:
+    def _login_form(self, notice: str, *, scripted: bool = False, method: str = "post") -> Answer:
         login, csrf = secrets.token_hex(8), secrets.token_hex(8)
         self.login_forms[csrf] = login
-        form = ('<form action="/session" method="post">'
+        form = (f'<form action="/session" method="{method}">'
                 '<input name="user" type="text"><input name="pass" type="password">'
                 f'<input name="csrf" type="hidden" value="{csrf}">'
                 '<button type="submit">Log in</button></form>')

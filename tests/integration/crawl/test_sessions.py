@@ -337,6 +337,20 @@ async def test_a_scripted_browser_login_fills_in_a_form_built_by_a_script(tmp_pa
     assert_secret_absent(secret_forms(FORM_USER, FORM_PASSWORD), run, texts, run.config.root)
 
 
+async def test_a_scripted_login_whose_form_sends_by_get_sends_no_password(tmp_path, caplog):
+    async with session_web() as web:
+        origin = web.origin(FORMS)
+        keys = {**FORM_SHEET, "login_url": "/login-get", "capture": "browser"}
+        run = Run(tmp_path, web, credentials={"archive": (FORM_USER, FORM_PASSWORD)},
+                  sheets=sheet(FORMS, **keys) + "[browser]\nquiet = 0.3\npage_timeout = 20.0\n")
+        await run.crawl([origin + "/members/"], caplog)
+        row = run.site_rows()[origin]
+    assert row["state"] == "paused" and "sends with GET" in row["note"]
+    assert [r.target for r in web.to(FORMS) if r.target.startswith("/session")] == []
+    assert_secret_absent(secret_forms(FORM_USER, FORM_PASSWORD), run, [json.dumps(row)],
+                         run.config.root)
+
+
 async def test_a_session_expiring_after_n_pages_pauses_the_site_and_resume_finishes_it(
         tmp_path, caplog):
     async with session_web(expire_after=3) as web:
