@@ -317,7 +317,7 @@ async def test_a_scripted_browser_login_fills_in_a_form_built_by_a_script(tmp_pa
         keys = {**FORM_SHEET, "login_url": "/login-js", "capture": "browser"}
         run = Run(tmp_path, web, credentials={"archive": (FORM_USER, FORM_PASSWORD)},
                   sheets=sheet(FORMS, **keys)
-                  + "[browser]\nquiet = 0.3\nembed_rest = 0.05\npage_timeout = 20.0\n")
+                  + "[browser]\nquiet = 0.1\nembed_rest = 0.05\npage_timeout = 20.0\n")
         await run.crawl([origin + "/members/"], caplog)
         texts = [run.cli("status", "--sites", "--json")]
     # The login page as sent holds no form (a script builds it): only the browser could fill it
@@ -526,7 +526,7 @@ async def test_challenges_on_every_second_request_are_kept_labelled_and_never_re
 async def test_a_site_answering_only_challenges_backs_off_and_is_reported(tmp_path, caplog):
     async with session_web(gated_always=True) as web:
         origin = web.origin(GATED)
-        run = Run(tmp_path, web, site_retries=1, sitemaps=True)
+        run = Run(tmp_path, web, site_retries=1, sitemaps=True, max_backoff=0.4)
         await run.crawl([origin + "/"], caplog)
         row = run.site_rows()[origin]
     page_requests = [r for r in web.to(GATED) if r.target != "/robots.txt"]
