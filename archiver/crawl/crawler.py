@@ -443,7 +443,7 @@ class Crawler:
         """Keep what the visit leaves of its site's session: the cookie jar (for the next
         visit) and the count of gatekeepers' answers (``status --sites``)."""
         jar = visit.session.jar
-        if jar is not None:
+        if jar is not None and (jar or visit.kept_cookies):  # none before, none now: no write
             await self._queue(self.queue.keep_cookies, origin, jar.to_json(time.time()))
         if visit.gatekeepers:
             await self._queue(self.queue.count_gatekeepers, origin, dict(visit.gatekeepers))

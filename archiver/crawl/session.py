@@ -40,6 +40,7 @@ class SiteSession:
         """``jar``: None when crawl.cookies is off; ``login`` and its ``credential``: None for a
         site its sheet does not log in to."""
         self.origin = origin
+        self._prefix = origin + "/"
         self.jar = jar
         self.login = login
         self.credential = credential
@@ -81,8 +82,8 @@ class SiteSession:
         return page is not None and url.partition("?")[0] == page.partition("?")[0]
 
     def own(self, url: str) -> bool:
-        """Is ``url`` of the visit's own site (the only one the session speaks to)?"""
-        return urls.origin(url) == self.origin
+        """Is ``url`` (normalised) of the visit's own site (the only one the session speaks to)?"""
+        return url.startswith(self._prefix) or url == self.origin
 
     def request_headers(self, url: str, now: float, method: str = "GET"
                         ) -> list[tuple[str, str]]:
@@ -90,7 +91,7 @@ class SiteSession:
         if not self.own(url):
             return []
         headers = []
-        if self.jar is not None and (cookie := self.jar.header(url, now)) is not None:
+        if self.jar and (cookie := self.jar.header(url, now)) is not None:
             headers.append(("Cookie", cookie))
         if self.authorization is not None:
             headers.append(("Authorization", self.authorization))

@@ -77,6 +77,7 @@ log = logging.getLogger("archiver.crawl.visit")
 GATEKEEPER = "gatekeeper"  # the label of a gatekeeper's answer (its kind)
 # A page with one of these labels is not the site's content: never rendered.
 _NOT_RENDERED = {GATEKEEPER, LOGIN, "session-lost"}
+OK_SCANNED = 8192  # of a 2xx page, the bytes the gatekeeper rules read (SCANNED of another)
 
 
 class _Ended(Exception):
@@ -125,6 +126,7 @@ class SiteVisit:
         self.renderer = SiteRenderer(self)
         # The site's cookie jar and login (archiver.crawl.session).
         login = self.sheet.login if self.sheet is not None else None
+        self.kept_cookies = cookies  # the jar as the last visit kept it
         jar = self._jar(cookies) if self.crawl.cookies else None
         self.session = SiteSession(origin, jar=jar, login=login, credential=None if login is None
                                    else ctx.config.credentials.get(login.credentials))
@@ -541,7 +543,12 @@ class SiteVisit:
         if not self.crawl.gatekeepers:
             return None
         assert result.status is not None
-        body = decode_body(result.body, result.header("content-encoding"), SCANNED)
+        # Gatekeepers answer with a page: no other body is read (an image, a script, a style
+        # sheet). Of a 2xx page, the first OK_SCANNED bytes: a challenge served as 200 says so
+        # at its top (its title), and the site's own pages, nearly all answers, cost less.
+        scanned = OK_SCANNED if 200 <= result.status < 300 else SCANNED
+        body = decode_body(result.body, result.header("content-encoding"), scanned) \
+            if _is_html(result) or result.header("content-type") is None else b""
         match = recognise(result.status, result.headers, body,
                           (*self._config.crawl.gatekeeper_rules, *DEFAULT_RULES))
         return None if match is None else match.kind

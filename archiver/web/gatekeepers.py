@@ -46,7 +46,7 @@ class GatekeeperRule:
     status: frozenset[int] = frozenset()
     header: str = ""
     header_value: re.Pattern[str] | None = None
-    body: re.Pattern[bytes] | None = None
+    body: tuple[re.Pattern[bytes], ...] = ()  # any of them found
 
     def holds(self, status: int | None, headers: Mapping[str, list[str]], body: bytes) -> bool:
         """Whether the answer (``headers`` by lower-case name, ``body`` already cut to SCANNED
@@ -60,7 +60,7 @@ class GatekeeperRule:
             if self.header_value is not None and not any(
                     self.header_value.search(value) for value in values):
                 return False
-        return self.body is None or self.body.search(body) is not None
+        return not self.body or any(pattern.search(body) is not None for pattern in self.body)
 
 
 @dataclass(frozen=True)
@@ -72,10 +72,14 @@ class Match:
 
 
 def _rule(kind: str, name: str, *, status: Iterable[int] = (), header: str = "",
-          header_value: str | None = None, body: str | None = None) -> GatekeeperRule:
+          header_value: str | None = None, body: str | tuple[str, ...] = ()) -> GatekeeperRule:
+    """A rule; ``body``: an expression, or several of which any may be found (each searched
+    alone: an expression that starts with a literal is found by a fast scan for it, an
+    alternation is tried at every byte, ten times slower on a page of the site)."""
+    bodies = (body,) if isinstance(body, str) else body
     return GatekeeperRule(kind, name, frozenset(status), header,
                           None if header_value is None else re.compile(header_value, re.I),
-                          None if body is None else re.compile(body.encode()))
+                          tuple(re.compile(pattern.encode()) for pattern in bodies))
 
 
 # Akamai's block page writes its reference URL with HTML entities ("errors&#46;edgesuite&#46;net").
@@ -85,16 +89,16 @@ _EDGESUITE = r"errors(?:\.|&#46;)edgesuite(?:\.|&#46;)net"
 DEFAULT_RULES = (
     _rule(CHALLENGE, "cloudflare-mitigated", header="cf-mitigated", header_value=r"^\s*challenge\s*$"),
     _rule(CHALLENGE, "cloudflare-challenge-page",
-          body=r"window\._cf_chl_opt|<title>Just a moment\.\.\.</title>"),
+          body=(r"window\._cf_chl_opt", r"<title>Just a moment\.\.\.</title>")),
     _rule(CHALLENGE, "aws-waf-challenge", header="x-amzn-waf-action",
           header_value=r"^\s*(?:challenge|captcha)\s*$"),
     _rule(CHALLENGE, "datadome-header", status=[403], header="x-datadome"),
     _rule(CHALLENGE, "datadome-page", status=[403], body=r"captcha-delivery\.com"),
     _rule(CHALLENGE, "perimeterx", status=[403], body=r"px-captcha"),
-    _rule(CHALLENGE, "incapsula", body=r"_Incapsula_Resource|Incapsula incident ID"),
+    _rule(CHALLENGE, "incapsula", body=(r"_Incapsula_Resource", r"Incapsula incident ID")),
     _rule(RATE_LIMIT, "too-many-requests", status=[429]),
     _rule(BLOCK, "cloudflare-block", status=[403], header="cf-ray",
-          body=r"Sorry, you have been blocked|Attention Required! \| Cloudflare"),
+          body=(r"Sorry, you have been blocked", r"Attention Required! \| Cloudflare")),
     # Both texts, anywhere: two lookaheads from the start (linear, however often either occurs).
     _rule(BLOCK, "akamai-block", status=[403],
           body=rf"\A(?=[\s\S]*?Access Denied)(?=[\s\S]*?{_EDGESUITE})"),
@@ -165,6 +169,6 @@ def make_rule(table: Mapping[str, object]) -> GatekeeperRule:
         raise GatekeeperError("give at least one condition: status, header or body")
     try:
         return _rule(kind, name, status=status, header=header.lower(),
-                     header_value=header_value, body=body)
+                     header_value=header_value, body=() if body is None else body)
     except re.error as e:  # an expression valid as text, not as bytes
         raise GatekeeperError(f"body: not a regular expression over bytes ({e}): {body!r}") from None
