@@ -91,13 +91,7 @@ class SiteRenderer:
         async def answer_request(request: Request) -> Answer | None:
             if request.kind == "Document" and urls.normalize(request.url) == result.url:
                 return document  # its record is written after the render
-            try:
-                answer = await self._answer(request, depth)
-            except Exception as e:  # kept for after the render: one request costs that request
-                self._error = self._error or e
-                if not isinstance(e, LeaseLost):
-                    self._failed_request(request.url, e)
-                return None
+            answer = await self._answer_kept(request, depth)
             if answer is not None:
                 requested.append(request.url)
             return answer
@@ -113,10 +107,7 @@ class SiteRenderer:
             event(log, logging.WARNING, "render-failed", site=visit.origin, url=result.url,
                   error=str(e))
             return {"render-failed": str(e)}
-        if isinstance(self._error, LeaseLost) or (
-                isinstance(self._error, (OSError, sqlite3.Error))
-                and is_disk_error(self._error)):
-            raise self._error
+        self._raise_kept()
         visit.ctx.stats.rendered += 1
         if jar is not None:  # what its scripts set, kept as the site's answers' cookies are
             jar.receive_browser(result.url, rendering.cookies, time.time())
@@ -137,13 +128,7 @@ class SiteRenderer:
         jar = visit.session.jar
 
         async def answer_request(request: Request) -> Answer | None:
-            try:
-                return await self._answer(request, 1)
-            except Exception as e:  # as for a render's requests (see render)
-                self._error = self._error or e
-                if not isinstance(e, LeaseLost):
-                    self._failed_request(request.url, e)
-                return None
+            return await self._answer_kept(request, 1)
 
         self._error, self._login = None, labels
         try:
@@ -151,11 +136,29 @@ class SiteRenderer:
                 url, answer_request, jar.browser_cookies(time.time()) if jar else (), form)
         finally:
             self._login = None
-        if self._error is not None and isinstance(self._error, LeaseLost):
-            raise self._error
+        self._raise_kept()
         if jar is not None:
             jar.receive_browser(rendering.url, rendering.cookies, time.time())
         return rendering
+
+    async def _answer_kept(self, request: Request, depth: int) -> Answer | None:
+        """``_answer``, an error it raises kept for after the render (``_raise_kept``): one
+        request costs that request."""
+        try:
+            return await self._answer(request, depth)
+        except Exception as e:
+            self._error = self._error or e
+            if not isinstance(e, LeaseLost):
+                self._failed_request(request.url, e)
+            return None
+
+    def _raise_kept(self) -> None:
+        """After a render: raise what a request raised that ends the visit (the lease lost, a
+        full disk)."""
+        error = self._error
+        if isinstance(error, LeaseLost) or (
+                isinstance(error, (OSError, sqlite3.Error)) and is_disk_error(error)):
+            raise error
 
     async def _answer(self, request: Request, depth: int) -> Answer | None:
         """The answer to one request of a page being rendered: from memory, refused (None: a
