@@ -33,11 +33,11 @@ class SiteConnection:
     """The addresses, connection slot, HTTP client and session of one site's visit."""
 
     def __init__(self, origin: str, ctx: CrawlContext, crawl: CrawlConfig,
-                 session: SiteSession | None = None) -> None:
+                 session: SiteSession) -> None:
         """``crawl``: the site's [crawl] settings (its sheet's overrides applied)."""
         self.origin = origin
         self.ctx = ctx
-        self.session = session or SiteSession(origin, jar=None, login=None, credential=None)
+        self.session = session
         self.addresses: dict[str, str] = {}  # host -> the address fetched from
         self.held: str | None = None  # the address whose connection slot this visit holds
         self.client = HttpClient(crawl)

@@ -48,8 +48,8 @@ async def log_in(visit: SiteVisit) -> str:
     if login.method != "form":
         session.open()
         return ""
-    page = urls.normalize(login.login_url, visit.origin + "/")
-    if page is None or not session.own(page):
+    page = session.login_url
+    if page is None:
         return f"login: login_url {login.login_url!r} is not a URL of the site"
     if (refusal := _refused(visit, page)) is not None:
         return refusal

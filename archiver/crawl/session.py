@@ -50,6 +50,14 @@ class SiteSession:
         self.authorization: str | None = None  # the Basic Authorization value sent to the site
         self.digest: DigestChallenge | None = None  # the Digest challenge answered
         self.digest_count = 0  # requests sent under it (Digest's nc)
+        # The form login's page, absolute (None: no form login, or its login_url is not a URL of
+        # the site), and the prefix of where a logged-out visitor is sent (a single sign-on
+        # service may be another site).
+        page = urls.normalize(login.login_url, self._prefix) if login and login.method == "form" \
+            else None
+        self.login_url = page if page is not None and self.own(page) else None
+        self._logged_out = (urls.normalize(login.logged_out_url, self._prefix)
+                            or login.logged_out_url) if login and login.logged_out_url else None
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -75,11 +83,8 @@ class SiteSession:
         """Is ``url`` the form login's page (whatever its query: ``/login?next=...``)? Fetched
         to log in only, never crawled as a page: it is not the site's content, and following
         it again could end the session."""
-        login = self.login
-        if login is None or login.method != "form" or not self.own(url):
-            return False
-        page = urls.normalize(login.login_url, self.origin + "/")
-        return page is not None and url.partition("?")[0] == page.partition("?")[0]
+        return self.login_url is not None and (
+            url.partition("?")[0] == self.login_url.partition("?")[0])
 
     def own(self, url: str) -> bool:
         """Is ``url`` (normalised) of the visit's own site (the only one the session speaks to)?"""
@@ -141,11 +146,9 @@ class SiteSession:
             return ""
         if status == 401 and login.method in ("basic", "digest"):
             return f"session lost: {url} answered 401 (credentials refused)"
-        if 300 <= status < 400 and location and login.logged_out_url:
+        if 300 <= status < 400 and location and self._logged_out is not None:
             target = urls.normalize(location, url) or location
-            prefix = urls.normalize(login.logged_out_url, self.origin + "/") or \
-                login.logged_out_url
-            if target.startswith(prefix):
+            if target.startswith(self._logged_out):
                 return f"session lost: {url} redirected to {target}"
         if (login.logged_in and text is not None and 200 <= status < 300
                 and login.checks(url) and login.logged_in not in text):

@@ -80,9 +80,8 @@ _NOT_RENDERED = {GATEKEEPER, LOGIN, "session-lost"}
 OK_SCANNED = 8192  # of a 2xx page, the bytes the gatekeeper rules read (SCANNED of another)
 
 
-class _Ended(Exception):
-    """The visit ends before the URL is finished: its site's sheet closed its window during a
-    rest (before the fetch)."""
+class _Postponed(Exception):
+    """The site's sheet closed its window during a rest: the visit stops before the fetch."""
 
     def __init__(self, outcome: Outcome) -> None:
         super().__init__(outcome.note)
@@ -176,7 +175,7 @@ class SiteVisit:
             return await self._crawl()
         except _Draining:
             return Outcome("stopped", "draining" if ctx.disk_ok.is_set() else ctx.held_by)
-        except _Ended as e:
+        except _Postponed as e:
             return e.outcome
         except LeaseLost:
             return Outcome("lost", "the site's lease went to another process")
@@ -227,7 +226,7 @@ class SiteVisit:
             try:
                 end = await self._handle(entry)
                 policy.handled()
-            except (_Draining, LeaseLost, _Ended):
+            except (_Draining, LeaseLost, _Postponed):
                 raise
             except Exception as e:  # one URL's bug costs that URL, not the site
                 if isinstance(e, (OSError, sqlite3.Error)) and is_disk_error(e):
@@ -562,7 +561,7 @@ class SiteVisit:
         if not ctx.disk_ok.is_set() or await self._rest():
             raise _Draining
         if (postponed := self.sheet_wait()) is not None:  # the window closed during the rest
-            raise _Ended(postponed)
+            raise _Postponed(postponed)
         ctx.stats.active[self.origin]["url"] = url
         result = await self.connection.fetch(url, conditions, self.crawl, method=method,
                                              body=body, headers=headers)
