@@ -276,10 +276,17 @@ FORM_SHEET = dict(login="form", credentials="archive", login_url="/login", usern
                   logged_out_url="/login", session_scope=[r"re:http://forms\.test:\d+/members/.*"])
 
 
-def form_run(tmp_path: Path, web: SessionWeb, password: str = FORM_PASSWORD) -> Run:
-    sheet_keys = {**FORM_SHEET, "login_url": web.origin(FORMS) + "/login"}
+def form_run(tmp_path: Path, web: SessionWeb, password: str = FORM_PASSWORD, *,
+             login_url: str = "", browser: bool = False) -> Run:
+    """A crawl of forms.test logging in with a form (at ``login_url``, a path; /login as a
+    whole URL by default), scripted in the browser if ``browser``."""
+    keys: dict[str, object] = {**FORM_SHEET, "login_url": login_url or web.origin(FORMS) + "/login"}
+    if browser:
+        keys["capture"] = "browser"
     return Run(tmp_path, web, credentials={"archive": (FORM_USER, password)},
-               sheets=sheet(FORMS, **sheet_keys))
+               sheets=sheet(FORMS, **keys) + (
+                   "[browser]\nquiet = 0.1\nembed_rest = 0.05\npage_timeout = 20.0\n"
+                   if browser else ""))
 
 
 async def test_a_form_login_captures_the_members_area_without_its_password(tmp_path, caplog):
@@ -314,10 +321,7 @@ async def test_a_form_login_captures_the_members_area_without_its_password(tmp_p
 async def test_a_scripted_browser_login_fills_in_a_form_built_by_a_script(tmp_path, caplog):
     async with session_web() as web:
         origin = web.origin(FORMS)
-        keys = {**FORM_SHEET, "login_url": "/login-js", "capture": "browser"}
-        run = Run(tmp_path, web, credentials={"archive": (FORM_USER, FORM_PASSWORD)},
-                  sheets=sheet(FORMS, **keys)
-                  + "[browser]\nquiet = 0.1\nembed_rest = 0.05\npage_timeout = 20.0\n")
+        run = form_run(tmp_path, web, login_url="/login-js", browser=True)
         await run.crawl([origin + "/members/"], caplog)
         texts = [run.cli("status", "--sites", "--json")]
     # The login page as sent holds no form (a script builds it): only the browser could fill it
@@ -340,9 +344,7 @@ async def test_a_scripted_browser_login_fills_in_a_form_built_by_a_script(tmp_pa
 async def test_a_scripted_login_whose_form_sends_by_get_sends_no_password(tmp_path, caplog):
     async with session_web() as web:
         origin = web.origin(FORMS)
-        keys = {**FORM_SHEET, "login_url": "/login-get", "capture": "browser"}
-        run = Run(tmp_path, web, credentials={"archive": (FORM_USER, FORM_PASSWORD)},
-                  sheets=sheet(FORMS, **keys) + "[browser]\nquiet = 0.3\npage_timeout = 20.0\n")
+        run = form_run(tmp_path, web, login_url="/login-get", browser=True)
         await run.crawl([origin + "/members/"], caplog)
         row = run.site_rows()[origin]
     assert row["state"] == "paused" and "sends with GET" in row["note"]
